@@ -1,0 +1,58 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/device.h"
+
+namespace ag {
+
+// Exact byte accounting per device. Tests assert on these numbers (Dropout2d's "no extra memory"
+// is checked this way on the CPU, without a GPU), so every Storage goes through an Allocator.
+class AllocatorStats {
+ public:
+  void on_allocate(size_t bytes);
+  void on_free(size_t bytes);
+  int64_t live_bytes() const { return live_.load(std::memory_order_relaxed); }
+  int64_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
+  // Sets the peak to the current live bytes, so a later peak_bytes() measures one region.
+  void reset_peak() { peak_.store(live_bytes(), std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> live_{0};
+  std::atomic<int64_t> peak_{0};
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* ptr, size_t bytes) = 0;
+  // Copies between two buffers of this allocator's device, or from/to host memory.
+  virtual void copy_from_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void fill_zero(void* dst, size_t bytes) = 0;
+  AllocatorStats& stats() { return stats_; }
+
+ private:
+  AllocatorStats stats_;
+};
+
+// The allocator for a device type; the CPU one always exists, others are registered by their
+// backend (cuda/ registers the CUDA one at static-initialization time).
+Allocator& allocator_for(DeviceType type);
+Allocator* find_allocator(DeviceType type);
+void register_allocator(DeviceType type, Allocator* allocator);
+
+inline int64_t live_bytes(DeviceType type = DeviceType::kCPU) {
+  return allocator_for(type).stats().live_bytes();
+}
+inline int64_t peak_bytes(DeviceType type = DeviceType::kCPU) {
+  return allocator_for(type).stats().peak_bytes();
+}
+inline void reset_peak_bytes(DeviceType type = DeviceType::kCPU) {
+  allocator_for(type).stats().reset_peak();
+}
+
+}  // namespace ag

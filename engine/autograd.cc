@@ -1,0 +1,92 @@
+#include "engine/autograd.h"
+
+#include "engine/accumulate_grad.h"
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/node.h"
+#include "ops/ops.h"
+
+namespace ag {
+
+namespace {
+
+// Everything is validated before the engine runs, so a bad call leaves the graph untouched.
+ExecuteRequest make_request(const char* api, const TensorList& outputs,
+                            const TensorList& grad_outputs, std::optional<bool> retain_graph,
+                            bool create_graph, std::optional<EngineOptions> options) {
+  AG_CHECK(!outputs.empty(), api, ": no tensors to differentiate");
+  AG_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), api, ": got ",
+           grad_outputs.size(), " gradients for ", outputs.size(), " tensors");
+  ExecuteRequest request;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    AG_CHECK(out.defined(), api, ": tensor ", i, " is undefined");
+    AG_CHECK(out.requires_grad(), api, ": tensor ", i, " (", out.describe(),
+             ") does not require grad and has no grad_fn");
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!g.defined()) {
+      AG_CHECK(out.numel() == 1, api,
+               ": grad can be implicitly created only for outputs with one "
+               "element; tensor ",
+               i, " has shape ", to_string(out.shape()), ", so pass a gradient for it");
+      g = ops::ones_like(out);
+    } else {
+      AG_CHECK(g.shape() == out.shape(), api, ": gradient ", i, " has shape ", to_string(g.shape()),
+               " but tensor ", i, " has shape ", to_string(out.shape()));
+      AG_CHECK(g.dtype() == out.dtype(), api, ": gradient ", i, " has dtype ", to_string(g.dtype()),
+               " but tensor ", i, " has dtype ", to_string(out.dtype()));
+      AG_CHECK(g.device() == out.device(), api, ": gradient ", i, " is on ", to_string(g.device()),
+               " but tensor ", i, " is on ", to_string(out.device()));
+    }
+    request.roots.push_back(gradient_edge(out));
+    request.root_grads.push_back(std::move(g));
+  }
+  request.create_graph = create_graph;
+  request.keep_graph = retain_graph.value_or(create_graph);
+  request.options = options.value_or(current_options());
+  return request;
+}
+
+void add_targets(const char* api, ExecuteRequest& request, const TensorList& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
+    AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
+             ") does not require grad, so it has no gradient");
+    request.targets.push_back(gradient_edge(in));
+  }
+}
+
+}  // namespace
+
+void backward(const TensorList& tensors, const TensorList& grad_tensors,
+              std::optional<bool> retain_graph, bool create_graph, const TensorList& inputs,
+              std::optional<EngineOptions> options) {
+  ExecuteRequest request =
+      make_request("backward", tensors, grad_tensors, retain_graph, create_graph, options);
+  add_targets("backward", request, inputs);
+  request.allow_unused = true;  // an input nothing depends on simply gets no gradient
+  TensorList grads = execute(request);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    accumulate_into_grad(*inputs[i].impl(), grads[i], create_graph);
+  }
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                std::optional<bool> retain_graph, bool create_graph, bool allow_unused,
+                std::optional<EngineOptions> options) {
+  ExecuteRequest request =
+      make_request("grad", outputs, grad_outputs, retain_graph, create_graph, options);
+  AG_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
+  add_targets("grad", request, inputs);
+  request.allow_unused = allow_unused;
+  TensorList grads = execute(request);
+  // An input that was reached but got no gradient (e.g. a custom Function returned none for it)
+  // gets zeros, unless the caller asked for undefined results.
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined() && !allow_unused) grads[i] = ops::zeros_like(inputs[i]);
+  }
+  return grads;
+}
+
+}  // namespace ag

@@ -1,0 +1,243 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_map>
+
+#include "engine/call.h"
+#include "engine/counters.h"
+#include "engine/error.h"
+#include "engine/grad_mode.h"
+#include "ops/ops.h"
+
+namespace ag {
+
+namespace {
+
+// Per-call state of one node. It lives in the graph task, never in the node (Note [Per-call view]).
+struct NodeState {
+  bool discovered = false;
+  bool needed = false;  // apply() runs: some child receives a gradient
+  bool queued = false;
+  int dependencies = 0;  // parents that will still send a gradient
+  TensorList buffer;     // gradients received so far, one slot per node input
+  std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index)
+
+  bool receives_gradient() const { return needed || !captures.empty(); }
+};
+
+class GraphTask final : public ExecPlan {
+ public:
+  explicit GraphTask(const ExecuteRequest& request) : request_(request) { nodes_.reserve(64); }
+
+  TensorList run();
+
+  bool receives_gradient(const Node* node) const override {
+    auto it = nodes_.find(node);
+    return it != nodes_.end() && it->second.receives_gradient();
+  }
+
+ private:
+  void mark_targets();
+  void discover();
+  bool skip_expansion(const Node& node) const;
+  void count_dependencies();
+  void seed_roots();
+  void execute_ready_nodes();
+  TensorList call_node(Node& node, TensorList&& grads);
+  void send(const Node& from, TensorList&& outputs);
+  void enqueue(Node* node, NodeState& state);
+
+  const ExecuteRequest& request_;
+  std::unordered_map<const Node*, NodeState> nodes_;
+  std::vector<Node*> discovered_order_;
+  uint64_t min_target_topo_nr_ = 0;
+  uint64_t target_signature_bits_ = 0;
+  TensorList captured_;
+  struct BySequenceNr {
+    bool operator()(const Node* a, const Node* b) const {
+      return a->sequence_nr() < b->sequence_nr();
+    }
+  };
+  std::priority_queue<Node*, std::vector<Node*>, BySequenceNr> ready_;
+};
+
+TensorList GraphTask::run() {
+  mark_targets();
+  discover();
+  count_dependencies();
+  seed_roots();
+  execute_ready_nodes();
+  return std::move(captured_);
+}
+
+void GraphTask::mark_targets() {
+  const EdgeList& targets = request_.targets;
+  captured_.resize(targets.size());
+  min_target_topo_nr_ = UINT64_MAX;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Node* fn = targets[i].function.get();
+    nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
+    min_target_topo_nr_ = std::min(min_target_topo_nr_, fn->topological_nr());
+    target_signature_bits_ |= fn->own_signature_bit();
+  }
+}
+
+// Discovery cuts (only when specific inputs are requested): a node that cannot reach any target
+// is recorded but its children are never visited.
+bool GraphTask::skip_expansion(const Node& node) const {
+  if (request_.targets.empty()) return false;
+  const EngineOptions& o = request_.options;
+  // Note [Topological number]
+  if (o.prune_by_topo_nr && node.topological_nr() < min_target_topo_nr_) return true;
+  // Note [Reachability signature]
+  if (o.prune_by_reachability && (node.reach_signature() & target_signature_bits_) == 0)
+    return true;
+  return false;
+}
+
+// Phase 1: depth-first traversal from the roots. In post-order each node learns whether it is
+// needed: with no targets every node is; otherwise a node is needed iff one of its children
+// receives a gradient (is needed or is a target), i.e. iff it lies on a root-to-target path.
+void GraphTask::discover() {
+  const bool all_needed = request_.targets.empty();
+  std::vector<std::pair<Node*, size_t>> stack;  // (node, next child to look at)
+  auto visit = [&](Node* node) {
+    NodeState& state = nodes_[node];
+    if (state.discovered) return;
+    state.discovered = true;
+    discovered_order_.push_back(node);
+    if (skip_expansion(*node)) return;
+    ++counters().nodes_discovered;
+    stack.emplace_back(node, 0);
+  };
+  for (const Edge& root : request_.roots) {
+    if (root.is_valid()) visit(root.function.get());
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->num_outputs()) {
+        const Edge& edge = node->next_edge(next++);
+        if (edge.is_valid()) visit(edge.function.get());
+        continue;
+      }
+      NodeState& state = nodes_[node];
+      state.needed = all_needed;
+      for (const Edge& edge : node->next_edges()) {
+        if (state.needed) break;
+        state.needed = edge.is_valid() && nodes_[edge.function.get()].receives_gradient();
+      }
+      stack.pop_back();
+    }
+  }
+  if (request_.allow_unused) return;
+  for (size_t i = 0; i < request_.targets.size(); ++i) {
+    AG_CHECK(nodes_[request_.targets[i].function.get()].discovered, "grad(): input ", i,
+             " is not reachable from the outputs (it was not used to compute them); pass "
+             "allow_unused=true to get an undefined gradient for it instead");
+  }
+}
+
+// Phase 2: each receiving node waits for one gradient per edge from a needed parent.
+void GraphTask::count_dependencies() {
+  for (Node* node : discovered_order_) {
+    if (!nodes_[node].needed) continue;
+    for (const Edge& edge : node->next_edges()) {
+      if (!edge.is_valid()) continue;
+      NodeState& child = nodes_[edge.function.get()];
+      if (child.receives_gradient()) ++child.dependencies;
+    }
+  }
+}
+
+void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
+  if (!grad.defined()) return;
+  if (!buffer[slot].defined()) {
+    buffer[slot] = std::move(grad);
+  } else {
+    buffer[slot] = ops::add(buffer[slot], grad);
+  }
+}
+
+void GraphTask::enqueue(Node* node, NodeState& state) {
+  if (state.queued) return;
+  state.queued = true;
+  ready_.push(node);
+}
+
+void GraphTask::seed_roots() {
+  for (size_t i = 0; i < request_.roots.size(); ++i) {
+    const Edge& root = request_.roots[i];
+    if (!root.is_valid()) continue;
+    NodeState& state = nodes_[root.function.get()];
+    if (!state.receives_gradient()) continue;
+    state.buffer.resize(root.function->num_inputs());
+    accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
+  }
+  for (const Edge& root : request_.roots) {
+    if (!root.is_valid()) continue;
+    NodeState& state = nodes_[root.function.get()];
+    if (state.receives_gradient() && state.dependencies == 0) enqueue(root.function.get(), state);
+  }
+}
+
+// Phase 3: run nodes in decreasing sequence_nr as their last gradient arrives.
+void GraphTask::execute_ready_nodes() {
+  while (!ready_.empty()) {
+    Node* node = ready_.top();
+    ready_.pop();
+    NodeState& state = nodes_[node];
+    TensorList grads = std::move(state.buffer);
+    grads.resize(node->num_inputs());
+    for (const auto& [slot, target] : state.captures) captured_[target] = grads[slot];
+    if (!state.needed) continue;
+    send(*node, call_node(*node, std::move(grads)));
+  }
+}
+
+TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
+  bool any_defined = false;
+  for (const Tensor& g : grads) any_defined = any_defined || g.defined();
+  // Nothing flowed in (e.g. a custom Function returned no gradient): nothing flows out.
+  if (!any_defined) return TensorList(node.num_outputs());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) continue;
+    const TensorMeta& meta = node.input_metadata()[i];
+    grads[i] = ops::zeros(meta.shape, meta.dtype, meta.device);
+  }
+  ++counters().nodes_executed;
+  Call call(node, this, request_.create_graph, request_.options);
+  TensorList outputs = node.apply(std::move(grads), call);
+  if (!request_.keep_graph) node.release_saved();
+  AG_CHECK(outputs.size() == node.num_outputs(), "Function '", node.name(), "' returned ",
+           outputs.size(), " gradients but expected ", node.num_outputs(),
+           " (one per forward input)");
+  return outputs;
+}
+
+void GraphTask::send(const Node& from, TensorList&& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Edge& edge = from.next_edge(i);
+    if (!edge.is_valid()) continue;
+    NodeState& child = nodes_[edge.function.get()];
+    if (!child.receives_gradient()) continue;
+    Tensor& grad = outputs[i];
+    if (grad.defined()) {
+      const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];
+      AG_CHECK(grad.shape() == meta.shape && grad.dtype() == meta.dtype, "Function '", from.name(),
+               "' returned an invalid gradient at index ", i, ": got ", grad.describe(),
+               " but expected ", to_string(meta.dtype), to_string(meta.shape));
+    }
+    if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
+    accumulate(child.buffer, edge.input_nr, std::move(grad));
+    if (--child.dependencies == 0) enqueue(edge.function.get(), child);
+  }
+}
+
+}  // namespace
+
+TensorList execute(const ExecuteRequest& request) {
+  GradModeGuard grad_mode(request.create_graph);
+  return GraphTask(request).run();
+}
+
+}  // namespace ag

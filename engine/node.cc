@@ -1,0 +1,56 @@
+#include "engine/node.h"
+
+#include <algorithm>
+
+#include "engine/accumulate_grad.h"
+#include "engine/error.h"
+
+namespace ag {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{0};
+}
+
+Node::Node(EdgeList next_edges)
+    : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
+  set_next_edges(std::move(next_edges));
+}
+
+uint64_t Node::own_signature_bit() const {
+  // A multiplicative hash spreads consecutive sequence numbers over the 64 bits.
+  return uint64_t{1} << ((sequence_nr_ * 0x9E3779B97F4A7C15ull) >> 58);
+}
+
+void Node::set_next_edges(EdgeList edges) {
+  uint64_t topo = 0;
+  uint64_t signature = own_signature_bit();
+  for (const Edge& e : edges) {
+    if (!e.is_valid()) continue;
+    topo = std::max(topo, e.function->topological_nr() + 1);
+    signature |= e.function->reach_signature();
+  }
+  // Note [Topological number]: a parent already relies on our number.
+  AG_CHECK(!has_parent() || topo == topological_nr_, "set_next_edges: node '", name(),
+           "' already has a parent, so its topological_nr (", topological_nr_,
+           ") is frozen and cannot become ", topo);
+  for (const Edge& e : edges) {
+    if (e.is_valid()) e.function->has_parent_.store(true, std::memory_order_relaxed);
+  }
+  next_edges_ = std::move(edges);
+  topological_nr_ = topo;
+  reach_signature_ = signature;
+}
+
+uint32_t Node::add_input_metadata(TensorMeta meta) {
+  input_metadata_.push_back(std::move(meta));
+  return static_cast<uint32_t>(input_metadata_.size() - 1);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  if (t.grad_fn()) return {t.grad_fn(), t.output_nr()};
+  if (t.requires_grad()) return {grad_accumulator(t), 0};
+  return {};
+}
+
+}  // namespace ag

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace ag {
+
+class Call;
+class Node;
+
+// An edge from a node to the input slot `input_nr` of `function` (the node that computes the
+// gradient of one of the forward inputs). An edge without a function means "no gradient needed".
+struct Edge {
+  std::shared_ptr<Node> function;
+  uint32_t input_nr = 0;
+  bool is_valid() const { return function != nullptr; }
+};
+using EdgeList = std::vector<Edge>;
+
+// Shape/dtype/device of one forward output, i.e. of the gradient a node receives in that slot.
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  Device device = kCPU;
+  static TensorMeta of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+};
+
+// Note [Topological number]
+// topological_nr is the length of the longest path from a node to any leaf of the graph:
+// 0 for nodes without children (AccumulateGrad), else 1 + max over the children. If a node X can
+// reach node Y then topo(X) > topo(Y), so discovery for grad(..., inputs) never needs to expand a
+// node whose number is below the smallest number among the requested inputs' nodes (engine.cc).
+// The number is only valid if it never changes after a parent has read it, so it is frozen the
+// first time the node becomes some other node's child: set_next_edges() throws afterwards.
+//
+// Note [Reachability signature]
+// The topological number only orders nodes; two branches of the same height look alike to it.
+// Each node also carries a 64-bit signature: one bit chosen by hashing its sequence_nr, OR-ed
+// with the signatures of its children (computed with topological_nr and frozen the same way).
+// If X can reach Y then every bit of Y's signature is set in X's, in particular Y's own bit. So
+// when no requested input's own bit is set in X's signature, X cannot reach any input and
+// discovery skips it. False positives only cost visits; a false negative is impossible.
+//
+// Note [Sequence number]
+// sequence_nr counts node creation (process-wide). The ready queue runs the highest number first,
+// i.e. the most recently created node first, which matches the reverse of forward order.
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  explicit Node(EdgeList next_edges = {});
+  virtual ~Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Computes gradients for next_edges() from the gradients of this node's outputs. `call` tells,
+  // for this backward call only, which of those gradients are needed (Note [Per-call view]).
+  virtual TensorList apply(TensorList&& grads, const Call& call) = 0;
+  virtual std::string name() const = 0;
+  // Drops saved tensors after a backward without retain_graph.
+  virtual void release_saved() {}
+
+  const EdgeList& next_edges() const { return next_edges_; }
+  const Edge& next_edge(size_t i) const { return next_edges_[i]; }
+  size_t num_outputs() const { return next_edges_.size(); }  // gradients apply() returns
+  void set_next_edges(EdgeList edges);
+
+  // One entry per forward output: the gradients apply() receives.
+  const std::vector<TensorMeta>& input_metadata() const { return input_metadata_; }
+  uint32_t add_input_metadata(TensorMeta meta);
+  size_t num_inputs() const { return input_metadata_.size(); }
+
+  uint64_t sequence_nr() const { return sequence_nr_; }
+  uint64_t topological_nr() const { return topological_nr_; }
+  // Note [Reachability signature]: this node's bit plus the bits of every node it can reach.
+  uint64_t reach_signature() const { return reach_signature_; }
+  uint64_t own_signature_bit() const;
+  bool has_parent() const { return has_parent_.load(std::memory_order_relaxed); }
+
+ private:
+  EdgeList next_edges_;
+  std::vector<TensorMeta> input_metadata_;
+  uint64_t sequence_nr_;
+  uint64_t topological_nr_ = 0;
+  uint64_t reach_signature_ = 0;
+  std::atomic<bool> has_parent_{false};
+};
+
+// The edge along which gradient flows into `t`: its grad_fn, or its AccumulateGrad if it is a
+// leaf that requires grad, or an invalid edge.
+Edge gradient_edge(const Tensor& t);
+
+}  // namespace ag

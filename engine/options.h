@@ -1,0 +1,45 @@
+#pragma once
+
+namespace ag {
+
+// The switchable optimizations. All on by default; every benchmark and property compares
+// "off" and "on" in one process.
+struct EngineOptions {
+  // Note [Topological number]: discovery never expands nodes that cannot reach an input.
+  bool prune_by_topo_nr = true;
+  // Note [Reachability signature]: a second, finer discovery cut (see engine/reachability.h).
+  bool prune_by_reachability = true;
+  // Note [Per-call view]: nodes evaluate only the formulas this call needs.
+  bool per_call_needs_input_grad = true;
+  // Note [Guarded saves]: ops save a value only if a formula that can run needs it.
+  bool guard_saves = true;
+
+  static EngineOptions all_off() { return {false, false, false, false}; }
+  bool operator==(const EngineOptions& o) const {
+    return prune_by_topo_nr == o.prune_by_topo_nr &&
+           prune_by_reachability == o.prune_by_reachability &&
+           per_call_needs_input_grad == o.per_call_needs_input_grad && guard_saves == o.guard_saves;
+  }
+};
+
+// The options in force on this thread: a scoped override if one is active, else the process-wide
+// default.
+EngineOptions current_options();
+void set_default_options(const EngineOptions& options);
+EngineOptions default_options();
+
+// Overrides the options on this thread for its lifetime (forward ops read guard_saves from here;
+// backward()/grad() read the rest unless given options explicitly).
+class OptionsGuard {
+ public:
+  explicit OptionsGuard(const EngineOptions& options);
+  ~OptionsGuard();
+  OptionsGuard(const OptionsGuard&) = delete;
+  OptionsGuard& operator=(const OptionsGuard&) = delete;
+
+ private:
+  const EngineOptions* previous_;
+  EngineOptions options_;
+};
+
+}  // namespace ag

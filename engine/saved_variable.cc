@@ -1,0 +1,44 @@
+#include "engine/saved_variable.h"
+
+#include "engine/error.h"
+#include "engine/node.h"
+
+namespace ag {
+
+SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
+    : is_output_(is_output),
+      requires_grad_(tensor.requires_grad()),
+      output_nr_(tensor.output_nr()),
+      saved_version_(tensor.version()),
+      saved_shape_(tensor.shape()) {
+  // An output is kept as a plain alias: holding the tensor itself would make node -> output ->
+  // grad_fn (= node) a reference cycle.
+  data_ = is_output ? tensor.detach() : tensor;
+}
+
+Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const std::string& op,
+                             const std::string& slot) const {
+  AG_CHECK(!released_, "Trying to backward through the graph a second time: the value '", slot,
+           "' of shape ", to_string(saved_shape_), " saved by '", op,
+           "' was already freed. Pass retain_graph=true to the first backward()/grad() call if "
+           "you need to backward through the graph again.");
+  AG_CHECK(data_.version() == saved_version_,
+           "One of the tensors needed for gradient computation has been modified by an in-place "
+           "operation: the value '",
+           slot, "' of shape ", to_string(saved_shape_), " saved by '", op, "' is at version ",
+           data_.version(), "; expected version ", saved_version_, ".");
+  if (!is_output_ || !requires_grad_) return data_;
+  // Re-attach the owner so double backward sees the output's history.
+  Tensor t = data_.detach();
+  t.impl()->requires_grad = true;
+  t.impl()->grad_fn = owner;
+  t.impl()->output_nr = output_nr_;
+  return t;
+}
+
+void SavedVariable::release() {
+  data_ = Tensor();
+  released_ = true;
+}
+
+}  // namespace ag

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/tensor.h"
+
+namespace ag {
+
+class Node;
+
+// A tensor saved by a forward op for its backward. Two rules:
+// - Version check: unpack() throws if the tensor was modified in place after it was saved.
+// - No cycles: an op's own output is stored without its grad_fn (the output's grad_fn is the
+//   very node that owns this SavedVariable); unpack() re-attaches the owner.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& tensor, bool is_output);
+
+  // `owner` is the node that saved it; `op` and `slot` name it in error messages.
+  Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& op,
+                const std::string& slot) const;
+  void release();
+  bool defined() const { return data_.defined(); }
+  bool released() const { return released_; }
+  size_t nbytes() const { return data_.defined() ? data_.nbytes() : 0; }
+
+ private:
+  Tensor data_;
+  bool is_output_ = false;
+  bool requires_grad_ = false;
+  uint32_t output_nr_ = 0;
+  uint32_t saved_version_ = 0;
+  bool released_ = false;
+  Shape saved_shape_;  // kept after release for error messages
+};
+
+}  // namespace ag

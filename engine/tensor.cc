@@ -1,0 +1,92 @@
+#include "engine/tensor.h"
+
+#include "engine/allocator.h"
+#include "engine/error.h"
+#include "engine/node.h"
+
+namespace ag {
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape) AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>(
+      static_cast<size_t>(ag::numel(shape)) * element_size(dtype), device);
+  return Tensor(std::move(impl));
+}
+
+int64_t Tensor::size(int64_t d) const {
+  int64_t n = dim();
+  AG_CHECK(d >= -n && d < n, "size: dim ", d, " out of range for shape ", to_string(shape()));
+  return shape()[d < 0 ? d + n : d];
+}
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(impl_->storage->data()) +
+         impl_->offset * static_cast<int64_t>(element_size(impl_->dtype));
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  dispatch_dtype(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> host(out.size());
+    allocator_for(device().type).copy_to_host(host.data(), raw_data(), host.size() * sizeof(T));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(host[i]);
+  });
+  return out;
+}
+
+double Tensor::item() const {
+  AG_CHECK(numel() == 1, "item: expected a tensor with one element, got shape ",
+           to_string(shape()));
+  return to_vector()[0];
+}
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  AG_CHECK(is_leaf(),
+           "set_requires_grad: only leaf tensors can change requires_grad; this tensor has "
+           "grad_fn '",
+           grad_fn()->name(), "' (use detach() to get a leaf)");
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+  return Tensor(impl_->grad);
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined()) {
+    AG_CHECK(g.shape() == shape() && g.dtype() == dtype(), "set_grad: gradient ", g.describe(),
+             " does not match tensor ", describe());
+  }
+  std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+  impl_->grad = g.impl();
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = impl_->shape;
+  impl->dtype = impl_->dtype;
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::alias_with_shape(const Shape& shape) const {
+  Tensor t = detach();
+  t.impl_->shape = shape;
+  return t;
+}
+
+std::string Tensor::describe() const {
+  if (!defined()) return "undefined";
+  std::string s = to_string(dtype()) + to_string(shape());
+  if (!device().is_cpu()) s += " on " + to_string(device());
+  return s;
+}
+
+}  // namespace ag

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/dtype.h"
+#include "engine/shape.h"
+#include "engine/storage.h"
+
+namespace ag {
+
+class Node;
+
+// The state behind a Tensor handle: data (a contiguous view into a Storage) plus autograd
+// metadata. Handles share one TensorImpl; views and detach() share the Storage instead.
+struct TensorImpl {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;         // which output of grad_fn this tensor is
+  std::shared_ptr<TensorImpl> grad;
+
+  // A leaf's AccumulateGrad node is created on first use and owned by the graph that uses it.
+  std::weak_ptr<Node> grad_accumulator;
+  std::mutex autograd_mutex;  // guards grad_accumulator and grad
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // Allocates an uninitialized (CPU: unspecified contents) tensor.
+  static Tensor empty(const Shape& shape, DType dtype = DType::kFloat32, Device device = kCPU);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  int64_t dim() const { return static_cast<int64_t>(impl_->shape.size()); }
+  int64_t size(int64_t d) const;
+  int64_t numel() const { return ag::numel(impl_->shape); }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device(); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+
+  void* raw_data() const;
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(raw_data());
+  }
+  // Host copies of the values (for tests, printing, gradcheck); converts to double.
+  std::vector<double> to_vector() const;
+  double item() const;
+
+  // Autograd metadata.
+  bool requires_grad() const { return impl_->requires_grad; }
+  // Only leaves may be marked; throws otherwise (like torch.Tensor.requires_grad_).
+  Tensor& set_requires_grad(bool requires_grad);
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  uint32_t output_nr() const { return impl_->output_nr; }
+  Tensor grad() const;
+  void set_grad(const Tensor& g);
+
+  uint32_t version() const { return impl_->storage->version(); }
+  void bump_version() const { impl_->storage->bump_version(); }
+
+  // A new leaf sharing this tensor's storage (and so its version counter), not requiring grad.
+  Tensor detach() const;
+  // A view with another shape over the same storage; no autograd (ops::reshape adds that).
+  Tensor alias_with_shape(const Shape& shape) const;
+
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  std::string describe() const;  // "float32[2, 3]"
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+using TensorList = std::vector<Tensor>;
+
+}  // namespace ag

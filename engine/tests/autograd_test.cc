@@ -1,0 +1,178 @@
+#include "engine/autograd.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/call.h"
+#include "engine/counters.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::expect_values;
+using testing::leaf;
+
+TEST(Backward, AccumulatesIntoLeafGrads) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor b = leaf({3, 4}, {2});
+  Tensor y = ops::sum(ops::add(ops::mul(a, b), a));  // dy/da = b + 1, dy/db = a
+  backward(y);
+  expect_values(a.grad(), {4, 5});
+  expect_values(b.grad(), {1, 2});
+  EXPECT_FALSE(a.grad().requires_grad());
+  // A second graph accumulates on top.
+  backward(ops::sum(ops::mul(a, 2.0)));
+  expect_values(a.grad(), {6, 7});
+}
+
+TEST(Backward, NonLeafTensorsGetNoGrad) {
+  Tensor a = leaf({1}, {1});
+  Tensor h = ops::mul(a, 3.0);
+  backward(ops::mul(h, h));
+  expect_values(a.grad(), {18});
+  EXPECT_FALSE(h.grad().defined());
+}
+
+TEST(Backward, GradTensorsWeightNonScalarOutputs) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor y = ops::mul(a, a);
+  backward({y}, {ops::from_vector({10, 100}, {2}, DType::kFloat64)});
+  expect_values(a.grad(), {20, 400});
+}
+
+TEST(Backward, MultipleRootsAreSummed) {
+  Tensor a = leaf({2}, {1});
+  backward({ops::mul(a, a), ops::mul(a, 3.0)});
+  expect_values(a.grad(), {7});
+}
+
+TEST(Backward, WithInputsAccumulatesOnlyThereAndSkipsTheirGradFn) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor c = leaf({3, 4}, {2});
+  Tensor h = ops::mul(a, 3.0);  // an interior input
+  Tensor y = ops::sum(ops::mul(h, c));
+  reset_counters();
+  backward({y}, {}, std::nullopt, false, {h, c});
+  expect_values(h.grad(), {3, 4});  // dy/dh = c
+  expect_values(c.grad(), {3, 6});  // dy/dc = h
+  EXPECT_FALSE(a.grad().defined());
+  // Executed: sum and mul only; h's own grad_fn (mul_scalar) never ran.
+  EXPECT_EQ(counters().nodes_executed, 2);
+}
+
+TEST(Grad, ReturnsGradientsWithoutTouchingDotGrad) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor b = leaf({3, 4}, {2});
+  Tensor y = ops::sum(ops::mul(a, b));
+  TensorList g = grad({y}, {a, b});
+  expect_values(g[0], {3, 4});
+  expect_values(g[1], {1, 2});
+  EXPECT_FALSE(a.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+}
+
+TEST(Grad, InteriorInputsAndOutputAsInput) {
+  Tensor a = leaf({2}, {1});
+  Tensor h = ops::mul(a, a);
+  Tensor y = ops::mul(h, 5.0);
+  expect_values(grad({y}, {h}, {}, true)[0], {5});
+  expect_values(grad({y}, {y}, {}, true)[0], {1});
+  expect_values(grad({a}, {a})[0], {1});
+}
+
+TEST(Grad, CreateGraphGivesDifferentiableGradients) {
+  Tensor x = leaf({2}, {1});
+  Tensor y = ops::mul(ops::mul(x, x), x);  // x^3
+  Tensor g = grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  expect_values(g, {12});  // 3x^2
+  EXPECT_TRUE(g.requires_grad());
+  Tensor gg = grad({g}, {x}, {}, std::nullopt, true)[0];
+  expect_values(gg, {12});  // 6x
+  Tensor ggg = grad({gg}, {x})[0];
+  expect_values(ggg, {6});
+}
+
+TEST(Grad, CreateGraphBackwardMakesDotGradDifferentiable) {
+  Tensor x = leaf({3}, {1});
+  backward(TensorList{ops::mul(x, x)}, {}, std::nullopt, /*create_graph=*/true);
+  Tensor g = x.grad();
+  EXPECT_TRUE(g.requires_grad());
+  expect_values(grad({g}, {x})[0], {2});
+}
+
+TEST(Grad, WithoutCreateGraphResultsCarryNoHistory) {
+  Tensor x = leaf({2}, {1});
+  Tensor g = grad({ops::mul(x, x)}, {x})[0];
+  EXPECT_FALSE(g.requires_grad());
+}
+
+TEST(Grad, AllowUnusedGivesUndefined) {
+  Tensor a = leaf({1}, {1});
+  Tensor unused = leaf({1}, {1});
+  TensorList g = grad({ops::mul(a, 2.0)}, {a, unused}, {}, std::nullopt, false, true);
+  expect_values(g[0], {2});
+  EXPECT_FALSE(g[1].defined());
+}
+
+TEST(Grad, RepeatedInputGetsTheSameGradientTwice) {
+  Tensor a = leaf({1}, {1});
+  TensorList g = grad({ops::mul(a, 2.0)}, {a, a});
+  expect_values(g[0], {2});
+  expect_values(g[1], {2});
+}
+
+// Records the order in which nodes run.
+class Logger final : public Node {
+ public:
+  Logger(std::vector<int>* log, int id, EdgeList edges)
+      : Node(std::move(edges)), log_(log), id_(id) {
+    add_input_metadata({{1}, DType::kFloat64, kCPU});
+  }
+  TensorList apply(TensorList&& grads, const Call&) override {
+    log_->push_back(id_);
+    return TensorList(num_outputs(), grads[0]);
+  }
+  std::string name() const override { return "Logger"; }
+
+ private:
+  std::vector<int>* log_;
+  int id_;
+};
+
+TEST(Engine, ReadyQueueRunsNewestNodeFirst) {
+  // Two independent branches from one root: both become ready together; the one created last
+  // (higher sequence_nr) must run first.
+  Tensor x = leaf({1}, {1});
+  std::vector<int> log;
+  auto branch1 = std::make_shared<Logger>(&log, 1, EdgeList{gradient_edge(x)});
+  auto branch2 = std::make_shared<Logger>(&log, 2, EdgeList{gradient_edge(x)});
+  auto root = std::make_shared<Logger>(&log, 0, EdgeList{{branch1, 0}, {branch2, 0}});
+  Tensor y = ops::ones({1}, DType::kFloat64);
+  y.impl()->requires_grad = true;
+  y.impl()->grad_fn = root;
+  backward(y);
+  EXPECT_EQ(log, (std::vector<int>{0, 2, 1}));
+  expect_values(x.grad(), {2});
+}
+
+TEST(Engine, SharedSubgraphRunsOnceAfterAllParents) {
+  Tensor x = leaf({2}, {1});
+  Tensor h = ops::mul(x, x);                              // runs once
+  Tensor y = ops::add(ops::mul(h, 3.0), ops::mul(h, h));  // 3h + h^2
+  reset_counters();
+  Tensor g = grad({y}, {x})[0];
+  expect_values(g, {(3 + 2 * 4) * 4});      // (3 + 2h) * 2x
+  EXPECT_EQ(counters().nodes_executed, 4);  // add, mul_scalar, mul(h,h), mul(x,x)
+}
+
+TEST(Engine, Float32Gradients) {
+  Tensor a = ops::from_vector({1, 2}, {2}, DType::kFloat32);
+  a.set_requires_grad(true);
+  Tensor g = grad({ops::sum(ops::mul(a, a))}, {a})[0];
+  EXPECT_EQ(g.dtype(), DType::kFloat32);
+  expect_values(g, {2, 4});
+}
+
+}  // namespace
+}  // namespace ag

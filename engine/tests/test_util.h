@@ -1,0 +1,28 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/tensor.h"
+#include "ops/ops.h"
+
+namespace ag::testing {
+
+// A leaf from values (row-major) and a shape.
+inline Tensor leaf(const std::vector<double>& values, const Shape& shape, bool requires_grad = true,
+                   DType dtype = DType::kFloat64) {
+  Tensor t = ops::from_vector(values, shape, dtype);
+  t.set_requires_grad(requires_grad);
+  return t;
+}
+
+inline void expect_values(const Tensor& t, const std::vector<double>& expected,
+                          double tol = 1e-12) {
+  ASSERT_TRUE(t.defined());
+  std::vector<double> got = t.to_vector();
+  ASSERT_EQ(got.size(), expected.size()) << t.describe();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol) << "element " << i;
+}
+
+}  // namespace ag::testing

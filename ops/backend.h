@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/tensor.h"
+
+namespace ag::ops {
+
+enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
+// Unary kinds; the *Scalar ones combine the element with `scalar`.
+enum class UnaryKind {
+  kNeg,
+  kExp,
+  kLog,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kStep,       // 1 where x > 0 else 0 (relu's derivative, a constant)
+  kAddScalar,  // x + s
+  kMulScalar,  // x * s
+  kPowScalar,  // x ^ s
+  kRpowScalar  // s ^ x
+};
+
+// The compute kernels of one device type. Ops validate arguments (names and shapes in errors)
+// before calling these; kernels assume valid, contiguous inputs of one dtype and device, and
+// always write fresh outputs except the *_inplace ones.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out) = 0;
+  // a = a (kind) b, with b broadcast to a's shape.
+  virtual void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) = 0;
+  virtual Tensor unary(UnaryKind kind, const Tensor& a, double scalar) = 0;
+  virtual Tensor fill(const Shape& shape, double value, DType dtype, Device device) = 0;
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;  // same numel, may broadcast src
+  virtual Tensor sum_all(const Tensor& a) = 0;
+  // Reduces `a` to `shape` by summing the broadcast dims (shape broadcasts to a's shape).
+  virtual Tensor sum_to(const Tensor& a, const Shape& shape) = 0;
+  virtual Tensor broadcast_to(const Tensor& a, const Shape& shape) = 0;
+  virtual Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) = 0;
+  // out = op(a) @ op(b) (+ bias broadcast over rows when given); op transposes when asked.
+  // Batched when a and b are 3-D.
+  virtual Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
+                        const Tensor* bias) = 0;
+  virtual Tensor log_softmax(const Tensor& a, int64_t dim) = 0;
+  // -scale at (row, targets[row]) of a [N, C] tensor, 0 elsewhere (nll_loss's gradient pattern).
+  virtual Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets,
+                                  double scale, DType dtype, Device device) = 0;
+  // Elements are 1/keep_prob with probability keep_prob, else 0; deterministic in (seed, index).
+  virtual Tensor dropout_mask(const Shape& shape, double keep_prob, uint64_t seed, DType dtype,
+                              Device device) = 0;
+};
+
+Backend& backend_for(const Device& device);
+void register_backend(DeviceType type, Backend* backend);
+
+}  // namespace ag::ops

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace ag::ops {
+
+// Argument checks shared by the ops; each throws ag::Error naming the op and the tensors.
+void check_defined(const char* op, const Tensor& t, const char* what);
+void check_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b);
+Shape broadcast_shapes(const char* op, const Tensor& a, const Tensor& b);
+// Checks that `from` broadcasts to `to` (what sum_to and broadcast_to need).
+void check_broadcastable_to(const char* op, const Shape& from, const Shape& to);
+// A dim in [-ndim, ndim) as a non-negative index.
+int64_t normalize_dim(const char* op, int64_t dim, const Tensor& t);
+
+}  // namespace ag::ops

@@ -1,0 +1,338 @@
+// The CPU kernels, on Eigen. Contiguous inputs are mapped, never copied.
+#include <Eigen/Core>
+#include <cmath>
+#include <cstring>
+
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/cpu/counter_rng.h"
+#include "ops/strided_loop.h"
+
+namespace ag::ops {
+namespace {
+
+template <typename T>
+using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using MatMap = Eigen::Map<Mat<T>>;
+template <typename T>
+using ConstMatMap = Eigen::Map<const Mat<T>>;
+
+template <typename T>
+ConstVec<T> vec(const Tensor& t) {
+  return ConstVec<T>(t.data<T>(), t.numel());
+}
+template <typename T>
+Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out_vec(const Tensor& t) {
+  return {t.data<T>(), t.numel()};
+}
+
+template <typename T>
+T apply_binary(BinaryKind kind, T x, T y) {
+  switch (kind) {
+    case BinaryKind::kAdd:
+      return x + y;
+    case BinaryKind::kSub:
+      return x - y;
+    case BinaryKind::kMul:
+      return x * y;
+    case BinaryKind::kDiv:
+      return x / y;
+    case BinaryKind::kPow:
+      return std::pow(x, y);
+  }
+  return T(0);
+}
+
+// out = a (kind) b over whole arrays, vectorized by Eigen.
+template <typename T, typename A, typename B, typename O>
+void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
+  switch (kind) {
+    case BinaryKind::kAdd:
+      out = a + b;
+      break;
+    case BinaryKind::kSub:
+      out = a - b;
+      break;
+    case BinaryKind::kMul:
+      out = a * b;
+      break;
+    case BinaryKind::kDiv:
+      out = a / b;
+      break;
+    case BinaryKind::kPow:
+      out = a.pow(b);
+      break;
+  }
+}
+
+template <typename T>
+void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const Shape& shape = out.shape();
+  if (a.shape() == shape && b.shape() == shape) {
+    eigen_binary<T>(kind, vec<T>(a), vec<T>(b), out_vec<T>(out));
+    return;
+  }
+  if (a.shape() == shape && b.numel() == 1) {
+    T s = b.data<T>()[0];
+    eigen_binary<T>(kind, vec<T>(a), Eigen::Array<T, Eigen::Dynamic, 1>::Constant(a.numel(), s),
+                    out_vec<T>(out));
+    return;
+  }
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  std::array<std::vector<int64_t>, 3> strides = {broadcast_strides(a.shape(), shape),
+                                                 broadcast_strides(b.shape(), shape),
+                                                 contiguous_strides(shape)};
+  for_each_run<3>(shape, strides, [&](auto off, int64_t n, auto inc) {
+    for (int64_t i = 0; i < n; ++i) {
+      po[off[2] + i * inc[2]] =
+          apply_binary(kind, pa[off[0] + i * inc[0]], pb[off[1] + i * inc[1]]);
+    }
+  });
+}
+
+template <typename T>
+void unary_impl(UnaryKind kind, const Tensor& a, double scalar, const Tensor& out) {
+  auto x = vec<T>(a);
+  auto y = out_vec<T>(out);
+  const T s = static_cast<T>(scalar);
+  switch (kind) {
+    case UnaryKind::kNeg:
+      y = -x;
+      break;
+    case UnaryKind::kExp:
+      y = x.exp();
+      break;
+    case UnaryKind::kLog:
+      y = x.log();
+      break;
+    case UnaryKind::kTanh:
+      y = x.tanh();
+      break;
+    case UnaryKind::kSigmoid:
+      y = T(1) / (T(1) + (-x).exp());
+      break;
+    case UnaryKind::kRelu:
+      y = x.max(T(0));
+      break;
+    case UnaryKind::kStep:
+      y = (x > T(0)).template cast<T>();
+      break;
+    case UnaryKind::kAddScalar:
+      y = x + s;
+      break;
+    case UnaryKind::kMulScalar:
+      y = x * s;
+      break;
+    case UnaryKind::kPowScalar:
+      y = x.pow(s);
+      break;
+    case UnaryKind::kRpowScalar:
+      y = x.unaryExpr([s](T v) { return std::pow(s, v); });
+      break;
+  }
+}
+
+template <typename T>
+void sum_to_impl(const Tensor& a, const Tensor& out) {
+  const Shape& in_shape = a.shape();
+  const T* pa = a.data<T>();
+  T* po = out.data<T>();
+  std::memset(static_cast<void*>(po), 0, out.nbytes());
+  // [N, C] -> [C] (bias gradients) is the hot case: a column sum.
+  if (in_shape.size() == 2 && out.numel() == in_shape[1] && out.numel() > 1) {
+    Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po, in_shape[1]) =
+        ConstMatMap<T>(pa, in_shape[0], in_shape[1]).colwise().sum();
+    return;
+  }
+  std::array<std::vector<int64_t>, 2> strides = {contiguous_strides(in_shape),
+                                                 broadcast_strides(out.shape(), in_shape)};
+  for_each_run<2>(in_shape, strides, [&](auto off, int64_t n, auto inc) {
+    if (inc[1] == 0) {
+      T acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += pa[off[0] + i];
+      po[off[1]] += acc;
+    } else {
+      for (int64_t i = 0; i < n; ++i) po[off[1] + i] += pa[off[0] + i];
+    }
+  });
+}
+
+template <typename T>
+void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides, const Tensor& dst) {
+  const T* ps = src.data<T>();
+  T* pd = dst.data<T>();
+  std::array<std::vector<int64_t>, 2> strides = {src_strides, contiguous_strides(dst.shape())};
+  for_each_run<2>(dst.shape(), strides, [&](auto off, int64_t n, auto inc) {
+    for (int64_t i = 0; i < n; ++i) pd[off[1] + i] = ps[off[0] + i * inc[0]];
+  });
+}
+
+template <typename T>
+void matmul_impl(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias,
+                 const Tensor& out) {
+  const bool batched = a.dim() == 3;
+  const int64_t batch = batched ? a.shape()[0] : 1;
+  const int64_t ar = a.shape()[a.dim() - 2], ac = a.shape()[a.dim() - 1];
+  const int64_t br = b.shape()[b.dim() - 2], bc = b.shape()[b.dim() - 1];
+  const int64_t m = out.shape()[out.dim() - 2], n = out.shape()[out.dim() - 1];
+  for (int64_t i = 0; i < batch; ++i) {
+    ConstMatMap<T> A(a.data<T>() + i * ar * ac, ar, ac);
+    ConstMatMap<T> B(b.data<T>() + i * br * bc, br, bc);
+    MatMap<T> C(out.data<T>() + i * m * n, m, n);
+    if (!ta && !tb) C.noalias() = A * B;
+    if (!ta && tb) C.noalias() = A * B.transpose();
+    if (ta && !tb) C.noalias() = A.transpose() * B;
+    if (ta && tb) C.noalias() = A.transpose() * B.transpose();
+    if (bias) {
+      C.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias->data<T>(), n);
+    }
+  }
+}
+
+template <typename T>
+void log_softmax_impl(const Tensor& a, int64_t dim, const Tensor& out) {
+  const Shape& s = a.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= s[d];
+  for (size_t d = dim + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t len = s[dim];
+  const T* pa = a.data<T>();
+  T* po = out.data<T>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      const T* x = pa + o * len * inner + in;
+      T* y = po + o * len * inner + in;
+      T mx = x[0];
+      for (int64_t k = 1; k < len; ++k) mx = std::max(mx, x[k * inner]);
+      T total = 0;
+      for (int64_t k = 0; k < len; ++k) total += std::exp(x[k * inner] - mx);
+      const T lse = mx + std::log(total);
+      for (int64_t k = 0; k < len; ++k) y[k * inner] = x[k * inner] - lse;
+    }
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) { binary_impl<decltype(z)>(kind, a, b, out); });
+    return out;
+  }
+  void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) override {
+    dispatch_dtype(a.dtype(), [&](auto z) { binary_impl<decltype(z)>(kind, a, b, a); });
+  }
+  Tensor unary(UnaryKind kind, const Tensor& a, double scalar) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) { unary_impl<decltype(z)>(kind, a, scalar, out); });
+    return out;
+  }
+  Tensor fill(const Shape& shape, double value, DType dtype, Device device) override {
+    Tensor out = Tensor::empty(shape, dtype, device);
+    dispatch_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      out_vec<T>(out).setConstant(static_cast<T>(value));
+    });
+    return out;
+  }
+  void copy(const Tensor& dst, const Tensor& src) override {
+    if (src.numel() == dst.numel()) {
+      std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
+      return;
+    }
+    dispatch_dtype(dst.dtype(), [&](auto z) {
+      strided_copy<decltype(z)>(src, broadcast_strides(src.shape(), dst.shape()), dst);
+    });
+  }
+  Tensor sum_all(const Tensor& a) override {
+    Tensor out = Tensor::empty({}, a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      out.data<T>()[0] = vec<T>(a).sum();
+    });
+    return out;
+  }
+  Tensor sum_to(const Tensor& a, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) { sum_to_impl<decltype(z)>(a, out); });
+    return out;
+  }
+  Tensor broadcast_to(const Tensor& a, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    copy(out, a);
+    return out;
+  }
+  Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) override {
+    Shape shape = a.shape();
+    std::swap(shape[d0], shape[d1]);
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    std::vector<int64_t> strides = contiguous_strides(a.shape());
+    std::swap(strides[d0], strides[d1]);
+    dispatch_dtype(a.dtype(), [&](auto z) { strided_copy<decltype(z)>(a, strides, out); });
+    return out;
+  }
+  Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
+    const int64_t r = a.dim() - 2, c = a.dim() - 1;
+    Shape shape = a.shape();
+    shape[r] = ta ? a.shape()[c] : a.shape()[r];
+    shape[c] = tb ? b.shape()[b.dim() - 2] : b.shape()[b.dim() - 1];
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) { matmul_impl<decltype(z)>(a, b, ta, tb, bias, out); });
+    return out;
+  }
+  Tensor log_softmax(const Tensor& a, int64_t dim) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) { log_softmax_impl<decltype(z)>(a, dim, out); });
+    return out;
+  }
+  Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets, double scale,
+                          DType dtype, Device device) override {
+    Tensor out = fill(shape, 0.0, dtype, device);
+    dispatch_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      for (size_t row = 0; row < targets.size(); ++row) {
+        out.data<T>()[row * shape[1] + targets[row]] = static_cast<T>(-scale);
+      }
+    });
+    return out;
+  }
+  Tensor dropout_mask(const Shape& shape, double keep_prob, uint64_t seed, DType dtype,
+                      Device device) override {
+    Tensor out = Tensor::empty(shape, dtype, device);
+    dispatch_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      T* p = out.data<T>();
+      const T keep = static_cast<T>(1.0 / keep_prob);
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        p[i] = uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
+      }
+    });
+    return out;
+  }
+};
+
+}  // namespace
+
+namespace {
+Backend*& backend_slot(DeviceType type) {
+  static CpuBackend cpu;
+  static Backend* backends[kNumDeviceTypes] = {&cpu, nullptr};
+  return backends[static_cast<int>(type)];
+}
+}  // namespace
+
+Backend& backend_for(const Device& device) {
+  Backend* b = backend_slot(device.type);
+  AG_CHECK(b != nullptr, "no kernels for device ", to_string(device),
+           ": this build was made without support for it");
+  return *b;
+}
+
+void register_backend(DeviceType type, Backend* backend) { backend_slot(type) = backend; }
+
+}  // namespace ag::ops

@@ -1,0 +1,121 @@
+// Elementwise ops: forward kernels and derivative specs (Note [Derivative spec]).
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Tensor& b) {
+  const Shape shape = broadcast_shapes(spec.name().c_str(), a, b);
+  return record(spec, {&a, &b}, backend_for(a.device()).binary(kind, a, b, shape));
+}
+
+Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar = 0) {
+  check_defined(spec.name().c_str(), a, "input");
+  OpAttrs attrs;
+  attrs.scalar = scalar;
+  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar), std::move(attrs));
+}
+
+// A constant (non-differentiable) elementwise result, for use inside formulas.
+Tensor constant_unary(UnaryKind kind, const Tensor& a) {
+  return backend_for(a.device()).unary(kind, a, 0.0);
+}
+
+using Ctx = BackwardContext;
+enum { kSelf = 0, kOther = 1, kResult = 2 };
+
+const OpSpec kAdd("add", {},
+                  {{"self", {}, [](const Ctx& c) { return c.grad(); }},
+                   {"other", {}, [](const Ctx& c) { return c.grad(); }}});
+
+const OpSpec kSub("sub", {},
+                  {{"self", {}, [](const Ctx& c) { return c.grad(); }},
+                   {"other", {}, [](const Ctx& c) { return neg(c.grad()); }}});
+
+const OpSpec kMul("mul", {{"self", 0}, {"other", 1}},
+                  {{"self", {kOther}, [](const Ctx& c) { return mul(c.grad(), c.saved(kOther)); }},
+                   {"other", {kSelf}, [](const Ctx& c) { return mul(c.grad(), c.saved(kSelf)); }}});
+
+const OpSpec kDiv("div", {{"self", 0}, {"other", 1}},
+                  {{"self", {kOther}, [](const Ctx& c) { return div(c.grad(), c.saved(kOther)); }},
+                   {"other", {kSelf, kOther}, [](const Ctx& c) {
+                      Tensor other = c.saved(kOther);
+                      return neg(div(mul(c.grad(), c.saved(kSelf)), mul(other, other)));
+                    }}});
+
+const OpSpec kPow("pow", {{"self", 0}, {"exponent", 1}, {"result", kFromResult}},
+                  {{"self",
+                    {kSelf, kOther},
+                    [](const Ctx& c) {
+                      Tensor e = c.saved(kOther);
+                      return mul(c.grad(), mul(e, pow(c.saved(kSelf), add(e, -1.0))));
+                    }},
+                   {"exponent", {kSelf, kResult}, [](const Ctx& c) {
+                      return mul(c.grad(), mul(c.saved(kResult), log(c.saved(kSelf))));
+                    }}});
+
+const OpSpec kAddScalar("add_scalar", {}, {{"self", {}, [](const Ctx& c) { return c.grad(); }}});
+
+const OpSpec kMulScalar("mul_scalar", {}, {{"self", {}, [](const Ctx& c) {
+                                              return mul(c.grad(), c.attrs().scalar);
+                                            }}});
+
+const OpSpec kPowScalar("pow_scalar", {{"self", 0}},
+                        {{"self", {kSelf}, [](const Ctx& c) {
+                            const double e = c.attrs().scalar;
+                            return mul(c.grad(), mul(pow(c.saved(kSelf), e - 1.0), e));
+                          }}});
+
+const OpSpec kNeg("neg", {}, {{"self", {}, [](const Ctx& c) { return neg(c.grad()); }}});
+
+// For one-input ops the result is slot 0.
+const OpSpec kExp("exp", {{"result", kFromResult}},
+                  {{"self", {0}, [](const Ctx& c) { return mul(c.grad(), c.saved(0)); }}});
+
+const OpSpec kLog("log", {{"self", 0}},
+                  {{"self", {0}, [](const Ctx& c) { return div(c.grad(), c.saved(0)); }}});
+
+const OpSpec kTanh("tanh", {{"result", kFromResult}},
+                   {{"self", {0}, [](const Ctx& c) {
+                       Tensor y = c.saved(0);
+                       return mul(c.grad(), add(neg(mul(y, y)), 1.0));  // 1 - tanh^2
+                     }}});
+
+const OpSpec kSigmoid("sigmoid", {{"result", kFromResult}},
+                      {{"self", {0}, [](const Ctx& c) {
+                          Tensor y = c.saved(0);
+                          return mul(c.grad(), mul(y, add(neg(y), 1.0)));  // y (1 - y)
+                        }}});
+
+// relu' is a constant step: the second derivative of relu is zero almost everywhere.
+const OpSpec kRelu("relu", {{"result", kFromResult}},
+                   {{"self", {0}, [](const Ctx& c) {
+                       return mul(c.grad(), constant_unary(UnaryKind::kStep, c.saved(0)));
+                     }}});
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_op(kAdd, BinaryKind::kAdd, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(kSub, BinaryKind::kSub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(kMul, BinaryKind::kMul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op(kDiv, BinaryKind::kDiv, a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) {
+  return binary_op(kPow, BinaryKind::kPow, base, exponent);
+}
+
+Tensor add(const Tensor& a, double s) { return unary_op(kAddScalar, UnaryKind::kAddScalar, a, s); }
+Tensor mul(const Tensor& a, double s) { return unary_op(kMulScalar, UnaryKind::kMulScalar, a, s); }
+Tensor pow(const Tensor& base, double exponent) {
+  return unary_op(kPowScalar, UnaryKind::kPowScalar, base, exponent);
+}
+Tensor neg(const Tensor& a) { return unary_op(kNeg, UnaryKind::kNeg, a); }
+Tensor exp(const Tensor& a) { return unary_op(kExp, UnaryKind::kExp, a); }
+Tensor log(const Tensor& a) { return unary_op(kLog, UnaryKind::kLog, a); }
+Tensor tanh(const Tensor& a) { return unary_op(kTanh, UnaryKind::kTanh, a); }
+Tensor sigmoid(const Tensor& a) { return unary_op(kSigmoid, UnaryKind::kSigmoid, a); }
+Tensor relu(const Tensor& a) { return unary_op(kRelu, UnaryKind::kRelu, a); }
+
+}  // namespace ag::ops

@@ -1,0 +1,82 @@
+// Tensor factories, clone, detach and device copies.
+#include "engine/allocator.h"
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/cpu/counter_rng.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  for (int64_t d : shape) AG_CHECK(d >= 0, "full: negative dimension in shape ", to_string(shape));
+  return backend_for(device).fill(shape, value, dtype, device);
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
+}
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype,
+                   Device device) {
+  AG_CHECK(static_cast<int64_t>(values.size()) == numel(shape), "from_vector: ", values.size(),
+           " values do not fill shape ", to_string(shape));
+  Tensor host = Tensor::empty(shape, dtype, kCPU);
+  dispatch_dtype(dtype, [&](auto z) {
+    using T = decltype(z);
+    for (size_t i = 0; i < values.size(); ++i) host.data<T>()[i] = static_cast<T>(values[i]);
+  });
+  return device.is_cpu() ? host : to(host, device);
+}
+
+Tensor uniform(const Shape& shape, double low, double high, uint64_t seed, DType dtype,
+               Device device) {
+  std::vector<double> values(static_cast<size_t>(numel(shape)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = low + (high - low) * uniform_from_counter(seed, i);
+  }
+  return from_vector(values, shape, dtype, device);
+}
+
+const OpSpec kClone("clone", {}, {{"self", {}, [](const BackwardContext& c) { return c.grad(); }}});
+
+Tensor clone(const Tensor& t) {
+  check_defined("clone", t, "input");
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  backend_for(t.device()).copy(out, t);
+  return record(kClone, {&t}, out);
+}
+
+Tensor detach(const Tensor& a) {
+  check_defined("detach", a, "input");
+  return a.detach();
+}
+
+const OpSpec kTo(
+    "to", {},
+    {{"self", {}, [](const BackwardContext& c) {
+        // The gradient goes back to the input's device (attrs.dim0).
+        Device d{static_cast<DeviceType>(c.attrs().dim0), static_cast<int>(c.attrs().dim1)};
+        return to(c.grad(), d);
+      }}});
+
+Tensor to(const Tensor& t, Device device) {
+  check_defined("to", t, "input");
+  if (t.device() == device) return t;
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+  // Staged through host memory: simple, and only used at the edges of a computation.
+  std::vector<char> host(t.nbytes());
+  allocator_for(t.device().type).copy_to_host(host.data(), t.raw_data(), host.size());
+  allocator_for(device.type).copy_from_host(out.raw_data(), host.data(), host.size());
+  OpAttrs attrs;
+  attrs.dim0 = static_cast<int64_t>(t.device().type);
+  attrs.dim1 = t.device().index;
+  return record(kTo, {&t}, out, std::move(attrs));
+}
+
+}  // namespace ag::ops

@@ -1,0 +1,162 @@
+// Matrix products. All of them reduce to one kernel, op(A) @ op(B) with optional transposes, and
+// their gradients are products of the same kind, so no transpose is ever materialized and the
+// derivatives are differentiable again.
+//
+// The seed's caveat (Note [Guarded saves]): mm's gradient for mat1 needs only mat2 and the one for
+// mat2 only mat1, so when just one of them requires grad the other is not kept alive.
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+using Ctx = BackwardContext;
+enum { kMat1 = 0, kMat2 = 1 };
+
+Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb);
+
+// C = op(A) op(B):  dA = G op(B)^T (or its transpose),  dB = op(A)^T G (or its transpose).
+Tensor grad_mat1(const OpSpec& spec, const Tensor& g, const Tensor& b, bool ta, bool tb) {
+  return ta ? product(spec, b, g, tb, true) : product(spec, g, b, false, !tb);
+}
+Tensor grad_mat2(const OpSpec& spec, const Tensor& g, const Tensor& a, bool ta, bool tb) {
+  return tb ? product(spec, g, a, true, ta) : product(spec, a, g, !ta, false);
+}
+
+// mm and bmm share formulas; each formula multiplies with its own node's spec (c.spec()).
+OpSpec product_spec(const char* name) {
+  return OpSpec(
+      name, {{"self", 0}, {"mat2", 1}},
+      {{"self",
+        {kMat2},
+        [](const Ctx& c) {
+          return grad_mat1(c.spec(), c.grad(), c.saved(kMat2), c.attrs().flag0, c.attrs().flag1);
+        }},
+       {"mat2", {kMat1}, [](const Ctx& c) {
+          return grad_mat2(c.spec(), c.grad(), c.saved(kMat1), c.attrs().flag0, c.attrs().flag1);
+        }}});
+}
+
+const OpSpec kMm = product_spec("mm");
+const OpSpec kBmm = product_spec("bmm");
+
+Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  OpAttrs attrs;
+  attrs.flag0 = ta;
+  attrs.flag1 = tb;
+  return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
+                std::move(attrs));
+}
+
+void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
+  check_same_dtype_and_device(op, a, b);
+  AG_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",
+           a.describe(), " and ", b.describe());
+  AG_CHECK(a.shape()[rank - 1] == b.shape()[rank - 2], op, ": shapes ", to_string(a.shape()),
+           " and ", to_string(b.shape()), " cannot be multiplied (", a.shape()[rank - 1], " vs ",
+           b.shape()[rank - 2], ")");
+  AG_CHECK(rank == 2 || a.shape()[0] == b.shape()[0], op,
+           ": batch sizes differ: ", to_string(a.shape()), " and ", to_string(b.shape()));
+}
+
+// out = bias + mat1 @ mat2
+const OpSpec kAddmm(
+    "addmm", {{"mat1", 1}, {"mat2", 2}},
+    {{"self", {}, [](const Ctx& c) { return c.grad(); }},
+     {"mat1", {1}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(1), false, true); }},
+     {"mat2", {0}, [](const Ctx& c) { return product(kMm, c.saved(0), c.grad(), true, false); }}});
+
+// out = input @ weight^T + bias, input [N, in], weight [out, in], bias [out]
+const OpSpec kLinear(
+    "linear", {{"input", 0}, {"weight", 1}},
+    {{"input", {1}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(1), false, false); }},
+     {"weight", {0}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(0), true, false); }},
+     {"bias", {}, [](const Ctx& c) { return c.grad(); }}});
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_product("mm", a, b, 2);
+  return product(kMm, a, b, false, false);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_product("bmm", a, b, 3);
+  return product(kBmm, a, b, false, false);
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  check_product("addmm", a, b, 2);
+  check_same_dtype_and_device("addmm", bias, a);
+  const Shape out = {a.shape()[0], b.shape()[1]};
+  check_broadcastable_to("addmm", bias.shape(), out);
+  Tensor result;
+  if (bias.shape() == Shape{out[1]}) {
+    result = backend_for(a.device()).matmul(a, b, false, false, &bias);
+  } else {
+    Backend& be = backend_for(a.device());
+    result = be.binary(BinaryKind::kAdd, be.matmul(a, b, false, false, nullptr), bias, out);
+  }
+  return record(kAddmm, {&bias, &a, &b}, result);
+}
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  check_same_dtype_and_device("linear", input, weight);
+  AG_CHECK(weight.dim() == 2 && input.dim() >= 1 && input.shape().back() == weight.shape()[1],
+           "linear: input ", input.describe(), " and weight ", weight.describe(),
+           " do not match (expected input [..., in] and weight [out, in])");
+  if (bias.defined()) {
+    check_same_dtype_and_device("linear", bias, weight);
+    AG_CHECK(bias.shape() == Shape{weight.shape()[0]}, "linear: bias ", bias.describe(),
+             " does not match weight ", weight.describe());
+  }
+  if (input.dim() != 2) {  // [..., in] -> [N, in] -> [..., out]
+    Shape out_shape = input.shape();
+    out_shape.back() = weight.shape()[0];
+    return reshape(linear(reshape(input, {-1, weight.shape()[1]}), weight, bias), out_shape);
+  }
+  Tensor out = backend_for(input.device())
+                   .matmul(input, weight, false, true, bias.defined() ? &bias : nullptr);
+  return record(kLinear, {&input, &weight, &bias}, out);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_same_dtype_and_device("matmul", a, b);
+  const int64_t da = a.dim(), db = b.dim();
+  AG_CHECK(da >= 1 && db >= 1, "matmul: both arguments need at least one dimension, got ",
+           a.describe(), " and ", b.describe());
+  if (da == 1 && db == 1) {
+    AG_CHECK(a.numel() == b.numel(), "matmul: vectors ", a.describe(), " and ", b.describe(),
+             " have different lengths");
+    return sum(mul(a, b));
+  }
+  if (da == 1) {  // [k] @ [..., k, m]: a row vector, then drop that row dim
+    Tensor r = matmul(reshape(a, {1, -1}), b);
+    Shape out = r.shape();
+    out.erase(out.end() - 2);
+    return reshape(r, out);
+  }
+  if (db == 1) {
+    Shape out = a.shape();
+    out.pop_back();
+    return reshape(matmul(a, reshape(b, {-1, 1})), out);
+  }
+  if (da == 2 && db == 2) return mm(a, b);
+  if (db == 2) {  // [..., n, k] @ [k, m]: fold the batch into rows
+    Shape out = a.shape();
+    out.back() = b.shape()[1];
+    return reshape(mm(reshape(a, {-1, a.shape().back()}), b), out);
+  }
+  AG_CHECK(da == db && std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin()),
+           "matmul: batch dimensions of ", a.describe(), " and ", b.describe(),
+           " must be equal (broadcasting batch dimensions is not supported)");
+  Shape out = a.shape();
+  out.back() = b.shape().back();
+  const int64_t n = a.shape()[da - 2], k = a.shape()[da - 1], m = b.shape()[db - 1];
+  return reshape(bmm(reshape(a, {-1, n, k}), reshape(b, {-1, k, m})), out);
+}
+
+}  // namespace ag::ops

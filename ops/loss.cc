@@ -1,0 +1,72 @@
+// log_softmax, nll_loss and cross_entropy (= nll_loss of log_softmax over classes).
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+using Ctx = BackwardContext;
+
+// d/dx log_softmax = g - softmax * sum(g) along dim; softmax = exp(result).
+const OpSpec kLogSoftmax("log_softmax", {{"result", kFromResult}},
+                         {{"self", {0}, [](const Ctx& c) {
+                             const int64_t dim = c.attrs().dim0;
+                             return sub(c.grad(), mul(exp(c.saved(0)), sum(c.grad(), dim, true)));
+                           }}});
+
+// loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
+// incoming gradient, so nothing is saved: only the targets and the shape.
+Tensor nll_pattern(const Shape& shape, const std::vector<int64_t>& targets, DType dtype,
+                   Device device) {
+  return backend_for(device).nll_grad_pattern(shape, targets, 1.0 / static_cast<double>(shape[0]),
+                                              dtype, device);
+}
+
+const OpSpec kNllLoss("nll_loss", {}, {{"self", {}, [](const Ctx& c) {
+                                          const Tensor& g = c.grad();
+                                          return mul(nll_pattern(c.attrs().shape, c.attrs().targets,
+                                                                 g.dtype(), g.device()),
+                                                     g);
+                                        }}});
+
+}  // namespace
+
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  check_defined("log_softmax", a, "input");
+  dim = normalize_dim("log_softmax", dim, a);
+  OpAttrs attrs;
+  attrs.dim0 = dim;
+  return record(kLogSoftmax, {&a}, backend_for(a.device()).log_softmax(a, dim), std::move(attrs));
+}
+
+Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
+  check_defined("nll_loss", log_probs, "input");
+  AG_CHECK(log_probs.dim() == 2, "nll_loss: expected log-probabilities [N, C], got ",
+           log_probs.describe());
+  const int64_t n = log_probs.shape()[0], classes = log_probs.shape()[1];
+  AG_CHECK(static_cast<int64_t>(targets.size()) == n && n > 0, "nll_loss: ", targets.size(),
+           " targets for input ", log_probs.describe(), " (expected ", n, ")");
+  for (size_t i = 0; i < targets.size(); ++i) {
+    AG_CHECK(targets[i] >= 0 && targets[i] < classes, "nll_loss: target ", targets[i],
+             " at position ", i, " is out of range for ", classes, " classes (input ",
+             log_probs.describe(), ")");
+  }
+  Backend& be = backend_for(log_probs.device());
+  Tensor pattern = nll_pattern(log_probs.shape(), targets, log_probs.dtype(), log_probs.device());
+  Tensor out = be.sum_all(be.binary(BinaryKind::kMul, pattern, log_probs, log_probs.shape()));
+  OpAttrs attrs;
+  attrs.shape = log_probs.shape();
+  attrs.targets = targets;
+  return record(kNllLoss, {&log_probs}, out, std::move(attrs));
+}
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {
+  check_defined("cross_entropy", logits, "input");
+  AG_CHECK(logits.dim() == 2, "cross_entropy: expected logits [N, C], got ", logits.describe());
+  return nll_loss(log_softmax(logits, 1), targets);
+}
+
+}  // namespace ag::ops

@@ -1,0 +1,96 @@
+#pragma once
+
+// The op set. Each op validates its arguments (errors name the op and the shapes), runs its
+// kernel on the tensors' device, and records its derivative spec (Note [Derivative spec]).
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace ag::ops {
+
+// Factories.
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32, Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32, Device device = kCPU);
+Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32, Device device = kCPU);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+// A tensor holding `values` (row-major) with the given shape.
+Tensor from_vector(const std::vector<double>& values, const Shape& shape,
+                   DType dtype = DType::kFloat32, Device device = kCPU);
+// Uniform in [low, high), deterministic in seed.
+Tensor uniform(const Shape& shape, double low, double high, uint64_t seed,
+               DType dtype = DType::kFloat32, Device device = kCPU);
+Tensor clone(const Tensor& t);              // a copy with autograd history (like torch.clone)
+Tensor to(const Tensor& t, Device device);  // a copy on another device, differentiable
+
+// Elementwise, with NumPy broadcasting (gradients are summed back to each input's shape).
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& base, const Tensor& exponent);
+Tensor add(const Tensor& a, double s);
+Tensor mul(const Tensor& a, double s);
+Tensor pow(const Tensor& base, double exponent);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+
+// Reductions.
+Tensor sum(const Tensor& a);
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, int64_t dim, bool keepdim = false);
+// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a's shape).
+Tensor sum_to(const Tensor& a, const Shape& shape);
+Tensor broadcast_to(const Tensor& a, const Shape& shape);
+
+// Shapes.
+Tensor reshape(const Tensor& a, const Shape& shape);  // a view: shares storage and version
+Tensor view(const Tensor& a, const Shape& shape);     // same as reshape (all tensors contiguous)
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor detach(const Tensor& a);
+
+// Linear algebra.
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Losses.
+Tensor log_softmax(const Tensor& a, int64_t dim);
+// Mean negative log-likelihood of log-probabilities [N, C] at integer class targets (N of them).
+Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets);
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets);
+
+// Dropout: multiplies by a mask of 0 and 1/(1-p). dropout2d zeroes whole channels of a
+// [N, C, ...] tensor. In eval mode both return the input. Masks are deterministic in `seed`.
+Tensor dropout(const Tensor& a, double p, bool train, uint64_t seed);
+Tensor dropout2d(const Tensor& a, double p, bool train, uint64_t seed);
+
+// In place (bump the version counter; PyTorch's rule: not on a leaf that requires grad while grad
+// mode is on). They return `a`, whose history now ends in the in-place op.
+Tensor& add_(Tensor& a, const Tensor& b);
+Tensor& mul_(Tensor& a, const Tensor& b);
+Tensor& copy_(Tensor& a, const Tensor& src);
+
+}  // namespace ag::ops
+
+namespace ag {
+// Operators for readable tests and formulas.
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return ops::mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return ops::div(a, b); }
+inline Tensor operator-(const Tensor& a) { return ops::neg(a); }
+inline Tensor operator+(const Tensor& a, double s) { return ops::add(a, s); }
+inline Tensor operator*(const Tensor& a, double s) { return ops::mul(a, s); }
+inline Tensor operator*(double s, const Tensor& a) { return ops::mul(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return ops::add(a, -s); }
+}  // namespace ag

@@ -1,0 +1,90 @@
+// Reductions and broadcasting: each one's gradient is the other.
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+using Ctx = BackwardContext;
+
+// The shape `a` reduced over `dim` would have with keepdim.
+Shape keepdim_shape(const Shape& shape, int64_t dim) {
+  Shape s = shape;
+  s[dim] = 1;
+  return s;
+}
+
+const OpSpec kSum("sum", {}, {{"self", {}, [](const Ctx& c) {
+                                 return broadcast_to(c.grad(), c.input_shape(0));
+                               }}});
+
+const OpSpec kSumDim("sum_dim", {}, {{"self", {}, [](const Ctx& c) {
+                                        const Shape& in = c.input_shape(0);
+                                        Tensor g = c.grad();
+                                        if (!c.attrs().flag0) {
+                                          g = reshape(g, keepdim_shape(in, c.attrs().dim0));
+                                        }
+                                        return broadcast_to(g, in);
+                                      }}});
+
+const OpSpec kSumTo("sum_to", {}, {{"self", {}, [](const Ctx& c) {
+                                      return broadcast_to(c.grad(), c.input_shape(0));
+                                    }}});
+
+// The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
+const OpSpec kBroadcastTo("broadcast_to", {},
+                          {{"self", {}, [](const Ctx& c) { return c.grad(); }}});
+
+}  // namespace
+
+Tensor sum(const Tensor& a) {
+  check_defined("sum", a, "input");
+  return record(kSum, {&a}, backend_for(a.device()).sum_all(a));
+}
+
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
+  check_defined("sum", a, "input");
+  dim = normalize_dim("sum", dim, a);
+  Shape kept = keepdim_shape(a.shape(), dim);
+  Tensor out = backend_for(a.device()).sum_to(a, kept);
+  if (!keepdim) {
+    Shape squeezed = a.shape();
+    squeezed.erase(squeezed.begin() + dim);
+    out = out.alias_with_shape(squeezed);
+  }
+  OpAttrs attrs;
+  attrs.dim0 = dim;
+  attrs.flag0 = keepdim;
+  return record(kSumDim, {&a}, out, std::move(attrs));
+}
+
+Tensor mean(const Tensor& a) {
+  AG_CHECK(a.defined() && a.numel() > 0, "mean: input ", a.describe(), " has no elements");
+  return mul(sum(a), 1.0 / static_cast<double>(a.numel()));
+}
+
+Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
+  check_defined("mean", a, "input");
+  const int64_t n = a.shape()[normalize_dim("mean", dim, a)];
+  AG_CHECK(n > 0, "mean: dim ", dim, " of ", a.describe(), " is empty");
+  return mul(sum(a, dim, keepdim), 1.0 / static_cast<double>(n));
+}
+
+Tensor sum_to(const Tensor& a, const Shape& shape) {
+  check_defined("sum_to", a, "input");
+  if (a.shape() == shape) return a;
+  check_broadcastable_to("sum_to", shape, a.shape());
+  return record(kSumTo, {&a}, backend_for(a.device()).sum_to(a, shape));
+}
+
+Tensor broadcast_to(const Tensor& a, const Shape& shape) {
+  check_defined("broadcast_to", a, "input");
+  if (a.shape() == shape) return a;
+  check_broadcastable_to("broadcast_to", a.shape(), shape);
+  return record(kBroadcastTo, {&a}, backend_for(a.device()).broadcast_to(a, shape));
+}
+
+}  // namespace ag::ops

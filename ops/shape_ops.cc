@@ -1,0 +1,67 @@
+// Shape ops. reshape/view return views: they share storage (and so the version counter).
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+using Ctx = BackwardContext;
+
+const OpSpec kReshape("reshape", {}, {{"self", {}, [](const Ctx& c) {
+                                         return reshape(c.grad(), c.input_shape(0));
+                                       }}});
+
+const OpSpec kTranspose("transpose", {}, {{"self", {}, [](const Ctx& c) {
+                                             return transpose(c.grad(), c.attrs().dim0,
+                                                              c.attrs().dim1);
+                                           }}});
+
+// Resolves one -1 entry and checks the element count.
+Shape infer_shape(const Tensor& a, const Shape& requested) {
+  Shape shape = requested;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      AG_CHECK(infer_at < 0, "reshape: only one dimension can be -1, got ", to_string(requested));
+      infer_at = static_cast<int>(i);
+    } else {
+      AG_CHECK(shape[i] >= 0, "reshape: invalid shape ", to_string(requested));
+      known *= shape[i];
+    }
+  }
+  if (infer_at >= 0) {
+    AG_CHECK(known > 0 && a.numel() % known == 0, "reshape: shape ", to_string(requested),
+             " is invalid for input ", a.describe());
+    shape[infer_at] = a.numel() / known;
+  }
+  AG_CHECK(numel(shape) == a.numel(), "reshape: shape ", to_string(requested),
+           " is invalid for input ", a.describe(), " (", a.numel(), " elements)");
+  return shape;
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& a, const Shape& shape) {
+  check_defined("reshape", a, "input");
+  Shape resolved = infer_shape(a, shape);
+  return record(kReshape, {&a}, a.alias_with_shape(resolved));
+}
+
+Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }
+
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  check_defined("transpose", a, "input");
+  dim0 = normalize_dim("transpose", dim0, a);
+  dim1 = normalize_dim("transpose", dim1, a);
+  OpAttrs attrs;
+  attrs.dim0 = dim0;
+  attrs.dim1 = dim1;
+  return record(kTranspose, {&a}, backend_for(a.device()).transpose(a, dim0, dim1),
+                std::move(attrs));
+}
+
+}  // namespace ag::ops
