@@ -1,0 +1,197 @@
+// Building and querying the AliasDb. Moves live in alias_db_move.cc.
+#include "engine/jit/alias_db.h"
+
+#include <sstream>
+
+#include "engine/jit/op_schema.h"
+
+namespace ag::jit {
+
+AliasDb::AliasDb(const Graph& graph) {
+  analyzeGraph(graph);
+  buildWriteIndex(graph);
+}
+
+Element AliasDb::freshElement(const Value* v) {
+  Element e = dag_.makeFreshElement();
+  element_of_[v] = e;
+  return e;
+}
+
+Element AliasDb::wildcard() {
+  if (!has_wildcard_) {
+    wildcard_ = dag_.makeFreshElement();
+    has_wildcard_ = true;
+  }
+  return wildcard_;
+}
+
+const Element* AliasDb::elementOf(const Value* v) const {
+  auto it = element_of_.find(v);
+  return it == element_of_.end() ? nullptr : &it->second;
+}
+
+void AliasDb::analyzeGraph(const Graph& g) {
+  for (const Value* in : g.inputs()) {
+    if (isMutableType(in->type())) freshElement(in);
+  }
+  for (Node* n = g.firstNode(); n != g.returnNode(); n = n->next()) analyzeNode(n);
+}
+
+void AliasDb::analyzeSubgraph(const Node* n) {
+  const Graph& sub = *n->subgraph();
+  for (size_t i = 0; i < n->inputs().size(); ++i) {
+    if (const Element* e = elementOf(n->input(i))) element_of_[sub.inputs()[i]] = *e;
+  }
+  for (Node* inner = sub.firstNode(); inner != sub.returnNode(); inner = inner->next()) analyzeNode(inner);
+  for (size_t i = 0; i < n->outputs().size(); ++i) {
+    if (const Element* e = elementOf(sub.outputs()[i])) element_of_[n->output(i)] = *e;
+  }
+}
+
+void AliasDb::analyzeNode(const Node* n) {
+  const OpSchema* s = n->schema();
+  if (s == nullptr) throw IrError("AliasDb: unknown op '" + n->kind() + "' (run the verifier first)");
+  if (n->isDifferentiableGraph()) return analyzeSubgraph(n);
+
+  if (s->inputs_escape_into_container) {
+    Element list = freshElement(n->output());
+    for (const Value* in : n->inputs()) {
+      if (const Element* e = elementOf(in)) dag_.makePointerTo(*e, wildcard());
+    }
+    dag_.addToContainedElements(wildcard(), list);
+    return;
+  }
+  for (size_t i = 0; i < n->outputs().size(); ++i) {
+    const Value* out = n->output(i);
+    if (!isMutableType(out->type())) continue;
+    Element e = freshElement(out);
+    if (s->outputs_are_wildcards) {
+      dag_.makePointerTo(e, wildcard());
+    } else if (i == 0 && s->output_aliases_input >= 0) {
+      if (const Element* base = elementOf(n->input(static_cast<size_t>(s->output_aliases_input)))) {
+        dag_.makePointerTo(e, *base);
+      }
+    }
+  }
+}
+
+void AliasDb::buildWriteIndex(const Graph& g) {
+  for (Node* n = g.firstNode(); n != g.returnNode(); n = n->next()) {
+    if (n->subgraph() != nullptr) buildWriteIndex(*n->subgraph());
+    LocationSet written_here = writes(n);
+    for (Element loc : written_here.elements()) {
+      if (loc >= written_.size()) written_.resize(loc + 1, false);
+      written_[loc] = true;
+    }
+  }
+}
+
+LocationSet AliasDb::writes(const Node* n) const {
+  LocationSet result;
+  const OpSchema* s = n->schema();
+  if (s == nullptr) return result;
+  for (int i : s->written_inputs) {
+    if (const Element* e = elementOf(n->input(static_cast<size_t>(i)))) result.insertAll(dag_.memoryLocations(*e));
+  }
+  return result;
+}
+
+LocationSet AliasDb::reads(const Node* n) const {
+  LocationSet result;
+  for (const Value* in : n->inputs()) {
+    if (const Element* e = elementOf(in)) result.insertAll(dag_.allContainedMemoryLocations(*e));
+  }
+  return result;
+}
+
+LocationSet AliasDb::memoryLocations(const Value* v) const {
+  const Element* e = elementOf(v);
+  return e == nullptr ? LocationSet() : dag_.memoryLocations(*e);
+}
+
+LocationSet AliasDb::containedMemoryLocations(const Value* v) const {
+  const Element* e = elementOf(v);
+  return e == nullptr ? LocationSet() : dag_.allContainedMemoryLocations(*e);
+}
+
+bool AliasDb::mayAlias(const Value* a, const Value* b) const {
+  const Element* ea = elementOf(a);
+  const Element* eb = elementOf(b);
+  if (ea == nullptr || eb == nullptr) return false;
+  return dag_.memoryLocations(*ea).intersects(dag_.memoryLocations(*eb));
+}
+
+bool AliasDb::mayContainAlias(const Value* a, const Value* b) const {
+  const Element* ea = elementOf(a);
+  const Element* eb = elementOf(b);
+  if (ea == nullptr || eb == nullptr) return false;
+  return dag_.allContainedMemoryLocations(*ea).intersects(dag_.allContainedMemoryLocations(*eb));
+}
+
+bool AliasDb::hasWriters(const Value* v) const {
+  const Element* e = elementOf(v);
+  if (e == nullptr) return false;
+  for (Element loc : dag_.memoryLocations(*e).elements()) {
+    if (loc < written_.size() && written_[loc]) return true;
+  }
+  return false;
+}
+
+bool AliasDb::writesToAlias(const Node* n, const Value* v) const {
+  const Element* e = elementOf(v);
+  return e != nullptr && writes(n).intersects(dag_.memoryLocations(*e));
+}
+
+bool AliasDb::readsFromAlias(const Node* n, const Value* v) const {
+  const Element* e = elementOf(v);
+  return e != nullptr && reads(n).intersects(dag_.memoryLocations(*e));
+}
+
+void AliasDb::replaceWithNewValue(Value* existing, Value* replacement) {
+  if (existing->type() != replacement->type()) {
+    throw IrError("AliasDb::replaceWithNewValue: %" + existing->name() + " and %" + replacement->name() +
+                  " have different types");
+  }
+  auto it = element_of_.find(existing);
+  if (it == element_of_.end()) return;  // immutable: nothing to carry over
+  if (isTracked(replacement)) {
+    throw IrError("AliasDb::replaceWithNewValue: %" + replacement->name() + " already has aliasing information");
+  }
+  element_of_[replacement] = it->second;
+  element_of_.erase(it);
+}
+
+void AliasDb::forgetValue(Value* v) { element_of_.erase(v); }
+
+void AliasDb::analyzeInlinedNodes(const std::vector<Node*>& nodes) {
+  for (const Node* n : nodes) {
+    bool all_known = true;
+    for (const Value* out : n->outputs()) {
+      if (isMutableType(out->type()) && !isTracked(out)) all_known = false;
+    }
+    if (all_known) continue;
+    // Inlined nodes are differentiable, hence pure: analysing one only adds
+    // fresh elements (possibly pointing to an input's element) and no writes.
+    // Outputs that already took over an element keep it.
+    std::vector<std::pair<const Value*, Element>> kept;
+    for (const Value* out : n->outputs()) {
+      if (const Element* e = elementOf(out)) kept.emplace_back(out, *e);
+    }
+    analyzeNode(n);
+    for (const auto& [out, e] : kept) element_of_[out] = e;
+  }
+}
+
+std::string AliasDb::dump() const {
+  std::ostringstream os;
+  os << "AliasDb with " << dag_.size() << " elements\n";
+  for (const auto& [v, e] : element_of_) {
+    os << "  %" << v->name() << " -> element " << e << " -> locations {";
+    for (Element loc : dag_.memoryLocations(e).elements()) os << " " << loc;
+    os << " }\n";
+  }
+  return os.str();
+}
+
+}  // namespace ag::jit

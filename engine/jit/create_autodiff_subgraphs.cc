@@ -1,0 +1,123 @@
+#include "engine/jit/create_autodiff_subgraphs.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "engine/jit/op_schema.h"
+#include "engine/jit/subgraph_utils.h"
+
+namespace ag::jit {
+
+const char* modeName(AliasDbMode mode) { return mode == AliasDbMode::kRebuild ? "rebuild" : "incremental"; }
+
+namespace {
+
+class SubgraphSlicer {
+ public:
+  SubgraphSlicer(Graph& graph, const AutodiffSubgraphOptions& options) : graph_(graph), options_(options) {}
+
+  AutodiffSubgraphStats run() {
+    buildAliasDb();
+    bool any_merged = true;
+    while (any_merged) {
+      any_merged = false;
+      for (Node* n = graph_.lastNode(); n != graph_.returnNode();) {
+        auto [next, merged] = scanNode(n);
+        any_merged = any_merged || merged;
+        n = next;
+      }
+    }
+    unmergeSmallGroups();
+    for (Node* n = graph_.firstNode(); n != graph_.returnNode(); n = n->next()) {
+      if (n->isDifferentiableGraph()) stats_.groups++;
+    }
+    stats_.alias_db_elements_created += db_->numElementsCreated();
+    return stats_;
+  }
+
+ private:
+  static bool shouldConsiderForMerge(const Node* n) {
+    return n->isDifferentiableGraph() || (n->schema() != nullptr && n->schema()->differentiable);
+  }
+
+  void buildAliasDb() {
+    if (db_) stats_.alias_db_elements_created += db_->numElementsCreated();
+    db_ = std::make_unique<AliasDb>(graph_);
+    stats_.alias_db_constructions++;
+  }
+
+  // What the graph rewrites tell the AliasDb about replaced values.
+  ValueReplacer replacer() {
+    if (options_.mode == AliasDbMode::kRebuild) return [](Value*, Value*) {};
+    return [this](Value* old_value, Value* replacement) {
+      if (replacement != nullptr) {
+        db_->replaceWithNewValue(old_value, replacement);
+      } else {
+        db_->forgetValue(old_value);
+      }
+    };
+  }
+
+  void graphChanged(const std::string& what) {
+    if (options_.mode == AliasDbMode::kRebuild) buildAliasDb();
+    if (options_.after_each_change) options_.after_each_change(graph_, *db_, what);
+  }
+
+  // Returns the node to scan next (walking backwards) and whether a merge happened.
+  std::pair<Node*, bool> scanNode(Node* consumer) {
+    if (!shouldConsiderForMerge(consumer)) return {consumer->prev(), false};
+    if (!consumer->isDifferentiableGraph()) {
+      consumer = createSingletonGroup(consumer, replacer());
+      stats_.singletons++;
+      graphChanged("singleton");
+    }
+    for (Node* producer : producersLatestFirst(consumer)) {
+      if (!shouldConsiderForMerge(producer)) continue;
+      if (!db_->moveBeforeTopologicallyValid(producer, consumer)) continue;
+      mergeNodeIntoGroup(producer, consumer, replacer());
+      stats_.merges++;
+      graphChanged("merge");
+      // The group's inputs changed: look at it again.
+      return {consumer, true};
+    }
+    return {consumer->prev(), false};
+  }
+
+  std::vector<Node*> producersLatestFirst(const Node* group) const {
+    std::vector<Node*> producers;
+    for (const Value* in : group->inputs()) {
+      Node* p = in->node();
+      if (p == graph_.paramNode()) continue;
+      if (std::find(producers.begin(), producers.end(), p) == producers.end()) producers.push_back(p);
+    }
+    std::sort(producers.begin(), producers.end(), [](const Node* a, const Node* b) { return b->isBefore(a); });
+    return producers;
+  }
+
+  void unmergeSmallGroups() {
+    for (Node* n = graph_.firstNode(); n != graph_.returnNode();) {
+      Node* next = n->next();
+      if (n->isDifferentiableGraph() && groupSize(n) < options_.min_subgraph_size) {
+        std::vector<Node*> inlined = inlineGroup(n, replacer());
+        if (options_.mode == AliasDbMode::kIncremental) db_->analyzeInlinedNodes(inlined);
+        stats_.unmerged_groups++;
+        graphChanged("unmerge");
+      }
+      n = next;
+    }
+  }
+
+  Graph& graph_;
+  const AutodiffSubgraphOptions& options_;
+  std::unique_ptr<AliasDb> db_;
+  AutodiffSubgraphStats stats_;
+};
+
+}  // namespace
+
+AutodiffSubgraphStats createAutodiffSubgraphs(Graph& graph, const AutodiffSubgraphOptions& options) {
+  return SubgraphSlicer(graph, options).run();
+}
+
+}  // namespace ag::jit

@@ -1,0 +1,346 @@
+#include "engine/jit/ir.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/jit/op_schema.h"
+
+namespace ag::jit {
+
+// Note [Topological positions]
+// Every node carries an integer position that increases along the node list,
+// so `isBefore` is a comparison instead of a walk. New nodes get the midpoint
+// of their neighbours' positions; appended nodes get the last position plus a
+// large interval. When a gap is used up, the whole graph is renumbered, which
+// is rare enough to be amortised away (AliasDb's move queries lean on this).
+namespace {
+constexpr int64_t kPositionInterval = int64_t{1} << 32;
+constexpr int64_t kLowestPosition = std::numeric_limits<int64_t>::min();
+constexpr int64_t kHighestPosition = std::numeric_limits<int64_t>::max();
+}  // namespace
+
+const char* typeName(Type t) {
+  switch (t) {
+    case Type::Tensor: return "Tensor";
+    case Type::TensorList: return "Tensor[]";
+    case Type::Float: return "float";
+  }
+  return "?";
+}
+
+bool isMutableType(Type t) { return t != Type::Float; }
+
+// ---------------------------------------------------------------- Value
+
+Graph* Value::owningGraph() const { return node_->owningGraph(); }
+
+void Value::replaceAllUsesWith(Value* other) {
+  if (other == this) return;
+  if (other->owningGraph() != owningGraph()) {
+    throw IrError("replaceAllUsesWith: %" + other->name() + " belongs to another graph");
+  }
+  for (const Use& u : uses_) {
+    u.user->inputs_[u.offset] = other;
+    other->uses_.push_back(u);
+  }
+  uses_.clear();
+}
+
+// ---------------------------------------------------------------- Node
+
+Node::Node(Graph* graph, std::string kind)
+    : graph_(graph), kind_(std::move(kind)), schema_(lookupSchema(kind_)) {}
+
+Node::~Node() {
+  for (Value* v : outputs_) delete v;
+}
+
+void Node::addInput(Value* v) {
+  if (v->owningGraph() != graph_) {
+    throw IrError("node " + kind_ + ": input %" + v->name() + " belongs to another graph");
+  }
+  v->uses_.push_back(Use{this, inputs_.size()});
+  inputs_.push_back(v);
+}
+
+void Node::removeFromInputUses(size_t i) {
+  auto& uses = inputs_[i]->uses_;
+  auto it = std::find_if(uses.begin(), uses.end(),
+                         [&](const Use& u) { return u.user == this && u.offset == i; });
+  if (it != uses.end()) uses.erase(it);
+}
+
+void Node::replaceInput(size_t i, Value* v) {
+  if (v->owningGraph() != graph_) {
+    throw IrError("node " + kind_ + ": input %" + v->name() + " belongs to another graph");
+  }
+  removeFromInputUses(i);
+  inputs_.at(i) = v;
+  v->uses_.push_back(Use{this, i});
+}
+
+void Node::removeInput(size_t i) {
+  removeFromInputUses(i);
+  // Inputs after `i` shift down by one: their Use offsets must follow.
+  for (size_t j = i + 1; j < inputs_.size(); ++j) {
+    for (Use& u : inputs_[j]->uses_) {
+      if (u.user == this && u.offset == j) {
+        u.offset = j - 1;
+        break;
+      }
+    }
+  }
+  inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+Value* Node::addOutput(Type t) {
+  Value* v = graph_->newValue(this, outputs_.size(), t);
+  outputs_.push_back(v);
+  return v;
+}
+
+void Node::eraseOutput(size_t i) {
+  Value* v = outputs_.at(i);
+  if (v->hasUses()) throw IrError("eraseOutput: %" + v->name() + " still has uses");
+  graph_->forgetValue(v);
+  delete v;
+  outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  for (size_t j = i; j < outputs_.size(); ++j) outputs_[j]->offset_ = j;
+}
+
+namespace {
+template <typename T>
+const T& getAttr(const Node& n, const std::string& name) {
+  auto it = n.attrs().find(name);
+  if (it == n.attrs().end()) throw IrError(n.kind() + ": missing attribute '" + name + "'");
+  if (const T* v = std::get_if<T>(&it->second)) return *v;
+  throw IrError(n.kind() + ": attribute '" + name + "' has the wrong kind");
+}
+}  // namespace
+
+int64_t Node::intAttr(const std::string& name) const { return getAttr<int64_t>(*this, name); }
+double Node::floatAttr(const std::string& name) const { return getAttr<double>(*this, name); }
+const std::vector<int64_t>& Node::intsAttr(const std::string& name) const {
+  return getAttr<std::vector<int64_t>>(*this, name);
+}
+
+void Node::setSubgraph(std::unique_ptr<Graph> g) { subgraph_ = std::move(g); }
+
+bool Node::isDifferentiableGraph() const { return kind_ == kinds::kDifferentiableGraph; }
+
+bool Node::hasSideEffects() const { return schema_ != nullptr && schema_->has_side_effects; }
+
+bool Node::isBefore(const Node* other) const {
+  if (graph_ != other->graph_) throw IrError("isBefore: nodes of different graphs");
+  return topo_position_ < other->topo_position_;
+}
+
+void Node::insertBefore(Node* n) {
+  if (isInserted()) throw IrError("insertBefore: " + kind_ + " is already in a graph");
+  if (n == graph_->param_) throw IrError("insertBefore: nothing goes before prim::Param");
+  next_ = n;
+  prev_ = n->prev_;
+  prev_->next_ = this;
+  n->prev_ = this;
+  graph_->num_nodes_++;
+  graph_->assignTopoPosition(this);
+}
+
+void Node::insertAfter(Node* n) {
+  if (n == graph_->param_) {
+    insertBefore(graph_->firstNode());
+  } else {
+    insertBefore(n->next_);
+  }
+}
+
+void Node::unlink() {
+  prev_->next_ = next_;
+  next_->prev_ = prev_;
+  prev_ = next_ = nullptr;
+  graph_->num_nodes_--;
+}
+
+void Node::moveBefore(Node* n) {
+  if (n == this) return;
+  unlink();
+  insertBefore(n);
+}
+
+void Node::moveAfter(Node* n) {
+  if (n == this) return;
+  unlink();
+  insertAfter(n);
+}
+
+void Node::destroy() {
+  if (this == graph_->param_ || this == graph_->return_) {
+    throw IrError("destroy: cannot destroy " + kind_);
+  }
+  for (Value* v : outputs_) {
+    if (v->hasUses()) throw IrError("destroy: output %" + v->name() + " of " + kind_ + " still has uses");
+  }
+  for (size_t i = 0; i < inputs_.size(); ++i) removeFromInputUses(i);
+  inputs_.clear();
+  if (isInserted()) unlink();
+  for (Value* v : outputs_) graph_->forgetValue(v);
+  delete this;
+}
+
+// ---------------------------------------------------------------- Graph
+
+Graph::Graph() : param_(new Node(this, kinds::kParam)), return_(new Node(this, kinds::kReturn)) {
+  return_->next_ = return_->prev_ = return_;  // empty circular list
+  param_->topo_position_ = kLowestPosition;
+  return_->topo_position_ = kHighestPosition;
+}
+
+Graph::~Graph() {
+  // Drop all uses first so destruction order does not matter.
+  for (Node* n = firstNode(); n != return_;) {
+    Node* next = n->next_;
+    delete n;
+    n = next;
+  }
+  delete return_;
+  delete param_;
+}
+
+Value* Graph::newValue(Node* n, size_t offset, Type t) {
+  Value* v = new Value(n, offset, t);
+  v->name_ = freshName();
+  names_[v->name_] = v;
+  return v;
+}
+
+void Graph::forgetValue(Value* v) {
+  auto it = names_.find(v->name_);
+  if (it != names_.end() && it->second == v) names_.erase(it);
+}
+
+std::string Graph::freshName() {
+  std::string name;
+  do {
+    name = std::to_string(next_fresh_name_++);
+  } while (names_.count(name) != 0);
+  return name;
+}
+
+void Graph::setName(Value* v, const std::string& name) {
+  if (name.empty() || name == v->name_) return;
+  if (names_.count(name) != 0) throw IrError("value name %" + name + " is already defined");
+  forgetValue(v);
+  v->name_ = name;
+  names_[name] = v;
+}
+
+Value* Graph::addInput(Type t, const std::string& name) {
+  Value* v = param_->addOutput(t);
+  setName(v, name);
+  return v;
+}
+
+void Graph::eraseInput(size_t i) { param_->eraseOutput(i); }
+
+const std::vector<Value*>& Graph::inputs() const { return param_->outputs(); }
+
+size_t Graph::registerOutput(Value* v) {
+  return_->addInput(v);
+  return return_->inputs().size() - 1;
+}
+
+const std::vector<Value*>& Graph::outputs() const { return return_->inputs(); }
+
+Node* Graph::firstNode() const { return return_->next_; }
+Node* Graph::lastNode() const { return return_->prev_; }
+
+std::vector<Node*> Graph::nodes() const {
+  std::vector<Node*> out;
+  out.reserve(num_nodes_);
+  for (Node* n = firstNode(); n != return_; n = n->next()) out.push_back(n);
+  return out;
+}
+
+Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, int num_outputs) {
+  Node* n = new Node(this, kind);
+  for (Value* v : inputs) n->addInput(v);
+  const OpSchema* s = n->schema();
+  if (num_outputs < 0) {
+    if (s == nullptr || s->variadic_outputs) {
+      delete n;
+      throw IrError("create: " + kind + " needs an explicit output count");
+    }
+    num_outputs = static_cast<int>(s->outputs.size());
+  }
+  for (int i = 0; i < num_outputs; ++i) {
+    Type t = (s != nullptr && !s->outputs.empty())
+                 ? s->outputs[std::min(static_cast<size_t>(i), s->outputs.size() - 1)]
+                 : Type::Tensor;
+    n->addOutput(t);
+  }
+  return n;
+}
+
+Node* Graph::appendNode(Node* n) {
+  n->insertBefore(return_);
+  return n;
+}
+
+Node* Graph::append(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs,
+                    int num_outputs) {
+  Node* n = create(kind, inputs, num_outputs);
+  n->attrs() = std::move(attrs);
+  return appendNode(n);
+}
+
+Node* Graph::cloneNodeShell(const Node* n) {
+  Node* clone = new Node(this, n->kind());
+  clone->attrs_ = n->attrs_;
+  if (n->subgraph_) clone->subgraph_ = n->subgraph_->copy();
+  for (const Value* out : n->outputs()) {
+    Value* v = clone->addOutput(out->type());
+    if (isNameFree(out->name())) setName(v, out->name());
+  }
+  return clone;
+}
+
+std::unique_ptr<Graph> Graph::copy() const {
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Value*, Value*> env;
+  for (const Value* in : inputs()) env[in] = g->addInput(in->type(), in->name());
+  for (Node* n = firstNode(); n != return_; n = n->next()) {
+    Node* c = g->createClone(n, [&](Value* v) { return env.at(v); });
+    g->appendNode(c);
+    for (size_t i = 0; i < n->outputs().size(); ++i) env[n->output(i)] = c->output(i);
+  }
+  for (const Value* out : outputs()) g->registerOutput(env.at(out));
+  return g;
+}
+
+void Graph::assignTopoPosition(Node* n) {
+  int64_t lo = n->prev_ == return_ ? kLowestPosition : n->prev_->topo_position_;
+  int64_t hi = n->next_ == return_ ? kHighestPosition : n->next_->topo_position_;
+  if (n->prev_ == return_ && n->next_ == return_) {
+    n->topo_position_ = 0;
+  } else if (n->next_ == return_) {  // appending
+    if (lo > kHighestPosition - 2 * kPositionInterval) return renumberTopology();
+    n->topo_position_ = lo + kPositionInterval;
+  } else if (n->prev_ == return_) {  // prepending
+    if (hi < kLowestPosition + 2 * kPositionInterval) return renumberTopology();
+    n->topo_position_ = hi - kPositionInterval;
+  } else {
+    // Overflow-free midpoint of two positions.
+    if (hi - lo < 2) return renumberTopology();
+    n->topo_position_ = lo + (hi - lo) / 2;
+  }
+}
+
+void Graph::renumberTopology() {
+  int64_t pos = 0;
+  for (Node* n = firstNode(); n != return_; n = n->next_) {
+    n->topo_position_ = pos;
+    pos += kPositionInterval;
+  }
+}
+
+}  // namespace ag::jit

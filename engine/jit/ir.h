@@ -1,0 +1,228 @@
+// A small static SSA IR: a Graph owns an ordered list of Nodes; each Node
+// consumes Values and defines Values. Graph inputs are the outputs of a
+// `prim::Param` node that sits before every other node; graph outputs are the
+// inputs of a `prim::Return` node that sits after every other node (and doubles
+// as the sentinel of the circular node list).
+//
+// A `prim::DifferentiableGraph` node owns a subgraph (its body). There are no
+// other blocks: the IR has no control flow.
+//
+// Text form (see ir_printer.cc / ir_parser.cc):
+//
+//   graph(%x : Tensor, %y : Tensor):
+//     %t : Tensor = aten::transpose[dim0=0, dim1=1](%x)
+//     %a : Tensor = aten::add_(%t, %y)
+//     prim::Print(%a)
+//     return (%a)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace ag::jit {
+
+// Every malformed-input condition (parse error, verifier failure, misuse of
+// the IR API) throws IrError with a message naming the offending value/node.
+class IrError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Types distinguish mutable values (Tensor, Tensor[]), which alias analysis
+// tracks, from immutable ones (float), which it ignores.
+enum class Type { Tensor, TensorList, Float };
+
+const char* typeName(Type t);
+bool isMutableType(Type t);
+
+using AttributeValue = std::variant<int64_t, double, std::vector<int64_t>>;
+using Attributes = std::map<std::string, AttributeValue>;
+
+class Graph;
+class Node;
+struct OpSchema;
+
+struct Use {
+  Node* user;
+  size_t offset;  // index into user->inputs()
+};
+
+class Value {
+ public:
+  Node* node() const { return node_; }
+  size_t offset() const { return offset_; }
+  Type type() const { return type_; }
+  const std::string& name() const { return name_; }
+  const std::vector<Use>& uses() const { return uses_; }
+  bool hasUses() const { return !uses_.empty(); }
+  Graph* owningGraph() const;
+
+  // Points every user of this value at `other` instead.
+  void replaceAllUsesWith(Value* other);
+
+ private:
+  friend class Graph;
+  friend class Node;
+  Value(Node* node, size_t offset, Type type) : node_(node), offset_(offset), type_(type) {}
+
+  Node* node_;
+  size_t offset_;
+  Type type_;
+  std::string name_;
+  std::vector<Use> uses_;
+};
+
+namespace kinds {
+inline constexpr const char* kParam = "prim::Param";
+inline constexpr const char* kReturn = "prim::Return";
+inline constexpr const char* kDifferentiableGraph = "prim::DifferentiableGraph";
+}  // namespace kinds
+
+class Node {
+ public:
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& kind() const { return kind_; }
+  // The op's schema, or nullptr for an unknown op (the verifier reports it).
+  const OpSchema* schema() const { return schema_; }
+  Graph* owningGraph() const { return graph_; }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* input(size_t i) const { return inputs_.at(i); }
+  Value* output(size_t i = 0) const { return outputs_.at(i); }
+
+  void addInput(Value* v);
+  void replaceInput(size_t i, Value* v);
+  void removeInput(size_t i);
+  Value* addOutput(Type t);
+  void eraseOutput(size_t i);  // the output must have no uses
+
+  Attributes& attrs() { return attrs_; }
+  const Attributes& attrs() const { return attrs_; }
+  int64_t intAttr(const std::string& name) const;
+  double floatAttr(const std::string& name) const;
+  const std::vector<int64_t>& intsAttr(const std::string& name) const;
+
+  // Only prim::DifferentiableGraph nodes have a subgraph.
+  Graph* subgraph() const { return subgraph_.get(); }
+  void setSubgraph(std::unique_ptr<Graph> g);
+
+  bool isDifferentiableGraph() const;
+  bool hasSideEffects() const;
+
+  // Position in the owning graph's node list.
+  Node* next() const { return next_; }
+  Node* prev() const { return prev_; }
+  bool isBefore(const Node* other) const;
+  bool isAfter(const Node* other) const { return other->isBefore(this); }
+  bool isInserted() const { return next_ != nullptr; }
+
+  void insertBefore(Node* n);  // this must not be in the list yet
+  void insertAfter(Node* n);
+  void moveBefore(Node* n);    // this must be in the list
+  void moveAfter(Node* n);
+
+  // Unlinks and deletes the node. Its outputs must have no uses.
+  void destroy();
+
+ private:
+  friend class Graph;
+  friend class Value;
+  Node(Graph* graph, std::string kind);
+  void unlink();
+  void removeFromInputUses(size_t i);
+
+  Graph* graph_;
+  std::string kind_;
+  const OpSchema* schema_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;  // owned
+  Attributes attrs_;
+  std::unique_ptr<Graph> subgraph_;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+  int64_t topo_position_ = 0;
+};
+
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Deep copy (subgraphs included); value names are preserved.
+  std::unique_ptr<Graph> copy() const;
+
+  Value* addInput(Type t, const std::string& name = "");
+  void eraseInput(size_t i);  // the input must have no uses
+  const std::vector<Value*>& inputs() const;
+  size_t registerOutput(Value* v);
+  const std::vector<Value*>& outputs() const;
+
+  Node* paramNode() const { return param_; }
+  Node* returnNode() const { return return_; }
+  Node* firstNode() const;  // == returnNode() when the graph has no nodes
+  Node* lastNode() const;   // == returnNode() when the graph has no nodes
+  size_t numNodes() const { return num_nodes_; }
+  std::vector<Node*> nodes() const;  // snapshot, in order
+
+  // Creates a node that is not yet inserted. `num_outputs` < 0 means "the
+  // schema's fixed output count". Output types come from the schema; ops
+  // with variadic outputs (prim::ListUnpack) need an explicit count.
+  Node* create(const std::string& kind, const std::vector<Value*>& inputs, int num_outputs = -1);
+  // create() + append at the end of the graph.
+  Node* appendNode(Node* n);
+  Node* append(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs = {},
+               int num_outputs = -1);
+
+  // Copies `n` (kind, attributes, subgraph, output types and, where free, names)
+  // into a new uninserted node of this graph; `map_input` gives each input's
+  // counterpart in this graph.
+  template <typename MapInput>
+  Node* createClone(const Node* n, MapInput&& map_input);
+
+  // Names are unique per graph; an empty name asks for a fresh numeric one.
+  void setName(Value* v, const std::string& name);
+  bool isNameFree(const std::string& name) const { return names_.count(name) == 0; }
+
+ private:
+  friend class Node;
+  friend class Value;
+  Value* newValue(Node* n, size_t offset, Type t);
+  void forgetValue(Value* v);
+  std::string freshName();
+  void assignTopoPosition(Node* n);
+  void renumberTopology();
+  Node* cloneNodeShell(const Node* n);
+
+  Node* param_;
+  Node* return_;  // also the sentinel of the circular node list
+  size_t num_nodes_ = 0;
+  std::unordered_map<std::string, Value*> names_;
+  uint64_t next_fresh_name_ = 0;
+};
+
+template <typename MapInput>
+Node* Graph::createClone(const Node* n, MapInput&& map_input) {
+  Node* clone = cloneNodeShell(n);
+  for (Value* in : n->inputs()) clone->addInput(map_input(in));
+  return clone;
+}
+
+// Printing (ir_printer.cc): the text form described at the top of this file.
+std::string toString(const Graph& g);
+std::string toString(const Node& n);  // one line, without subgraph body
+std::string attributeToString(const AttributeValue& v);
+
+}  // namespace ag::jit

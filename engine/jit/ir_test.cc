@@ -1,0 +1,198 @@
+#include <gtest/gtest.h>
+
+#include "engine/jit/ir.h"
+#include "engine/jit/ir_parser.h"
+#include "engine/jit/verifier.h"
+
+namespace ag::jit {
+namespace {
+
+const char* kExample = R"IR(graph(%x : Tensor, %y : Tensor):
+  %t : Tensor = aten::transpose[dim0=0, dim1=1](%x)
+  %c : float = prim::Constant[value=0.5]()
+  %s : Tensor = aten::mul_scalar(%t, %c)
+  %l : Tensor[] = prim::ListConstruct(%s, %y)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
+  %w : Tensor = aten::add_(%a, %b)
+  %r : Tensor = aten::reshape[shape=[6]](%w)
+  prim::Print(%r)
+  %g : Tensor = prim::DifferentiableGraph(%r, %y) {
+    graph(%p : Tensor, %q : Tensor):
+      %e : Tensor = aten::tanh(%p)
+      %f : Tensor = aten::sum(%q)
+      %h : Tensor = aten::add(%e, %f)
+      return (%h)
+  }
+  return (%g, %l)
+)IR";
+
+// Parses `text` and returns the IrError message (empty if it parsed).
+std::string parseError(const std::string& text) {
+  try {
+    parseGraph(text);
+  } catch (const IrError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IrTest, PrintParseRoundTrip) {
+  auto g = parseGraph(kExample);
+  EXPECT_EQ(toString(*g), kExample);
+  EXPECT_EQ(g->numNodes(), 9u);
+  EXPECT_EQ(g->inputs().size(), 2u);
+  EXPECT_EQ(g->outputs().size(), 2u);
+  // A second trip changes nothing either.
+  EXPECT_EQ(toString(*parseGraph(toString(*g))), kExample);
+}
+
+TEST(IrTest, CopyIsDeepAndPrintsTheSame) {
+  auto g = parseGraph(kExample);
+  auto c = g->copy();
+  EXPECT_EQ(toString(*c), toString(*g));
+  EXPECT_NE(c->nodes().back()->subgraph(), g->nodes().back()->subgraph());
+  verify(*c);
+}
+
+TEST(IrTest, FloatAttributesRoundTripExactly) {
+  const char* text = R"IR(graph():
+  %c : float = prim::Constant[value=0.10000000000000001]()
+  %d : float = prim::Constant[value=-3.0]()
+  %e : float = prim::Constant[value=1e-300]()
+  return (%c, %d, %e)
+)IR";
+  auto g = parseGraph(text);
+  EXPECT_EQ(toString(*g), text);
+  EXPECT_EQ(g->nodes()[0]->floatAttr("value"), 0.1);
+}
+
+TEST(IrTest, BuilderApiProducesVerifiableGraph) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Node* t = g.append("aten::transpose", {x}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}});
+  Node* u = g.append("aten::relu", {t->output()});
+  g.registerOutput(u->output());
+  verify(g);
+  EXPECT_TRUE(t->isBefore(u));
+  EXPECT_EQ(x->uses().size(), 1u);
+  u->moveBefore(t);  // now uses %t before its definition
+  EXPECT_THROW(verify(g), IrError);
+}
+
+TEST(IrTest, ManyInsertionsInOneGapKeepOrder) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Node* first = g.append("aten::neg", {x});
+  Node* last = g.append("aten::neg", {x});
+  Node* anchor = last;
+  for (int i = 0; i < 200; ++i) {  // forces renumbering of positions
+    Node* n = g.create("aten::neg", {x});
+    n->insertBefore(anchor);
+    anchor = n;
+  }
+  Node* prev = nullptr;
+  for (Node* n : g.nodes()) {
+    if (prev != nullptr) {
+      EXPECT_TRUE(prev->isBefore(n));
+    }
+    prev = n;
+  }
+  EXPECT_TRUE(first->isBefore(last));
+  verify(g);
+}
+
+TEST(IrTest, VerifierRejectsUseBeforeDef) {
+  std::string err = parseError(R"IR(graph(%x : Tensor):
+  %a : Tensor = aten::neg(%b)
+  %b : Tensor = aten::neg(%x)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("line 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("undefined value %b"), std::string::npos) << err;
+}
+
+TEST(IrTest, VerifierRejectsWrongArity) {
+  std::string err = parseError(R"IR(graph(%x : Tensor):
+  %a : Tensor = aten::add(%x)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("wrong arity"), std::string::npos) << err;
+  EXPECT_NE(err.find("aten::add takes 2 inputs, got 1"), std::string::npos) << err;
+
+  err = parseError(R"IR(graph(%x : Tensor):
+  %a : Tensor, %b : Tensor = aten::neg(%x)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("takes 1 outputs, got 2"), std::string::npos) << err;
+}
+
+TEST(IrTest, VerifierRejectsUnknownOp) {
+  std::string err = parseError(R"IR(graph(%x : Tensor):
+  %a : Tensor = aten::frobnicate(%x)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("unknown op 'aten::frobnicate'"), std::string::npos) << err;
+
+  Graph g;  // the same through the builder API
+  Value* x = g.addInput(Type::Tensor, "x");
+  g.append("aten::frobnicate", {x}, {}, 1);
+  try {
+    verify(g);
+    FAIL() << "verify accepted an unknown op";
+  } catch (const IrError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown op"), std::string::npos) << e.what();
+  }
+}
+
+TEST(IrTest, VerifierRejectsTypeMismatch) {
+  std::string err = parseError(R"IR(graph(%x : Tensor):
+  %l : Tensor[] = prim::ListConstruct(%x)
+  %a : Tensor = aten::neg(%l)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("type mismatch"), std::string::npos) << err;
+  EXPECT_NE(err.find("got Tensor[] (%l)"), std::string::npos) << err;
+
+  err = parseError(R"IR(graph(%x : Tensor):
+  %a : float = aten::neg(%x)
+  return (%a)
+)IR");
+  EXPECT_NE(err.find("type mismatch"), std::string::npos) << err;
+}
+
+TEST(IrTest, VerifierRejectsBadAttributes) {
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::transpose[dim0=0](%x)\n  return (%a)\n")
+                .find("needs attribute 'dim1'"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::reshape[shape=2.5](%x)\n  return (%a)\n")
+                .find("must be of kind int[]"),
+            std::string::npos);
+}
+
+TEST(IrTest, VerifierRejectsBadSubgraphSignature) {
+  std::string err = parseError(R"IR(graph(%x : Tensor):
+  %g : Tensor = prim::DifferentiableGraph(%x) {
+    graph(%p : Tensor, %q : Tensor):
+      return (%p)
+  }
+  return (%g)
+)IR");
+  EXPECT_NE(err.find("subgraph has 2 inputs"), std::string::npos) << err;
+}
+
+TEST(IrTest, ParserReportsSyntaxErrorsWithLines) {
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x\n  return (%a)\n").find("line 3"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensr):\n  return (%x)\n").find("unknown type 'Tensr'"), std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %x : Tensor = aten::neg(%x)\n  return (%x)\n")
+                .find("redefinition of value %x"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x)\n").find("missing 'return"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  return (%x)\n  junk\n").find("end of input"), std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor) $").find("unexpected character"), std::string::npos);
+  EXPECT_NE(parseError("").find("expected 'graph'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ag::jit

@@ -1,0 +1,108 @@
+#include "engine/jit/memory_dag.h"
+
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
+namespace ag::jit {
+
+bool LocationSet::intersects(const LocationSet& other) const {
+  auto a = locs_.begin();
+  auto b = other.locs_.begin();
+  while (a != locs_.end() && b != other.locs_.end()) {
+    if (*a == *b) return true;
+    if (*a < *b) {
+      ++a;
+    } else {
+      ++b;
+    }
+  }
+  return false;
+}
+
+void LocationSet::insertAll(const LocationSet& other) {
+  if (other.locs_.empty()) return;
+  std::vector<Element> merged;
+  merged.reserve(locs_.size() + other.locs_.size());
+  std::set_union(locs_.begin(), locs_.end(), other.locs_.begin(), other.locs_.end(), std::back_inserter(merged));
+  locs_ = std::move(merged);
+}
+
+Element MemoryDag::makeFreshElement() {
+  elements_.emplace_back();
+  cache_.emplace_back();
+  cached_.push_back(false);
+  return static_cast<Element>(elements_.size() - 1);
+}
+
+void MemoryDag::invalidateCacheFor(Element from) {
+  if (!elements_[from].pointed_to) {
+    // Nothing points at `from`: only its own answer changes.
+    cached_[from] = false;
+  } else {
+    std::fill(cached_.begin(), cached_.end(), false);
+  }
+}
+
+void MemoryDag::makePointerTo(Element from, Element to) {
+  if (from == to) return;
+  auto& pts = elements_[from].points_to;
+  if (std::find(pts.begin(), pts.end(), to) != pts.end()) return;
+  pts.push_back(to);
+  elements_[to].pointed_to = true;
+  invalidateCacheFor(from);
+}
+
+void MemoryDag::addToContainedElements(Element contained, Element container) {
+  auto& c = elements_[container].contained;
+  if (std::find(c.begin(), c.end(), contained) == c.end()) c.push_back(contained);
+}
+
+const LocationSet& MemoryDag::memoryLocations(Element root) const {
+  if (cached_[root]) return cache_[root];
+  // Iterative post-order walk (chains of views can be very long).
+  std::vector<std::pair<Element, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [e, next_child] = stack.back();
+    const Entry& entry = elements_[e];
+    if (cached_[e]) {
+      stack.pop_back();
+      continue;
+    }
+    if (next_child < entry.points_to.size()) {
+      Element child = entry.points_to[next_child++];
+      if (!cached_[child]) stack.emplace_back(child, 0);
+      continue;
+    }
+    LocationSet locs;
+    if (entry.points_to.empty()) {
+      locs = LocationSet({e});
+    } else {
+      for (Element child : entry.points_to) locs.insertAll(cache_[child]);
+    }
+    cache_[e] = std::move(locs);
+    cached_[e] = true;
+    stack.pop_back();
+  }
+  return cache_[root];
+}
+
+LocationSet MemoryDag::allContainedMemoryLocations(Element root) const {
+  LocationSet result;
+  std::unordered_set<Element> seen;
+  std::vector<Element> work{root};
+  while (!work.empty()) {
+    Element e = work.back();
+    work.pop_back();
+    if (!seen.insert(e).second) continue;
+    const LocationSet& locs = memoryLocations(e);
+    result.insertAll(locs);
+    for (Element loc : locs.elements()) {
+      for (Element c : elements_[loc].contained) work.push_back(c);
+    }
+    for (Element c : elements_[e].contained) work.push_back(c);
+  }
+  return result;
+}
+
+}  // namespace ag::jit

@@ -1,0 +1,60 @@
+// The points-to graph underneath AliasDb.
+//
+// An element stands for "some memory a value may refer to". Elements point to
+// other elements (a view's element points to its base's element) and may
+// contain elements (a list's element contains what was put into the list).
+// An element that points nowhere is a *memory location*; the memory locations
+// an element may refer to are the ones reachable through points-to edges.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ag::jit {
+
+using Element = uint32_t;
+
+// A sorted set of memory locations.
+class LocationSet {
+ public:
+  LocationSet() = default;
+  explicit LocationSet(std::vector<Element> sorted) : locs_(std::move(sorted)) {}
+  bool empty() const { return locs_.empty(); }
+  bool intersects(const LocationSet& other) const;
+  void insertAll(const LocationSet& other);
+  const std::vector<Element>& elements() const { return locs_; }
+
+ private:
+  std::vector<Element> locs_;
+};
+
+class MemoryDag {
+ public:
+  Element makeFreshElement();
+  void makePointerTo(Element from, Element to);
+  void addToContainedElements(Element contained, Element container);
+  size_t size() const { return elements_.size(); }
+
+  const LocationSet& memoryLocations(Element e) const;
+  // memoryLocations(e) plus, recursively, the memory locations of whatever is
+  // contained in those locations (reading a list reads its elements).
+  LocationSet allContainedMemoryLocations(Element e) const;
+
+ private:
+  struct Entry {
+    std::vector<Element> points_to;
+    std::vector<Element> contained;
+    bool pointed_to = false;  // some element points here
+  };
+  void invalidateCacheFor(Element from);
+
+  std::vector<Entry> elements_;
+  // Memory locations per element, computed on demand. Edges are only added
+  // while an AliasDb is built or when a brand-new element is attached, so the
+  // cache rarely needs to be thrown away.
+  mutable std::vector<LocationSet> cache_;
+  mutable std::vector<bool> cached_;
+};
+
+}  // namespace ag::jit
