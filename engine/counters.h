@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ag {
 
@@ -17,6 +18,10 @@ struct Counters {
   // Per formula, keyed "op:input" (e.g. "mm:mat2"), and per saved slot, keyed "op:slot".
   std::map<std::string, int64_t> formula_counts;
   std::map<std::string, int64_t> save_counts;
+  // When trace_executed is set, the sequence_nr of every node apply()-ed, in order (tests
+  // compare the executed set with the root-to-input paths they compute themselves).
+  bool trace_executed = false;
+  std::vector<uint64_t> executed;
 
   int64_t formula_count(const std::string& key) const {
     auto it = formula_counts.find(key);

@@ -204,7 +204,9 @@ TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
     const TensorMeta& meta = node.input_metadata()[i];
     grads[i] = ops::zeros(meta.shape, meta.dtype, meta.device);
   }
-  ++counters().nodes_executed;
+  Counters& c = counters();
+  ++c.nodes_executed;
+  if (c.trace_executed) c.executed.push_back(node.sequence_nr());
   Call call(node, this, request_.create_graph, request_.options);
   TensorList outputs = node.apply(std::move(grads), call);
   if (!request_.keep_graph) node.release_saved();

@@ -1,0 +1,106 @@
+#pragma once
+
+// Custom differentiable functions, like torch.autograd.Function:
+//
+//   struct Square : ag::Function<Square> {
+//     static constexpr const char* name = "Square";
+//     static ag::TensorList forward(ag::ForwardCtx& ctx, const ag::TensorList& in) {
+//       ctx.save_for_backward({in[0]});
+//       return {ag::ops::mul(in[0], in[0])};
+//     }
+//     static ag::TensorList backward(ag::BackwardCtx& ctx, const ag::TensorList& grads) {
+//       if (!ctx.needs_input_grad(0)) return {ag::Tensor()};
+//       return {ag::ops::mul(ag::ops::mul(grads[0], ctx.saved_tensors()[0]), 2.0)};
+//     }
+//   };
+//   ag::TensorList y = Square::apply({x});
+//
+// backward's ctx answers needs_input_grad(i) for *this* backward call (Note [Per-call view]):
+// true iff input i requires grad and lies on a path to an input requested by the current
+// grad()/backward() call. PyTorch's ctx.needs_input_grad only reflects requires_grad.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/node.h"
+#include "engine/saved_variable.h"
+
+namespace ag {
+
+class Call;
+
+// What forward() leaves for backward(); shared by every backward call through this node, so it
+// is written only during forward.
+struct FunctionState {
+  std::vector<SavedVariable> saved;
+  std::vector<bool> input_requires_grad;
+  std::vector<Shape> input_shapes;
+  std::map<std::string, double> saved_data;  // small non-tensor values (like ctx.saved_data)
+};
+
+class ForwardCtx {
+ public:
+  explicit ForwardCtx(FunctionState& state) : state_(state) {}
+  void save_for_backward(TensorList tensors) { to_save_ = std::move(tensors); }
+  void mark_non_differentiable(const TensorList& outputs) { non_differentiable_ = outputs; }
+  // In forward, "needed" can only mean "requires grad" (no backward call exists yet).
+  bool needs_input_grad(size_t i) const { return state_.input_requires_grad.at(i); }
+  std::map<std::string, double>& saved_data() { return state_.saved_data; }
+
+ private:
+  template <typename F>
+  friend class Function;
+  FunctionState& state_;
+  TensorList to_save_;
+  TensorList non_differentiable_;
+};
+
+class BackwardCtx {
+ public:
+  BackwardCtx(const FunctionState& state, const Node& node, const Call& call)
+      : state_(state), node_(node), call_(call) {}
+  TensorList saved_tensors() const;  // version-checked
+  bool needs_input_grad(size_t i) const;
+  const std::map<std::string, double>& saved_data() const { return state_.saved_data; }
+  const Node& node() const { return node_; }
+
+ private:
+  const FunctionState& state_;
+  const Node& node_;
+  const Call& call_;
+};
+
+using BackwardFn = TensorList (*)(BackwardCtx&, const TensorList&);
+
+// The backward node of a custom Function.
+class CustomFunctionNode final : public Node {
+ public:
+  CustomFunctionNode(std::string name, BackwardFn backward, EdgeList edges);
+  TensorList apply(TensorList&& grads, const Call& call) override;
+  std::string name() const override { return name_; }
+  void release_saved() override;
+  FunctionState& state() { return state_; }
+
+ private:
+  std::string name_;
+  BackwardFn backward_;
+  FunctionState state_;
+};
+
+// Wires forward's outputs to a new CustomFunctionNode (shared by every Function<T>::apply).
+TensorList wrap_custom_outputs(const std::string& name, BackwardFn backward,
+                               const TensorList& inputs, TensorList outputs,
+                               std::unique_ptr<FunctionState> state, TensorList to_save,
+                               const TensorList& non_differentiable);
+
+template <typename F>
+class Function {
+ public:
+  static TensorList apply(const TensorList& inputs);
+};
+
+}  // namespace ag
+
+#include "engine/function_impl.h"

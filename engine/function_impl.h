@@ -1,0 +1,40 @@
+#pragma once
+
+// Function<F>::apply, kept out of function.h so that header reads as the API.
+
+#include <typeinfo>
+
+#include "engine/grad_mode.h"
+
+namespace ag {
+
+namespace detail {
+template <typename F, typename = void>
+struct FunctionName {
+  static std::string get() { return typeid(F).name(); }
+};
+template <typename F>
+struct FunctionName<F, std::void_t<decltype(F::name)>> {
+  static std::string get() { return F::name; }
+};
+}  // namespace detail
+
+template <typename F>
+TensorList Function<F>::apply(const TensorList& inputs) {
+  auto state = std::make_unique<FunctionState>();
+  for (const Tensor& t : inputs) {
+    state->input_requires_grad.push_back(t.defined() && t.requires_grad());
+    state->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+  }
+  ForwardCtx ctx(*state);
+  TensorList outputs;
+  {
+    NoGradGuard no_grad;  // forward's own ops are not recorded: the node stands for them
+    outputs = F::forward(ctx, inputs);
+  }
+  return wrap_custom_outputs(detail::FunctionName<F>::get(), &F::backward, inputs,
+                             std::move(outputs), std::move(state), std::move(ctx.to_save_),
+                             ctx.non_differentiable_);
+}
+
+}  // namespace ag

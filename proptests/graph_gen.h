@@ -1,0 +1,74 @@
+#pragma once
+
+// RapidCheck generators for GraphSpec and EngineOptions. Shrinking works on the plain fields of
+// the spec (fewer steps, smaller indices, flags flipped), and every shrunk spec is a valid graph
+// (proptests/random_graph.h), so counterexamples shrink to small readable graphs.
+
+#include <rapidcheck.h>
+
+#include "engine/options.h"
+#include "proptests/random_graph.h"
+
+namespace rc {
+
+template <>
+struct Arbitrary<ag::proptests::StepSpec> {
+  static Gen<ag::proptests::StepSpec> arbitrary() {
+    using ag::proptests::StepSpec;
+    return gen::build<StepSpec>(
+        gen::set(&StepSpec::op, gen::inRange(0, static_cast<int>(ag::proptests::OpKind::kCount))),
+        gen::set(&StepSpec::a, gen::inRange<uint32_t>(0, 64)),
+        gen::set(&StepSpec::b, gen::inRange<uint32_t>(0, 64)));
+  }
+};
+
+template <>
+struct Arbitrary<ag::proptests::GraphSpec> {
+  static Gen<ag::proptests::GraphSpec> arbitrary() {
+    using ag::proptests::GraphSpec;
+    using ag::proptests::StepSpec;
+    // At RapidCheck's default maximum size (100) graphs have up to ~30 steps and 6 leaves.
+    return gen::build<GraphSpec>(
+        gen::set(
+            &GraphSpec::leaf_shapes,
+            gen::scale(0.06, gen::nonEmpty(gen::container<std::vector<int>>(gen::inRange(0, 6))))),
+        gen::set(&GraphSpec::requires_grad,
+                 gen::scale(0.06, gen::container<std::vector<bool>>(gen::arbitrary<bool>()))),
+        gen::set(&GraphSpec::steps, gen::scale(0.6, gen::container<std::vector<StepSpec>>(
+                                                        gen::arbitrary<StepSpec>()))),
+        gen::set(&GraphSpec::outputs,
+                 gen::scale(0.03, gen::nonEmpty(gen::container<std::vector<uint32_t>>(
+                                      gen::inRange<uint32_t>(0, 64))))),
+        gen::set(&GraphSpec::requested,
+                 gen::scale(0.04, gen::nonEmpty(gen::container<std::vector<uint32_t>>(
+                                      gen::inRange<uint32_t>(0, 64))))),
+        gen::set(&GraphSpec::value_seed, gen::inRange<uint32_t>(0, 1000)));
+  }
+};
+
+}  // namespace rc
+
+namespace ag::proptests {
+
+// Prints a counterexample as its graph.
+inline void showValue(const GraphSpec& spec, std::ostream& os) { os << "\n" << describe(spec); }
+
+// All 16 combinations of the engine options, for properties that must hold under each.
+inline std::vector<EngineOptions> all_option_combinations() {
+  std::vector<EngineOptions> out;
+  for (int bits = 0; bits < 16; ++bits) {
+    out.push_back({(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0, (bits & 8) != 0});
+  }
+  return out;
+}
+
+inline std::string to_string(const EngineOptions& o) {
+  std::string s = "{";
+  s += o.prune_by_topo_nr ? "topo " : "";
+  s += o.prune_by_reachability ? "reach " : "";
+  s += o.per_call_needs_input_grad ? "per_call " : "";
+  s += o.guard_saves ? "guard " : "";
+  return s + "}";
+}
+
+}  // namespace ag::proptests

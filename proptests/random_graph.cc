@@ -1,0 +1,185 @@
+#include "proptests/random_graph.h"
+
+#include <sstream>
+
+#include "engine/function.h"
+#include "ops/ops.h"
+
+namespace ag::proptests {
+
+namespace {
+
+const Shape kShapeFamily[] = {{2, 3}, {3}, {2, 1}, {1, 3}, {1}, {}};
+constexpr int kNumShapes = sizeof(kShapeFamily) / sizeof(kShapeFamily[0]);
+
+const char* const kOpNames[] = {
+    "add",         "sub",         "mul",           "div_safe",     "neg",        "tanh",
+    "sigmoid",     "exp_tanh",    "log_safe",      "relu",         "pow_scalar", "pow_tensor",
+    "sum_keepdim", "sum_all",     "mean",          "reshape_back", "transpose2", "matmul",
+    "linear",      "log_softmax", "cross_entropy", "dropout",      "custom_mul"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<int>(OpKind::kCount));
+
+// The seed's Mul (issue 56500): computes each gradient only when this call needs it.
+struct CustomMul : Function<CustomMul> {
+  static constexpr const char* name = "CustomMul";
+  static TensorList forward(ForwardCtx& ctx, const TensorList& in) {
+    ctx.save_for_backward({in[0], in[1]});
+    return {ops::mul(in[0], in[1])};
+  }
+  static TensorList backward(BackwardCtx& ctx, const TensorList& grads) {
+    custom_mul_log().push_back({&ctx.node(), {ctx.needs_input_grad(0), ctx.needs_input_grad(1)}});
+    TensorList saved = ctx.saved_tensors();
+    TensorList out(2);
+    // Gradients are summed back to each input's shape (broadcasting).
+    if (ctx.needs_input_grad(0))
+      out[0] = ops::sum_to(ops::mul(grads[0], saved[1]), saved[0].shape());
+    if (ctx.needs_input_grad(1))
+      out[1] = ops::sum_to(ops::mul(grads[0], saved[0]), saved[1].shape());
+    return out;
+  }
+};
+
+Tensor as_2x3(const Tensor& t) { return ops::broadcast_to(t, {2, 3}); }
+
+Tensor gram(const Tensor& b) {  // 0.2 * B^T B, [3, 3]
+  Tensor m = as_2x3(b);
+  return ops::mul(ops::mm(ops::transpose(m, 0, 1), m), 0.2);
+}
+
+Tensor apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_index) {
+  using namespace ops;
+  switch (kind) {
+    case OpKind::kAdd:
+      return add(a, b);
+    case OpKind::kSub:
+      return sub(a, b);
+    case OpKind::kMul:
+      return mul(a, b);
+    case OpKind::kDivSafe:
+      return div(a, add(mul(b, b), 1.0));
+    case OpKind::kNeg:
+      return neg(a);
+    case OpKind::kTanh:
+      return tanh(a);
+    case OpKind::kSigmoid:
+      return sigmoid(a);
+    case OpKind::kExpTanh:
+      return exp(tanh(a));
+    case OpKind::kLogSafe:
+      return log(add(mul(a, a), 1.0));
+    case OpKind::kRelu:
+      return relu(a);
+    case OpKind::kPowScalar:
+      return pow(a, 2.0);
+    case OpKind::kPowTensor:
+      return pow(add(sigmoid(a), 0.5), b);
+    case OpKind::kSumKeepdim:
+      return a.dim() == 0 ? sum(a) : sum(a, static_cast<int64_t>(b_index % a.dim()), true);
+    case OpKind::kSumAll:
+      return sum(a);
+    case OpKind::kMean:
+      return mean(a);
+    case OpKind::kReshapeBack:
+      return reshape(reshape(a, {-1}), a.shape());
+    case OpKind::kTranspose2:
+      return a.dim() == 2 ? transpose(transpose(a, 0, 1), 0, 1) : a;
+    case OpKind::kMatmul:
+      return mm(as_2x3(a), gram(b));
+    case OpKind::kLinear:
+      return linear(as_2x3(a), gram(b), sum(as_2x3(b), 0));
+    case OpKind::kLogSoftmax:
+      return log_softmax(as_2x3(a), 1);
+    case OpKind::kCrossEntropy:
+      return cross_entropy(
+          as_2x3(a), {static_cast<int64_t>(b_index % 3), static_cast<int64_t>(b_index / 3 % 3)});
+    case OpKind::kDropout:
+      return dropout(a, 0.3, /*train=*/true, b_index);
+    case OpKind::kCustomMul:
+      return CustomMul::apply({a, b})[0];
+    case OpKind::kCount:
+      break;
+  }
+  return a;
+}
+
+OpKind kind_of(const StepSpec& s) {
+  int n = static_cast<int>(OpKind::kCount);
+  return static_cast<OpKind>(((s.op % n) + n) % n);
+}
+
+// Values that require grad, by index into `values`.
+std::vector<size_t> differentiable(const TensorList& values) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].requires_grad()) out.push_back(i);
+  }
+  return out;
+}
+
+int shape_index(int choice) { return ((choice % kNumShapes) + kNumShapes) % kNumShapes; }
+
+bool leaf_requires_grad(const GraphSpec& spec, size_t i) {
+  if (i == 0 || spec.requires_grad.empty()) return true;
+  return spec.requires_grad[i % spec.requires_grad.size()];
+}
+
+}  // namespace
+
+const char* op_name(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
+
+std::vector<NeedsRecord>& custom_mul_log() {
+  thread_local std::vector<NeedsRecord> log;
+  return log;
+}
+
+BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
+  BuiltGraph g;
+  const size_t num_leaves = std::max<size_t>(1, spec.leaf_shapes.size());
+  for (size_t i = 0; i < num_leaves; ++i) {
+    const Shape& shape =
+        kShapeFamily[shape_index(spec.leaf_shapes.empty() ? 0 : spec.leaf_shapes[i])];
+    Tensor t =
+        leaves ? (*leaves)[i]
+               : ops::uniform(shape, -1.0, 1.0, spec.value_seed * 1000003ull + i, DType::kFloat64);
+    if (!leaves) t.set_requires_grad(leaf_requires_grad(spec, i));
+    g.values.push_back(t);
+    g.leaves.push_back(t);
+  }
+  for (const StepSpec& s : spec.steps) {
+    const size_t n = g.values.size();
+    g.values.push_back(apply_step(kind_of(s), g.values[s.a % n], g.values[s.b % n], s.b));
+  }
+  const std::vector<size_t> diff = differentiable(g.values);  // never empty: leaf 0
+  for (uint32_t o : spec.outputs) g.output_ids.push_back(diff[o % diff.size()]);
+  if (g.output_ids.empty()) g.output_ids.push_back(diff.back());
+  for (uint32_t r : spec.requested) g.requested_ids.push_back(diff[r % diff.size()]);
+  if (g.requested_ids.empty()) g.requested_ids.push_back(0);
+  for (size_t id : g.output_ids) g.outputs.push_back(g.values[id]);
+  for (size_t id : g.requested_ids) g.requested.push_back(g.values[id]);
+  return g;
+}
+
+std::string describe(const GraphSpec& spec) {
+  const BuiltGraph g = build_graph(spec);
+  std::ostringstream os;
+  const size_t num_leaves = g.leaves.size();
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    os << "v" << i << " = ";
+    if (i < num_leaves) {
+      os << "leaf";
+    } else {
+      const StepSpec& s = spec.steps[i - num_leaves];
+      os << op_name(kind_of(s)) << "(v" << s.a % i << ", v" << s.b % i << ") [b=" << s.b << "]";
+    }
+    os << "  " << g.values[i].describe() << (g.values[i].requires_grad() ? " requires_grad" : "")
+       << "\n";
+  }
+  os << "outputs:";
+  for (size_t id : g.output_ids) os << " v" << id;
+  os << "\nrequested inputs:";
+  for (size_t id : g.requested_ids) os << " v" << id;
+  os << "\nvalue_seed " << spec.value_seed << "\n";
+  return os.str();
+}
+
+}  // namespace ag::proptests

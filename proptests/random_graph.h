@@ -1,0 +1,90 @@
+#pragma once
+
+// Random computation graphs for the property tests and the fuzz driver.
+//
+// A GraphSpec is plain data that RapidCheck can shrink freely: every operand, output and
+// requested input is an index taken modulo the number of values that exist at that point, so any
+// shrunk spec (fewer steps, smaller indices, other flags) is still a valid DAG. Shapes come from
+// a family that is pairwise broadcastable ([2, 3], [3], [2, 1], [1, 3], [1], []), so every binary
+// op is well-formed whatever its operands.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace ag::proptests {
+
+enum class OpKind : int {
+  kAdd,
+  kSub,
+  kMul,
+  kDivSafe,  // a / (b * b + 1)
+  kNeg,
+  kTanh,
+  kSigmoid,
+  kExpTanh,  // exp(tanh(a))
+  kLogSafe,  // log(a * a + 1)
+  kRelu,
+  kPowScalar,     // a ^ 2
+  kPowTensor,     // (sigmoid(a) + 0.5) ^ b
+  kSumKeepdim,    // sum(a, dim, keepdim=true)
+  kSumAll,        // sum(a)
+  kMean,          // mean(a)
+  kReshapeBack,   // reshape(reshape(a, [-1]), shape(a))
+  kTranspose2,    // transpose(transpose(a)) for 2-D a
+  kMatmul,        // 0.2 * A @ (B^T B), A and B broadcast to [2, 3]
+  kLinear,        // linear(A, 0.2 * B^T B, sum(B, 0)), A and B broadcast to [2, 3]
+  kLogSoftmax,    // log_softmax(A, 1)
+  kCrossEntropy,  // cross_entropy(A, targets from b)
+  kDropout,       // dropout(a, 0.3, train, seed b)
+  kCustomMul,     // the seed's Mul as a custom Function (records needs_input_grad)
+  kCount
+};
+
+const char* op_name(OpKind kind);
+
+struct StepSpec {
+  int op = 0;  // an OpKind, taken modulo kCount
+  uint32_t a = 0;
+  uint32_t b = 0;
+};
+
+struct GraphSpec {
+  std::vector<int> leaf_shapes;     // index into the shape family, modulo its size
+  std::vector<bool> requires_grad;  // per leaf (cycled); leaf 0 always requires grad
+  std::vector<StepSpec> steps;
+  std::vector<uint32_t> outputs;    // among the values that require grad (modulo)
+  std::vector<uint32_t> requested;  // among the values that require grad (modulo)
+  uint32_t value_seed = 0;
+};
+
+// A graph built from a spec: every value in creation order (leaves first).
+struct BuiltGraph {
+  TensorList values;
+  TensorList leaves;
+  TensorList outputs;
+  TensorList requested;
+  std::vector<size_t> output_ids;     // indices into values
+  std::vector<size_t> requested_ids;  // indices into values
+};
+
+// With `leaves`, uses those tensors as the leaves (they must match the spec's leaf shapes),
+// e.g. so gradcheck can perturb them.
+BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr);
+
+// The spec as readable text (one line per value, with shapes and requires_grad as built), as
+// RapidCheck prints counterexamples.
+std::string describe(const GraphSpec& spec);
+
+// The seed's Mul custom Function records, for every backward call, the needs_input_grad flags it
+// saw, keyed by the node. Thread-local, cleared by the tests.
+struct NeedsRecord {
+  const void* node;
+  bool needs[2];
+};
+std::vector<NeedsRecord>& custom_mul_log();
+
+}  // namespace ag::proptests
