@@ -32,6 +32,21 @@ const OpSpec kNllLoss("nll_loss", {}, {{"self", {}, [](const Ctx& c) {
                                                      g);
                                         }}});
 
+// Checks [N, C] inputs and N targets in [0, C), naming `op` (nll_loss or cross_entropy, so a
+// user of cross_entropy is not told about an op they never called).
+void check_classification(const char* op, const Tensor& input,
+                          const std::vector<int64_t>& targets) {
+  check_defined(op, input, "input");
+  AG_CHECK(input.dim() == 2, op, ": expected input [N, C], got ", input.describe());
+  const int64_t n = input.shape()[0], classes = input.shape()[1];
+  AG_CHECK(static_cast<int64_t>(targets.size()) == n && n > 0, op, ": ", targets.size(),
+           " targets for input ", input.describe(), " (expected ", n, ")");
+  for (size_t i = 0; i < targets.size(); ++i) {
+    AG_CHECK(targets[i] >= 0 && targets[i] < classes, op, ": target ", targets[i], " at position ",
+             i, " is out of range for ", classes, " classes (input ", input.describe(), ")");
+  }
+}
+
 }  // namespace
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
@@ -43,17 +58,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
-  check_defined("nll_loss", log_probs, "input");
-  AG_CHECK(log_probs.dim() == 2, "nll_loss: expected log-probabilities [N, C], got ",
-           log_probs.describe());
-  const int64_t n = log_probs.shape()[0], classes = log_probs.shape()[1];
-  AG_CHECK(static_cast<int64_t>(targets.size()) == n && n > 0, "nll_loss: ", targets.size(),
-           " targets for input ", log_probs.describe(), " (expected ", n, ")");
-  for (size_t i = 0; i < targets.size(); ++i) {
-    AG_CHECK(targets[i] >= 0 && targets[i] < classes, "nll_loss: target ", targets[i],
-             " at position ", i, " is out of range for ", classes, " classes (input ",
-             log_probs.describe(), ")");
-  }
+  check_classification("nll_loss", log_probs, targets);
   Backend& be = backend_for(log_probs.device());
   Tensor pattern = nll_pattern(log_probs.shape(), targets, log_probs.dtype(), log_probs.device());
   Tensor out = be.sum_all(be.binary(BinaryKind::kMul, pattern, log_probs, log_probs.shape()));
@@ -64,8 +69,7 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {
-  check_defined("cross_entropy", logits, "input");
-  AG_CHECK(logits.dim() == 2, "cross_entropy: expected logits [N, C], got ", logits.describe());
+  check_classification("cross_entropy", logits, targets);
   return nll_loss(log_softmax(logits, 1), targets);
 }
 
