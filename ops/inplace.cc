@@ -17,8 +17,8 @@ const OpSpec kAddInplace("add_", {},
                          {{"self", {}, [](const Ctx& c) { return c.grad(); }},
                           {"other", {}, [](const Ctx& c) { return c.grad(); }}});
 
-// The old value of self is gone after the write, so the forward hands over a copy — made only
-// when other's gradient can be needed (Note [Guarded saves]).
+// The old value of self is gone after the write, so the forward hands over a differentiable
+// copy — made only when other's gradient can be needed (Note [Guarded saves]).
 const OpSpec kMulInplace("mul_", {{"self_before", kFromForward}, {"other", 1}},
                          {{"self", {1}, [](const Ctx& c) { return mul(c.grad(), c.saved(1)); }},
                           {"other", {0}, [](const Ctx& c) { return mul(c.grad(), c.saved(0)); }}});
@@ -52,11 +52,9 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
   const bool keep_old =
       any_requires_grad({&a, &b}) && (!current_options().guard_saves || b.requires_grad());
-  Tensor before;
-  if (keep_old) {
-    before = Tensor::empty(a.shape(), a.dtype(), a.device());
-    backend_for(a.device()).copy(before, a);
-  }
+  // clone() keeps self's history, so other's gradient stays differentiable in self (like
+  // PyTorch's original_self = self.clone()); a plain copy would cut double backward there.
+  Tensor before = keep_old ? clone(a) : Tensor();
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
   a.bump_version();
   record(kMulInplace, {&a, &b}, a, {}, {before});
