@@ -4,6 +4,8 @@
 //
 // The seed's caveat (Note [Guarded saves]): mm's gradient for mat1 needs only mat2 and the one for
 // mat2 only mat1, so when just one of them requires grad the other is not kept alive.
+#include <algorithm>
+
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
@@ -75,6 +77,20 @@ const OpSpec kLinear(
     {{"input", {1}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(1), false, false); }},
      {"weight", {0}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(0), true, false); }},
      {"bias", {}, [](const Ctx& c) { return c.grad(); }}});
+
+// The broadcast of a's and b's batch dims (all but the last two), as matmul names them.
+Shape broadcast_batch(const Tensor& a, const Tensor& b) {
+  const Shape x(a.shape().begin(), a.shape().end() - 2), y(b.shape().begin(), b.shape().end() - 2);
+  Shape out(std::max(x.size(), y.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t dx = i < out.size() - x.size() ? 1 : x[i - (out.size() - x.size())];
+    const int64_t dy = i < out.size() - y.size() ? 1 : y[i - (out.size() - y.size())];
+    AG_CHECK(dx == dy || dx == 1 || dy == 1, "matmul: batch dimensions of ", a.describe(), " and ",
+             b.describe(), " cannot be broadcast together");
+    out[i] = dx == 1 ? dy : dx;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -150,13 +166,21 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     out.back() = b.shape()[1];
     return reshape(mm(reshape(a, {-1, a.shape().back()}), b), out);
   }
-  AG_CHECK(da == db && std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin()),
-           "matmul: batch dimensions of ", a.describe(), " and ", b.describe(),
-           " must be equal (broadcasting batch dimensions is not supported)");
-  Shape out = a.shape();
-  out.back() = b.shape().back();
+  // Batched: the batch dims broadcast (PyTorch semantics), then one bmm over the flattened batch.
   const int64_t n = a.shape()[da - 2], k = a.shape()[da - 1], m = b.shape()[db - 1];
-  return reshape(bmm(reshape(a, {-1, n, k}), reshape(b, {-1, k, m})), out);
+  AG_CHECK(k == b.shape()[db - 2], "matmul: shapes ", to_string(a.shape()), " and ",
+           to_string(b.shape()), " cannot be multiplied (", k, " vs ", b.shape()[db - 2], ")");
+  Shape batch = broadcast_batch(a, b);
+  auto batched = [&](const Tensor& t, int64_t rows, int64_t cols) {
+    Shape full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    return reshape(broadcast_to(t, full), {-1, rows, cols});
+  };
+  Shape out = batch;
+  out.push_back(n);
+  out.push_back(m);
+  return reshape(bmm(batched(a, n, k), batched(b, k, m)), out);
 }
 
 }  // namespace ag::ops
