@@ -1,0 +1,164 @@
+// Every op's first and second derivatives against central finite differences (float64), with
+// broadcasting on the binary ops, plus PyTorch's special cases at the edges of the domain.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/autograd.h"
+#include "engine/gradcheck.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::expect_values;
+using testing::leaf;
+
+struct Case {
+  std::string name;
+  std::vector<Shape> shapes;
+  DifferentiableFn fn;
+};
+
+Tensor pos(const Tensor& t) { return ops::add(ops::sigmoid(t), 0.5); }  // in (0.5, 1.5)
+
+std::vector<Case> cases() {
+  const Shape m23 = {2, 3}, v3 = {3}, c21 = {2, 1};
+  using L = const TensorList&;
+  return {
+      {"add", {m23, v3}, [](L t) { return ops::add(t[0], t[1]); }},
+      {"sub", {c21, v3}, [](L t) { return ops::sub(t[0], t[1]); }},
+      {"mul", {m23, c21}, [](L t) { return ops::mul(t[0], t[1]); }},
+      {"div", {m23, v3}, [](L t) { return ops::div(t[0], pos(t[1])); }},
+      {"pow", {m23, v3}, [](L t) { return ops::pow(pos(t[0]), t[1]); }},
+      {"add_scalar", {m23}, [](L t) { return ops::add(t[0], 3.0); }},
+      {"mul_scalar", {m23}, [](L t) { return ops::mul(t[0], -2.5); }},
+      {"pow_scalar", {m23}, [](L t) { return ops::pow(t[0], 3.0); }},
+      {"pow_scalar_fractional", {m23}, [](L t) { return ops::pow(pos(t[0]), -1.5); }},
+      {"neg", {m23}, [](L t) { return ops::neg(t[0]); }},
+      {"exp", {m23}, [](L t) { return ops::exp(t[0]); }},
+      {"log", {m23}, [](L t) { return ops::log(pos(t[0])); }},
+      {"tanh", {m23}, [](L t) { return ops::tanh(t[0]); }},
+      {"sigmoid", {m23}, [](L t) { return ops::sigmoid(t[0]); }},
+      {"relu", {m23}, [](L t) { return ops::mul(ops::relu(t[0]), t[0]); }},
+      {"sum", {m23}, [](L t) { return ops::sum(ops::mul(t[0], t[0])); }},
+      {"sum_dim", {{2, 3, 2}}, [](L t) { return ops::sum(ops::mul(t[0], t[0]), 1); }},
+      {"sum_dim_keepdim", {m23}, [](L t) { return ops::sum(ops::exp(t[0]), -1, true); }},
+      {"mean", {m23}, [](L t) { return ops::mean(ops::mul(t[0], t[0])); }},
+      {"mean_dim", {m23}, [](L t) { return ops::mean(ops::exp(t[0]), 0); }},
+      {"sum_to",
+       {{2, 3, 2}},
+       [](L t) {
+         return ops::sum_to(ops::exp(t[0]), {3, 1});
+       }},
+      {"broadcast_to",
+       {c21},
+       [](L t) {
+         return ops::exp(ops::broadcast_to(t[0], {2, 2, 3}));
+       }},
+      {"reshape",
+       {m23},
+       [](L t) {
+         return ops::exp(ops::reshape(t[0], {3, -1}));
+       }},
+      {"transpose", {{2, 3, 2}}, [](L t) { return ops::matmul(ops::transpose(t[0], 1, 2), t[0]); }},
+      {"mm", {{2, 3}, {3, 4}}, [](L t) { return ops::mm(t[0], t[1]); }},
+      {"bmm", {{2, 2, 3}, {2, 3, 2}}, [](L t) { return ops::bmm(t[0], t[1]); }},
+      {"addmm", {{2}, {3, 2}, {2, 2}}, [](L t) { return ops::addmm(t[0], t[1], t[2]); }},
+      {"linear", {{2, 3}, {4, 3}, {4}}, [](L t) { return ops::linear(t[0], t[1], t[2]); }},
+      {"linear_3d", {{2, 2, 3}, {2, 3}}, [](L t) { return ops::linear(t[0], t[1]); }},
+      {"matmul_vec_vec", {{3}, {3}}, [](L t) { return ops::matmul(t[0], t[1]); }},
+      {"matmul_vec_mat", {{3}, {3, 2}}, [](L t) { return ops::matmul(t[0], t[1]); }},
+      {"matmul_mat_vec", {{2, 3}, {3}}, [](L t) { return ops::matmul(t[0], t[1]); }},
+      {"matmul_batched", {{2, 2, 3}, {3, 2}}, [](L t) { return ops::matmul(t[0], t[1]); }},
+      {"matmul_broadcast", {{2, 3}, {2, 3, 2}}, [](L t) { return ops::matmul(t[0], t[1]); }},
+      {"log_softmax", {m23}, [](L t) { return ops::log_softmax(t[0], 0); }},
+      {"cross_entropy",
+       {m23},
+       [](L t) {
+         return ops::cross_entropy(t[0], {2, 0});
+       }},
+      {"nll_loss",
+       {m23},
+       [](L t) {
+         return ops::nll_loss(ops::log_softmax(t[0], 1), {1, 1});
+       }},
+      {"dropout", {m23}, [](L t) { return ops::dropout(ops::exp(t[0]), 0.5, true, 4); }},
+      {"dropout2d", {{2, 3, 2}}, [](L t) { return ops::dropout2d(ops::exp(t[0]), 0.5, true, 4); }},
+      {"clone", {m23}, [](L t) { return ops::exp(ops::clone(t[0])); }},
+      {"add_",
+       {m23, v3},
+       [](L t) {
+         Tensor a = ops::mul(t[0], 2.0);  // saves nothing the write could invalidate
+         return ops::add_(a, ops::mul(t[1], t[1]));
+       }},
+      {"mul_",
+       {m23, v3},
+       [](L t) {
+         Tensor a = ops::mul(t[0], 2.0);  // saves nothing the write could invalidate
+         return ops::mul_(a, ops::exp(t[1]));
+       }},
+      {"copy_",
+       {m23, v3},
+       [](L t) {
+         Tensor a = ops::mul(t[0], 2.0);  // saves nothing the write could invalidate
+         return ops::mul(ops::copy_(a, ops::exp(t[1])), t[0]);
+       }},
+  };
+}
+
+TensorList inputs_for(const Case& c) {
+  TensorList inputs;
+  for (size_t i = 0; i < c.shapes.size(); ++i) {
+    Tensor t = ops::uniform(c.shapes[i], -1, 1, 10 + i, DType::kFloat64);
+    inputs.push_back(t.set_requires_grad(true));
+  }
+  return inputs;
+}
+
+using Check = GradcheckResult (*)(const DifferentiableFn&, const TensorList&,
+                                  const GradcheckOptions&);
+
+void check_all(Check check) {
+  for (const Case& c : cases()) {
+    try {
+      GradcheckResult r = check(c.fn, inputs_for(c), {});
+      EXPECT_TRUE(r.passed) << c.name << ": " << r.report;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.name << " threw: " << e.what();
+    }
+  }
+}
+
+TEST(OpGradients, FirstOrder) { check_all(gradcheck); }
+TEST(OpGradients, SecondOrder) { check_all(gradgradcheck); }
+
+// PyTorch: d/dx x^0 is 0 everywhere, also at x = 0 (not 0 * 0^-1 = NaN).
+TEST(OpGradients, PowScalarZeroExponentAtZero) {
+  Tensor x = leaf({0, 2}, {2});
+  expect_values(grad({ops::sum(ops::pow(x, 0.0))}, {x})[0], {0, 0});
+}
+
+// PyTorch's relu'(0) is 0.
+TEST(OpGradients, ReluAtZero) {
+  Tensor x = leaf({-1, 0, 2}, {3});
+  expect_values(grad({ops::sum(ops::relu(x))}, {x})[0], {0, 0, 1});
+}
+
+// A gradient is summed back over broadcast dims, including leading ones.
+TEST(OpGradients, BroadcastGradientsAreSummedBack) {
+  Tensor a = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor b = leaf({10, 20}, {2, 1});
+  Tensor c = leaf({7}, {});
+  TensorList g = grad({ops::sum(ops::mul(ops::mul(a, b), c))}, {a, b, c});
+  expect_values(g[0], {70, 70, 70, 140, 140, 140});
+  expect_values(g[1], {6 * 7, 15 * 7});
+  expect_values(g[2], {10 * 6 + 20 * 15});
+}
+
+}  // namespace
+}  // namespace ag
