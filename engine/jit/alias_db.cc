@@ -148,39 +148,19 @@ bool AliasDb::readsFromAlias(const Node* n, const Value* v) const {
   return e != nullptr && reads(n).intersects(dag_.memoryLocations(*e));
 }
 
-void AliasDb::replaceWithNewValue(Value* existing, Value* replacement) {
-  if (existing->type() != replacement->type()) {
-    throw IrError("AliasDb::replaceWithNewValue: %" + existing->name() + " and %" + replacement->name() +
-                  " have different types");
+void AliasDb::copyValue(const Value* from, const Value* to) {
+  if (from->type() != to->type()) {
+    throw IrError("AliasDb::copyValue: %" + from->name() + " and %" + to->name() + " have different types");
   }
-  auto it = element_of_.find(existing);
-  if (it == element_of_.end()) return;  // immutable: nothing to carry over
-  if (isTracked(replacement)) {
-    throw IrError("AliasDb::replaceWithNewValue: %" + replacement->name() + " already has aliasing information");
-  }
-  element_of_[replacement] = it->second;
-  element_of_.erase(it);
+  if (isTracked(to)) throw IrError("AliasDb::copyValue: %" + to->name() + " already has aliasing information");
+  if (const Element* e = elementOf(from)) element_of_[to] = *e;
 }
 
-void AliasDb::forgetValue(Value* v) { element_of_.erase(v); }
+void AliasDb::forgetValue(const Value* v) { element_of_.erase(v); }
 
-void AliasDb::analyzeInlinedNodes(const std::vector<Node*>& nodes) {
-  for (const Node* n : nodes) {
-    bool all_known = true;
-    for (const Value* out : n->outputs()) {
-      if (isMutableType(out->type()) && !isTracked(out)) all_known = false;
-    }
-    if (all_known) continue;
-    // Inlined nodes are differentiable, hence pure: analysing one only adds
-    // fresh elements (possibly pointing to an input's element) and no writes.
-    // Outputs that already took over an element keep it.
-    std::vector<std::pair<const Value*, Element>> kept;
-    for (const Value* out : n->outputs()) {
-      if (const Element* e = elementOf(out)) kept.emplace_back(out, *e);
-    }
-    analyzeNode(n);
-    for (const auto& [out, e] : kept) element_of_[out] = e;
-  }
+void AliasDb::replaceWithNewValue(const Value* existing, const Value* replacement) {
+  copyValue(existing, replacement);
+  forgetValue(existing);
 }
 
 std::string AliasDb::dump() const {

@@ -23,20 +23,24 @@
 //    It writes nothing: only differentiable (non-mutating) ops are merged.
 //
 // Note [Incremental alias update]
-// create_autodiff_subgraphs rewrites the graph one merge at a time. Each merge
-// replaces some live values by new ones that hold the same tensors (the
-// merged node's outputs become outputs of the DifferentiableGraph node), and
-// destroys values that are no longer used outside the group. Because every
-// merged op is free of writes, no read/write information changes: the new
-// value simply takes over the element of the value it replaces
-// (replaceWithNewValue), and a destroyed value is forgotten (forgetValue).
-// Elements are never removed, so views of a destroyed value keep pointing
-// through its element. When a group is unmerged, the inlined nodes' outputs
-// that replace group outputs take those over too, and the remaining inlined
-// outputs are analysed as new values (analyzeInlinedNodes). The result is the
-// same alias relation a freshly built AliasDb reports (checked by
-// findAliasDbDifference after every merge in the property tests), without the
-// O(graph) rebuild per merge.
+// create_autodiff_subgraphs rewrites the graph one merge at a time, and every
+// rewrite only moves values around: a merged node's copy inside the group,
+// the group's new output and the subgraph input that mirrors an outer value
+// all hold the very same tensor as the value they stand for, which is then
+// destroyed. Since only differentiable (write-free) ops are ever merged, no
+// read/write fact changes either. So the update is: each new value shares the
+// element of the value it copies (copyValue), and each destroyed value is
+// forgotten (forgetValue); elements are never removed, so a view of a
+// destroyed value keeps pointing through its element. subgraph_utils reports
+// these copies and drops directly (a ValueTracker), so the pass never has to
+// work out which new value replaced which old one.
+//
+// Values inside groups keep their elements too, just as a fresh AliasDb gives
+// elements to subgraph values: that is what makes unmerging (inlining a group
+// back) just another round of copies. The result is the same alias relation
+// a freshly built AliasDb reports (findAliasDbDifference, checked after every
+// change in the property tests), at O(1) per value instead of an O(graph)
+// rebuild per merge.
 #pragma once
 
 #include <cstddef>
@@ -82,9 +86,12 @@ class AliasDb {
   bool couldMoveAfterTopologically(Node* n, Node* point);
 
   // Incremental updates: see Note [Incremental alias update].
-  void replaceWithNewValue(Value* existing, Value* replacement);
-  void forgetValue(Value* v);
-  void analyzeInlinedNodes(const std::vector<Node*>& nodes);
+  // `to` (a new value) holds the same tensor as `from`.
+  void copyValue(const Value* from, const Value* to);
+  // `v` is about to be destroyed.
+  void forgetValue(const Value* v);
+  // copyValue(existing, replacement) + forgetValue(existing).
+  void replaceWithNewValue(const Value* existing, const Value* replacement);
 
   // Elements created by this db since construction (construction included).
   size_t numElementsCreated() const { return dag_.size(); }

@@ -47,16 +47,14 @@ class SubgraphSlicer {
     stats_.alias_db_constructions++;
   }
 
-  // What the graph rewrites tell the AliasDb about replaced values.
-  ValueReplacer replacer() {
-    if (options_.mode == AliasDbMode::kRebuild) return [](Value*, Value*) {};
-    return [this](Value* old_value, Value* replacement) {
-      if (replacement != nullptr) {
-        db_->replaceWithNewValue(old_value, replacement);
-      } else {
-        db_->forgetValue(old_value);
-      }
-    };
+  // What the graph rewrites tell the AliasDb (Note [Incremental alias update]).
+  ValueTracker tracker() {
+    ValueTracker t;
+    if (options_.mode == AliasDbMode::kIncremental) {
+      t.copied = [this](const Value* from, Value* to) { db_->copyValue(from, to); };
+      t.dropped = [this](const Value* v) { db_->forgetValue(v); };
+    }
+    return t;
   }
 
   void graphChanged(const std::string& what) {
@@ -68,14 +66,14 @@ class SubgraphSlicer {
   std::pair<Node*, bool> scanNode(Node* consumer) {
     if (!shouldConsiderForMerge(consumer)) return {consumer->prev(), false};
     if (!consumer->isDifferentiableGraph()) {
-      consumer = createSingletonGroup(consumer, replacer());
+      consumer = createSingletonGroup(consumer, tracker());
       stats_.singletons++;
       graphChanged("singleton");
     }
     for (Node* producer : producersLatestFirst(consumer)) {
       if (!shouldConsiderForMerge(producer)) continue;
       if (!db_->moveBeforeTopologicallyValid(producer, consumer)) continue;
-      mergeNodeIntoGroup(producer, consumer, replacer());
+      mergeNodeIntoGroup(producer, consumer, tracker());
       stats_.merges++;
       graphChanged("merge");
       // The group's inputs changed: look at it again.
@@ -99,8 +97,7 @@ class SubgraphSlicer {
     for (Node* n = graph_.firstNode(); n != graph_.returnNode();) {
       Node* next = n->next();
       if (n->isDifferentiableGraph() && groupSize(n) < options_.min_subgraph_size) {
-        std::vector<Node*> inlined = inlineGroup(n, replacer());
-        if (options_.mode == AliasDbMode::kIncremental) db_->analyzeInlinedNodes(inlined);
+        inlineGroup(n, tracker());
         stats_.unmerged_groups++;
         graphChanged("unmerge");
       }

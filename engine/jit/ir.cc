@@ -41,7 +41,7 @@ void Value::replaceAllUsesWith(Value* other) {
   }
   for (const Use& u : uses_) {
     u.user->inputs_[u.offset] = other;
-    other->uses_.push_back(u);
+    u.user->pushUse(u.offset);
   }
   uses_.clear();
 }
@@ -59,15 +59,24 @@ void Node::addInput(Value* v) {
   if (v->owningGraph() != graph_) {
     throw IrError("node " + kind_ + ": input %" + v->name() + " belongs to another graph");
   }
-  v->uses_.push_back(Use{this, inputs_.size()});
   inputs_.push_back(v);
+  use_slots_.push_back(0);
+  pushUse(inputs_.size() - 1);
+}
+
+void Node::pushUse(size_t i) {
+  Value* v = inputs_[i];
+  use_slots_[i] = v->uses_.size();
+  v->uses_.push_back(Use{this, i});
 }
 
 void Node::removeFromInputUses(size_t i) {
   auto& uses = inputs_[i]->uses_;
-  auto it = std::find_if(uses.begin(), uses.end(),
-                         [&](const Use& u) { return u.user == this && u.offset == i; });
-  if (it != uses.end()) uses.erase(it);
+  size_t slot = use_slots_[i];
+  Use last = uses.back();
+  uses[slot] = last;
+  last.user->use_slots_[last.offset] = slot;
+  uses.pop_back();
 }
 
 void Node::replaceInput(size_t i, Value* v) {
@@ -76,21 +85,15 @@ void Node::replaceInput(size_t i, Value* v) {
   }
   removeFromInputUses(i);
   inputs_.at(i) = v;
-  v->uses_.push_back(Use{this, i});
+  pushUse(i);
 }
 
 void Node::removeInput(size_t i) {
   removeFromInputUses(i);
   // Inputs after `i` shift down by one: their Use offsets must follow.
-  for (size_t j = i + 1; j < inputs_.size(); ++j) {
-    for (Use& u : inputs_[j]->uses_) {
-      if (u.user == this && u.offset == j) {
-        u.offset = j - 1;
-        break;
-      }
-    }
-  }
+  for (size_t j = i + 1; j < inputs_.size(); ++j) inputs_[j]->uses_[use_slots_[j]].offset = j - 1;
   inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  use_slots_.erase(use_slots_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 Value* Node::addOutput(Type t) {

@@ -141,11 +141,16 @@ class Node {
   Node(Graph* graph, std::string kind);
   void unlink();
   void removeFromInputUses(size_t i);
+  void pushUse(size_t i);
 
   Graph* graph_;
   std::string kind_;
   const OpSchema* schema_;
   std::vector<Value*> inputs_;
+  // use_slots_[i]: where Use{this, i} sits in inputs_[i]->uses(). Lets a use be
+  // removed in O(1) even from a value with very many uses (a weight used by
+  // every layer), by moving the last use into its slot.
+  std::vector<size_t> use_slots_;
   std::vector<Value*> outputs_;  // owned
   Attributes attrs_;
   std::unique_ptr<Graph> subgraph_;

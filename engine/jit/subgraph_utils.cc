@@ -8,16 +8,23 @@ namespace ag::jit {
 namespace {
 
 // The subgraph input standing for outer value `v`, added if `group` does not
-// take `v` yet. Looked up through v's uses, which keeps this O(uses of v)
-// rather than O(inputs of the group).
-Value* innerInputFor(Node* group, Value* v) {
-  for (const Use& u : v->uses()) {
-    if (u.user == group) return group->subgraph()->inputs()[u.offset];
+// take `v` yet. Searches whichever is shorter: the group's inputs or v's uses
+// (a weight may have thousands of uses; a big group many inputs).
+Value* innerInputFor(Node* group, Value* v, const ValueTracker& tracker) {
+  if (group->inputs().size() <= v->uses().size()) {
+    for (size_t i = 0; i < group->inputs().size(); ++i) {
+      if (group->input(i) == v) return group->subgraph()->inputs()[i];
+    }
+  } else {
+    for (const Use& u : v->uses()) {
+      if (u.user == group) return group->subgraph()->inputs()[u.offset];
+    }
   }
   group->addInput(v);
   Graph* sub = group->subgraph();
   Value* inner = sub->addInput(v->type());
   if (sub->isNameFree(v->name())) sub->setName(inner, v->name());
+  tracker.copied(v, inner);
   return inner;
 }
 
@@ -26,11 +33,32 @@ void inheritName(Value* v, const std::string& name) {
   if (v->owningGraph()->isNameFree(name)) v->owningGraph()->setName(v, name);
 }
 
+// Reports every value of `g` as dropped (the graph is about to be destroyed).
+void dropAll(const Graph& g, const ValueTracker& tracker) {
+  for (const Value* v : g.inputs()) tracker.dropped(v);
+  for (Node* n = g.firstNode(); n != g.returnNode(); n = n->next()) {
+    for (const Value* v : n->outputs()) tracker.dropped(v);
+  }
+}
+
+// Copies `n` into `into` before `point`; inputs are mapped through `env`,
+// and the copy's outputs are recorded in `env` and reported as copies.
+Node* copyNode(const Node* n, Graph* into, Node* point, std::unordered_map<const Value*, Value*>& env,
+               const ValueTracker& tracker) {
+  Node* c = into->createClone(n, [&](Value* v) { return env.at(v); });
+  c->insertBefore(point);
+  for (size_t i = 0; i < n->outputs().size(); ++i) {
+    env[n->output(i)] = c->output(i);
+    tracker.copied(n->output(i), c->output(i));
+  }
+  return c;
+}
+
 }  // namespace
 
 size_t groupSize(const Node* group) { return group->subgraph()->numNodes(); }
 
-Node* createSingletonGroup(Node* n, const ValueReplacer& on_replace) {
+Node* createSingletonGroup(Node* n, const ValueTracker& tracker) {
   if (n->isDifferentiableGraph()) throw IrError("createSingletonGroup: node is already a group");
   Graph* g = n->owningGraph();
   Node* group = g->create(kinds::kDifferentiableGraph, {}, 0);
@@ -38,16 +66,18 @@ Node* createSingletonGroup(Node* n, const ValueReplacer& on_replace) {
   group->insertBefore(n);
 
   Graph* sub = group->subgraph();
-  Node* inner = sub->createClone(n, [&](Value* v) { return innerInputFor(group, v); });
-  sub->appendNode(inner);
+  std::unordered_map<const Value*, Value*> env;
+  for (Value* in : n->inputs()) env[in] = innerInputFor(group, in, tracker);
+  Node* inner = copyNode(n, sub, sub->returnNode(), env, tracker);
 
   std::vector<std::string> names;
   for (size_t i = 0; i < n->outputs().size(); ++i) {
     Value* old_out = n->output(i);
     sub->registerOutput(inner->output(i));
     Value* new_out = group->addOutput(old_out->type());
+    tracker.copied(old_out, new_out);
     old_out->replaceAllUsesWith(new_out);
-    on_replace(old_out, new_out);
+    tracker.dropped(old_out);
     names.push_back(old_out->name());
   }
   n->destroy();
@@ -55,7 +85,7 @@ Node* createSingletonGroup(Node* n, const ValueReplacer& on_replace) {
   return group;
 }
 
-void mergeNodeIntoGroup(Node* producer, Node* group, const ValueReplacer& on_replace) {
+void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker) {
   if (!group->isDifferentiableGraph()) throw IrError("mergeNodeIntoGroup: target is not a group");
   if (producer->next() != group) throw IrError("mergeNodeIntoGroup: producer must come right before the group");
   Graph* sub = group->subgraph();
@@ -63,21 +93,21 @@ void mergeNodeIntoGroup(Node* producer, Node* group, const ValueReplacer& on_rep
 
   // Copy the producer's computation into the subgraph; `inner_out[k]` is the
   // copy's value for producer output k.
+  std::unordered_map<const Value*, Value*> env;
   std::vector<Value*> inner_out;
   if (producer->isDifferentiableGraph()) {
     const Graph& body = *producer->subgraph();
-    std::unordered_map<const Value*, Value*> env;
-    for (size_t i = 0; i < body.inputs().size(); ++i) env[body.inputs()[i]] = innerInputFor(group, producer->input(i));
+    for (size_t i = 0; i < body.inputs().size(); ++i) {
+      env[body.inputs()[i]] = innerInputFor(group, producer->input(i), tracker);
+    }
     for (Node* n = body.firstNode(); n != body.returnNode(); n = n->next()) {
-      Node* c = sub->createClone(n, [&](Value* v) { return env.at(v); });
-      c->insertBefore(insert_point);
-      for (size_t i = 0; i < n->outputs().size(); ++i) env[n->output(i)] = c->output(i);
+      copyNode(n, sub, insert_point, env, tracker);
     }
     for (const Value* out : body.outputs()) inner_out.push_back(env.at(out));
+    dropAll(body, tracker);
   } else {
-    Node* c = sub->createClone(producer, [&](Value* v) { return innerInputFor(group, v); });
-    c->insertBefore(insert_point);
-    inner_out = c->outputs();
+    for (Value* in : producer->inputs()) env[in] = innerInputFor(group, in, tracker);
+    inner_out = copyNode(producer, sub, insert_point, env, tracker)->outputs();
   }
 
   std::vector<std::pair<Value*, std::string>> renames;
@@ -91,36 +121,34 @@ void mergeNodeIntoGroup(Node* producer, Node* group, const ValueReplacer& on_rep
     }
     std::sort(offsets.rbegin(), offsets.rend());
     for (size_t i : offsets) {
-      sub->inputs()[i]->replaceAllUsesWith(inner_out[k]);
+      Value* carried = sub->inputs()[i];
+      carried->replaceAllUsesWith(inner_out[k]);
       group->removeInput(i);
+      tracker.dropped(carried);
       sub->eraseInput(i);
     }
     inheritName(inner_out[k], p->name());
     if (p->hasUses()) {
       sub->registerOutput(inner_out[k]);
       Value* new_out = group->addOutput(p->type());
+      tracker.copied(p, new_out);
       p->replaceAllUsesWith(new_out);
-      on_replace(p, new_out);
       renames.emplace_back(new_out, p->name());
-    } else {
-      on_replace(p, nullptr);
     }
+    tracker.dropped(p);
   }
   producer->destroy();
   for (const auto& [v, name] : renames) inheritName(v, name);
 }
 
-std::vector<Node*> inlineGroup(Node* group, const ValueReplacer& on_replace) {
+std::vector<Node*> inlineGroup(Node* group, const ValueTracker& tracker) {
   Graph* g = group->owningGraph();
   const Graph& body = *group->subgraph();
   std::unordered_map<const Value*, Value*> env;
   for (size_t i = 0; i < body.inputs().size(); ++i) env[body.inputs()[i]] = group->input(i);
   std::vector<Node*> copies;
   for (Node* n = body.firstNode(); n != body.returnNode(); n = n->next()) {
-    Node* c = g->createClone(n, [&](Value* v) { return env.at(v); });
-    c->insertBefore(group);
-    copies.push_back(c);
-    for (size_t i = 0; i < n->outputs().size(); ++i) env[n->output(i)] = c->output(i);
+    copies.push_back(copyNode(n, g, group, env, tracker));
   }
   std::vector<std::pair<Value*, std::string>> renames;
   for (size_t i = 0; i < group->outputs().size(); ++i) {
@@ -130,9 +158,10 @@ std::vector<Node*> inlineGroup(Node* group, const ValueReplacer& on_replace) {
     }
     Value* replacement = env.at(body.outputs()[i]);
     old_out->replaceAllUsesWith(replacement);
-    on_replace(old_out, replacement);
+    tracker.dropped(old_out);
     renames.emplace_back(replacement, old_out->name());
   }
+  dropAll(body, tracker);
   group->destroy();
   for (const auto& [v, name] : renames) inheritName(v, name);
   return copies;

@@ -1,12 +1,12 @@
 // Building, growing and dissolving prim::DifferentiableGraph nodes ("groups").
 //
-// Every function reports each live value of the outer graph that it replaces,
-// through `on_replace(old, replacement)`, right before `old` is destroyed;
-// `replacement` is nullptr when `old` disappears without a successor (it was
-// used only inside the group). This is the map that an incremental AliasDb
-// update needs (Note [Incremental alias update] in alias_db.h); the functions
-// report it directly, so the caller never has to reconstruct which new value
-// stands for which old one.
+// Every function reports, through a ValueTracker, how values flow from old to
+// new: `copied(from, to)` when a new value `to` (a group output, a copy of a
+// node inside a subgraph, a subgraph input) will hold the same run-time
+// tensor as `from`, and `dropped(v)` right before `v` is destroyed. This is
+// exactly what an incremental AliasDb update needs (Note [Incremental alias
+// update] in alias_db.h); reporting it here means the caller never has to
+// reconstruct which new value stands for which old one.
 #pragma once
 
 #include <functional>
@@ -16,18 +16,21 @@
 
 namespace ag::jit {
 
-using ValueReplacer = std::function<void(Value* old_value, Value* replacement)>;
+struct ValueTracker {
+  std::function<void(const Value* from, Value* to)> copied = [](const Value*, Value*) {};
+  std::function<void(const Value* v)> dropped = [](const Value*) {};
+};
 
 // Replaces `n` by a group whose subgraph holds a copy of `n`.
-Node* createSingletonGroup(Node* n, const ValueReplacer& on_replace);
+Node* createSingletonGroup(Node* n, const ValueTracker& tracker);
 
 // Moves `producer` (a plain node or another group), which must be the node
 // right before `group`, into `group`'s subgraph. Producer outputs still used
 // outside the group become new group outputs.
-void mergeNodeIntoGroup(Node* producer, Node* group, const ValueReplacer& on_replace);
+void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker);
 
 // Replaces `group` by copies of its subgraph's nodes; returns those copies.
-std::vector<Node*> inlineGroup(Node* group, const ValueReplacer& on_replace);
+std::vector<Node*> inlineGroup(Node* group, const ValueTracker& tracker);
 
 // The number of nodes a group holds.
 size_t groupSize(const Node* group);

@@ -1,0 +1,280 @@
+#include "proptests/jit/random_ir_graph.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "engine/jit/runtime_ops.h"
+
+namespace ag::jit::proptest {
+namespace {
+
+const std::vector<Shape>& inputShapeMenu() {
+  static const std::vector<Shape> menu = {{2, 3}, {3, 2}, {3}, {2, 2}, {}};
+  return menu;
+}
+
+enum class Op {
+  Add, Sub, Mul, Neg, Exp, Tanh, Sigmoid, Relu, Sum, MulScalar,
+  Transpose, Reshape, Select, AddInPlace, MulInPlace,
+  ListConstruct, ListUnpack, Cat, Constant, Print,
+  kCount
+};
+
+const char* kindOf(Op op) {
+  switch (op) {
+    case Op::Add: return "aten::add";
+    case Op::Sub: return "aten::sub";
+    case Op::Mul: return "aten::mul";
+    case Op::Neg: return "aten::neg";
+    case Op::Exp: return "aten::exp";
+    case Op::Tanh: return "aten::tanh";
+    case Op::Sigmoid: return "aten::sigmoid";
+    case Op::Relu: return "aten::relu";
+    case Op::Sum: return "aten::sum";
+    case Op::MulScalar: return "aten::mul_scalar";
+    case Op::Transpose: return "aten::transpose";
+    case Op::Reshape: return "aten::reshape";
+    case Op::Select: return "aten::select";
+    case Op::AddInPlace: return "aten::add_";
+    case Op::MulInPlace: return "aten::mul_";
+    case Op::ListConstruct: return "prim::ListConstruct";
+    case Op::ListUnpack: return "prim::ListUnpack";
+    case Op::Cat: return "aten::cat";
+    case Op::Constant: return "prim::Constant";
+    case Op::Print: return "prim::Print";
+    case Op::kCount: break;
+  }
+  return "?";
+}
+
+bool broadcastable(const Shape& a, const Shape& b) {
+  try {
+    rt::broadcastShapes("", a, b);
+    return true;
+  } catch (const RuntimeError&) {
+    return false;
+  }
+}
+
+// A value defined so far, with what the builder knows of its run-time shape.
+struct Known {
+  Value* value;
+  Shape shape;                     // tensors
+  std::vector<Shape> list_shapes;  // lists
+};
+
+class Builder {
+ public:
+  explicit Builder(const GraphSpec& spec) : spec_(spec) {}
+
+  BuiltGraph build() {
+    BuiltGraph out;
+    out.graph = std::make_unique<Graph>();
+    g_ = out.graph.get();
+    for (size_t i = 0; i < spec_.input_shapes.size(); ++i) {
+      Shape s = inputShapeMenu()[spec_.input_shapes[i] % inputShapeMenu().size()];
+      out.input_shapes.push_back(s);
+      known_.push_back({g_->addInput(Type::Tensor, "in" + std::to_string(i)), s, {}});
+    }
+    for (const NodeSpec& n : spec_.nodes) addNode(n);
+    for (const Known& k : known_) {
+      if (k.value->node() == g_->paramNode()) continue;
+      if (!k.value->hasUses() || returned_.count(k.value) != 0) g_->registerOutput(k.value);
+    }
+    return out;
+  }
+
+ private:
+  using Pred = std::function<bool(const Known&)>;
+
+  // The first value at or after index `idx` (mod the count) that satisfies `ok`.
+  const Known* pick(unsigned idx, const Pred& ok) const {
+    if (known_.empty()) return nullptr;
+    for (size_t k = 0; k < known_.size(); ++k) {
+      const Known& cand = known_[(idx + k) % known_.size()];
+      if (ok(cand)) return &cand;
+    }
+    return nullptr;
+  }
+
+  static bool isTensor(const Known& k) { return k.value->type() == Type::Tensor; }
+
+  Node* emit(Op op, const std::vector<Value*>& inputs, Attributes attrs = {}, int num_outputs = -1) {
+    return g_->append(kindOf(op), inputs, std::move(attrs), num_outputs);
+  }
+
+  void define(Node* n, const NodeSpec& spec, std::vector<Shape> shapes, std::vector<Shape> list_shapes = {}) {
+    for (size_t i = 0; i < n->outputs().size(); ++i) {
+      Known k{n->output(i), i < shapes.size() ? shapes[i] : Shape{}, {}};
+      if (n->output(i)->type() == Type::TensorList) k.list_shapes = list_shapes;
+      known_.push_back(k);
+    }
+    if (spec.also_return && !n->outputs().empty()) returned_.insert(n->output(0));
+  }
+
+  void addNode(const NodeSpec& spec) {
+    Op op = static_cast<Op>(spec.op % static_cast<unsigned>(Op::kCount));
+    auto operand = [&](size_t i) { return i < spec.operands.size() ? spec.operands[i] : 0u; };
+    switch (op) {
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul: {
+        const Known* a = pick(operand(0), isTensor);
+        if (a == nullptr) return;
+        Shape sa = a->shape;
+        const Known* b = pick(operand(1), [&](const Known& k) { return isTensor(k) && broadcastable(sa, k.shape); });
+        if (b == nullptr) return;
+        Shape out = rt::broadcastShapes("", sa, b->shape);
+        define(emit(op, {a->value, b->value}), spec, {out});
+        return;
+      }
+      case Op::Neg:
+      case Op::Exp:
+      case Op::Tanh:
+      case Op::Sigmoid:
+      case Op::Relu:
+      case Op::Print: {
+        const Known* a = pick(operand(0), isTensor);
+        if (a == nullptr) return;
+        Shape sa = a->shape;
+        define(emit(op, {a->value}), spec, {sa});
+        return;
+      }
+      case Op::Sum: {
+        const Known* a = pick(operand(0), isTensor);
+        if (a == nullptr) return;
+        define(emit(op, {a->value}), spec, {Shape{}});
+        return;
+      }
+      case Op::MulScalar: {
+        const Known* a = pick(operand(0), isTensor);
+        const Known* s = pick(operand(1), [](const Known& k) { return k.value->type() == Type::Float; });
+        if (a == nullptr || s == nullptr) return;
+        Shape sa = a->shape;
+        define(emit(op, {a->value, s->value}), spec, {sa});
+        return;
+      }
+      case Op::Transpose: {
+        const Known* a = pick(operand(0), [](const Known& k) { return isTensor(k) && k.shape.size() >= 2; });
+        if (a == nullptr) return;
+        Shape s = a->shape;
+        std::swap(s[0], s[1]);
+        define(emit(op, {a->value}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}), spec, {s});
+        return;
+      }
+      case Op::Reshape: {
+        const Known* a = pick(operand(0), isTensor);
+        if (a == nullptr) return;
+        int64_t numel = 1;
+        for (int64_t d : a->shape) numel *= d;
+        Shape s = spec.attr % 2 == 0 ? Shape{numel} : Shape{1, numel};
+        define(emit(op, {a->value}, {{"shape", s}}), spec, {s});
+        return;
+      }
+      case Op::Select: {
+        const Known* a = pick(operand(0), [](const Known& k) { return isTensor(k) && !k.shape.empty(); });
+        if (a == nullptr) return;
+        int64_t dim = static_cast<int64_t>(spec.attr % a->shape.size());
+        int64_t index = static_cast<int64_t>(spec.attr / 2) % a->shape[static_cast<size_t>(dim)];
+        Shape s = a->shape;
+        s.erase(s.begin() + dim);
+        define(emit(op, {a->value}, {{"dim", dim}, {"index", index}}), spec, {s});
+        return;
+      }
+      case Op::AddInPlace:
+      case Op::MulInPlace: {
+        const Known* self = pick(operand(0), isTensor);
+        if (self == nullptr) return;
+        Shape ss = self->shape;
+        const Known* other = pick(operand(1), [&](const Known& k) {
+          return isTensor(k) && broadcastable(ss, k.shape) && rt::broadcastShapes("", ss, k.shape) == ss;
+        });
+        if (other == nullptr) return;
+        define(emit(op, {self->value, other->value}), spec, {ss});
+        return;
+      }
+      case Op::ListConstruct: {
+        const Known* first = pick(operand(0), isTensor);
+        if (first == nullptr) return;
+        Shape s = first->shape;
+        std::vector<Value*> items{first->value};
+        for (unsigned i = 0; i < spec.attr % 3; ++i) {
+          const Known* k = pick(operand(1 + i % 2) + i, [&](const Known& c) { return isTensor(c) && c.shape == s; });
+          if (k != nullptr) items.push_back(k->value);
+        }
+        std::vector<Shape> shapes(items.size(), s);
+        define(emit(op, items), spec, {Shape{}}, shapes);
+        return;
+      }
+      case Op::ListUnpack: {
+        const Known* l = pick(operand(0), [](const Known& k) { return k.value->type() == Type::TensorList; });
+        if (l == nullptr) return;
+        std::vector<Shape> shapes = l->list_shapes;
+        define(emit(op, {l->value}, {}, static_cast<int>(shapes.size())), spec, shapes);
+        return;
+      }
+      case Op::Cat: {
+        const Known* l = pick(operand(0), [](const Known& k) {
+          return k.value->type() == Type::TensorList && !k.list_shapes.empty() && !k.list_shapes[0].empty();
+        });
+        if (l == nullptr) return;
+        Shape s = l->list_shapes[0];
+        s[0] *= static_cast<int64_t>(l->list_shapes.size());
+        define(emit(op, {l->value}, {{"dim", int64_t{0}}}), spec, {s});
+        return;
+      }
+      case Op::Constant: {
+        double v = (static_cast<double>(spec.attr % 7) - 3.0) * 0.5;
+        define(emit(op, {}, {{"value", v}}), spec, {Shape{}});
+        return;
+      }
+      case Op::kCount:
+        return;
+    }
+  }
+
+  const GraphSpec& spec_;
+  Graph* g_ = nullptr;
+  std::vector<Known> known_;
+  std::unordered_set<const Value*> returned_;
+};
+
+}  // namespace
+
+std::vector<RtValue> BuiltGraph::makeInputs() const {
+  std::vector<RtValue> inputs;
+  for (size_t i = 0; i < input_shapes.size(); ++i) {
+    RtTensor t = RtTensor::zeros(input_shapes[i]);
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      t.at(k) = 0.25 * static_cast<double>((k * 7 + static_cast<int64_t>(i) * 3) % 11) - 1.2;
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+BuiltGraph buildGraph(const GraphSpec& spec) { return Builder(spec).build(); }
+
+rc::Gen<GraphSpec> genGraphSpec() {
+  auto node = rc::gen::build<NodeSpec>(
+      rc::gen::set(&NodeSpec::op, rc::gen::inRange(0u, static_cast<unsigned>(Op::kCount))),
+      rc::gen::set(&NodeSpec::operands, rc::gen::container<std::vector<unsigned>>(3, rc::gen::inRange(0u, 64u))),
+      rc::gen::set(&NodeSpec::attr, rc::gen::inRange(0u, 16u)),
+      rc::gen::set(&NodeSpec::also_return, rc::gen::weightedElement<bool>({{1, true}, {5, false}})));
+  return rc::gen::build<GraphSpec>(
+      rc::gen::set(&GraphSpec::input_shapes,
+                   rc::gen::resize(3, rc::gen::nonEmpty(rc::gen::container<std::vector<unsigned>>(
+                                          rc::gen::inRange(0u, static_cast<unsigned>(inputShapeMenu().size())))))),
+      rc::gen::set(&GraphSpec::nodes, rc::gen::container<std::vector<NodeSpec>>(node)));
+}
+
+void showValue(const GraphSpec& spec, std::ostream& os) {
+  BuiltGraph built = buildGraph(spec);
+  os << "input shapes:";
+  for (const Shape& s : built.input_shapes) os << " " << shapeToString(s);
+  os << "\n" << toString(*built.graph);
+}
+
+}  // namespace ag::jit::proptest

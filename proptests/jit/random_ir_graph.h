@@ -1,0 +1,53 @@
+// Random IR graphs for property tests.
+//
+// A GraphSpec is plain data that RapidCheck generates and shrinks; buildGraph
+// turns any GraphSpec into a valid graph. Each node spec names an op and its
+// operands as indices *taken modulo the number of values defined so far*
+// (searching forward from there for the first value of a usable type and
+// shape), so every shrink of a spec (fewer nodes, smaller numbers) still
+// builds a valid graph; a node with no usable operand is left out.
+//
+// Graphs mix pure ops, views (transpose/reshape/select), in-place ops (add_,
+// mul_), lists (construct/unpack/cat), float constants and prim::Print. All
+// shapes are tracked while building, so every graph also runs under the
+// interpreter without a shape error.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <memory>
+#include <ostream>
+#include <vector>
+
+#include "engine/jit/ir.h"
+#include "engine/jit/runtime_value.h"
+
+namespace ag::jit::proptest {
+
+struct NodeSpec {
+  unsigned op = 0;
+  std::vector<unsigned> operands;  // three indices, used modulo the values so far
+  unsigned attr = 0;               // picks attributes (dims, shapes, list lengths, constants)
+  bool also_return = false;        // make the first output a graph output even if used
+};
+
+struct GraphSpec {
+  std::vector<unsigned> input_shapes;  // one per graph input, index into a fixed menu
+  std::vector<NodeSpec> nodes;
+};
+
+struct BuiltGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<Shape> input_shapes;
+  // Fresh, distinct inputs with deterministic contents.
+  std::vector<RtValue> makeInputs() const;
+};
+
+BuiltGraph buildGraph(const GraphSpec& spec);
+
+rc::Gen<GraphSpec> genGraphSpec();
+
+// RapidCheck prints counterexamples through this: the graph's text form.
+void showValue(const GraphSpec& spec, std::ostream& os);
+
+}  // namespace ag::jit::proptest
