@@ -52,7 +52,7 @@ class GraphTask final : public ExecPlan {
   std::unordered_map<const Node*, NodeState> nodes_;
   std::vector<Node*> discovered_order_;
   uint64_t min_target_topo_nr_ = 0;
-  uint64_t target_signature_bits_ = 0;
+  ReachSignature target_bits_;  // own bits of the targets
   TensorList captured_;
   struct BySequenceNr {
     bool operator()(const Node* a, const Node* b) const {
@@ -79,7 +79,7 @@ void GraphTask::mark_targets() {
     const Node* fn = targets[i].function.get();
     nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
     min_target_topo_nr_ = std::min(min_target_topo_nr_, fn->topological_nr());
-    target_signature_bits_ |= fn->own_signature_bit();
+    target_bits_ |= fn->own_signature();
   }
 }
 
@@ -91,8 +91,7 @@ bool GraphTask::skip_expansion(const Node& node) const {
   // Note [Topological number]
   if (o.prune_by_topo_nr && node.topological_nr() < min_target_topo_nr_) return true;
   // Note [Reachability signature]
-  if (o.prune_by_reachability && (node.reach_signature() & target_signature_bits_) == 0)
-    return true;
+  if (o.prune_by_reachability && !node.reach_signature().intersects(target_bits_)) return true;
   return false;
 }
 

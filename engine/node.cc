@@ -16,14 +16,9 @@ Node::Node(EdgeList next_edges)
   set_next_edges(std::move(next_edges));
 }
 
-uint64_t Node::own_signature_bit() const {
-  // A multiplicative hash spreads consecutive sequence numbers over the 64 bits.
-  return uint64_t{1} << ((sequence_nr_ * 0x9E3779B97F4A7C15ull) >> 58);
-}
-
 void Node::set_next_edges(EdgeList edges) {
   uint64_t topo = 0;
-  uint64_t signature = own_signature_bit();
+  ReachSignature signature = own_signature();
   for (const Edge& e : edges) {
     if (!e.is_valid()) continue;
     topo = std::max(topo, e.function->topological_nr() + 1);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/reach_signature.h"
 #include "engine/tensor.h"
 
 namespace ag {
@@ -38,14 +39,6 @@ struct TensorMeta {
 // The number is only valid if it never changes after a parent has read it, so it is frozen the
 // first time the node becomes some other node's child: set_next_edges() throws afterwards.
 //
-// Note [Reachability signature]
-// The topological number only orders nodes; two branches of the same height look alike to it.
-// Each node also carries a 64-bit signature: one bit chosen by hashing its sequence_nr, OR-ed
-// with the signatures of its children (computed with topological_nr and frozen the same way).
-// If X can reach Y then every bit of Y's signature is set in X's, in particular Y's own bit. So
-// when no requested input's own bit is set in X's signature, X cannot reach any input and
-// discovery skips it. False positives only cost visits; a false negative is impossible.
-//
 // Note [Sequence number]
 // sequence_nr counts node creation (process-wide). The ready queue runs the highest number first,
 // i.e. the most recently created node first, which matches the reverse of forward order.
@@ -76,8 +69,8 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t sequence_nr() const { return sequence_nr_; }
   uint64_t topological_nr() const { return topological_nr_; }
   // Note [Reachability signature]: this node's bit plus the bits of every node it can reach.
-  uint64_t reach_signature() const { return reach_signature_; }
-  uint64_t own_signature_bit() const;
+  const ReachSignature& reach_signature() const { return reach_signature_; }
+  ReachSignature own_signature() const { return ReachSignature::of_key(sequence_nr_); }
   bool has_parent() const { return has_parent_.load(std::memory_order_relaxed); }
 
  private:
@@ -85,7 +78,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::vector<TensorMeta> input_metadata_;
   uint64_t sequence_nr_;
   uint64_t topological_nr_ = 0;
-  uint64_t reach_signature_ = 0;
+  ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
 };
 

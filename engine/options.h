@@ -7,7 +7,7 @@ namespace ag {
 struct EngineOptions {
   // Note [Topological number]: discovery never expands nodes that cannot reach an input.
   bool prune_by_topo_nr = true;
-  // Note [Reachability signature]: a second, finer discovery cut (see engine/reachability.h).
+  // Note [Reachability signature]: a second, finer discovery cut (engine/reach_signature.h).
   bool prune_by_reachability = true;
   // Note [Per-call view]: nodes evaluate only the formulas this call needs.
   bool per_call_needs_input_grad = true;

@@ -27,21 +27,25 @@ struct Arbitrary<ag::proptests::GraphSpec> {
   static Gen<ag::proptests::GraphSpec> arbitrary() {
     using ag::proptests::GraphSpec;
     using ag::proptests::StepSpec;
-    // At RapidCheck's default maximum size (100) graphs have up to ~30 steps and 6 leaves.
+    // The size parameter sets how many leaves, steps, outputs and requested inputs there are
+    // (at RapidCheck's default maximum size, 100: up to 6 leaves and 60 steps); the elements
+    // themselves are drawn at full size, so every shape, op and index stays reachable.
+    auto elements = [](auto g) { return gen::resize(100, g); };
     return gen::build<GraphSpec>(
+        gen::set(&GraphSpec::leaf_shapes,
+                 gen::scale(0.06, gen::nonEmpty(gen::container<std::vector<int>>(
+                                      elements(gen::inRange(0, 6)))))),
         gen::set(
-            &GraphSpec::leaf_shapes,
-            gen::scale(0.06, gen::nonEmpty(gen::container<std::vector<int>>(gen::inRange(0, 6))))),
-        gen::set(&GraphSpec::requires_grad,
-                 gen::scale(0.06, gen::container<std::vector<bool>>(gen::arbitrary<bool>()))),
+            &GraphSpec::requires_grad,
+            gen::scale(0.06, gen::container<std::vector<bool>>(elements(gen::arbitrary<bool>())))),
         gen::set(&GraphSpec::steps, gen::scale(0.6, gen::container<std::vector<StepSpec>>(
-                                                        gen::arbitrary<StepSpec>()))),
+                                                        elements(gen::arbitrary<StepSpec>())))),
         gen::set(&GraphSpec::outputs,
                  gen::scale(0.03, gen::nonEmpty(gen::container<std::vector<uint32_t>>(
-                                      gen::inRange<uint32_t>(0, 64))))),
+                                      elements(gen::inRange<uint32_t>(0, 64)))))),
         gen::set(&GraphSpec::requested,
                  gen::scale(0.04, gen::nonEmpty(gen::container<std::vector<uint32_t>>(
-                                      gen::inRange<uint32_t>(0, 64))))),
+                                      elements(gen::inRange<uint32_t>(0, 64)))))),
         gen::set(&GraphSpec::value_seed, gen::inRange<uint32_t>(0, 1000)));
   }
 };

@@ -150,9 +150,10 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
     g.values.push_back(apply_step(kind_of(s), g.values[s.a % n], g.values[s.b % n], s.b));
   }
   const std::vector<size_t> diff = differentiable(g.values);  // never empty: leaf 0
-  for (uint32_t o : spec.outputs) g.output_ids.push_back(diff[o % diff.size()]);
+  auto newest = [&](uint32_t k) { return diff[diff.size() - 1 - k % diff.size()]; };
+  for (uint32_t o : spec.outputs) g.output_ids.push_back(newest(o));
   if (g.output_ids.empty()) g.output_ids.push_back(diff.back());
-  for (uint32_t r : spec.requested) g.requested_ids.push_back(diff[r % diff.size()]);
+  for (uint32_t r : spec.requested) g.requested_ids.push_back(newest(r));
   if (g.requested_ids.empty()) g.requested_ids.push_back(0);
   for (size_t id : g.output_ids) g.outputs.push_back(g.values[id]);
   for (size_t id : g.requested_ids) g.requested.push_back(g.values[id]);

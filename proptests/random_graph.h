@@ -56,8 +56,9 @@ struct GraphSpec {
   std::vector<int> leaf_shapes;     // index into the shape family, modulo its size
   std::vector<bool> requires_grad;  // per leaf (cycled); leaf 0 always requires grad
   std::vector<StepSpec> steps;
-  std::vector<uint32_t> outputs;    // among the values that require grad (modulo)
-  std::vector<uint32_t> requested;  // among the values that require grad (modulo)
+  // Among the values that require grad, counted from the newest (0 = the last one), modulo.
+  std::vector<uint32_t> outputs;
+  std::vector<uint32_t> requested;
   uint32_t value_seed = 0;
 };
 

@@ -1,0 +1,89 @@
+#pragma once
+
+// Random compositions of the op set, for property tests.
+//
+// A Program is only small integers (what RapidCheck generates and shrinks); build_plan() maps
+// every Program to a valid Plan: a straight-line list of op calls with all shapes resolved.
+// Operand indices are taken modulo the number of values so far, shapes are derived from one base
+// shape (so leaves broadcast together), and an operand that would not fit is adapted by an
+// explicit, printed op (e.g. `sum(v2)` when two shapes do not broadcast, `reshape` to 2-D before
+// mm). So shrinking any number always yields another valid composition.
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <rapidcheck.h>
+
+#include "engine/tensor.h"
+
+namespace ag::proptest {
+
+struct LeafSpec {
+  int ones_mask = 0;  // dims of the base shape that become 1 (broadcast)
+  int drop = 0;       // leading dims of the base shape left out
+  bool requires_grad = true;
+};
+
+struct Step {
+  int kind = 0;   // which op (modulo the number of kinds)
+  int a = 0;      // first operand (modulo the values so far)
+  int b = 0;      // second operand
+  int param = 0;  // op-specific choice (dims, scalars, variants)
+};
+
+struct Program {
+  std::vector<int> base_dims;  // the base shape, 0 to 3 dims of size 1..3
+  std::vector<LeafSpec> leaves;
+  std::vector<Step> steps;
+  uint64_t seed = 0;  // leaf values
+};
+
+enum class Op {
+  kLeaf,
+  kAdd, kSub, kMul, kDiv, kPow,
+  kAddScalar, kMulScalar, kPowScalar,
+  kNeg, kExp, kLog, kTanh, kSigmoid, kRelu,
+  kSum, kSumDim, kMean, kMeanDim, kSumTo, kBroadcastTo,
+  kReshape, kTranspose,
+  kMm, kAddmm, kLinear, kBmm, kMatmul,
+  kLogSoftmax, kNllLoss, kCrossEntropy,
+  kDropout, kDropout2d, kClone,
+};
+
+struct Instr {
+  Op op = Op::kLeaf;
+  std::vector<int> args;  // value ids; for kLeaf: the leaf index
+  double scalar = 0;      // scalar ops; dropout's p
+  int64_t dim0 = 0, dim1 = 0;
+  bool keepdim = false;
+  Shape shape;                   // reshape, sum_to, broadcast_to targets
+  std::vector<int64_t> targets;  // nll_loss, cross_entropy
+  uint64_t seed = 0;             // dropout masks
+};
+
+struct Plan {
+  std::vector<Shape> leaf_shapes;
+  std::vector<bool> leaf_requires_grad;
+  std::vector<Instr> instrs;  // value i is the result of instrs[i]
+  std::vector<Shape> shapes;  // shape of value i
+  uint64_t seed = 0;
+  int output() const { return static_cast<int>(instrs.size()) - 1; }
+};
+
+Plan build_plan(const Program& program);
+std::string op_name(Op op);
+std::string describe(const Plan& plan);
+
+// The leaves of the plan: uniform in [-1, 1], deterministic in the plan's seed.
+TensorList make_leaves(const Plan& plan, DType dtype);
+// Runs the plan on the op set; returns every value (leaves included).
+TensorList run(const Plan& plan, const TensorList& leaves);
+// Runs one instruction on given argument values.
+Tensor run_instr(const Instr& instr, const TensorList& args);
+
+rc::Gen<Program> program_gen();
+void showValue(const Program& program, std::ostream& os);  // RapidCheck prints the plan
+
+}  // namespace ag::proptest
