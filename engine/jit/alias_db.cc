@@ -57,7 +57,15 @@ void AliasDb::analyzeNode(const Node* n) {
   if (s->inputs_escape_into_container) {
     Element list = freshElement(n->output());
     for (const Value* in : n->inputs()) {
-      if (const Element* e = elementOf(in)) dag_.makePointerTo(*e, wildcard());
+      const Element* e = elementOf(in);
+      if (e == nullptr) continue;
+      // The memory the input may refer to (not just the input's own element)
+      // now may be anything unpacked from a list: a base whose view escaped
+      // must alias the wildcard too.
+      LocationSet escaped = dag_.memoryLocations(*e);
+      for (Element loc : escaped.elements()) {
+        if (loc != wildcard()) dag_.makePointerTo(loc, wildcard());
+      }
     }
     dag_.addToContainedElements(wildcard(), list);
     return;

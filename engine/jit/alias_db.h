@@ -9,9 +9,10 @@
 //  - an output that aliases input k (views, in-place ops) gets an element
 //    pointing to input k's element;
 //  - prim::ListConstruct: the list gets a fresh element; every input
-//    *escapes into a container*: its element is made to point to the Tensor
-//    wildcard, and the wildcard is contained in the list. So anything put in
-//    any list may alias anything else put in any list;
+//    *escapes into a container*: each of its memory locations is made to
+//    point to the Tensor wildcard, and the wildcard is contained in the list.
+//    So anything put in any list (and every base of it: a view that escapes
+//    exposes its base) may alias anything else put in any list;
 //  - prim::ListUnpack: outputs point to the wildcard (they may be any tensor
 //    that ever entered a list);
 //  - other mutable outputs get fresh elements; immutable values (float) get

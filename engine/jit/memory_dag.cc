@@ -40,7 +40,8 @@ void MemoryDag::invalidateCacheFor(Element from) {
     // Nothing points at `from`: only its own answer changes.
     cached_[from] = false;
   } else {
-    std::fill(cached_.begin(), cached_.end(), false);
+    for (Element e : cached_list_) cached_[e] = false;
+    cached_list_.clear();
   }
 }
 
@@ -82,6 +83,7 @@ const LocationSet& MemoryDag::memoryLocations(Element root) const {
     }
     cache_[e] = std::move(locs);
     cached_[e] = true;
+    cached_list_.push_back(e);
     stack.pop_back();
   }
   return cache_[root];

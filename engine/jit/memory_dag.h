@@ -55,6 +55,7 @@ class MemoryDag {
   // cache rarely needs to be thrown away.
   mutable std::vector<LocationSet> cache_;
   mutable std::vector<bool> cached_;
+  mutable std::vector<Element> cached_list_;  // what to reset: clearing costs what caching did
 };
 
 }  // namespace ag::jit
