@@ -143,8 +143,11 @@ void sum_to_impl(const Tensor& a, const Tensor& out) {
   const T* pa = a.data<T>();
   T* po = out.data<T>();
   std::memset(static_cast<void*>(po), 0, out.nbytes());
-  // [N, C] -> [C] (bias gradients) is the hot case: a column sum.
-  if (in_shape.size() == 2 && out.numel() == in_shape[1] && out.numel() > 1) {
+  // [N, C] -> [C] or [1, C] (bias gradients) is the hot case: a column sum. The check is on the
+  // shape, not the element count: [N, N] -> [N, 1] is a row sum.
+  const Shape& to = out.shape();
+  if (in_shape.size() == 2 && in_shape[1] > 1 &&
+      (to == Shape{in_shape[1]} || to == Shape{1, in_shape[1]})) {
     Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(po, in_shape[1]) =
         ConstMatMap<T>(pa, in_shape[0], in_shape[1]).colwise().sum();
     return;
