@@ -34,11 +34,19 @@ Shape infer(const Instr& in, const std::vector<Shape>& s) {
   switch (in.op) {
     case Op::kLeaf:
       return {};  // set by the builder
-    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kPow:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kPow:
       return broadcast(arg(0), arg(1));
-    case Op::kSum: case Op::kMean: case Op::kNllLoss: case Op::kCrossEntropy:
+    case Op::kSum:
+    case Op::kMean:
+    case Op::kNllLoss:
+    case Op::kCrossEntropy:
       return {};
-    case Op::kSumDim: case Op::kMeanDim: {
+    case Op::kSumDim:
+    case Op::kMeanDim: {
       Shape out = arg(0);
       const int64_t d = in.dim0 < 0 ? in.dim0 + static_cast<int64_t>(out.size()) : in.dim0;
       if (in.keepdim) {
@@ -48,8 +56,16 @@ Shape infer(const Instr& in, const std::vector<Shape>& s) {
       }
       return out;
     }
-    case Op::kSumTo: case Op::kBroadcastTo: case Op::kReshape:
+    case Op::kSumTo:
+    case Op::kBroadcastTo:
       return in.shape;
+    case Op::kReshape: {  // resolve a -1
+      Shape out = in.shape;
+      int64_t known = 1;
+      for (int64_t d : out) known *= d == -1 ? 1 : d;
+      for (int64_t& d : out) d = d == -1 ? ag::numel(arg(0)) / known : d;
+      return out;
+    }
     case Op::kTranspose: {
       Shape out = arg(0);
       std::swap(out[in.dim0], out[in.dim1]);
@@ -143,25 +159,56 @@ void add_step(Builder& b, const Step& step, int index) {
     return options.begin()[p % options.size()];
   };
   switch (kind) {
-    case 0: b.op(Op::kAdd, {x, b.fit(x, y)}); return;
-    case 1: b.op(Op::kSub, {x, b.fit(x, y)}); return;
-    case 2: b.op(Op::kMul, {x, b.fit(x, y)}); return;
-    case 3: b.op(Op::kDiv, {x, b.positive(b.fit(x, y))}); return;
-    case 4: b.op(Op::kPow, {b.positive(x), b.fit(x, y)}); return;
-    case 5: b.op(Op::kAddScalar, {x}, scalar_of({-1.5, -0.5, 0.5, 1.5})); return;
-    case 6: b.op(Op::kMulScalar, {x}, scalar_of({-2, -0.5, 0.5, 2})); return;
-    case 7:
-      if (p % 4 < 2) b.op(Op::kPowScalar, {x}, p % 4 == 0 ? 2.0 : 3.0);
-      else b.op(Op::kPowScalar, {b.positive(x)}, p % 4 == 2 ? 0.5 : -1.5);
+    case 0:
+      b.op(Op::kAdd, {x, b.fit(x, y)});
       return;
-    case 8: b.op(Op::kNeg, {x}); return;
-    case 9: b.op(Op::kExp, {b.op(Op::kTanh, {x})}); return;  // bounded: no overflow in chains
-    case 10: b.op(Op::kLog, {b.positive(x)}); return;
-    case 11: b.op(Op::kTanh, {x}); return;
-    case 12: b.op(Op::kSigmoid, {x}); return;
-    case 13: b.op(Op::kRelu, {x}); return;
-    case 14: b.op(Op::kSum, {x}); return;
-    case 15: case 17: {
+    case 1:
+      b.op(Op::kSub, {x, b.fit(x, y)});
+      return;
+    case 2:
+      b.op(Op::kMul, {x, b.fit(x, y)});
+      return;
+    case 3:
+      b.op(Op::kDiv, {x, b.positive(b.fit(x, y))});
+      return;
+    case 4:
+      b.op(Op::kPow, {b.positive(x), b.fit(x, y)});
+      return;
+    case 5:
+      b.op(Op::kAddScalar, {x}, scalar_of({-1.5, -0.5, 0.5, 1.5}));
+      return;
+    case 6:
+      b.op(Op::kMulScalar, {x}, scalar_of({-2, -0.5, 0.5, 2}));
+      return;
+    case 7:
+      if (p % 4 < 2)
+        b.op(Op::kPowScalar, {x}, p % 4 == 0 ? 2.0 : 3.0);
+      else
+        b.op(Op::kPowScalar, {b.positive(x)}, p % 4 == 2 ? 0.5 : -1.5);
+      return;
+    case 8:
+      b.op(Op::kNeg, {x});
+      return;
+    case 9:
+      b.op(Op::kExp, {b.op(Op::kTanh, {x})});
+      return;  // bounded: no overflow in chains
+    case 10:
+      b.op(Op::kLog, {b.positive(x)});
+      return;
+    case 11:
+      b.op(Op::kTanh, {x});
+      return;
+    case 12:
+      b.op(Op::kSigmoid, {x});
+      return;
+    case 13:
+      b.op(Op::kRelu, {x});
+      return;
+    case 14:
+      b.op(Op::kSum, {x});
+      return;
+    case 15:
+    case 17: {
       if (b.rank(x) == 0) {
         b.op(kind == 15 ? Op::kSum : Op::kMean, {x});
         return;
@@ -174,7 +221,9 @@ void add_step(Builder& b, const Step& step, int index) {
       b.emit(in);
       return;
     }
-    case 16: b.op(Op::kMean, {x}); return;
+    case 16:
+      b.op(Op::kMean, {x});
+      return;
     case 18: {  // sum_to a shape x broadcasts from
       Instr in;
       in.op = Op::kSumTo;
@@ -235,19 +284,27 @@ void add_step(Builder& b, const Step& step, int index) {
           const int a = b.at_least_1d(x);
           const int64_t k = b.shape(a).back();
           const int w = b.leaf({n_out, k}, w_grad);
-          if ((p / 30) % 2) b.op(Op::kLinear, {a, w});
-          else b.op(Op::kLinear, {a, w, b.leaf({n_out}, true)});
+          if ((p / 30) % 2)
+            b.op(Op::kLinear, {a, w});
+          else
+            b.op(Op::kLinear, {a, w, b.leaf({n_out}, true)});
           return;
         }
         case 3: {
-          const int a = b.rank(x) == 3 ? x : b.reshape(b.as_2d(x), {1, -1, b.shape(b.as_2d(x))[1]});
+          int a = x;
+          if (b.rank(x) != 3) {
+            const int a2 = b.as_2d(x);
+            a = b.reshape(a2, {1, -1, b.shape(a2)[1]});
+          }
           b.op(Op::kBmm, {a, b.leaf({b.shape(a)[0], b.shape(a)[2], n_out}, w_grad)});
           return;
         }
         default: {
           const int a = b.at_least_1d(x);
           const int64_t k = b.shape(a).back();
-          const Shape w_shapes[] = {{k}, {k, n_out}, {2, k, n_out}};
+          // A batched weight broadcasts against a's batch dim (or adds one).
+          const int64_t batch = b.rank(a) >= 3 && b.shape(a)[0] != 1 ? b.shape(a)[0] : 2;
+          const Shape w_shapes[] = {{k}, {k, n_out}, {batch, k, n_out}};
           b.op(Op::kMatmul, {a, b.leaf(w_shapes[(p / 30) % 3], w_grad)});
           return;
         }
@@ -280,7 +337,8 @@ void add_step(Builder& b, const Step& step, int index) {
       b.emit(in);
       return;
     }
-    case 25: case 26: {
+    case 25:
+    case 26: {
       Instr in;
       in.op = kind == 25 ? Op::kDropout : Op::kDropout2d;
       in.args = {kind == 25 || b.rank(x) >= 2 ? x : b.as_2d(x)};
@@ -318,10 +376,12 @@ Plan build_plan(const Program& program) {
 
 std::string op_name(Op op) {
   static const char* const names[] = {
-      "leaf", "add", "sub", "mul", "div", "pow", "add", "mul", "pow", "neg", "exp", "log",
-      "tanh", "sigmoid", "relu", "sum", "sum", "mean", "mean", "sum_to", "broadcast_to",
-      "reshape", "transpose", "mm", "addmm", "linear", "bmm", "matmul", "log_softmax",
-      "nll_loss", "cross_entropy", "dropout", "dropout2d", "clone"};
+      "leaf",          "add",     "sub",          "mul",     "div",         "pow",
+      "add",           "mul",     "pow",          "neg",     "exp",         "log",
+      "tanh",          "sigmoid", "relu",         "sum",     "sum",         "mean",
+      "mean",          "sum_to",  "broadcast_to", "reshape", "transpose",   "mm",
+      "addmm",         "linear",  "bmm",          "matmul",  "log_softmax", "nll_loss",
+      "cross_entropy", "dropout", "dropout2d",    "clone"};
   return names[static_cast<int>(op)];
 }
 
@@ -338,10 +398,13 @@ std::string describe(const Plan& plan) {
     os << op_name(in.op) << "(";
     for (size_t k = 0; k < in.args.size(); ++k) os << (k ? ", v" : "v") << in.args[k];
     switch (in.op) {
-      case Op::kAddScalar: case Op::kMulScalar: case Op::kPowScalar:
+      case Op::kAddScalar:
+      case Op::kMulScalar:
+      case Op::kPowScalar:
         os << ", " << in.scalar;
         break;
-      case Op::kSumDim: case Op::kMeanDim:
+      case Op::kSumDim:
+      case Op::kMeanDim:
         os << ", dim=" << in.dim0 << ", keepdim=" << in.keepdim;
         break;
       case Op::kLogSoftmax:
@@ -350,13 +413,17 @@ std::string describe(const Plan& plan) {
       case Op::kTranspose:
         os << ", " << in.dim0 << ", " << in.dim1;
         break;
-      case Op::kSumTo: case Op::kBroadcastTo: case Op::kReshape:
+      case Op::kSumTo:
+      case Op::kBroadcastTo:
+      case Op::kReshape:
         os << ", " << to_string(in.shape);
         break;
-      case Op::kNllLoss: case Op::kCrossEntropy:
+      case Op::kNllLoss:
+      case Op::kCrossEntropy:
         os << ", targets=" << to_string(in.targets);
         break;
-      case Op::kDropout: case Op::kDropout2d:
+      case Op::kDropout:
+      case Op::kDropout2d:
         os << ", p=" << in.scalar << ", seed=" << in.seed;
         break;
       default:
@@ -379,40 +446,74 @@ TensorList make_leaves(const Plan& plan, DType dtype) {
 
 Tensor run_instr(const Instr& in, const TensorList& v) {
   switch (in.op) {
-    case Op::kLeaf: return v[0];
-    case Op::kAdd: return ops::add(v[0], v[1]);
-    case Op::kSub: return ops::sub(v[0], v[1]);
-    case Op::kMul: return ops::mul(v[0], v[1]);
-    case Op::kDiv: return ops::div(v[0], v[1]);
-    case Op::kPow: return ops::pow(v[0], v[1]);
-    case Op::kAddScalar: return ops::add(v[0], in.scalar);
-    case Op::kMulScalar: return ops::mul(v[0], in.scalar);
-    case Op::kPowScalar: return ops::pow(v[0], in.scalar);
-    case Op::kNeg: return ops::neg(v[0]);
-    case Op::kExp: return ops::exp(v[0]);
-    case Op::kLog: return ops::log(v[0]);
-    case Op::kTanh: return ops::tanh(v[0]);
-    case Op::kSigmoid: return ops::sigmoid(v[0]);
-    case Op::kRelu: return ops::relu(v[0]);
-    case Op::kSum: return ops::sum(v[0]);
-    case Op::kSumDim: return ops::sum(v[0], in.dim0, in.keepdim);
-    case Op::kMean: return ops::mean(v[0]);
-    case Op::kMeanDim: return ops::mean(v[0], in.dim0, in.keepdim);
-    case Op::kSumTo: return ops::sum_to(v[0], in.shape);
-    case Op::kBroadcastTo: return ops::broadcast_to(v[0], in.shape);
-    case Op::kReshape: return ops::reshape(v[0], in.shape);
-    case Op::kTranspose: return ops::transpose(v[0], in.dim0, in.dim1);
-    case Op::kMm: return ops::mm(v[0], v[1]);
-    case Op::kAddmm: return ops::addmm(v[0], v[1], v[2]);
-    case Op::kLinear: return ops::linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor());
-    case Op::kBmm: return ops::bmm(v[0], v[1]);
-    case Op::kMatmul: return ops::matmul(v[0], v[1]);
-    case Op::kLogSoftmax: return ops::log_softmax(v[0], in.dim0);
-    case Op::kNllLoss: return ops::nll_loss(v[0], in.targets);
-    case Op::kCrossEntropy: return ops::cross_entropy(v[0], in.targets);
-    case Op::kDropout: return ops::dropout(v[0], in.scalar, true, in.seed);
-    case Op::kDropout2d: return ops::dropout2d(v[0], in.scalar, true, in.seed);
-    case Op::kClone: return ops::clone(v[0]);
+    case Op::kLeaf:
+      return v[0];
+    case Op::kAdd:
+      return ops::add(v[0], v[1]);
+    case Op::kSub:
+      return ops::sub(v[0], v[1]);
+    case Op::kMul:
+      return ops::mul(v[0], v[1]);
+    case Op::kDiv:
+      return ops::div(v[0], v[1]);
+    case Op::kPow:
+      return ops::pow(v[0], v[1]);
+    case Op::kAddScalar:
+      return ops::add(v[0], in.scalar);
+    case Op::kMulScalar:
+      return ops::mul(v[0], in.scalar);
+    case Op::kPowScalar:
+      return ops::pow(v[0], in.scalar);
+    case Op::kNeg:
+      return ops::neg(v[0]);
+    case Op::kExp:
+      return ops::exp(v[0]);
+    case Op::kLog:
+      return ops::log(v[0]);
+    case Op::kTanh:
+      return ops::tanh(v[0]);
+    case Op::kSigmoid:
+      return ops::sigmoid(v[0]);
+    case Op::kRelu:
+      return ops::relu(v[0]);
+    case Op::kSum:
+      return ops::sum(v[0]);
+    case Op::kSumDim:
+      return ops::sum(v[0], in.dim0, in.keepdim);
+    case Op::kMean:
+      return ops::mean(v[0]);
+    case Op::kMeanDim:
+      return ops::mean(v[0], in.dim0, in.keepdim);
+    case Op::kSumTo:
+      return ops::sum_to(v[0], in.shape);
+    case Op::kBroadcastTo:
+      return ops::broadcast_to(v[0], in.shape);
+    case Op::kReshape:
+      return ops::reshape(v[0], in.shape);
+    case Op::kTranspose:
+      return ops::transpose(v[0], in.dim0, in.dim1);
+    case Op::kMm:
+      return ops::mm(v[0], v[1]);
+    case Op::kAddmm:
+      return ops::addmm(v[0], v[1], v[2]);
+    case Op::kLinear:
+      return ops::linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor());
+    case Op::kBmm:
+      return ops::bmm(v[0], v[1]);
+    case Op::kMatmul:
+      return ops::matmul(v[0], v[1]);
+    case Op::kLogSoftmax:
+      return ops::log_softmax(v[0], in.dim0);
+    case Op::kNllLoss:
+      return ops::nll_loss(v[0], in.targets);
+    case Op::kCrossEntropy:
+      return ops::cross_entropy(v[0], in.targets);
+    case Op::kDropout:
+      return ops::dropout(v[0], in.scalar, true, in.seed);
+    case Op::kDropout2d:
+      return ops::dropout2d(v[0], in.scalar, true, in.seed);
+    case Op::kClone:
+      return ops::clone(v[0]);
   }
   return Tensor();
 }
@@ -434,8 +535,8 @@ TensorList run(const Plan& plan, const TensorList& leaves) {
 rc::Gen<Program> program_gen() {
   return rc::gen::exec([] {
     Program p;
-    p.base_dims = *rc::gen::container<std::vector<int>>(*rc::gen::inRange(0, 4),
-                                                        rc::gen::inRange(0, 3));
+    p.base_dims =
+        *rc::gen::container<std::vector<int>>(*rc::gen::inRange(0, 4), rc::gen::inRange(0, 3));
     const int num_leaves = *rc::gen::inRange(1, 4);
     for (int i = 0; i < num_leaves; ++i) {
       LeafSpec l;
@@ -444,7 +545,7 @@ rc::Gen<Program> program_gen() {
       l.requires_grad = i == 0 || *rc::gen::arbitrary<bool>();  // leaf 0 always: something to check
       p.leaves.push_back(l);
     }
-    const int num_steps = *rc::gen::inRange(1, 7);
+    const int num_steps = *rc::gen::inRange(1, 10);
     for (int i = 0; i < num_steps; ++i) {
       Step s;
       s.kind = *rc::gen::inRange(0, kNumKinds);

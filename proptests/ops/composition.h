@@ -9,12 +9,12 @@
 // explicit, printed op (e.g. `sum(v2)` when two shapes do not broadcast, `reshape` to 2-D before
 // mm). So shrinking any number always yields another valid composition.
 
+#include <rapidcheck.h>
+
 #include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <rapidcheck.h>
 
 #include "engine/tensor.h"
 
@@ -42,14 +42,39 @@ struct Program {
 
 enum class Op {
   kLeaf,
-  kAdd, kSub, kMul, kDiv, kPow,
-  kAddScalar, kMulScalar, kPowScalar,
-  kNeg, kExp, kLog, kTanh, kSigmoid, kRelu,
-  kSum, kSumDim, kMean, kMeanDim, kSumTo, kBroadcastTo,
-  kReshape, kTranspose,
-  kMm, kAddmm, kLinear, kBmm, kMatmul,
-  kLogSoftmax, kNllLoss, kCrossEntropy,
-  kDropout, kDropout2d, kClone,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kAddScalar,
+  kMulScalar,
+  kPowScalar,
+  kNeg,
+  kExp,
+  kLog,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kSum,
+  kSumDim,
+  kMean,
+  kMeanDim,
+  kSumTo,
+  kBroadcastTo,
+  kReshape,
+  kTranspose,
+  kMm,
+  kAddmm,
+  kLinear,
+  kBmm,
+  kMatmul,
+  kLogSoftmax,
+  kNllLoss,
+  kCrossEntropy,
+  kDropout,
+  kDropout2d,
+  kClone,
 };
 
 struct Instr {
