@@ -1,0 +1,273 @@
+// ops::Backend for CUDA tensors: lays tensors out for the kernels in kernels.h (raw pointers,
+// merged broadcast strides) and allocates outputs through the caching allocator. Linking this
+// file (//cuda is alwayslink) registers the allocator and the kernels for DeviceType::kCUDA.
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "cuda/check.h"
+#include "cuda/cublas_matmul.h"
+#include "cuda/cuda_allocator.h"
+#include "cuda/kernels.h"
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/strided_loop.h"
+
+namespace ag::cuda {
+namespace {
+
+using ops::BinaryKind;
+using ops::UnaryKind;
+
+BinaryOp to_op(BinaryKind k) {
+  switch (k) {
+    case BinaryKind::kAdd:
+      return BinaryOp::kAdd;
+    case BinaryKind::kSub:
+      return BinaryOp::kSub;
+    case BinaryKind::kMul:
+      return BinaryOp::kMul;
+    case BinaryKind::kDiv:
+      return BinaryOp::kDiv;
+    case BinaryKind::kPow:
+      return BinaryOp::kPow;
+  }
+  fail("cuda: unknown binary op");
+}
+
+UnaryOp to_op(UnaryKind k) {
+  switch (k) {
+    case UnaryKind::kNeg:
+      return UnaryOp::kNeg;
+    case UnaryKind::kExp:
+      return UnaryOp::kExp;
+    case UnaryKind::kLog:
+      return UnaryOp::kLog;
+    case UnaryKind::kTanh:
+      return UnaryOp::kTanh;
+    case UnaryKind::kSigmoid:
+      return UnaryOp::kSigmoid;
+    case UnaryKind::kRelu:
+      return UnaryOp::kRelu;
+    case UnaryKind::kStep:
+      return UnaryOp::kStep;
+    case UnaryKind::kAddScalar:
+      return UnaryOp::kAddScalar;
+    case UnaryKind::kMulScalar:
+      return UnaryOp::kMulScalar;
+    case UnaryKind::kPowScalar:
+      return UnaryOp::kPowScalar;
+    case UnaryKind::kRpowScalar:
+      return UnaryOp::kRpowScalar;
+  }
+  fail("cuda: unknown unary op");
+}
+
+// The Layout for reading inputs with `strides` (one vector per input, over `shape`) while
+// writing a contiguous output of `shape`. Size-1 dims are dropped and neighbouring dims merged
+// when every input steps through them contiguously, so typical broadcasts need 1-3 dims.
+Layout make_layout(const Shape& shape, const std::vector<std::vector<int64_t>>& strides) {
+  Layout l;
+  const size_t inputs = strides.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = l.ndim > 0;
+    for (size_t j = 0; merge && j < inputs; ++j) {
+      merge = l.stride[j][l.ndim - 1] == strides[j][d] * shape[d];
+    }
+    if (merge) {
+      l.size[l.ndim - 1] *= shape[d];
+      for (size_t j = 0; j < inputs; ++j) l.stride[j][l.ndim - 1] = strides[j][d];
+      continue;
+    }
+    AG_CHECK(l.ndim < kMaxDims, "cuda: broadcasting over shape ", to_string(shape),
+             " needs more than ", kMaxDims, " dims after merging");
+    l.size[l.ndim] = shape[d];
+    for (size_t j = 0; j < inputs; ++j) l.stride[j][l.ndim] = strides[j][d];
+    ++l.ndim;
+  }
+  return l;
+}
+
+template <typename Fn>
+void on_dtype(DType t, Fn&& fn) {
+  dispatch_dtype(t, [&](auto zero) { fn(zero); });
+}
+
+class CudaBackend final : public ops::Backend {
+ public:
+  Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    binary_into(kind, a, b, out);
+    return out;
+  }
+
+  void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) override {
+    binary_into(kind, a, b, a);
+  }
+
+  Tensor unary(UnaryKind kind, const Tensor& a, double scalar) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::unary<T>(to_op(kind), a.data<T>(), out.data<T>(), a.numel(), static_cast<T>(scalar));
+    });
+    return out;
+  }
+
+  Tensor fill(const Shape& shape, double value, DType dtype, Device device) override {
+    Tensor out = Tensor::empty(shape, dtype, device);
+    on_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      cuda::fill<T>(out.data<T>(), out.numel(), static_cast<T>(value));
+    });
+    return out;
+  }
+
+  void copy(const Tensor& dst, const Tensor& src) override {
+    if (src.numel() == dst.numel()) {
+      if (dst.raw_data() != src.raw_data() && dst.nbytes() > 0) {
+        check(
+            cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice),
+            "copy");
+      }
+      return;
+    }
+    strided_copy(src, ops::broadcast_strides(src.shape(), dst.shape()), dst);
+  }
+
+  Tensor sum_all(const Tensor& a) override {
+    Tensor out = Tensor::empty({}, a.dtype(), a.device());
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::sum_all<T>(a.data<T>(), out.data<T>(), a.numel());
+    });
+    return out;
+  }
+
+  Tensor sum_to(const Tensor& a, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    Shape aligned(a.shape().size() - shape.size(), 1);  // leading dims broadcast from nothing
+    aligned.insert(aligned.end(), shape.begin(), shape.end());
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::sum_to<T>(a.data<T>(), out.data<T>(), a.shape(), aligned);
+    });
+    return out;
+  }
+
+  Tensor broadcast_to(const Tensor& a, const Shape& shape) override {
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    copy(out, a);
+    return out;
+  }
+
+  Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) override {
+    Shape shape = a.shape();
+    std::swap(shape[d0], shape[d1]);
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    std::vector<int64_t> strides = ops::contiguous_strides(a.shape());
+    std::swap(strides[d0], strides[d1]);
+    strided_copy(a, strides, out);
+    return out;
+  }
+
+  Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
+    const int64_t r = a.dim() - 2, c = a.dim() - 1;
+    const int64_t ar = a.shape()[r], ac = a.shape()[c];
+    const int64_t br = b.shape()[b.dim() - 2], bc = b.shape()[b.dim() - 1];
+    Shape shape = a.shape();
+    shape[r] = ta ? ac : ar;
+    shape[c] = tb ? br : bc;
+    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+    GemmArgs g;
+    g.m = shape[r];
+    g.n = shape[c];
+    g.k = ta ? ar : ac;
+    g.trans_a = ta;
+    g.trans_b = tb;
+    g.lda = ac;
+    g.ldb = bc;
+    g.ldc = g.n;
+    g.stride_a = ar * ac;
+    g.stride_b = br * bc;
+    g.stride_c = g.m * g.n;
+    g.batch = a.dim() == 3 ? a.shape()[0] : 1;
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      if (bias != nullptr) {  // C = bias (broadcast over rows), then C += A B
+        broadcast_rows<T>(bias->data<T>(), out.data<T>(), g.batch * g.m, g.n);
+        g.accumulate = true;
+      }
+      gemm<T>(g, a.data<T>(), b.data<T>(), out.data<T>());
+    });
+    return out;
+  }
+
+  Tensor log_softmax(const Tensor& a, int64_t dim) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < dim; ++d) outer *= a.shape()[d];
+    for (int64_t d = dim + 1; d < a.dim(); ++d) inner *= a.shape()[d];
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::log_softmax<T>(a.data<T>(), out.data<T>(), outer, a.shape()[dim], inner);
+    });
+    return out;
+  }
+
+  Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets, double scale,
+                          DType dtype, Device device) override {
+    Tensor out = Tensor::empty(shape, dtype, device);
+    on_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      nll_pattern<T>(out.data<T>(), shape[0], shape[1], targets, static_cast<T>(-scale));
+    });
+    return out;
+  }
+
+  Tensor dropout_mask(const Shape& shape, double keep_prob, uint64_t seed, DType dtype,
+                      Device device) override {
+    Tensor out = Tensor::empty(shape, dtype, device);
+    on_dtype(dtype, [&](auto z) {
+      using T = decltype(z);
+      cuda::dropout_mask<T>(out.data<T>(), out.numel(), keep_prob, seed);
+    });
+    return out;
+  }
+
+ private:
+  static void binary_into(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
+    const Shape& shape = out.shape();
+    const bool same = a.shape() == shape && b.shape() == shape;
+    const Layout layout = same ? Layout{}
+                               : make_layout(shape, {ops::broadcast_strides(a.shape(), shape),
+                                                     ops::broadcast_strides(b.shape(), shape)});
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::binary<T>(to_op(kind), a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),
+                      same ? nullptr : &layout);
+    });
+  }
+
+  static void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
+                           const Tensor& dst) {
+    const Layout layout = make_layout(dst.shape(), {src_strides});
+    on_dtype(dst.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::strided_copy<T>(src.data<T>(), dst.data<T>(), dst.numel(), layout);
+    });
+  }
+};
+
+// Registration at static-initialization time (engine and ops keep function-local registries,
+// so the order of static initializers does not matter).
+[[maybe_unused]] const bool kRegistered = [] {
+  static CudaBackend backend;
+  register_allocator(DeviceType::kCUDA, &caching_allocator());
+  ops::register_backend(DeviceType::kCUDA, &backend);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ag::cuda

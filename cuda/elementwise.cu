@@ -1,0 +1,148 @@
+// Elementwise kernels: fill, binary ops with broadcasting, unary ops, strided copies.
+#include "cuda/check.h"
+#include "cuda/kernels.h"
+#include "cuda/launch.h"
+
+namespace ag::cuda {
+namespace {
+
+template <typename T>
+__device__ __forceinline__ T apply_binary(BinaryOp op, T x, T y) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return x + y;
+    case BinaryOp::kSub:
+      return x - y;
+    case BinaryOp::kMul:
+      return x * y;
+    case BinaryOp::kDiv:
+      return x / y;
+    case BinaryOp::kPow:
+      return pow(x, y);
+  }
+  return T(0);
+}
+
+template <typename T>
+__device__ __forceinline__ T apply_unary(UnaryOp op, T x, T s) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return -x;
+    case UnaryOp::kExp:
+      return exp(x);
+    case UnaryOp::kLog:
+      return log(x);
+    case UnaryOp::kTanh:
+      return tanh(x);
+    case UnaryOp::kSigmoid:
+      return T(1) / (T(1) + exp(-x));
+    case UnaryOp::kRelu:
+      return x > T(0) ? x : T(0);
+    case UnaryOp::kStep:
+      return x > T(0) ? T(1) : T(0);
+    case UnaryOp::kAddScalar:
+      return x + s;
+    case UnaryOp::kMulScalar:
+      return x * s;
+    case UnaryOp::kPowScalar:
+      return pow(x, s);
+    case UnaryOp::kRpowScalar:
+      return pow(s, x);
+  }
+  return T(0);
+}
+
+// Element offset of input j at linear output index i. Index is uint32_t when every offset
+// fits (32-bit division is several times cheaper than 64-bit on the GPU).
+template <typename Index>
+__device__ __forceinline__ int64_t input_offset(const Layout& l, int j, Index i) {
+  int64_t offset = 0;
+  for (int d = l.ndim - 1; d >= 0; --d) {
+    const Index size = static_cast<Index>(l.size[d]);
+    offset += static_cast<int64_t>(i % size) * l.stride[j][d];
+    i /= size;
+  }
+  return offset;
+}
+
+template <typename T>
+__global__ void fill_kernel(T* out, int64_t n, T value) {
+  AG_GRID_STRIDE_LOOP(i, n) { out[i] = value; }
+}
+
+template <typename T>
+__global__ void binary_contiguous_kernel(BinaryOp op, const T* a, const T* b, T* out, int64_t n) {
+  AG_GRID_STRIDE_LOOP(i, n) { out[i] = apply_binary(op, a[i], b[i]); }
+}
+
+template <typename T, typename Index>
+__global__ void binary_strided_kernel(BinaryOp op, const T* a, const T* b, T* out, int64_t n,
+                                      Layout l) {
+  AG_GRID_STRIDE_LOOP(i, n) {
+    const Index idx = static_cast<Index>(i);
+    out[i] = apply_binary(op, a[input_offset(l, 0, idx)], b[input_offset(l, 1, idx)]);
+  }
+}
+
+template <typename T>
+__global__ void unary_kernel(UnaryOp op, const T* a, T* out, int64_t n, T scalar) {
+  AG_GRID_STRIDE_LOOP(i, n) { out[i] = apply_unary(op, a[i], scalar); }
+}
+
+template <typename T, typename Index>
+__global__ void strided_copy_kernel(const T* src, T* dst, int64_t n, Layout l) {
+  AG_GRID_STRIDE_LOOP(i, n) { dst[i] = src[input_offset(l, 0, static_cast<Index>(i))]; }
+}
+
+bool fits_32_bits(int64_t n) { return n < (int64_t{1} << 31); }
+
+}  // namespace
+
+template <typename T>
+void fill(T* out, int64_t n, T value) {
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n), kThreads>>>(out, n, value);
+  check_launch("fill");
+}
+
+template <typename T>
+void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t n, const Layout* layout) {
+  if (n == 0) return;
+  if (layout == nullptr) {
+    binary_contiguous_kernel<<<blocks_for(n), kThreads>>>(op, a, b, out, n);
+  } else if (fits_32_bits(n)) {
+    binary_strided_kernel<T, uint32_t><<<blocks_for(n), kThreads>>>(op, a, b, out, n, *layout);
+  } else {
+    binary_strided_kernel<T, int64_t><<<blocks_for(n), kThreads>>>(op, a, b, out, n, *layout);
+  }
+  check_launch("binary");
+}
+
+template <typename T>
+void unary(UnaryOp op, const T* a, T* out, int64_t n, T scalar) {
+  if (n == 0) return;
+  unary_kernel<<<blocks_for(n), kThreads>>>(op, a, out, n, scalar);
+  check_launch("unary");
+}
+
+template <typename T>
+void strided_copy(const T* src, T* dst, int64_t n, const Layout& layout) {
+  if (n == 0) return;
+  if (fits_32_bits(n)) {
+    strided_copy_kernel<T, uint32_t><<<blocks_for(n), kThreads>>>(src, dst, n, layout);
+  } else {
+    strided_copy_kernel<T, int64_t><<<blocks_for(n), kThreads>>>(src, dst, n, layout);
+  }
+  check_launch("strided_copy");
+}
+
+#define AG_INSTANTIATE(T)                                                            \
+  template void fill<T>(T*, int64_t, T);                                             \
+  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, const Layout*); \
+  template void unary<T>(UnaryOp, const T*, T*, int64_t, T);                         \
+  template void strided_copy<T>(const T*, T*, int64_t, const Layout&);
+AG_INSTANTIATE(float)
+AG_INSTANTIATE(double)
+#undef AG_INSTANTIATE
+
+}  // namespace ag::cuda

@@ -1,0 +1,207 @@
+// Seed 001's hessian benchmark on a CUDA device (the workload of paper/workloads/hessian.h,
+// batch 10000): an MLP (input 16, six hidden Linear+ReLU layers of width 256, output 1),
+//   y = mlp(x);  y_x = grad(y, x, create_graph);  y_xx = grad(y_x, x, create_graph)
+// timed without and with a final y_xx.sum().backward() into the weights, each with the per-call
+// needs_input_grad optimization off and on. Prints milliseconds per step (medians over
+// interleaved repetitions), the off/on ratios and the peak device bytes of a step.
+//
+// With ReLU, relu's derivative is a constant step in this engine, so y_x has no path back to x:
+// the second grad returns an undefined tensor (allow_unused) and there is nothing to back-
+// propagate, exactly as paper/workloads/hessian.cc handles it. --tanh swaps in tanh layers,
+// whose hessian is not zero, for a workload where both grads and the backward do real work.
+//
+// Standalone: built with Bazel (-c opt, linkstatic) and copied to a GPU machine, see README.md.
+//   hessian_bench [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] [--builtin-gemm]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda.h"
+#include "engine/allocator.h"
+#include "engine/autograd.h"
+#include "engine/options.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+struct Config {
+  int batch = 10000;
+  int reps = 20;
+  int warmup = 3;
+  bool cpu = false;
+  bool tanh = false;
+};
+
+struct Mlp {
+  TensorList weights, biases;
+  bool tanh = false;
+  Tensor forward(const Tensor& x) const {
+    Tensor h = x;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      h = ops::linear(h, weights[i], biases[i]);
+      if (i + 1 < weights.size()) h = tanh ? ops::tanh(h) : ops::relu(h);
+    }
+    return h;
+  }
+};
+
+// PyTorch's nn.Linear initialization range, deterministic seeds.
+Mlp make_mlp(Device device, bool tanh) {
+  Mlp mlp;
+  mlp.tanh = tanh;
+  int in = 16;
+  uint64_t seed = 100;
+  for (int layer = 0; layer <= 6; ++layer) {
+    const int out = layer < 6 ? 256 : 1;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    Tensor w = ops::uniform({out, in}, -bound, bound, seed++, DType::kFloat32, device);
+    Tensor b = ops::uniform({out}, -bound, bound, seed++, DType::kFloat32, device);
+    mlp.weights.push_back(w.set_requires_grad(true));
+    mlp.biases.push_back(b.set_requires_grad(true));
+    in = out;
+  }
+  return mlp;
+}
+
+// One step; returns sum(y_xx) read back to the host (which also waits for the device), or
+// NaN when y_xx is undefined (no path from y_x to x); then it reads y_x's sum to wait.
+double step(const Mlp& mlp, const Tensor& x, bool final_backward) {
+  Tensor y = mlp.forward(x);
+  Tensor y_x = grad({y}, {x}, {ops::ones_like(y)}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true,
+                     /*allow_unused=*/true)[0];
+  if (!y_xx.defined()) {
+    ops::sum(y_x).item();
+    return std::nan("");
+  }
+  Tensor total = ops::sum(y_xx);
+  if (final_backward && total.requires_grad()) {
+    for (Tensor w : mlp.weights) w.set_grad(Tensor());
+    for (Tensor b : mlp.biases) b.set_grad(Tensor());
+    backward(total);
+  }
+  return total.item();
+}
+
+struct Variant {
+  bool final_backward;
+  bool per_call;
+};
+
+EngineOptions options_for(const Variant& v) {
+  EngineOptions o;
+  o.per_call_needs_input_grad = v.per_call;
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int run(const Config& c) {
+  const Device device = c.cpu ? kCPU : Device{DeviceType::kCUDA, 0};
+  if (!c.cpu && !cuda::is_available()) {
+    std::printf("hessian_bench: skipped: %s\n", cuda::unavailable_reason().c_str());
+    return 0;
+  }
+  std::printf("device: %s\n", c.cpu ? "cpu" : cuda::describe_device().c_str());
+  std::printf(
+      "hessian: MLP 16 -> 6 x (Linear 256 + %s) -> 1, batch %d, float32; median of %d "
+      "interleaved steps after %d warm-ups\n",
+      c.tanh ? "Tanh" : "ReLU", c.batch, c.reps, c.warmup);
+  const Mlp mlp = make_mlp(device, c.tanh);
+  Tensor x = ops::uniform({c.batch, 16}, -1, 1, 7, DType::kFloat32, device);
+  x.set_requires_grad(true);
+
+  const std::vector<Variant> variants = {
+      {false, false}, {false, true}, {true, false}, {true, true}};
+  std::vector<std::vector<double>> ms(variants.size());
+  std::vector<double> checksum(variants.size());
+  std::vector<int64_t> peak(variants.size());
+  const DeviceType dev = device.type;
+  for (int r = 0; r < c.warmup + c.reps; ++r) {
+    for (size_t v = 0; v < variants.size(); ++v) {
+      OptionsGuard guard(options_for(variants[v]));
+      cuda::synchronize();
+      const int64_t live_before = live_bytes(dev);
+      reset_peak_bytes(dev);
+      const auto start = std::chrono::steady_clock::now();
+      checksum[v] = step(mlp, x, variants[v].final_backward);
+      const std::chrono::duration<double, std::milli> elapsed =
+          std::chrono::steady_clock::now() - start;
+      peak[v] = peak_bytes(dev) - live_before;
+      if (r >= c.warmup) ms[v].push_back(elapsed.count());
+    }
+  }
+
+  std::printf("\n%-26s %14s %14s %8s %18s\n", "step", "per-call off", "per-call on", "off/on",
+              "peak bytes (on)");
+  for (size_t v = 0; v < variants.size(); v += 2) {
+    const double off = median(ms[v]), on = median(ms[v + 1]);
+    std::printf("%-26s %11.3f ms %11.3f ms %8.2f %18lld\n",
+                variants[v].final_backward ? "y_xx + final backward" : "y_xx (two nested grads)",
+                off, on, off / on, static_cast<long long>(peak[v + 1]));
+  }
+  std::printf("peak bytes above the live bytes before the step; live after setup: %lld\n",
+              static_cast<long long>(live_bytes(dev)));
+  std::printf("anchor (seed 001, H100 + PyTorch 2.11): 2.40 ms and 4.65 ms\n");
+  if (std::isnan(checksum[1])) {
+    std::printf("y_xx is undefined: no path from y_x back to x (relu' is a constant step)\n");
+    return 0;
+  }
+  // Per-call needs_input_grad only skips work: results must not change.
+  for (size_t v = 0; v < variants.size(); v += 2) {
+    if (checksum[v] != checksum[v + 1]) {
+      std::printf("MISMATCH: sum(y_xx) %.9g (off) vs %.9g (on)\n", checksum[v], checksum[v + 1]);
+      return 1;
+    }
+  }
+  std::printf("sum(y_xx) = %.9g (same with per-call off and on)\n", checksum[1]);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ag
+
+int main(int argc, char** argv) {
+  ag::Config c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (arg == "--batch") {
+      c.batch = next();
+    } else if (arg == "--reps") {
+      c.reps = next();
+    } else if (arg == "--warmup") {
+      c.warmup = next();
+    } else if (arg == "--tanh") {
+      c.tanh = true;
+    } else if (arg == "--cpu") {
+      c.cpu = true;
+    } else if (arg == "--tf32") {
+      ag::cuda::set_allow_tf32(true);
+    } else if (arg == "--builtin-gemm") {
+      ag::cuda::set_gemm_backend(ag::cuda::GemmBackend::kBuiltin);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] "
+                   "[--builtin-gemm]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (c.batch <= 0 || c.reps <= 0 || c.warmup < 0) {
+    std::fprintf(stderr, "hessian_bench: --batch and --reps must be positive\n");
+    return 2;
+  }
+  return ag::run(c);
+}
