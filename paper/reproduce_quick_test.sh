@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# CI smoke test of `reproduce --quick`: every table and every workload's figures are produced.
+# It never checks a timing. It passes with or without PyTorch and valgrind installed (their rows
+# then say 'not installed').
+set -euo pipefail
+
+out="${TEST_TMPDIR:-$(mktemp -d)}/results"
+bin="paper/reproduce"
+[[ -x "$bin" ]] || bin="$(dirname "$0")/reproduce"
+
+"$bin" --quick --out "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "reproduce failed"; exit 1; }
+
+fail=0
+check() {  # check DESCRIPTION COMMAND...
+  if ! "${@:2}"; then
+    echo "FAILED: $1"
+    fail=1
+  fi
+}
+for f in figures.tsv seed_000_topological_nr.md seed_001_needs_input_grad.md \
+         seed_002_alias_db.md seed_003_guarded_saves.md; do
+  check "$f written and non-empty" test -s "$out/$f"
+done
+check "figures.tsv header" grep -q $'^workload\tvariant\tmetric\tvalue\tunit\tdevice$' "$out/figures.tsv"
+# Every workload has rows with off and on variants.
+for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tpruning on\tlast/first block' \
+           $'tiny_graph\tpruning off\ttime per call' $'tiny_graph\tpruning on\ttime per call' \
+           $'scalar_chain\tpruning on\ttime per call' \
+           $'hessian_relu\tper-call off\tstep time, no final backward' \
+           $'hessian_tanh\tper-call on\tstep time, with final backward' \
+           $'hessian_memory\tall on\tpeak bytes' $'hessian_memory\tall off\tpeak bytes' \
+           $'dropout_memory\tguard_saves off\textra live bytes' \
+           $'dropout_memory\tguard_saves on\textra live bytes' \
+           $'create_autodiff_subgraphs\trebuild\tpass time@nodes=' \
+           $'create_autodiff_subgraphs\tincremental\tpass time@nodes='; do
+  check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -q "^$row" "$out/figures.tsv"
+done
+# Each table is a Markdown table with the published figures beside ours.
+for f in "$out"/seed_*.md; do
+  check "$(basename "$f") has a table" grep -q '^| --- |' "$f"
+  check "$(basename "$f") names the peer or says it is missing" grep -q -E 'PyTorch' "$f"
+done
+# Every row has six tab-separated columns and a numeric value.
+check "figures.tsv rows well-formed" awk -F'\t' 'NR > 1 && (NF != 6 || $4 !~ /^-?[0-9.e+-]+$|^nan$/) { bad = 1 } END { exit bad }' "$out/figures.tsv"
+# Progress lines for every workload.
+check "progress lines" test "$(grep -c '^\[reproduce [0-9]/6\]' "$out.log")" -eq 6
+
+if [[ $fail -ne 0 ]]; then
+  echo "--- reproduce output ---"
+  cat "$out.log"
+  exit 1
+fi
+echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 4 tables"

@@ -1,0 +1,81 @@
+#include "paper/workloads/hessian.h"
+
+#include <cmath>
+
+#include "engine/allocator.h"
+#include "engine/autograd.h"
+#include "engine/counters.h"
+#include "ops/ops.h"
+#include "paper/workloads/timing.h"
+
+namespace ag::paper {
+
+const char* activation_name(Activation a) { return a == Activation::kRelu ? "ReLU" : "Tanh"; }
+
+Tensor Mlp::forward(const Tensor& x) const {
+  Tensor h = x;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    h = ops::linear(h, weights[i], biases[i]);
+    if (i + 1 < weights.size()) h = activation == Activation::kRelu ? ops::relu(h) : ops::tanh(h);
+  }
+  return h;
+}
+
+Mlp make_mlp(const HessianConfig& c) {
+  Mlp mlp;
+  mlp.activation = c.activation;
+  int in = c.input;
+  uint64_t seed = 100;
+  for (int l = 0; l <= c.layers; ++l) {
+    const int out = l < c.layers ? c.hidden : 1;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // PyTorch's Linear init range
+    Tensor w = ops::uniform({out, in}, -bound, bound, seed++, DType::kFloat32, c.device);
+    Tensor b = ops::uniform({out}, -bound, bound, seed++, DType::kFloat32, c.device);
+    w.set_requires_grad(true);
+    b.set_requires_grad(true);
+    mlp.weights.push_back(w);
+    mlp.biases.push_back(b);
+    in = out;
+  }
+  return mlp;
+}
+
+Tensor make_hessian_input(const HessianConfig& c) {
+  Tensor x = ops::uniform({c.batch, c.input}, -1, 1, 7, DType::kFloat32, c.device);
+  x.set_requires_grad(true);
+  return x;
+}
+
+double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward) {
+  Tensor y = mlp.forward(x);
+  Tensor y_x = grad({y}, {x}, {ops::ones_like(y)}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true,
+                     /*allow_unused=*/true)[0];
+  if (!y_xx.defined()) return 0.0;  // no path from y_x to x (ReLU): the hessian is zero
+  if (final_backward && y_xx.requires_grad()) {
+    for (Tensor w : mlp.weights) w.set_grad(Tensor());
+    for (Tensor b : mlp.biases) b.set_grad(Tensor());
+    backward(ops::sum(y_xx));
+  }
+  return ops::sum(y_xx).item();
+}
+
+HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
+                                      const EngineOptions& options) {
+  OptionsGuard guard(options);
+  HessianStepStats stats;
+  const DeviceType dev = x.device().type;
+  const int64_t live_before = live_bytes(dev);
+  reset_peak_bytes(dev);
+  reset_counters();
+  auto start = Clock::now();
+  double checksum = hessian_step(mlp, x, final_backward);
+  stats.seconds = seconds_since(start);
+  do_not_optimize(checksum);
+  stats.peak_bytes = peak_bytes(dev) - live_before;
+  stats.formulas_evaluated = counters().formulas_evaluated;
+  stats.weight_grad_matmuls = counters().formula_count("linear:weight");
+  return stats;
+}
+
+}  // namespace ag::paper

@@ -1,0 +1,55 @@
+// Seed 001's hessian benchmark (PR 82544): an MLP (input 16, six hidden Linear+ReLU layers of
+// width 256, output 1) and d2y/dx2 by two nested grad(create_graph=true) w.r.t. x:
+//   y = mlp(x);  y_x = grad(y, x, ones, create_graph);  y_xx = grad(y_x, x, ones, create_graph)
+// optionally followed by y_xx.sum().backward() into the weights (a training step).
+// With the per-call needs_input_grad, the linear nodes skip their weight-gradient matmul when
+// only d/dx is requested: about half of the backward matmuls.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/device.h"
+#include "engine/options.h"
+#include "engine/tensor.h"
+
+namespace ag::paper {
+
+// ReLU is the published workload. Here relu's derivative is a mask multiply whose mask is a
+// constant, so d(y_x)/dx has no path to x: grad(y_x, x) finds x unreachable (y_xx == 0
+// structurally) where PyTorch builds and runs a graph of zeros. Tanh gives a workload where both
+// engines do the same, non-zero second-order work.
+enum class Activation { kRelu, kTanh };
+const char* activation_name(Activation a);
+
+struct HessianConfig {
+  int input = 16;
+  int hidden = 256;
+  int layers = 6;  // hidden Linear+ReLU layers
+  int batch = 1000;
+  Activation activation = Activation::kRelu;
+  Device device = kCPU;
+};
+
+struct Mlp {
+  TensorList weights, biases;  // requires grad
+  Activation activation = Activation::kRelu;
+  Tensor forward(const Tensor& x) const;
+};
+Mlp make_mlp(const HessianConfig& config);
+Tensor make_hessian_input(const HessianConfig& config);
+
+// One step; returns a checksum of y_xx. With `final_backward`, also accumulates into the weights'
+// .grad (which the step clears first) when y_xx depends on them (not for ReLU, see above).
+double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);
+
+struct HessianStepStats {
+  double seconds = 0;
+  int64_t peak_bytes = 0;  // allocator peak during the step, above the live bytes before it
+  int64_t formulas_evaluated = 0;
+  int64_t weight_grad_matmuls = 0;  // "linear:weight" formulas run
+};
+// One timed step under `options` (also used to read peak bytes and counters).
+HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
+                                      const EngineOptions& options);
+
+}  // namespace ag::paper

@@ -1,0 +1,23 @@
+#include "paper/workloads/jit_pass.h"
+
+#include "engine/jit/synthetic_graph.h"
+#include "paper/workloads/timing.h"
+
+namespace ag::paper {
+
+JitPassRun run_jit_pass(size_t num_nodes, jit::AliasDbMode mode) {
+  std::unique_ptr<jit::Graph> graph = jit::makeLayeredGraph(num_nodes);
+  JitPassRun run;
+  run.nodes = graph->numNodes();
+  jit::AutodiffSubgraphOptions options;
+  options.mode = mode;
+  auto start = Clock::now();
+  jit::AutodiffSubgraphStats stats = jit::createAutodiffSubgraphs(*graph, options);
+  run.seconds = seconds_since(start);
+  run.merges = stats.merges;
+  run.groups = stats.groups;
+  run.alias_db_constructions = stats.alias_db_constructions;
+  return run;
+}
+
+}  // namespace ag::paper

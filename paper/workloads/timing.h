@@ -1,0 +1,46 @@
+// Small timing helpers shared by the paper's workloads. Timing lives only in paper/.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace ag::paper {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The median of `v` (the mean of the two middle values for an even count); 0 for an empty vector.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Keeps the compiler from discarding a computed value.
+template <typename T>
+inline void do_not_optimize(const T& value) {
+  asm volatile("" : : "r,m"(value) : "memory");
+}
+
+// Runs each variant `reps` times, interleaved (v0, v1, ..., v0, v1, ...) so that slow drifts of
+// the machine affect every variant alike, and returns each variant's median. Each variant returns
+// the time of one repetition in whatever unit it likes.
+inline std::vector<double> interleaved_medians(
+    int reps, const std::vector<std::function<double()>>& variants) {
+  std::vector<std::vector<double>> samples(variants.size());
+  for (int r = 0; r < reps; ++r) {
+    for (size_t v = 0; v < variants.size(); ++v) samples[v].push_back(variants[v]());
+  }
+  std::vector<double> medians;
+  for (auto& s : samples) medians.push_back(median(s));
+  return medians;
+}
+
+}  // namespace ag::paper
