@@ -13,6 +13,8 @@ namespace ag {
 // grad_tensors may be empty (every tensor must then have one element) or hold one entry per
 // tensor (an undefined entry means "ones" for a one-element tensor).
 // retain_graph defaults to create_graph. `options` defaults to current_options().
+// As in PyTorch, backward(create_graph=true) makes a leaf's .grad hold a graph that refers back to
+// the leaf, a reference cycle: reset it with set_grad(Tensor()) when done.
 void backward(const TensorList& tensors, const TensorList& grad_tensors = {},
               std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
               const TensorList& inputs = {}, std::optional<EngineOptions> options = std::nullopt);
