@@ -36,7 +36,7 @@ def read(path):
     return series, device
 
 
-def plot(series, workload, path, title, xlabel, loglog):
+def plot(series, workload, path, title, xlabel, loglog, logy=False):
     curves = {k: sorted(v) for k, v in series.items() if k[0] == workload}
     if not curves:
         return False
@@ -47,6 +47,7 @@ def plot(series, workload, path, title, xlabel, loglog):
         ax.set_ylabel(unit)
     if loglog:
         ax.set_xscale("log")
+    if loglog or logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_title(title)
@@ -63,7 +64,7 @@ def main():
     series, device = read(tsv)
     made = []
     if plot(series, "unrolled_loop", os.path.join(out, "unrolled_loop.png"),
-            "Unrolled loop: time per 100 steps (%s)" % device, "step", False):
+            "Unrolled loop: time per 100 steps (%s)" % device, "step", False, logy=True):
         made.append("unrolled_loop.png")
     if plot(series, "create_autodiff_subgraphs", os.path.join(out, "jit_pass.png"),
             "create_autodiff_subgraphs: pass time vs graph size", "nodes", True):

@@ -393,8 +393,10 @@ void seed_000(const Config& config, const Peers& peers, Results& results, Report
     }
     const double slope = nblocks > 1 ? (nblocks * sxy - sx * sy) / (nblocks * sxx - sx * sx) : 0;
     const double intercept = (sy - slope * sx) / nblocks;
-    results.add(wl, variants[v].first, "fitted last/first block",
-                (intercept + slope * (nblocks - 1)) / intercept, "x");
+    if (intercept > 0) {
+      results.add(wl, variants[v].first, "fitted last/first block",
+                  (intercept + slope * (nblocks - 1)) / intercept, "x");
+    }
     results.add(wl, variants[v].first, "nodes discovered", static_cast<double>(discovered[v]),
                 "nodes");
   }
@@ -479,8 +481,9 @@ void seed_000(const Config& config, const Peers& peers, Results& results, Report
   s << peer_line(peer_loop) << "\n\n";
   s << "### Unrolled loop: differentiable SGD, time per 100 steps\n\n"
     << "Linear classifier 32x3 + bias 3, batch " << uc.batch << ", cross entropy, grad(create_graph"
-    << "=true) w.r.t. the current parameters, " << uc.steps << " steps; median of " << reps
-    << " interleaved runs after a warm-up run. Pruning = the topological-number cut and the "
+    << "=true) w.r.t. the current parameters, " << uc.steps << " steps; per block, the median of "
+    << cheap_reps << " runs with a pruning cut and " << reps
+    << " without (interleaved), after a warm-up run. Pruning = the topological-number cut and the "
        "reachability-signature cut (both are ours to switch; PyTorch has only the first).\n\n";
   Table t({"figure", "pruning off", "pruning on", "topo_nr only", "reachability only",
            "PyTorch here", "published before", "published after"});
@@ -838,6 +841,27 @@ void seed_002(const Config& config, Results& results, Report& report) {
 
 // ------------------------------------------------------------------------------------------------
 
+bool same_path(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);
+}
+
+// Replaces the text between the BEGIN/END GENERATED RESULTS markers of `path`.
+void update_generated_section(const fs::path& path, const std::string& text) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string doc = buffer.str();
+  const std::string begin = "<!-- BEGIN GENERATED RESULTS -->\n",
+                    end = "<!-- END GENERATED RESULTS -->";
+  const size_t b = doc.find(begin), e = doc.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return;
+  doc.replace(b + begin.size(), e - b - begin.size(), text);
+  std::ofstream(path) << doc;
+  std::cout << "updated the generated results in " << path << std::endl;
+}
+
 int reproduce(const Config& config, const char* argv0) {
   const std::string device = cpu_device();
   std::cout << "reproduce: " << (config.quick ? "quick run" : "full run") << "; machine: " << device
@@ -872,6 +896,23 @@ int reproduce(const Config& config, const char* argv0) {
     std::cout << "\n## " << r.title << "\n\n" << r.body.str();
   }
   std::cout << std::endl;
+  // A full run into the source tree also refreshes the generated section of paper/paper.md.
+  if (!config.quick && config.only.empty() && std::getenv("BUILD_WORKSPACE_DIRECTORY") &&
+      same_path(config.out, source_results)) {
+    std::ostringstream section;
+    section << header;
+    for (const Report& r : reports) {
+      section << "### " << r.title << "\n\n";
+      std::istringstream body(r.body.str());
+      std::string line;
+      while (std::getline(body, line)) {
+        if (line.rfind("![", 0) == 0) line.insert(line.find('(') + 1, "results/");
+        section << (line.rfind("#", 0) == 0 ? "#" + line : line) << "\n";
+      }
+      section << "\n";
+    }
+    update_generated_section(source_results.parent_path() / "paper.md", section.str());
+  }
 
   if (config.plots) {
     const fs::path script = locate("paper/plot.py", argv0);
