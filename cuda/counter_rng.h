@@ -6,11 +6,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define AG_HOST_DEVICE __host__ __device__
-#else
-#define AG_HOST_DEVICE
-#endif
+#include "cuda/host_device.h"
 
 namespace ag::cuda {
 

@@ -63,29 +63,10 @@ UnaryOp to_op(UnaryKind k) {
   fail("cuda: unknown unary op");
 }
 
-// The Layout for reading inputs with `strides` (one vector per input, over `shape`) while
-// writing a contiguous output of `shape`. Size-1 dims are dropped and neighbouring dims merged
-// when every input steps through them contiguously, so typical broadcasts need 1-3 dims.
-Layout make_layout(const Shape& shape, const std::vector<std::vector<int64_t>>& strides) {
+Layout layout_for(const Shape& shape, const std::vector<std::vector<int64_t>>& strides) {
   Layout l;
-  const size_t inputs = strides.size();
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = l.ndim > 0;
-    for (size_t j = 0; merge && j < inputs; ++j) {
-      merge = l.stride[j][l.ndim - 1] == strides[j][d] * shape[d];
-    }
-    if (merge) {
-      l.size[l.ndim - 1] *= shape[d];
-      for (size_t j = 0; j < inputs; ++j) l.stride[j][l.ndim - 1] = strides[j][d];
-      continue;
-    }
-    AG_CHECK(l.ndim < kMaxDims, "cuda: broadcasting over shape ", to_string(shape),
-             " needs more than ", kMaxDims, " dims after merging");
-    l.size[l.ndim] = shape[d];
-    for (size_t j = 0; j < inputs; ++j) l.stride[j][l.ndim] = strides[j][d];
-    ++l.ndim;
-  }
+  AG_CHECK(make_layout(shape, strides, &l), "cuda: broadcasting over shape ", to_string(shape),
+           " needs more than ", kMaxDims, " dims after merging");
   return l;
 }
 
@@ -149,9 +130,12 @@ class CudaBackend final : public ops::Backend {
     Tensor out = Tensor::empty(shape, a.dtype(), a.device());
     Shape aligned(a.shape().size() - shape.size(), 1);  // leading dims broadcast from nothing
     aligned.insert(aligned.end(), shape.begin(), shape.end());
+    ReducePlan plan;
+    AG_CHECK(plan_sum_to(a.shape(), aligned, &plan), "cuda: sum_to from ", to_string(a.shape()),
+             " to ", to_string(shape), " alternates kept and reduced dims too often");
     on_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
-      cuda::sum_to<T>(a.data<T>(), out.data<T>(), a.shape(), aligned);
+      cuda::sum_to<T>(a.data<T>(), out.data<T>(), plan);
     });
     return out;
   }
@@ -241,8 +225,8 @@ class CudaBackend final : public ops::Backend {
     const Shape& shape = out.shape();
     const bool same = a.shape() == shape && b.shape() == shape;
     const Layout layout = same ? Layout{}
-                               : make_layout(shape, {ops::broadcast_strides(a.shape(), shape),
-                                                     ops::broadcast_strides(b.shape(), shape)});
+                               : layout_for(shape, {ops::broadcast_strides(a.shape(), shape),
+                                                    ops::broadcast_strides(b.shape(), shape)});
     on_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::binary<T>(to_op(kind), a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),
@@ -252,7 +236,7 @@ class CudaBackend final : public ops::Backend {
 
   static void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
                            const Tensor& dst) {
-    const Layout layout = make_layout(dst.shape(), {src_strides});
+    const Layout layout = layout_for(dst.shape(), {src_strides});
     on_dtype(dst.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::strided_copy<T>(src.data<T>(), dst.data<T>(), dst.numel(), layout);

@@ -52,19 +52,6 @@ __device__ __forceinline__ T apply_unary(UnaryOp op, T x, T s) {
   return T(0);
 }
 
-// Element offset of input j at linear output index i. Index is uint32_t when every offset
-// fits (32-bit division is several times cheaper than 64-bit on the GPU).
-template <typename Index>
-__device__ __forceinline__ int64_t input_offset(const Layout& l, int j, Index i) {
-  int64_t offset = 0;
-  for (int d = l.ndim - 1; d >= 0; --d) {
-    const Index size = static_cast<Index>(l.size[d]);
-    offset += static_cast<int64_t>(i % size) * l.stride[j][d];
-    i /= size;
-  }
-  return offset;
-}
-
 template <typename T>
 __global__ void fill_kernel(T* out, int64_t n, T value) {
   AG_GRID_STRIDE_LOOP(i, n) { out[i] = value; }

@@ -8,18 +8,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/layout.h"
+
 namespace ag::cuda {
-
-constexpr int kMaxDims = 8;
-
-// How an elementwise kernel walks its inputs: the output is contiguous with shape `size`, and
-// input j is read at element offset sum_d index[d] * stride[j][d] (stride 0 broadcasts).
-// Built by make_layout() in cuda_backend.cc, which merges dims so that ndim <= kMaxDims.
-struct Layout {
-  int ndim = 0;
-  int64_t size[kMaxDims] = {};
-  int64_t stride[2][kMaxDims] = {};
-};
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
 enum class UnaryOp {
@@ -53,11 +44,9 @@ void strided_copy(const T* src, T* dst, int64_t n, const Layout& layout);
 // out[0] = sum of in[0..n).
 template <typename T>
 void sum_all(const T* in, T* out, int64_t n);
-// Sums contiguous `in` of shape in_shape down to contiguous `out` of shape out_shape (same
-// rank; each out dim is 1 or equal to in's).
+// Sums contiguous `in` down to contiguous `out` as planned by plan_sum_to (layout.h).
 template <typename T>
-void sum_to(const T* in, T* out, const std::vector<int64_t>& in_shape,
-            const std::vector<int64_t>& out_shape);
+void sum_to(const T* in, T* out, const ReducePlan& plan);
 
 // log_softmax over the middle dim of a contiguous [outer, len, inner] array.
 template <typename T>
@@ -111,7 +100,5 @@ class Scratch {
 
 // Throws ag::Error("CUDA error in <what>: <name>: <description>") for a cudaError_t code.
 [[noreturn]] void throw_cuda_error(const char* what, int code);
-// Throws ag::Error(message) for a case the kernels do not handle.
-[[noreturn]] void throw_unsupported(const char* message);
 
 }  // namespace ag::cuda

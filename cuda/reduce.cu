@@ -7,6 +7,7 @@
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "cuda/layout.h"
 
 namespace ag::cuda {
 namespace {
@@ -56,22 +57,6 @@ __global__ void row_sum_kernel(const T* in, T* out, int64_t rows, int64_t len) {
 }
 
 // Any other pattern: one thread per output element, looping over the reduced elements.
-struct ReducePlan {
-  int kept_ndim = 0, reduced_ndim = 0;
-  int64_t kept_size[kMaxDims] = {}, kept_stride[kMaxDims] = {};
-  int64_t reduced_size[kMaxDims] = {}, reduced_stride[kMaxDims] = {};
-  int64_t reduced_count = 1;
-};
-
-__device__ int64_t decompose(int64_t i, int ndim, const int64_t* size, const int64_t* stride) {
-  int64_t offset = 0;
-  for (int d = ndim - 1; d >= 0; --d) {
-    offset += (i % size[d]) * stride[d];
-    i /= size[d];
-  }
-  return offset;
-}
-
 template <typename T>
 __global__ void generic_sum_kernel(const T* in, T* out, int64_t n_out, ReducePlan p) {
   AG_GRID_STRIDE_LOOP(j, n_out) {
@@ -134,70 +119,29 @@ void sum_all(const T* in, T* out, int64_t n) {
 }
 
 template <typename T>
-void sum_to(const T* in, T* out, const std::vector<int64_t>& in_shape,
-            const std::vector<int64_t>& out_shape) {
-  // Drop size-1 dims and merge neighbours of the same kind (kept or reduced): both arrays are
-  // contiguous, so e.g. [N, C, H, W] -> [1, C, 1, 1] becomes reduced, kept, reduced.
-  struct Group {
-    int64_t size;
-    bool reduced;
-  };
-  std::vector<Group> groups;
-  int64_t n_in = 1, n_out = 1;
-  for (size_t d = 0; d < in_shape.size(); ++d) {
-    n_in *= in_shape[d];
-    n_out *= out_shape[d];
-    if (in_shape[d] == 1) continue;
-    const bool reduced = out_shape[d] == 1;
-    if (!groups.empty() && groups.back().reduced == reduced) {
-      groups.back().size *= in_shape[d];
-    } else {
-      groups.push_back({in_shape[d], reduced});
-    }
+void sum_to(const T* in, T* out, const ReducePlan& p) {
+  switch (p.kind) {
+    case ReducePlan::kZeros:
+      return fill(out, p.n_out, T(0));
+    case ReducePlan::kCopy:
+      return copy_device(in, out, p.n_out);
+    case ReducePlan::kAll:
+      return sum_all(in, out, p.n_in);
+    case ReducePlan::kColumns:
+      return column_sum(in, out, p.rows, p.cols);
+    case ReducePlan::kRows:
+      row_sum_kernel<<<static_cast<unsigned>((p.rows + kThreads / 32 - 1) / (kThreads / 32)),
+                       kThreads>>>(in, out, p.rows, p.cols);
+      return check_launch("sum_to (rows)");
+    case ReducePlan::kGeneric:
+      generic_sum_kernel<<<blocks_for(p.n_out), kThreads>>>(in, out, p.n_out, p);
+      return check_launch("sum_to");
   }
-  if (n_in == 0 || n_out == 0) {
-    fill(out, n_out, T(0));
-    return;
-  }
-  bool any_reduced = false;
-  for (const Group& g : groups) any_reduced = any_reduced || g.reduced;
-  if (!any_reduced) return copy_device(in, out, n_out);
-  if (groups.size() == 1) return sum_all(in, out, n_in);
-  if (groups.size() == 2 && groups[0].reduced) {
-    return column_sum(in, out, groups[0].size, groups[1].size);
-  }
-  if (groups.size() == 2) {
-    const int64_t rows = groups[0].size;
-    row_sum_kernel<<<static_cast<unsigned>((rows + kThreads / 32 - 1) / (kThreads / 32)),
-                     kThreads>>>(in, out, rows, groups[1].size);
-    check_launch("sum_to (rows)");
-    return;
-  }
-  ReducePlan plan;
-  int64_t stride = 1;
-  // Strides from the innermost group out; then the kept/reduced lists are put back in order.
-  for (size_t g = groups.size(); g-- > 0;) {
-    int& nd = groups[g].reduced ? plan.reduced_ndim : plan.kept_ndim;
-    if (nd == kMaxDims) throw_unsupported("sum_to: more than 8 alternating kept/reduced dims");
-    (groups[g].reduced ? plan.reduced_size : plan.kept_size)[nd] = groups[g].size;
-    (groups[g].reduced ? plan.reduced_stride : plan.kept_stride)[nd] = stride;
-    ++nd;
-    stride *= groups[g].size;
-    if (groups[g].reduced) plan.reduced_count *= groups[g].size;
-  }
-  std::reverse(plan.kept_size, plan.kept_size + plan.kept_ndim);
-  std::reverse(plan.kept_stride, plan.kept_stride + plan.kept_ndim);
-  std::reverse(plan.reduced_size, plan.reduced_size + plan.reduced_ndim);
-  std::reverse(plan.reduced_stride, plan.reduced_stride + plan.reduced_ndim);
-  generic_sum_kernel<<<blocks_for(n_out), kThreads>>>(in, out, n_out, plan);
-  check_launch("sum_to");
 }
 
 template void sum_all<float>(const float*, float*, int64_t);
 template void sum_all<double>(const double*, double*, int64_t);
-template void sum_to<float>(const float*, float*, const std::vector<int64_t>&,
-                            const std::vector<int64_t>&);
-template void sum_to<double>(const double*, double*, const std::vector<int64_t>&,
-                             const std::vector<int64_t>&);
+template void sum_to<float>(const float*, float*, const ReducePlan&);
+template void sum_to<double>(const double*, double*, const ReducePlan&);
 
 }  // namespace ag::cuda

@@ -93,6 +93,4 @@ void throw_cuda_error(const char* what, int code) {
   fail("CUDA error in ", what, ": ", error_text(e));
 }
 
-void throw_unsupported(const char* message) { fail("cuda: ", message); }
-
 }  // namespace ag::cuda

@@ -2,6 +2,7 @@
 // the CPU's, cuBLAS resolves, and CUDA tensors fail with a clear error when there is no device.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "cuda/counter_rng.h"
@@ -50,6 +51,8 @@ TEST(CudaRuntime, CounterRngMatchesTheCpuOne) {
 TEST(CudaRuntime, CublasResolvesWhenFound) {
   if (!built_with_cuda()) GTEST_SKIP() << unavailable_reason();
   const std::string status = cublas_status();
+  RecordProperty("cublas", status);
+  std::printf("cuBLAS: %s\n", status.c_str());
   if (cublas_loaded()) {
     EXPECT_TRUE(starts_with(status, "cuBLAS ")) << status;
   } else {

@@ -21,7 +21,7 @@ NVCC_FLAGS = [
     "-O3",
     "-Xcompiler=-fPIC",
     # Host-side warnings are errors, as for the project's .cc files.
-    "-Xcompiler=-Wall,-Wextra",
+    "-Xcompiler=-Wall,-Wextra,-Werror",
     "--Werror=all-warnings",
     # Includes are spelled from the workspace root ("cuda/kernels.h").
     "-I.",

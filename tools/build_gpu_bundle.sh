@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Builds the CUDA tests and the hessian benchmark as standalone executables (bazel -c opt,
+# statically linked, stripped) and copies them into gpu_bin/ with a run_all.sh, for a GPU
+# machine that has no Bazel. See cuda/README.md.
+#   tools/build_gpu_bundle.sh [extra bazel build flags...]
+# Environment: BAZEL (default: bazel).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bazel=${BAZEL:-bazel}
+out=gpu_bin
+tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_test dropout2d_memory_test)
+
+targets=(//cuda:hessian_bench)
+for t in "${tests[@]}"; do targets+=("//cuda/tests:$t"); done
+
+"$bazel" build -c opt --strip=always "$@" "${targets[@]}"
+
+# Stub binaries would only report "built without CUDA": refuse to bundle them.
+defs="$("$bazel" info output_base)/external/cuda_config/defs.bzl"
+if ! grep -q "^CUDA_AVAILABLE = True" "$defs"; then
+  echo "build_gpu_bundle.sh: this build has no CUDA ($(grep CUDA_REASON "$defs"))" >&2
+  exit 1
+fi
+
+bin="$("$bazel" info -c opt bazel-bin)"
+rm -rf "$out"
+mkdir -p "$out"
+cp "$bin/cuda/hessian_bench" "$out/"
+for t in "${tests[@]}"; do cp "$bin/cuda/tests/$t" "$out/"; done
+chmod u+w "$out"/*
+
+# Self-contained: only the C/C++ runtime may be loaded dynamically (the driver's libcuda and
+# cuBLAS are opened at run time with dlopen).
+allowed='linux-vdso|libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libdl\.so|libpthread|librt\.so'
+for f in "$out"/*; do
+  extra=$(ldd "$f" | grep -vE "$allowed" || true)
+  if [[ -n "$extra" ]]; then
+    echo "build_gpu_bundle.sh: $f needs more shared libraries than libc/libstdc++:" >&2
+    echo "$extra" >&2
+    exit 1
+  fi
+done
+
+cat > "$out/run_all.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the CUDA tests, then the hessian benchmark (ReLU, the published workload, and Tanh).
+# Arguments go to both benchmark runs, e.g. ./run_all.sh --reps 50
+# Exit status: 0 all passed, 1 a failure, 2 no usable GPU (everything that needs one skipped).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+# cuBLAS is opened at run time (libcublas.so.13). Where the loader cannot find it (a pip
+# nvidia-cublas wheel, say), point AG_CUBLAS_PATH at it; without it the builtin GEMM runs.
+if [[ -z "${AG_CUBLAS_PATH:-}" ]] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 '; then
+  lib=$(find /usr/local /opt /usr/lib /root -name 'libcublas.so.13' 2>/dev/null | head -n 1)
+  if [[ -n "$lib" ]]; then export AG_CUBLAS_PATH="$lib"; fi
+fi
+echo "AG_CUBLAS_PATH=${AG_CUBLAS_PATH:-<loader search>}"
+
+status=0
+for t in ./*_test; do
+  echo "=== $t"
+  "$t" || status=1
+done
+echo "=== hessian_bench (ReLU)"
+log=$(mktemp)
+./hessian_bench "$@" | tee "$log" || status=1
+echo "=== hessian_bench (Tanh)"
+./hessian_bench --tanh "$@" || status=1
+if grep -q "skipped:" "$log"; then
+  echo "run_all.sh: NO USABLE GPU: the GPU tests and the benchmark were skipped"
+  status=2
+elif [[ $status -eq 0 ]]; then
+  echo "run_all.sh: all passed"
+else
+  echo "run_all.sh: FAILED"
+fi
+rm -f "$log"
+exit $status
+RUN
+chmod +x "$out/run_all.sh"
+
+echo "gpu_bin/ is ready:"
+ls -l "$out"
