@@ -25,8 +25,9 @@ __global__ void gemm_kernel(GemmArgs g, const T* A, const T* B, T* C) {
   A += static_cast<int64_t>(blockIdx.z) * g.stride_a;
   B += static_cast<int64_t>(blockIdx.z) * g.stride_b;
   C += static_cast<int64_t>(blockIdx.z) * g.stride_c;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  // Row tiles on x (up to 2^31 - 1 blocks), column tiles on y (up to 65535).
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.y) * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   T acc[kPer][kPer] = {};
 
@@ -95,8 +96,8 @@ void gemm_builtin(const GemmArgs& args, const T* a, const T* b, T* c) {
     return;
   }
   constexpr int64_t kMaxGridZ = 65535;
-  const unsigned grid_x = static_cast<unsigned>((args.n + kTile - 1) / kTile);
-  const unsigned grid_y = static_cast<unsigned>((args.m + kTile - 1) / kTile);
+  const unsigned grid_x = static_cast<unsigned>((args.m + kTile - 1) / kTile);
+  const unsigned grid_y = static_cast<unsigned>((args.n + kTile - 1) / kTile);
   for (int64_t first = 0; first < args.batch; first += kMaxGridZ) {
     const unsigned grid_z = static_cast<unsigned>(std::min(args.batch - first, kMaxGridZ));
     gemm_kernel<<<dim3(grid_x, grid_y, grid_z), kSide * kSide>>>(
