@@ -1,9 +1,6 @@
 // The engine's properties on random graphs (DESIGN.md "Property-based tests"), each checked under
 // every combination of the engine options. Reproduce a failure with RC_PARAMS="seed=N" (the seed
 // RapidCheck prints) and the shrunk graph it shows.
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
-
 #include <thread>
 
 #include "engine/autograd.h"
@@ -11,8 +8,10 @@
 #include "engine/error.h"
 #include "engine/gradcheck.h"
 #include "ops/ops.h"
+#include "proptests/fuzz_stats.h"
 #include "proptests/graph_gen.h"
 #include "proptests/graph_walk.h"
+#include "proptests/property.h"
 
 namespace ag::proptests {
 namespace {
@@ -42,15 +41,30 @@ TensorList output_grads(const TensorList& outputs) {
   return out;
 }
 
+// Picks a random graph (shrinks to smaller valid graphs) and records what it covers.
+GraphSpec pick_graph() {
+  const GraphSpec spec = *rc::gen::arbitrary<GraphSpec>();
+  const int64_t size = static_cast<int64_t>(spec.leaf_shapes.size() + spec.steps.size());
+  fuzz_stats().record_graph("dag", size);
+  for (const StepSpec& s : spec.steps) fuzz_stats().record("op", op_name(kind_of(s)));
+  RC_TAG(size < 10 ? "size 0-9" : size < 30 ? "size 10-29" : "size 30+");
+  return spec;
+}
+
+void record_options(const EngineOptions& o) { fuzz_stats().record("options", to_string(o)); }
+
 bool bitwise_equal(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
   return !a.defined() || (a.shape() == b.shape() && a.to_vector() == b.to_vector());
 }
 
 // Issue 2: gradients of random DAGs match central finite differences (float64).
-RC_GTEST_PROP(EngineProperties, GradientsMatchFiniteDifferences, (const GraphSpec& spec)) {
+AG_PROPERTY(EngineProperties, GradientsMatchFiniteDifferences) {
+  const GraphSpec spec = pick_graph();
+  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 16)];
+  record_options(options);
+  OptionsGuard guard(options);
   const BuiltGraph g = build_graph(spec);
-  RC_CLASSIFY(g.values.size() > 15, "more than 15 values");
   GradcheckResult r = gradcheck(
       [&](const TensorList& leaves) { return weighted_total(build_graph(spec, &leaves).outputs); },
       g.leaves);
@@ -60,8 +74,8 @@ RC_GTEST_PROP(EngineProperties, GradientsMatchFiniteDifferences, (const GraphSpe
 
 // 1. Pruned execution gives bitwise the same gradients as full execution and runs exactly the
 //    nodes on some root-to-input path.
-RC_GTEST_PROP(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths,
-              (const GraphSpec& spec)) {
+AG_PROPERTY(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths) {
+  const GraphSpec spec = pick_graph();
   TensorList reference;
   {
     OptionsGuard off(EngineOptions::all_off());
@@ -70,6 +84,7 @@ RC_GTEST_PROP(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths
         grad(g.outputs, g.requested, output_grads(g.outputs), true, false, /*allow_unused=*/true);
   }
   for (const EngineOptions& options : all_option_combinations()) {
+    record_options(options);
     OptionsGuard guard(options);
     const BuiltGraph g = build_graph(spec);
     reset_counters();
@@ -87,7 +102,8 @@ RC_GTEST_PROP(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths
 
 // 2. Topological numbers: leaves 0, every other node 1 + max over its children, and a node with
 //    a parent refuses to change it.
-RC_GTEST_PROP(EngineProperties, TopologicalNumbers, (const GraphSpec& spec)) {
+AG_PROPERTY(EngineProperties, TopologicalNumbers) {
+  const GraphSpec spec = pick_graph();
   const BuiltGraph g = build_graph(spec);
   const EdgeList all = edges_of(g.values);  // keeps new accumulators of unused leaves alive
   for (const Node* n : reachable_nodes(all)) {
@@ -108,8 +124,8 @@ RC_GTEST_PROP(EngineProperties, TopologicalNumbers, (const GraphSpec& spec)) {
 
 // 3. A custom Function sees needs_input_grad(i) true iff input i lies on a path to a requested
 //    input (per-call on), or iff it requires grad (per-call off).
-RC_GTEST_PROP(EngineProperties, CustomFunctionsSeeNeedsInputGradOfThisCall,
-              (const GraphSpec& spec)) {
+AG_PROPERTY(EngineProperties, CustomFunctionsSeeNeedsInputGradOfThisCall) {
+  const GraphSpec spec = pick_graph();
   for (const EngineOptions& options : all_option_combinations()) {
     OptionsGuard guard(options);
     const BuiltGraph g = build_graph(spec);
@@ -131,7 +147,8 @@ RC_GTEST_PROP(EngineProperties, CustomFunctionsSeeNeedsInputGradOfThisCall,
 
 // 4. Concurrent grad() calls over one shared graph, each for different inputs, agree bitwise
 //    with the same calls made one after another.
-RC_GTEST_PROP(EngineProperties, ConcurrentGradAgreesWithSequential, (const GraphSpec& spec)) {
+AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
+  const GraphSpec spec = pick_graph();
   const BuiltGraph g = build_graph(spec);
   std::vector<TensorList> sequential;
   for (const Tensor& r : g.requested) {

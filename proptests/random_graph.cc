@@ -102,11 +102,6 @@ Tensor apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_inde
   return a;
 }
 
-OpKind kind_of(const StepSpec& s) {
-  int n = static_cast<int>(OpKind::kCount);
-  return static_cast<OpKind>(((s.op % n) + n) % n);
-}
-
 // Values that require grad, by index into `values`.
 std::vector<size_t> differentiable(const TensorList& values) {
   std::vector<size_t> out;
@@ -126,6 +121,11 @@ bool leaf_requires_grad(const GraphSpec& spec, size_t i) {
 }  // namespace
 
 const char* op_name(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
+
+OpKind kind_of(const StepSpec& s) {
+  const int n = static_cast<int>(OpKind::kCount);
+  return static_cast<OpKind>(((s.op % n) + n) % n);
+}
 
 std::vector<NeedsRecord>& custom_mul_log() {
   thread_local std::vector<NeedsRecord> log;

@@ -52,6 +52,8 @@ struct StepSpec {
   uint32_t b = 0;
 };
 
+OpKind kind_of(const StepSpec& step);
+
 struct GraphSpec {
   std::vector<int> leaf_shapes;     // index into the shape family, modulo its size
   std::vector<bool> requires_grad;  // per leaf (cycled); leaf 0 always requires grad

@@ -1,19 +1,26 @@
 // Properties of AliasDb and create_autodiff_subgraphs on random IR graphs
 // (DESIGN.md property 6). A failure prints the graph's text form (the
 // counterexample, shrunk) and RapidCheck's seed; reproduce it with
-//   RC_PARAMS="seed=N" bazel test //proptests/jit:autodiff_subgraph_props_test
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
+//   bazel test //proptests/jit:autodiff_subgraph_props_test --test_env=RC_PARAMS="seed=N"
 
 #include "engine/jit/alias_db_lint.h"
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "engine/jit/interpreter.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/verifier.h"
+#include "proptests/fuzz_stats.h"
 #include "proptests/jit/random_ir_graph.h"
+#include "proptests/property.h"
 
 namespace ag::jit::proptest {
 namespace {
+
+// Picks a random IR graph and records its size for the fuzz driver's coverage report.
+GraphSpec pickGraphSpec() {
+  const GraphSpec spec = *genGraphSpec();
+  ag::proptests::fuzz_stats().record_graph("ir", static_cast<int64_t>(spec.nodes.size()));
+  return spec;
+}
 
 AutodiffSubgraphOptions optionsFor(AliasDbMode mode, size_t min_size) {
   AutodiffSubgraphOptions o;
@@ -38,16 +45,16 @@ std::string observe(const Graph& g, const BuiltGraph& built) {
   return text;
 }
 
-RC_GTEST_PROP(AutodiffSubgraphProps, RandomGraphsVerifyAndRoundTrip, ()) {
-  const auto spec = *genGraphSpec();
+AG_PROPERTY(AutodiffSubgraphProps, RandomGraphsVerifyAndRoundTrip) {
+  const auto spec = pickGraphSpec();
   BuiltGraph built = buildGraph(spec);
   verify(*built.graph);
   std::string text = toString(*built.graph);
   RC_ASSERT(toString(*parseGraph(text)) == text);
 }
 
-RC_GTEST_PROP(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerge, ()) {
-  const auto spec = *genGraphSpec();
+AG_PROPERTY(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerge) {
+  const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
   BuiltGraph built = buildGraph(spec);
   std::string original = toString(*built.graph);
@@ -58,8 +65,9 @@ RC_GTEST_PROP(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerg
     AliasDb fresh(g);
     auto diff = findAliasDbDifference(g, db, fresh);
     if (diff) {
-      RC_FAIL("incremental AliasDb differs from a fresh one after " + what + " #" + std::to_string(checks) + ": " +
-              *diff + "\ngraph now:\n" + toString(g) + "original graph:\n" + original);
+      RC_FAIL("incremental AliasDb differs from a fresh one after " + what + " #" +
+              std::to_string(checks) + ": " + *diff + "\ngraph now:\n" + toString(g) +
+              "original graph:\n" + original);
     }
   };
   AutodiffSubgraphStats stats = createAutodiffSubgraphs(*built.graph, o);
@@ -69,20 +77,22 @@ RC_GTEST_PROP(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerg
   RC_CLASSIFY(stats.groups > 0, "groups left");
 }
 
-RC_GTEST_PROP(AutodiffSubgraphProps, BothModesGiveTheSamePartition, ()) {
-  const auto spec = *genGraphSpec();
+AG_PROPERTY(AutodiffSubgraphProps, BothModesGiveTheSamePartition) {
+  const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
   BuiltGraph a = buildGraph(spec);
   BuiltGraph b = buildGraph(spec);
-  AutodiffSubgraphStats sa = createAutodiffSubgraphs(*a.graph, optionsFor(AliasDbMode::kRebuild, min_size));
-  AutodiffSubgraphStats sb = createAutodiffSubgraphs(*b.graph, optionsFor(AliasDbMode::kIncremental, min_size));
+  AutodiffSubgraphStats sa =
+      createAutodiffSubgraphs(*a.graph, optionsFor(AliasDbMode::kRebuild, min_size));
+  AutodiffSubgraphStats sb =
+      createAutodiffSubgraphs(*b.graph, optionsFor(AliasDbMode::kIncremental, min_size));
   RC_ASSERT(toString(*a.graph) == toString(*b.graph));
   RC_ASSERT(sa.merges == sb.merges);
   RC_ASSERT(sa.alias_db_constructions == 1 + sa.singletons + sa.merges + sa.unmerged_groups);
 }
 
-RC_GTEST_PROP(AutodiffSubgraphProps, TransformedGraphComputesTheSameValues, ()) {
-  const auto spec = *genGraphSpec();
+AG_PROPERTY(AutodiffSubgraphProps, TransformedGraphComputesTheSameValues) {
+  const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
   BuiltGraph built = buildGraph(spec);
   std::string original = toString(*built.graph);
@@ -91,8 +101,8 @@ RC_GTEST_PROP(AutodiffSubgraphProps, TransformedGraphComputesTheSameValues, ()) 
   verify(*built.graph);
   std::string after = observe(*built.graph, built);
   if (before != after) {
-    RC_FAIL("results differ\noriginal:\n" + original + "transformed:\n" + toString(*built.graph) + "before:\n" +
-            before + "after:\n" + after);
+    RC_FAIL("results differ\noriginal:\n" + original + "transformed:\n" + toString(*built.graph) +
+            "before:\n" + before + "after:\n" + after);
   }
   RC_CLASSIFY(before.find("error") != std::string::npos, "runtime error");
 }

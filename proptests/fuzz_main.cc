@@ -1,0 +1,161 @@
+// The fuzz driver: runs every registered property (or one) on fresh random graphs for as long as
+// asked, in reproducible batches.
+//
+//   bazel run -c opt //proptests:fuzz -- [--seed S] [--iterations N | --seconds T]
+//       [--property NAME] [--max-nodes K] [--batch B] [--list]
+//
+// Properties share the time equally. Batch i of property p runs B cases with RapidCheck seed
+// hash(S, p, i), so a campaign is reproducible from S. On a failure the driver
+// prints RapidCheck's shrunk counterexample (a readable graph) and the command that replays
+// exactly that batch, then exits with status 1.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "proptests/fuzz_stats.h"
+#include "proptests/rapidcheck_runner.h"
+
+namespace ag::proptests {
+namespace {
+
+struct Args {
+  uint64_t seed = 1;
+  int64_t iterations = 10000;
+  double seconds = 0;  // > 0: run by time instead of by count
+  std::string property;
+  int max_nodes = 100;
+  int batch = 100;
+  int64_t batch_seed = -1;  // replay one batch
+  bool list = false;
+};
+
+[[noreturn]] void usage(const char* error) {
+  std::fprintf(stderr,
+               "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
+               "            [--max-nodes K] [--batch B] [--batch-seed X] [--list]\n",
+               error);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--list") {
+      a.list = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
+    const char* v = argv[++i];
+    if (flag == "--seed")
+      a.seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--iterations")
+      a.iterations = std::atoll(v);
+    else if (flag == "--seconds")
+      a.seconds = std::atof(v);
+    else if (flag == "--property")
+      a.property = v;
+    else if (flag == "--max-nodes")
+      a.max_nodes = std::atoi(v);
+    else if (flag == "--batch")
+      a.batch = std::atoi(v);
+    else if (flag == "--batch-seed")
+      a.batch_seed = std::atoll(v);
+    else
+      usage(("unknown flag " + flag).c_str());
+  }
+  if (a.batch <= 0 || a.max_nodes <= 0) usage("--batch and --max-nodes must be positive");
+  return a;
+}
+
+uint64_t batch_seed(uint64_t seed, size_t property, int64_t batch) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (property + 1) * 0xBF58476D1CE4E5B9ull ^
+               static_cast<uint64_t>(batch) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x & 0x7FFFFFFFFFFFFFFFull;  // fits --batch-seed's signed parse
+}
+
+void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& totals) {
+  std::printf("\ncases per property:\n");
+  for (const auto& [name, r] : totals) std::printf("  %-60s %10d\n", name.c_str(), r.cases);
+  const FuzzStats::Snapshot s = fuzz_stats().snapshot();
+  std::printf("graphs generated: %lld, largest: %lld\n", static_cast<long long>(s.graphs),
+              static_cast<long long>(s.largest));
+  for (const auto& [category, labels] : s.counts) {
+    std::printf("%s:\n", category.c_str());
+    for (const auto& [label, n] : labels) {
+      std::printf("  %-50s %10lld\n", label.c_str(), static_cast<long long>(n));
+    }
+  }
+}
+
+int run(const Args& a) {
+  std::vector<const NamedProperty*> selected;
+  for (const NamedProperty& p : property_registry()) {
+    if (a.property.empty() || &p == find_property(a.property)) selected.push_back(&p);
+  }
+  if (a.list || selected.empty()) {
+    for (const NamedProperty& p : property_registry()) std::printf("%s\n", p.name.c_str());
+    return selected.empty() && !a.list ? 2 : 0;
+  }
+  // Each property gets an equal share of the time: the next batch goes to the property that
+  // has used the least so far (fast properties run many more cases than slow ones).
+  struct Progress {
+    int64_t batches = 0;
+    double seconds = 0;
+  };
+  std::vector<Progress> progress(selected.size());
+  std::vector<std::pair<std::string, BatchResult>> totals;
+  for (const NamedProperty* p : selected) totals.push_back({p->name, {}});
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  int64_t cases = 0;
+  while (true) {
+    const bool done = a.batch_seed >= 0 ? cases > 0 || progress[0].batches > 0
+                      : a.seconds > 0   ? elapsed() >= a.seconds
+                                        : cases >= a.iterations;
+    if (done) {
+      std::printf("\n%lld cases in %.1f s (%.0f cases/s), seed %llu, 0 failures\n",
+                  static_cast<long long>(cases), elapsed(), cases / std::max(elapsed(), 1e-9),
+                  static_cast<unsigned long long>(a.seed));
+      print_coverage(totals);
+      return 0;
+    }
+    size_t i = 0;
+    for (size_t k = 1; k < selected.size(); ++k) {
+      if (progress[k].seconds < progress[i].seconds) i = k;
+    }
+    const uint64_t seed = a.batch_seed >= 0 ? static_cast<uint64_t>(a.batch_seed)
+                                            : batch_seed(a.seed, i, progress[i].batches);
+    const double before = elapsed();
+    const BatchResult r = run_batch(*selected[i], seed, a.batch, a.max_nodes);
+    progress[i].seconds += elapsed() - before;
+    ++progress[i].batches;
+    cases += r.cases;
+    totals[i].second.cases += r.cases;
+    const FuzzStats::Snapshot s = fuzz_stats().snapshot();
+    std::printf("\r%lld cases (%.0f/s) | graphs %lld | largest %lld | failures %d | %s      ",
+                static_cast<long long>(cases), cases / std::max(elapsed(), 1e-9),
+                static_cast<long long>(s.graphs), static_cast<long long>(s.largest),
+                r.passed ? 0 : 1, selected[i]->name.c_str());
+    std::fflush(stdout);
+    if (!r.passed) {
+      std::printf(
+          "\n\nFAILED %s\n%s\nreplay: bazel run -c opt //proptests:fuzz -- --property %s "
+          "--batch-seed %llu --batch %d --max-nodes %d\n",
+          selected[i]->name.c_str(), r.failure.c_str(), selected[i]->name.c_str(),
+          static_cast<unsigned long long>(seed), a.batch, a.max_nodes);
+      return 1;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ag::proptests
+
+int main(int argc, char** argv) { return ag::proptests::run(ag::proptests::parse(argc, argv)); }
