@@ -7,23 +7,23 @@
 
 namespace ag {
 
-AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> variable)
-    : variable_(std::move(variable)) {
-  add_input_metadata({variable_->shape, variable_->dtype, variable_->storage->device()});
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& variable)
+    : variable_(variable) {
+  add_input_metadata({variable->shape, variable->dtype, variable->storage->device()});
 }
 
 TensorList AccumulateGrad::apply(TensorList&& grads, const Call& call) {
-  accumulate_into_grad(*variable_, grads[0], call.create_graph());
+  if (std::shared_ptr<TensorImpl> variable = variable_.lock()) {
+    accumulate_into_grad(*variable, grads[0], call.create_graph());
+  }
   return {};
 }
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
-  if (auto existing = impl.grad_accumulator.lock()) return existing;
-  auto node = std::make_shared<AccumulateGrad>(leaf.impl());
-  impl.grad_accumulator = node;
-  return node;
+  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(leaf.impl());
+  return impl.grad_accumulator;
 }
 
 void accumulate_into_grad(TensorImpl& variable, const Tensor& grad, bool create_graph) {

@@ -7,19 +7,19 @@
 namespace ag {
 
 // The node at the end of every path: adds the incoming gradient into a leaf's .grad. Its
-// topological_nr is 0 (Note [Topological number]).
+// topological_nr is 0 (Note [Topological number]). The leaf owns it; it refers to the leaf
+// weakly, so a gradient for a leaf nobody holds any more is simply dropped.
 class AccumulateGrad final : public Node {
  public:
-  explicit AccumulateGrad(std::shared_ptr<TensorImpl> variable);
+  explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& variable);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return "AccumulateGrad"; }
-  const std::shared_ptr<TensorImpl>& variable() const { return variable_; }
 
  private:
-  std::shared_ptr<TensorImpl> variable_;
+  std::weak_ptr<TensorImpl> variable_;
 };
 
-// The leaf's AccumulateGrad, created on first use (one per leaf while any graph holds it).
+// The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
 
 // variable.grad += grad. With create_graph the sum is recorded (so .grad is differentiable);

@@ -25,8 +25,9 @@ namespace {
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t bytes) override {
-    // 64-byte alignment keeps Eigen's vectorized loads aligned.
-    void* p = std::aligned_alloc(64, round_up(bytes));
+    // malloc's 16-byte alignment is enough: the kernels map data as unaligned (views may start
+    // anywhere), and glibc's malloc is much cheaper than aligned_alloc for small tensors.
+    void* p = std::malloc(bytes == 0 ? 1 : bytes);
     if (!p) throw std::bad_alloc();
     stats().on_allocate(bytes);
     return p;
@@ -44,9 +45,6 @@ class CpuAllocator final : public Allocator {
   void fill_zero(void* dst, size_t bytes) override {
     if (bytes) std::memset(dst, 0, bytes);
   }
-
- private:
-  static size_t round_up(size_t bytes) { return bytes == 0 ? 64 : (bytes + 63) / 64 * 64; }
 };
 
 Allocator*& slot(DeviceType type) {

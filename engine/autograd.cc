@@ -18,6 +18,8 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
   AG_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), api, ": got ",
            grad_outputs.size(), " gradients for ", outputs.size(), " tensors");
   ExecuteRequest request;
+  request.roots.reserve(outputs.size());
+  request.root_grads.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     AG_CHECK(out.defined(), api, ": tensor ", i, " is undefined");
@@ -48,6 +50,7 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
 }
 
 void add_targets(const char* api, ExecuteRequest& request, const TensorList& inputs) {
+  request.targets.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");

@@ -1,13 +1,13 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <queue>
-#include <unordered_map>
+#include <memory>
 
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/node_map.h"
 #include "ops/ops.h"
 
 namespace ag {
@@ -26,15 +26,53 @@ struct NodeState {
   bool receives_gradient() const { return needed || !captures.empty(); }
 };
 
+// The containers one backward call needs, kept per thread and reused by the next call: on small
+// graphs, allocating them afresh was a large part of the engine's overhead. A backward started
+// from inside a node's apply() (a custom Function calling grad()) takes a second set.
+struct Scratch {
+  NodeMap<NodeState> nodes;
+  std::vector<std::pair<Node*, size_t>> stack;  // discovery: (node, next child to look at)
+  std::vector<Node*> ready;                     // a heap ordered by sequence_nr
+};
+
+class ScratchLease {
+ public:
+  ScratchLease() {
+    if (pool().empty()) {
+      scratch_ = std::make_unique<Scratch>();
+    } else {
+      scratch_ = std::move(pool().back());
+      pool().pop_back();
+    }
+  }
+  ~ScratchLease() {
+    scratch_->nodes.clear();
+    scratch_->stack.clear();
+    scratch_->ready.clear();
+    pool().push_back(std::move(scratch_));
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  Scratch& operator*() { return *scratch_; }
+
+ private:
+  static std::vector<std::unique_ptr<Scratch>>& pool() {
+    thread_local std::vector<std::unique_ptr<Scratch>> free_list;
+    return free_list;
+  }
+  std::unique_ptr<Scratch> scratch_;
+};
+
 class GraphTask final : public ExecPlan {
  public:
-  explicit GraphTask(const ExecuteRequest& request) : request_(request) { nodes_.reserve(64); }
+  GraphTask(const ExecuteRequest& request, Scratch& scratch)
+      : request_(request), nodes_(scratch.nodes), stack_(scratch.stack), ready_(scratch.ready) {}
 
   TensorList run();
 
   bool receives_gradient(const Node* node) const override {
-    auto it = nodes_.find(node);
-    return it != nodes_.end() && it->second.receives_gradient();
+    const NodeState* state = nodes_.find(node);
+    return state != nullptr && state->receives_gradient();
   }
 
  private:
@@ -49,17 +87,15 @@ class GraphTask final : public ExecPlan {
   void enqueue(Node* node, NodeState& state);
 
   const ExecuteRequest& request_;
-  std::unordered_map<const Node*, NodeState> nodes_;
-  std::vector<Node*> discovered_order_;
+  NodeMap<NodeState>& nodes_;
+  std::vector<std::pair<Node*, size_t>>& stack_;
+  std::vector<Node*>& ready_;
   uint64_t min_target_topo_nr_ = 0;
   ReachSignature target_bits_;  // own bits of the targets
   TensorList captured_;
-  struct BySequenceNr {
-    bool operator()(const Node* a, const Node* b) const {
-      return a->sequence_nr() < b->sequence_nr();
-    }
-  };
-  std::priority_queue<Node*, std::vector<Node*>, BySequenceNr> ready_;
+  static bool by_sequence_nr(const Node* a, const Node* b) {
+    return a->sequence_nr() < b->sequence_nr();
+  }
 };
 
 TensorList GraphTask::run() {
@@ -100,12 +136,11 @@ bool GraphTask::skip_expansion(const Node& node) const {
 // receives a gradient (is needed or is a target), i.e. iff it lies on a root-to-target path.
 void GraphTask::discover() {
   const bool all_needed = request_.targets.empty();
-  std::vector<std::pair<Node*, size_t>> stack;  // (node, next child to look at)
+  auto& stack = stack_;
   auto visit = [&](Node* node) {
     NodeState& state = nodes_[node];
     if (state.discovered) return;
     state.discovered = true;
-    discovered_order_.push_back(node);
     if (skip_expansion(*node)) return;
     ++counters().nodes_discovered;
     stack.emplace_back(node, 0);
@@ -138,8 +173,8 @@ void GraphTask::discover() {
 
 // Phase 2: each receiving node waits for one gradient per edge from a needed parent.
 void GraphTask::count_dependencies() {
-  for (Node* node : discovered_order_) {
-    if (!nodes_[node].needed) continue;
+  for (auto& [node, state] : nodes_.entries()) {
+    if (!state.needed) continue;
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
       NodeState& child = nodes_[edge.function.get()];
@@ -160,7 +195,8 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;
   state.queued = true;
-  ready_.push(node);
+  ready_.push_back(node);
+  std::push_heap(ready_.begin(), ready_.end(), by_sequence_nr);
 }
 
 void GraphTask::seed_roots() {
@@ -182,8 +218,9 @@ void GraphTask::seed_roots() {
 // Phase 3: run nodes in decreasing sequence_nr as their last gradient arrives.
 void GraphTask::execute_ready_nodes() {
   while (!ready_.empty()) {
-    Node* node = ready_.top();
-    ready_.pop();
+    std::pop_heap(ready_.begin(), ready_.end(), by_sequence_nr);
+    Node* node = ready_.back();
+    ready_.pop_back();
     NodeState& state = nodes_[node];
     TensorList grads = std::move(state.buffer);
     grads.resize(node->num_inputs());
@@ -238,7 +275,8 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
 
 TensorList execute(const ExecuteRequest& request) {
   GradModeGuard grad_mode(request.create_graph);
-  return GraphTask(request).run();
+  ScratchLease scratch;
+  return GraphTask(request, *scratch).run();
 }
 
 }  // namespace ag

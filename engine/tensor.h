@@ -28,8 +28,9 @@ struct TensorImpl {
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   std::shared_ptr<TensorImpl> grad;
 
-  // A leaf's AccumulateGrad node is created on first use and owned by the graph that uses it.
-  std::weak_ptr<Node> grad_accumulator;
+  // A leaf's AccumulateGrad node, created on first use and kept by the leaf (the node refers
+  // back only weakly, so there is no cycle); every graph built on the leaf shares it.
+  std::shared_ptr<Node> grad_accumulator;
   std::mutex autograd_mutex;  // guards grad_accumulator and grad
 };
 
