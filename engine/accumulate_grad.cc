@@ -7,8 +7,7 @@
 
 namespace ag {
 
-AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& variable)
-    : variable_(variable) {
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& variable) : variable_(variable) {
   add_input_metadata({variable->shape, variable->dtype, variable->storage->device()});
 }
 

@@ -261,9 +261,12 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
     Tensor& grad = outputs[i];
     if (grad.defined()) {
       const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];
-      AG_CHECK(grad.shape() == meta.shape && grad.dtype() == meta.dtype, "Function '", from.name(),
-               "' returned an invalid gradient at index ", i, ": got ", grad.describe(),
-               " but expected ", to_string(meta.dtype), to_string(meta.shape));
+      AG_CHECK(
+          grad.shape() == meta.shape && grad.dtype() == meta.dtype && grad.device() == meta.device,
+          "Function '", from.name(), "' returned an invalid gradient at index ", i, ": got ",
+          to_string(grad.dtype()), to_string(grad.shape()), " on ", to_string(grad.device()),
+          " but expected ", to_string(meta.dtype), to_string(meta.shape), " on ",
+          to_string(meta.device));
     }
     if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
     accumulate(child.buffer, edge.input_nr, std::move(grad));

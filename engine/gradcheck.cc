@@ -42,8 +42,10 @@ std::vector<std::vector<double>> analytical_row(const Tensor& out, int64_t j,
 GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
                           const GradcheckOptions& options) {
   for (const Tensor& in : inputs) {
-    AG_CHECK(in.dtype() == DType::kFloat64 && in.is_leaf(),
-             "gradcheck: inputs must be float64 leaves, got ", in.describe());
+    AG_CHECK(in.dtype() == DType::kFloat64 && in.is_leaf() && in.device().is_cpu(),
+             "gradcheck: inputs must be float64 leaves on the CPU (it perturbs them in place), "
+             "got ",
+             in.describe());
   }
   GradcheckResult result;
   Tensor out = fn(inputs);

@@ -1,11 +1,21 @@
 #include "engine/storage.h"
 
 #include "engine/allocator.h"
+#include "engine/error.h"
 
 namespace ag {
 
+namespace {
+// Allocators keep one set of counters per device type, so only device index 0 exists.
+Allocator& allocator_of(const Device& device) {
+  AG_CHECK(device.index == 0, "unsupported device ", to_string(device),
+           ": this build supports one device per type (index 0)");
+  return allocator_for(device.type);
+}
+}  // namespace
+
 Storage::Storage(size_t nbytes, Device device)
-    : data_(allocator_for(device.type).allocate(nbytes)), nbytes_(nbytes), device_(device) {}
+    : data_(allocator_of(device).allocate(nbytes)), nbytes_(nbytes), device_(device) {}
 
 Storage::~Storage() { allocator_for(device_.type).deallocate(data_, nbytes_); }
 

@@ -60,8 +60,8 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& g) {
   if (g.defined()) {
-    AG_CHECK(g.shape() == shape() && g.dtype() == dtype(), "set_grad: gradient ", g.describe(),
-             " does not match tensor ", describe());
+    AG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(),
+             "set_grad: gradient ", g.describe(), " does not match tensor ", describe());
   }
   std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
   impl_->grad = g.impl();

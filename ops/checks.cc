@@ -14,8 +14,7 @@ void check_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& 
   AG_CHECK(a.dtype() == b.dtype(), op, ": expected tensors of the same dtype, got ", a.describe(),
            " and ", b.describe());
   AG_CHECK(a.device() == b.device(), op, ": expected tensors on the same device, got ",
-           a.describe(), " on ", to_string(a.device()), " and ", b.describe(), " on ",
-           to_string(b.device()));
+           a.describe(), " and ", b.describe());
 }
 
 Shape broadcast_shapes(const char* op, const Tensor& a, const Tensor& b) {

@@ -1,4 +1,5 @@
 // Elementwise ops: forward kernels and derivative specs (Note [Derivative spec]).
+#include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
@@ -17,11 +18,6 @@ Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scal
   OpAttrs attrs;
   attrs.scalar = scalar;
   return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar), std::move(attrs));
-}
-
-// A constant (non-differentiable) elementwise result, for use inside formulas.
-Tensor constant_unary(UnaryKind kind, const Tensor& a) {
-  return backend_for(a.device()).unary(kind, a, 0.0);
 }
 
 using Ctx = BackwardContext;
@@ -92,11 +88,20 @@ const OpSpec kSigmoid("sigmoid", {{"result", kFromResult}},
                           return mul(c.grad(), mul(y, add(neg(y), 1.0)));  // y (1 - y)
                         }}});
 
-// relu' is a constant step: the second derivative of relu is zero almost everywhere.
-const OpSpec kRelu("relu", {{"result", kFromResult}},
-                   {{"self", {0}, [](const Ctx& c) {
-                       return mul(c.grad(), constant_unary(UnaryKind::kStep, c.saved(0)));
-                     }}});
+const OpSpec kRelu("relu", {{"result", kFromResult}}, {{"self", {0}, [](const Ctx& c) {
+                                                          return threshold_backward(c.grad(),
+                                                                                    c.saved(0));
+                                                        }}});
+
+// relu's derivative, grad * (result > 0), as an op of its own (PyTorch's threshold_backward).
+// Its derivative w.r.t. grad is the same mask; w.r.t. result it is zero, but recording that edge
+// keeps a relu gradient connected to relu's input, so grad(grad(y, x), x) on a ReLU network
+// returns (zero) gradients through the graph and a final backward reaches the weights, exactly
+// as in PyTorch, instead of failing with "not reachable".
+const OpSpec kThresholdBackward(
+    "threshold_backward", {{"result", 1}},
+    {{"grad", {0}, [](const Ctx& c) { return threshold_backward(c.grad(), c.saved(0)); }},
+     {"result", {}, [](const Ctx& c) { return mul(c.grad(), 0.0); }}});
 
 }  // namespace
 
@@ -119,5 +124,15 @@ Tensor log(const Tensor& a) { return unary_op(kLog, UnaryKind::kLog, a); }
 Tensor tanh(const Tensor& a) { return unary_op(kTanh, UnaryKind::kTanh, a); }
 Tensor sigmoid(const Tensor& a) { return unary_op(kSigmoid, UnaryKind::kSigmoid, a); }
 Tensor relu(const Tensor& a) { return unary_op(kRelu, UnaryKind::kRelu, a); }
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
+  check_same_dtype_and_device("threshold_backward", grad, result);
+  AG_CHECK(grad.shape() == result.shape(), "threshold_backward: gradient shape ",
+           to_string(grad.shape()), " does not match result shape ", to_string(result.shape()));
+  Backend& be = backend_for(grad.device());
+  Tensor out =
+      be.binary(BinaryKind::kMul, grad, be.unary(UnaryKind::kStep, result, 0.0), grad.shape());
+  return record(kThresholdBackward, {&grad, &result}, out);
+}
 
 }  // namespace ag::ops

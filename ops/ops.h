@@ -40,6 +40,8 @@ Tensor log(const Tensor& a);
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor relu(const Tensor& a);
+// relu's backward: grad where result > 0, else 0 (differentiable in both arguments).
+Tensor threshold_backward(const Tensor& grad, const Tensor& result);
 
 // Reductions.
 Tensor sum(const Tensor& a);

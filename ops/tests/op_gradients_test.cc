@@ -45,6 +45,9 @@ std::vector<Case> cases() {
       {"tanh", {m23}, [](L t) { return ops::tanh(t[0]); }},
       {"sigmoid", {m23}, [](L t) { return ops::sigmoid(t[0]); }},
       {"relu", {m23}, [](L t) { return ops::mul(ops::relu(t[0]), t[0]); }},
+      {"threshold_backward",
+       {m23, m23},
+       [](L t) { return ops::threshold_backward(ops::mul(t[0], t[1]), t[1]); }},
       {"sum", {m23}, [](L t) { return ops::sum(ops::mul(t[0], t[0])); }},
       {"sum_dim", {{2, 3, 2}}, [](L t) { return ops::sum(ops::mul(t[0], t[0]), 1); }},
       {"sum_dim_keepdim", {m23}, [](L t) { return ops::sum(ops::exp(t[0]), -1, true); }},
@@ -141,6 +144,22 @@ TEST(OpGradients, SecondOrder) { check_all(gradgradcheck); }
 TEST(OpGradients, PowScalarZeroExponentAtZero) {
   Tensor x = leaf({0, 2}, {2});
   expect_values(grad({ops::sum(ops::pow(x, 0.0))}, {x})[0], {0, 0});
+}
+
+// As in PyTorch, the gradient of a ReLU network stays connected to its input: the second
+// derivative is zero, computed through the graph, and a further backward reaches the weights.
+TEST(OpGradients, ReluDoubleBackwardStaysConnected) {
+  Tensor x = ops::uniform({4, 3}, -1, 1, 5, DType::kFloat64);
+  Tensor w = ops::uniform({2, 3}, -1, 1, 6, DType::kFloat64);
+  x.set_requires_grad(true);
+  w.set_requires_grad(true);
+  Tensor y = ops::sum(ops::relu(ops::linear(x, w)));
+  Tensor y_x = grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor y_xx = grad({ops::sum(y_x)}, {x}, {}, std::nullopt, true)[0];  // no allow_unused needed
+  expect_values(y_xx, std::vector<double>(12, 0.0));
+  EXPECT_TRUE(y_xx.requires_grad());
+  backward(ops::sum(y_xx));
+  expect_values(w.grad(), std::vector<double>(6, 0.0));
 }
 
 // PyTorch's relu'(0) is 0.
