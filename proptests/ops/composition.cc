@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ops/ops.h"
+#include "proptests/fuzz_stats.h"
 
 namespace ag::proptest {
 namespace {
@@ -561,6 +562,15 @@ rc::Gen<Program> program_gen() {
 
 void showValue(const Program& program, std::ostream& os) {
   os << "\n" << describe(build_plan(program));
+}
+
+Plan pick_plan() {
+  Plan plan = build_plan(*program_gen());
+  ag::proptests::fuzz_stats().record_graph("ops", static_cast<int64_t>(plan.instrs.size()));
+  for (const Instr& instr : plan.instrs) {
+    if (instr.op != Op::kLeaf) ag::proptests::fuzz_stats().record("op", op_name(instr.op));
+  }
+  return plan;
 }
 
 }  // namespace ag::proptest

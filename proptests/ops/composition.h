@@ -109,6 +109,8 @@ TensorList run(const Plan& plan, const TensorList& leaves);
 Tensor run_instr(const Instr& instr, const TensorList& args);
 
 rc::Gen<Program> program_gen();
+// Picks a random program inside a property and records its size and ops for the fuzz driver.
+Plan pick_plan();
 void showValue(const Program& program, std::ostream& os);  // RapidCheck prints the plan
 
 }  // namespace ag::proptest

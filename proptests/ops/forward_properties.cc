@@ -1,8 +1,6 @@
 // Each op's forward, inside random compositions, equals a naive loop over the same inputs
 // (reference.h), in float64 and float32. Every instruction is checked on the values it actually
 // received, so rounding does not accumulate along the composition.
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +8,7 @@
 
 #include "proptests/ops/composition.h"
 #include "proptests/ops/reference.h"
+#include "proptests/property.h"
 
 namespace ag::proptest {
 namespace {
@@ -30,8 +29,8 @@ std::string show(const std::vector<double>& v) {
   return os.str();
 }
 
-RC_GTEST_PROP(OpsForward, EachOpMatchesNaiveLoops, ()) {
-  const Plan plan = build_plan(*program_gen());
+AG_PROPERTY(OpsForward, EachOpMatchesNaiveLoops) {
+  const Plan plan = pick_plan();
   for (DType dtype : {DType::kFloat64, DType::kFloat32}) {
     const double tol = dtype == DType::kFloat64 ? 1e-12 : 1e-5;
     const TensorList values = run(plan, make_leaves(plan, dtype));

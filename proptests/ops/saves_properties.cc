@@ -2,8 +2,6 @@
 //  - a node holds exactly the slots that some formula of an input requiring grad uses;
 //  - live bytes after the forward equal the output plus what those saves hold, nothing else;
 //  - the guards change no gradient (bitwise) and never save more than no guards do.
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include <set>
 
@@ -14,6 +12,7 @@
 #include "ops/ops.h"
 #include "ops/spec.h"
 #include "proptests/ops/composition.h"
+#include "proptests/property.h"
 
 namespace ag::proptest {
 namespace {
@@ -33,8 +32,8 @@ void for_each_node(const std::shared_ptr<Node>& root, F f) {
   }
 }
 
-RC_GTEST_PROP(OpsSaves, OnlyNeededValuesAreRetained, ()) {
-  const Plan plan = build_plan(*program_gen());
+AG_PROPERTY(OpsSaves, OnlyNeededValuesAreRetained) {
+  const Plan plan = pick_plan();
   const TensorList leaves = make_leaves(plan, DType::kFloat32);
   std::set<const Storage*> existing;
   for (const Tensor& t : leaves) existing.insert(t.impl()->storage.get());
@@ -67,8 +66,8 @@ RC_GTEST_PROP(OpsSaves, OnlyNeededValuesAreRetained, ()) {
   RC_ASSERT(after - before == expected);
 }
 
-RC_GTEST_PROP(OpsSaves, GuardsChangeNoGradient, ()) {
-  const Plan plan = build_plan(*program_gen());
+AG_PROPERTY(OpsSaves, GuardsChangeNoGradient) {
+  const Plan plan = pick_plan();
   std::vector<std::vector<double>> grads[2];
   int64_t bytes_saved[2];
   for (bool on : {false, true}) {

@@ -1,11 +1,10 @@
 // Gradients of random compositions match central finite differences in float64: first order,
 // and second order through create_graph (gradgradcheck), so every formula is differentiable.
-#include <gtest/gtest.h>
-#include <rapidcheck/gtest.h>
 
 #include "engine/gradcheck.h"
 #include "ops/ops.h"
 #include "proptests/ops/composition.h"
+#include "proptests/property.h"
 
 namespace ag::proptest {
 namespace {
@@ -19,14 +18,14 @@ DifferentiableFn weighted_output(const Plan& plan) {
   };
 }
 
-RC_GTEST_PROP(OpsGradients, FirstOrderMatchesFiniteDifferences, ()) {
-  const Plan plan = build_plan(*program_gen());
+AG_PROPERTY(OpsGradients, FirstOrderMatchesFiniteDifferences) {
+  const Plan plan = pick_plan();
   const GradcheckResult r = gradcheck(weighted_output(plan), make_leaves(plan, DType::kFloat64));
   if (!r.passed) RC_FAIL(r.report);
 }
 
-RC_GTEST_PROP(OpsGradients, SecondOrderMatchesFiniteDifferences, ()) {
-  const Plan plan = build_plan(*program_gen());
+AG_PROPERTY(OpsGradients, SecondOrderMatchesFiniteDifferences) {
+  const Plan plan = pick_plan();
   const GradcheckResult r =
       gradgradcheck(weighted_output(plan), make_leaves(plan, DType::kFloat64));
   if (!r.passed) RC_FAIL(r.report);
