@@ -97,15 +97,12 @@ if [[ $peers -eq 1 ]]; then
     echo "setup.sh: peers: torch $v already importable from $py"
   elif v=$(torch_version /usr/bin/python3); then
     echo "setup.sh: peers: torch $v already importable from /usr/bin/python3"
-  elif "$py" -m pip install -q --retries 1 --timeout 30 \
-        --index-url https://download.pytorch.org/whl/cpu torch >/dev/null 2>&1 \
-      && v=$(torch_version "$py"); then
-    echo "setup.sh: peers: pip installed torch $v (CPU wheel) for $py"
   elif "$py" -m pip install -q --retries 1 --timeout 30 torch >/dev/null 2>&1 \
       && v=$(torch_version "$py"); then
     echo "setup.sh: peers: pip installed torch $v (PyPI wheel) for $py"
-  elif apt_install python3-torch 2>/dev/null && v=$(torch_version /usr/bin/python3); then
-    echo "setup.sh: peers: pip failed; installed Debian python3-torch $v for /usr/bin/python3"
+  elif apt_install python3-torch libopenblas0-pthread 2>/dev/null &&
+      v=$(torch_version /usr/bin/python3); then
+    echo "setup.sh: peers: pip failed; installed Debian python3-torch $v with OpenBLAS for /usr/bin/python3"
   else
     echo "setup.sh: peers: WARNING: could not install torch (pip and Debian python3-torch both failed);" \
       "peer comparisons unavailable" >&2
