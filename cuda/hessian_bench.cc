@@ -4,11 +4,9 @@
 // timed without and with a final y_xx.sum().backward() into the weights, each with the per-call
 // needs_input_grad optimization off and on. Prints milliseconds per step (medians over
 // interleaved repetitions), the off/on ratios and the peak device bytes of a step.
-//
-// With ReLU, relu's derivative is a constant step in this engine, so y_x has no path back to x:
-// the second grad returns an undefined tensor (allow_unused) and there is nothing to back-
-// propagate, exactly as paper/workloads/hessian.cc handles it. --tanh swaps in tanh layers,
-// whose hessian is not zero, for a workload where both grads and the backward do real work.
+// The MLP and the step are paper/workloads/hessian.h's. With ReLU, as in PyTorch, y_xx is zero
+// but computed through the graph (threshold_backward); --tanh swaps in tanh layers, whose
+// hessian is not zero.
 //
 // Standalone: built with Bazel (-c opt, linkstatic) and copied to a GPU machine, see README.md.
 //   hessian_bench [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] [--builtin-gemm]
@@ -27,6 +25,7 @@
 #include "engine/autograd.h"
 #include "engine/options.h"
 #include "ops/ops.h"
+#include "paper/workloads/hessian.h"
 
 namespace ag {
 namespace {
@@ -38,57 +37,6 @@ struct Config {
   bool cpu = false;
   bool tanh = false;
 };
-
-struct Mlp {
-  TensorList weights, biases;
-  bool tanh = false;
-  Tensor forward(const Tensor& x) const {
-    Tensor h = x;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      h = ops::linear(h, weights[i], biases[i]);
-      if (i + 1 < weights.size()) h = tanh ? ops::tanh(h) : ops::relu(h);
-    }
-    return h;
-  }
-};
-
-// PyTorch's nn.Linear initialization range, deterministic seeds.
-Mlp make_mlp(Device device, bool tanh) {
-  Mlp mlp;
-  mlp.tanh = tanh;
-  int in = 16;
-  uint64_t seed = 100;
-  for (int layer = 0; layer <= 6; ++layer) {
-    const int out = layer < 6 ? 256 : 1;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    Tensor w = ops::uniform({out, in}, -bound, bound, seed++, DType::kFloat32, device);
-    Tensor b = ops::uniform({out}, -bound, bound, seed++, DType::kFloat32, device);
-    mlp.weights.push_back(w.set_requires_grad(true));
-    mlp.biases.push_back(b.set_requires_grad(true));
-    in = out;
-  }
-  return mlp;
-}
-
-// One step; returns sum(y_xx) read back to the host (which also waits for the device), or
-// NaN when y_xx is undefined (no path from y_x to x); then it reads y_x's sum to wait.
-double step(const Mlp& mlp, const Tensor& x, bool final_backward) {
-  Tensor y = mlp.forward(x);
-  Tensor y_x = grad({y}, {x}, {ops::ones_like(y)}, std::nullopt, /*create_graph=*/true)[0];
-  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true,
-                     /*allow_unused=*/true)[0];
-  if (!y_xx.defined()) {
-    ops::sum(y_x).item();
-    return std::nan("");
-  }
-  Tensor total = ops::sum(y_xx);
-  if (final_backward && total.requires_grad()) {
-    for (Tensor w : mlp.weights) w.set_grad(Tensor());
-    for (Tensor b : mlp.biases) b.set_grad(Tensor());
-    backward(total);
-  }
-  return total.item();
-}
 
 struct Variant {
   bool final_backward;
@@ -118,9 +66,12 @@ int run(const Config& c) {
       "hessian: MLP 16 -> 6 x (Linear 256 + %s) -> 1, batch %d, float32; median of %d "
       "interleaved steps after %d warm-ups\n",
       c.tanh ? "Tanh" : "ReLU", c.batch, c.reps, c.warmup);
-  const Mlp mlp = make_mlp(device, c.tanh);
-  Tensor x = ops::uniform({c.batch, 16}, -1, 1, 7, DType::kFloat32, device);
-  x.set_requires_grad(true);
+  paper::HessianConfig config;
+  config.batch = c.batch;
+  config.activation = c.tanh ? paper::Activation::kTanh : paper::Activation::kRelu;
+  config.device = device;
+  const paper::Mlp mlp = paper::make_mlp(config);
+  const Tensor x = paper::make_hessian_input(config);
 
   const std::vector<Variant> variants = {
       {false, false}, {false, true}, {true, false}, {true, true}};
@@ -135,7 +86,7 @@ int run(const Config& c) {
       const int64_t live_before = live_bytes(dev);
       reset_peak_bytes(dev);
       const auto start = std::chrono::steady_clock::now();
-      checksum[v] = step(mlp, x, variants[v].final_backward);
+      checksum[v] = paper::hessian_step(mlp, x, variants[v].final_backward);
       const std::chrono::duration<double, std::milli> elapsed =
           std::chrono::steady_clock::now() - start;
       peak[v] = peak_bytes(dev) - live_before;
@@ -154,10 +105,6 @@ int run(const Config& c) {
   std::printf("peak bytes above the live bytes before the step; live after setup: %lld\n",
               static_cast<long long>(live_bytes(dev)));
   std::printf("anchor (seed 001, H100 + PyTorch 2.11): 2.40 ms and 4.65 ms\n");
-  if (std::isnan(checksum[1])) {
-    std::printf("y_xx is undefined: no path from y_x back to x (relu' is a constant step)\n");
-    return 0;
-  }
   // Per-call needs_input_grad only skips work: results must not change.
   for (size_t v = 0; v < variants.size(); v += 2) {
     if (checksum[v] != checksum[v + 1]) {

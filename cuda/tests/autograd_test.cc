@@ -11,6 +11,7 @@
 
 #include "cuda/tests/cuda_test_util.h"
 #include "ops/ops.h"
+#include "paper/workloads/hessian.h"
 
 namespace ag::cuda {
 namespace {
@@ -18,45 +19,21 @@ namespace {
 using testing::expect_close;
 using testing::kCuda;
 
-struct Mlp {
-  TensorList weights, biases;
-  bool tanh = false;
-  Tensor forward(const Tensor& x) const {
-    Tensor h = x;
-    for (size_t i = 0; i < weights.size(); ++i) {
-      h = ops::linear(h, weights[i], biases[i]);
-      if (i + 1 < weights.size()) h = tanh ? ops::tanh(h) : ops::relu(h);
-    }
-    return h;
-  }
-};
-
-// The hessian benchmark's MLP (narrower: 16 -> 3 x 64 -> 1) on `device`, same values on each.
-Mlp make_mlp(Device device, bool tanh) {
-  Mlp mlp;
-  mlp.tanh = tanh;
-  int in = 16;
-  uint64_t seed = 100;
-  for (int layer = 0; layer <= 3; ++layer) {
-    const int out = layer < 3 ? 64 : 1;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    Tensor w = ops::uniform({out, in}, -bound, bound, seed++, DType::kFloat32, device);
-    Tensor b = ops::uniform({out}, -bound, bound, seed++, DType::kFloat32, device);
-    mlp.weights.push_back(w.set_requires_grad(true));
-    mlp.biases.push_back(b.set_requires_grad(true));
-    in = out;
-  }
-  return mlp;
-}
-
 struct HessianResult {
   Tensor y, y_x, y_xx;
   TensorList weight_grads;
 };
 
+// The hessian benchmark's MLP, narrower (16 -> 3 x 64 -> 1), on `device`: same values on each.
 HessianResult hessian(Device device, bool tanh) {
-  Mlp mlp = make_mlp(device, tanh);
-  Tensor x = ops::uniform({64, 16}, -1, 1, 7, DType::kFloat32, device).set_requires_grad(true);
+  paper::HessianConfig config;
+  config.hidden = 64;
+  config.layers = 3;
+  config.batch = 64;
+  config.activation = tanh ? paper::Activation::kTanh : paper::Activation::kRelu;
+  config.device = device;
+  const paper::Mlp mlp = paper::make_mlp(config);
+  const Tensor x = paper::make_hessian_input(config);
   HessianResult r;
   r.y = mlp.forward(x);
   r.y_x = grad({r.y}, {x}, {ops::ones_like(r.y)}, std::nullopt, /*create_graph=*/true)[0];

@@ -49,10 +49,8 @@ Tensor make_hessian_input(const HessianConfig& c) {
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward) {
   Tensor y = mlp.forward(x);
   Tensor y_x = grad({y}, {x}, {ops::ones_like(y)}, std::nullopt, /*create_graph=*/true)[0];
-  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true,
-                     /*allow_unused=*/true)[0];
-  if (!y_xx.defined()) return 0.0;  // no path from y_x to x (ReLU): the hessian is zero
-  if (final_backward && y_xx.requires_grad()) {
+  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true)[0];
+  if (final_backward) {
     for (Tensor w : mlp.weights) w.set_grad(Tensor());
     for (Tensor b : mlp.biases) b.set_grad(Tensor());
     backward(ops::sum(y_xx));

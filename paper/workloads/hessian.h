@@ -14,10 +14,9 @@
 
 namespace ag::paper {
 
-// ReLU is the published workload. Here relu's derivative is a mask multiply whose mask is a
-// constant, so d(y_x)/dx has no path to x: grad(y_x, x) finds x unreachable (y_xx == 0
-// structurally) where PyTorch builds and runs a graph of zeros. Tanh gives a workload where both
-// engines do the same, non-zero second-order work.
+// ReLU is the published workload: as in PyTorch, relu's derivative (threshold_backward) keeps
+// y_x connected to x, so y_xx is zero but computed through the graph and the final backward
+// reaches the weights. Tanh gives a workload whose second-order terms are not zero.
 enum class Activation { kRelu, kTanh };
 const char* activation_name(Activation a);
 
@@ -38,8 +37,8 @@ struct Mlp {
 Mlp make_mlp(const HessianConfig& config);
 Tensor make_hessian_input(const HessianConfig& config);
 
-// One step; returns a checksum of y_xx. With `final_backward`, also accumulates into the weights'
-// .grad (which the step clears first) when y_xx depends on them (not for ReLU, see above).
+// One step; returns a checksum of y_xx (reading it back, so it also waits for a device). With
+// `final_backward`, also accumulates into the weights' .grad (which the step clears first).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);
 
 struct HessianStepStats {
