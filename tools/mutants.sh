@@ -61,13 +61,20 @@ for name in "${names[@]}"; do
   seconds=$(($(date +%s) - start))
   failed=$(grep -E '^//\S+ +(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$scratch/$name.log" |
            awk '{print $1}' | sed 's|^//||' | paste -sd ' ' -)
-  if [[ $status -ne 0 ]]; then
-    table+="| $name | yes | ${failed:-build failure} | $seconds |\n"
+  if grep -q 'FAILED TO BUILD' "$scratch/$name.log"; then
+    # A mutant that does not compile proves nothing about the tests: fix the catalogue entry.
+    verdict="does not compile"
+    table+="| $name | **does not compile** | | $seconds |\n"
+    survivors=$((survivors + 1))
+  elif [[ $status -ne 0 ]]; then
+    verdict=caught
+    table+="| $name | yes | $failed | $seconds |\n"
   else
+    verdict=SURVIVED
     table+="| $name | **no** | | $seconds |\n"
     survivors=$((survivors + 1))
   fi
-  printf '%-28s %s (%ss)\n' "$name" "$([[ $status -ne 0 ]] && echo caught || echo SURVIVED)" "$seconds"
+  printf '%-28s %s (%ss)\n' "$name" "$verdict" "$seconds"
 done
 reset_tree
 
