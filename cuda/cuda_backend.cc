@@ -140,22 +140,6 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
-  Tensor broadcast_to(const Tensor& a, const Shape& shape) override {
-    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-    copy(out, a);
-    return out;
-  }
-
-  Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) override {
-    Shape shape = a.shape();
-    std::swap(shape[d0], shape[d1]);
-    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-    std::vector<int64_t> strides = ops::contiguous_strides(a.shape());
-    std::swap(strides[d0], strides[d1]);
-    strided_copy(a, strides, out);
-    return out;
-  }
-
   Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
     const int64_t r = a.dim() - 2, c = a.dim() - 1;
     const int64_t ar = a.shape()[r], ac = a.shape()[c];
@@ -234,8 +218,8 @@ class CudaBackend final : public ops::Backend {
     });
   }
 
-  static void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
-                           const Tensor& dst) {
+  void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
+                    const Tensor& dst) override {
     const Layout layout = layout_for(dst.shape(), {src_strides});
     on_dtype(dst.dtype(), [&](auto z) {
       using T = decltype(z);

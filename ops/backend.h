@@ -39,8 +39,12 @@ class Backend {
   virtual Tensor sum_all(const Tensor& a) = 0;
   // Reduces `a` to `shape` by summing the broadcast dims (shape broadcasts to a's shape).
   virtual Tensor sum_to(const Tensor& a, const Shape& shape) = 0;
-  virtual Tensor broadcast_to(const Tensor& a, const Shape& shape) = 0;
-  virtual Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) = 0;
+  // dst[i] = src at the position that i's index has under `src_strides` (in elements).
+  virtual void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
+                            const Tensor& dst) = 0;
+  // Device-independent, on top of copy() and strided_copy() (ops/backend.cc).
+  Tensor broadcast_to(const Tensor& a, const Shape& shape);
+  Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
   // out = op(a) @ op(b) (+ bias broadcast over rows when given); op transposes when asked.
   // Batched when a and b are 3-D.
   virtual Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,

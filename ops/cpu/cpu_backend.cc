@@ -166,7 +166,7 @@ void sum_to_impl(const Tensor& a, const Tensor& out) {
 }
 
 template <typename T>
-void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides, const Tensor& dst) {
+void copy_strided(const Tensor& src, const std::vector<int64_t>& src_strides, const Tensor& dst) {
   const T* ps = src.data<T>();
   T* pd = dst.data<T>();
   std::array<std::vector<int64_t>, 2> strides = {src_strides, contiguous_strides(dst.shape())};
@@ -248,9 +248,7 @@ class CpuBackend final : public Backend {
       std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
       return;
     }
-    dispatch_dtype(dst.dtype(), [&](auto z) {
-      strided_copy<decltype(z)>(src, broadcast_strides(src.shape(), dst.shape()), dst);
-    });
+    strided_copy(src, broadcast_strides(src.shape(), dst.shape()), dst);
   }
   Tensor sum_all(const Tensor& a) override {
     Tensor out = Tensor::empty({}, a.dtype(), a.device());
@@ -265,19 +263,9 @@ class CpuBackend final : public Backend {
     dispatch_dtype(a.dtype(), [&](auto z) { sum_to_impl<decltype(z)>(a, out); });
     return out;
   }
-  Tensor broadcast_to(const Tensor& a, const Shape& shape) override {
-    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-    copy(out, a);
-    return out;
-  }
-  Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) override {
-    Shape shape = a.shape();
-    std::swap(shape[d0], shape[d1]);
-    Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-    std::vector<int64_t> strides = contiguous_strides(a.shape());
-    std::swap(strides[d0], strides[d1]);
-    dispatch_dtype(a.dtype(), [&](auto z) { strided_copy<decltype(z)>(a, strides, out); });
-    return out;
+  void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
+                    const Tensor& dst) override {
+    dispatch_dtype(dst.dtype(), [&](auto z) { copy_strided<decltype(z)>(src, src_strides, dst); });
   }
   Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
     const int64_t r = a.dim() - 2, c = a.dim() - 1;
