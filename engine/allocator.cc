@@ -1,5 +1,7 @@
 #include "engine/allocator.h"
 
+#include <malloc.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +28,13 @@ namespace {
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kAlignment = 64;
+
+  CpuAllocator() {
+    // glibc serves blocks above 128 KiB with fresh mmaps, so every large activation or gradient
+    // of a training step would be page-faulted in again. Keep them in the heap for reuse.
+    mallopt(M_MMAP_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  }
 
   // Data is 64-byte aligned. Beyond speed this makes results reproducible: Eigen's vectorized
   // reductions start at the first aligned element, so the summation order (and the rounding)

@@ -1,11 +1,13 @@
 // The CPU kernels, on Eigen. Contiguous inputs are mapped, never copied.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/cpu/counter_rng.h"
+#include "ops/cpu/parallel.h"
 #include "ops/strided_loop.h"
 
 namespace ag::ops {
@@ -68,11 +70,34 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
   }
 }
 
+// Calls fn(begin, length) over [0, n): in a few large blocks on parallel_for when n is large
+// (elementwise work is memory-bound; two cores still help), else once.
+template <typename Fn>
+void for_blocks(int64_t n, Fn fn) {
+  constexpr int64_t kParallelElements = int64_t{1} << 16;
+  const int64_t blocks = n < kParallelElements ? 1 : parallel_threads();
+  if (blocks == 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  parallel_for(blocks, [&](int64_t i) {
+    const int64_t begin = n * i / blocks / 16 * 16,
+                  end = i + 1 == blocks ? n : n * (i + 1) / blocks / 16 * 16;
+    fn(begin, end - begin);
+  });
+}
+
 template <typename T>
 void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
   const Shape& shape = out.shape();
   if (a.shape() == shape && b.shape() == shape) {
-    eigen_binary<T>(kind, vec<T>(a), vec<T>(b), out_vec<T>(out));
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
+      eigen_binary<T>(kind, ConstVec<T>(pa + begin, n), ConstVec<T>(pb + begin, n),
+                      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n));
+    });
     return;
   }
   if (a.shape() == shape && b.numel() == 1) {
@@ -96,9 +121,9 @@ void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor
 }
 
 template <typename T>
-void unary_impl(UnaryKind kind, const Tensor& a, double scalar, const Tensor& out) {
-  auto x = vec<T>(a);
-  auto y = out_vec<T>(out);
+void unary_block(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
+  ConstVec<T> x(in, n);
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> y(out, n);
   const T s = static_cast<T>(scalar);
   switch (kind) {
     case UnaryKind::kNeg:
@@ -135,6 +160,15 @@ void unary_impl(UnaryKind kind, const Tensor& a, double scalar, const Tensor& ou
       y = x.unaryExpr([s](T v) { return std::pow(s, v); });
       break;
   }
+}
+
+template <typename T>
+void unary_impl(UnaryKind kind, const Tensor& a, double scalar, const Tensor& out) {
+  const T* x = a.data<T>();
+  T* y = out.data<T>();
+  for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
+    unary_block<T>(kind, x + begin, y + begin, n, scalar);
+  });
 }
 
 template <typename T>
@@ -175,6 +209,22 @@ void copy_strided(const Tensor& src, const std::vector<int64_t>& src_strides, co
   });
 }
 
+// C = op(A) op(B) (+ bias) for one matrix, over rows [r0, r0 + rows) of C.
+template <typename T>
+void matmul_rows(const ConstMatMap<T>& A, const ConstMatMap<T>& B, bool ta, bool tb,
+                 const Tensor* bias, MatMap<T>& C, int64_t r0, int64_t rows) {
+  auto c = C.middleRows(r0, rows);
+  if (!ta && !tb) c.noalias() = A.middleRows(r0, rows) * B;
+  if (!ta && tb) c.noalias() = A.middleRows(r0, rows) * B.transpose();
+  if (ta && !tb) c.noalias() = A.transpose().middleRows(r0, rows) * B;
+  if (ta && tb) c.noalias() = A.transpose().middleRows(r0, rows) * B.transpose();
+  if (bias) {
+    c.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias->data<T>(), C.cols());
+  }
+}
+
+// Large products are split into row blocks (or batches) run by parallel_for; small ones stay on
+// the calling thread, where the split would cost more than it saves.
 template <typename T>
 void matmul_impl(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias,
                  const Tensor& out) {
@@ -183,16 +233,26 @@ void matmul_impl(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tenso
   const int64_t ar = a.shape()[a.dim() - 2], ac = a.shape()[a.dim() - 1];
   const int64_t br = b.shape()[b.dim() - 2], bc = b.shape()[b.dim() - 1];
   const int64_t m = out.shape()[out.dim() - 2], n = out.shape()[out.dim() - 1];
-  for (int64_t i = 0; i < batch; ++i) {
+  const int64_t k = ta ? ar : ac;
+  auto matrix = [&](int64_t i, int64_t r0, int64_t rows) {
     ConstMatMap<T> A(a.data<T>() + i * ar * ac, ar, ac);
     ConstMatMap<T> B(b.data<T>() + i * br * bc, br, bc);
     MatMap<T> C(out.data<T>() + i * m * n, m, n);
-    if (!ta && !tb) C.noalias() = A * B;
-    if (!ta && tb) C.noalias() = A * B.transpose();
-    if (ta && !tb) C.noalias() = A.transpose() * B;
-    if (ta && tb) C.noalias() = A.transpose() * B.transpose();
-    if (bias) {
-      C.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias->data<T>(), n);
+    matmul_rows<T>(A, B, ta, tb, bias, C, r0, rows);
+  };
+  constexpr int64_t kParallelWork = int64_t{1} << 20;  // multiply-adds
+  const int64_t threads = parallel_threads();
+  if (threads == 1 || batch * m * n * k < kParallelWork) {
+    for (int64_t i = 0; i < batch; ++i) matrix(i, 0, m);
+  } else if (batch >= threads) {
+    parallel_for(batch, [&](int64_t i) { matrix(i, 0, m); });
+  } else {
+    const int64_t blocks = std::min<int64_t>(threads, std::max<int64_t>(1, m / 16));
+    for (int64_t i = 0; i < batch; ++i) {
+      parallel_for(blocks, [&](int64_t blk) {
+        const int64_t r0 = m * blk / blocks, r1 = m * (blk + 1) / blocks;
+        matrix(i, r0, r1 - r0);
+      });
     }
   }
 }
