@@ -19,50 +19,6 @@ namespace {
 using ops::BinaryKind;
 using ops::UnaryKind;
 
-BinaryOp to_op(BinaryKind k) {
-  switch (k) {
-    case BinaryKind::kAdd:
-      return BinaryOp::kAdd;
-    case BinaryKind::kSub:
-      return BinaryOp::kSub;
-    case BinaryKind::kMul:
-      return BinaryOp::kMul;
-    case BinaryKind::kDiv:
-      return BinaryOp::kDiv;
-    case BinaryKind::kPow:
-      return BinaryOp::kPow;
-  }
-  fail("cuda: unknown binary op");
-}
-
-UnaryOp to_op(UnaryKind k) {
-  switch (k) {
-    case UnaryKind::kNeg:
-      return UnaryOp::kNeg;
-    case UnaryKind::kExp:
-      return UnaryOp::kExp;
-    case UnaryKind::kLog:
-      return UnaryOp::kLog;
-    case UnaryKind::kTanh:
-      return UnaryOp::kTanh;
-    case UnaryKind::kSigmoid:
-      return UnaryOp::kSigmoid;
-    case UnaryKind::kRelu:
-      return UnaryOp::kRelu;
-    case UnaryKind::kStep:
-      return UnaryOp::kStep;
-    case UnaryKind::kAddScalar:
-      return UnaryOp::kAddScalar;
-    case UnaryKind::kMulScalar:
-      return UnaryOp::kMulScalar;
-    case UnaryKind::kPowScalar:
-      return UnaryOp::kPowScalar;
-    case UnaryKind::kRpowScalar:
-      return UnaryOp::kRpowScalar;
-  }
-  fail("cuda: unknown unary op");
-}
-
 Layout layout_for(const Shape& shape, const std::vector<std::vector<int64_t>>& strides) {
   Layout l;
   AG_CHECK(make_layout(shape, strides, &l), "cuda: broadcasting over shape ", to_string(shape),
@@ -91,7 +47,7 @@ class CudaBackend final : public ops::Backend {
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     on_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
-      cuda::unary<T>(to_op(kind), a.data<T>(), out.data<T>(), a.numel(), static_cast<T>(scalar));
+      cuda::unary<T>(kind, a.data<T>(), out.data<T>(), a.numel(), static_cast<T>(scalar));
     });
     return out;
   }
@@ -213,7 +169,7 @@ class CudaBackend final : public ops::Backend {
                                                     ops::broadcast_strides(b.shape(), shape)});
     on_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
-      cuda::binary<T>(to_op(kind), a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),
+      cuda::binary<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),
                       same ? nullptr : &layout);
     });
   }

@@ -9,23 +9,13 @@
 #include <vector>
 
 #include "cuda/layout.h"
+#include "ops/kinds.h"
 
 namespace ag::cuda {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow };
-enum class UnaryOp {
-  kNeg,
-  kExp,
-  kLog,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kStep,  // 1 where x > 0 else 0
-  kAddScalar,
-  kMulScalar,
-  kPowScalar,
-  kRpowScalar
-};
+// Device code switches on the ops' own kinds (ops/kinds.h).
+using BinaryOp = ops::BinaryKind;
+using UnaryOp = ops::UnaryKind;
 
 // out = value
 template <typename T>

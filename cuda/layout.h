@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/host_device.h"
+#include "ops/host_device.h"
 
 namespace ag::cuda {
 

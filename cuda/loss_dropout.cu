@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/check.h"
-#include "cuda/counter_rng.h"
+#include "ops/counter_rng.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 
@@ -34,7 +34,7 @@ __global__ void scatter_rows_kernel(T* out, int64_t rows, int64_t cols, const in
 template <typename T>
 __global__ void dropout_kernel(T* out, int64_t n, double keep_prob, uint64_t seed, T keep) {
   AG_GRID_STRIDE_LOOP(i, n) {
-    out[i] = uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
+    out[i] = ops::uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
   }
 }
 

@@ -5,24 +5,9 @@
 
 #include "engine/device.h"
 #include "engine/tensor.h"
+#include "ops/kinds.h"
 
 namespace ag::ops {
-
-enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
-// Unary kinds; the *Scalar ones combine the element with `scalar`.
-enum class UnaryKind {
-  kNeg,
-  kExp,
-  kLog,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kStep,       // 1 where x > 0 else 0 (relu's derivative, a constant)
-  kAddScalar,  // x + s
-  kMulScalar,  // x * s
-  kPowScalar,  // x ^ s
-  kRpowScalar  // s ^ x
-};
 
 // The compute kernels of one device type. Ops validate arguments (names and shapes in errors)
 // before calling these; kernels assume valid, contiguous inputs of one dtype and device, and

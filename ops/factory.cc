@@ -3,7 +3,7 @@
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
-#include "ops/cpu/counter_rng.h"
+#include "ops/counter_rng.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
 

@@ -5,11 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "cuda/counter_rng.h"
 #include "cuda/cuda.h"
 #include "cuda/tests/cuda_test_util.h"
 #include "engine/error.h"
-#include "ops/cpu/counter_rng.h"
 #include "ops/ops.h"
 
 namespace ag::cuda {
@@ -33,18 +31,6 @@ TEST(CudaRuntime, AvailabilityIsReportedWithAReason) {
     EXPECT_TRUE(starts_with(unavailable_reason(), "built without CUDA")) << unavailable_reason();
   }
   synchronize();  // a no-op without a device; never aborts
-}
-
-// The dropout masks of both devices come from the same numbers (cuda/counter_rng.h is a copy
-// of ops/cpu/counter_rng.h that device code can call).
-TEST(CudaRuntime, CounterRngMatchesTheCpuOne) {
-  for (uint64_t seed : {0ull, 1ull, 7ull, 0x9E3779B97F4A7C15ull, ~0ull}) {
-    for (uint64_t i = 0; i < 10000; i += 7) {
-      ASSERT_EQ(cuda::mix64(seed ^ i), ops::mix64(seed ^ i));
-      ASSERT_EQ(cuda::uniform_from_counter(seed, i), ops::uniform_from_counter(seed, i))
-          << "seed " << seed << " index " << i;
-    }
-  }
 }
 
 // cuBLAS is loaded at run time; when the library is found, every entry point must resolve.

@@ -6,7 +6,7 @@
 
 #include "engine/error.h"
 #include "ops/backend.h"
-#include "ops/cpu/counter_rng.h"
+#include "ops/counter_rng.h"
 #include "ops/cpu/parallel.h"
 #include "ops/strided_loop.h"
 
