@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/cpu/counter_rng.h"
+#include "ops/counter_rng.h"
 
 namespace ag::proptest {
 namespace {
