@@ -14,7 +14,8 @@ tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_t
 targets=(//cuda:hessian_bench)
 for t in "${tests[@]}"; do targets+=("//cuda/tests:$t"); done
 
-"$bazel" build -c opt --strip=always "$@" "${targets[@]}"
+# GPU hosts have unknown CPUs: AVX2 kernels, not AVX-512 (engine/copts.bzl).
+"$bazel" build -c opt --define=ag_isa=avx2 --strip=always "$@" "${targets[@]}"
 
 # Stub binaries would only report "built without CUDA": refuse to bundle them.
 defs="$("$bazel" info output_base)/external/cuda_config/defs.bzl"
@@ -23,7 +24,7 @@ if ! grep -q "^CUDA_AVAILABLE = True" "$defs"; then
   exit 1
 fi
 
-bin="$("$bazel" info -c opt bazel-bin)"
+bin="$("$bazel" info -c opt --define=ag_isa=avx2 bazel-bin)"
 rm -rf "$out"
 mkdir -p "$out"
 cp "$bin/cuda/hessian_bench" "$out/"

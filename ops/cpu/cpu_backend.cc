@@ -370,7 +370,19 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 namespace {
+// An optimized build targets AVX-512 (engine/copts.bzl): say so clearly on a CPU without it,
+// instead of dying on an illegal instruction.
+void check_instruction_set() {
+#ifdef __AVX512F__
+  AG_CHECK(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"),
+           "this build of the CPU kernels uses AVX-512, which this CPU lacks; rebuild with "
+           "--define=ag_isa=avx2");
+#endif
+}
+
 Backend*& backend_slot(DeviceType type) {
+  static const bool checked = (check_instruction_set(), true);
+  (void)checked;
   static CpuBackend cpu;
   static Backend* backends[kNumDeviceTypes] = {&cpu, nullptr};
   return backends[static_cast<int>(type)];
