@@ -140,6 +140,15 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
+  Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) override {
+    Tensor out = Tensor::empty({a.shape()[0]}, a.dtype(), a.device());
+    on_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::gather_rows<T>(a.data<T>(), out.data<T>(), a.shape()[0], a.shape()[1], targets);
+    });
+    return out;
+  }
+
   Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets, double scale,
                           DType dtype, Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);

@@ -41,6 +41,10 @@ void sum_to(const T* in, T* out, const ReducePlan& plan);
 // log_softmax over the middle dim of a contiguous [outer, len, inner] array.
 template <typename T>
 void log_softmax(const T* in, T* out, int64_t outer, int64_t len, int64_t inner);
+// out[r] = in[r, targets[r]] for a contiguous [rows, cols] array (targets on the host).
+template <typename T>
+void gather_rows(const T* in, T* out, int64_t rows, int64_t cols,
+                 const std::vector<int64_t>& targets);
 // out [rows, cols] = 0 except out[r, targets[r]] = value (targets on the host).
 template <typename T>
 void nll_pattern(T* out, int64_t rows, int64_t cols, const std::vector<int64_t>& targets, T value);

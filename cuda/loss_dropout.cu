@@ -32,6 +32,12 @@ __global__ void scatter_rows_kernel(T* out, int64_t rows, int64_t cols, const in
 }
 
 template <typename T>
+__global__ void gather_rows_kernel(const T* in, T* out, int64_t rows, int64_t cols,
+                                   const int64_t* targets) {
+  AG_GRID_STRIDE_LOOP(r, rows) { out[r] = in[r * cols + targets[r]]; }
+}
+
+template <typename T>
 __global__ void dropout_kernel(T* out, int64_t n, double keep_prob, uint64_t seed, T keep) {
   AG_GRID_STRIDE_LOOP(i, n) {
     out[i] = ops::uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
@@ -45,6 +51,19 @@ void log_softmax(const T* in, T* out, int64_t outer, int64_t len, int64_t inner)
   if (outer * len * inner == 0) return;
   log_softmax_kernel<<<blocks_for(outer * inner), kThreads>>>(in, out, outer, len, inner);
   check_launch("log_softmax");
+}
+
+template <typename T>
+void gather_rows(const T* in, T* out, int64_t rows, int64_t cols,
+                 const std::vector<int64_t>& targets) {
+  if (rows == 0) return;
+  Scratch device_targets(targets.size() * sizeof(int64_t));
+  check(cudaMemcpy(device_targets.as<int64_t>(), targets.data(), targets.size() * sizeof(int64_t),
+                   cudaMemcpyHostToDevice),
+        "nll_loss (targets)");
+  gather_rows_kernel<<<blocks_for(rows), kThreads>>>(in, out, rows, cols,
+                                                     device_targets.as<int64_t>());
+  check_launch("nll_loss");
 }
 
 template <typename T>
@@ -70,6 +89,7 @@ void dropout_mask(T* out, int64_t n, double keep_prob, uint64_t seed) {
 
 #define AG_INSTANTIATE(T)                                                             \
   template void log_softmax<T>(const T*, T*, int64_t, int64_t, int64_t);              \
+  template void gather_rows<T>(const T*, T*, int64_t, int64_t, const std::vector<int64_t>&); \
   template void nll_pattern<T>(T*, int64_t, int64_t, const std::vector<int64_t>&, T); \
   template void dropout_mask<T>(T*, int64_t, double, uint64_t);
 AG_INSTANTIATE(float)

@@ -35,6 +35,8 @@ class Backend {
   virtual Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,
                         const Tensor* bias) = 0;
   virtual Tensor log_softmax(const Tensor& a, int64_t dim) = 0;
+  // out[row] = a[row, targets[row]] for a [N, C] tensor (nll_loss's forward).
+  virtual Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) = 0;
   // -scale at (row, targets[row]) of a [N, C] tensor, 0 elsewhere (nll_loss's gradient pattern).
   virtual Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets,
                                   double scale, DType dtype, Device device) = 0;

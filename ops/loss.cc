@@ -59,9 +59,11 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
 
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
   check_classification("nll_loss", log_probs, targets);
+  // Picks the target entries (as PyTorch does): a -inf elsewhere in a row must not turn into
+  // 0 * -inf = NaN.
   Backend& be = backend_for(log_probs.device());
-  Tensor pattern = nll_pattern(log_probs.shape(), targets, log_probs.dtype(), log_probs.device());
-  Tensor out = be.sum_all(be.binary(BinaryKind::kMul, pattern, log_probs, log_probs.shape()));
+  Tensor out = be.unary(UnaryKind::kMulScalar, be.sum_all(be.gather_rows(log_probs, targets)),
+                        -1.0 / static_cast<double>(log_probs.shape()[0]));
   OpAttrs attrs;
   attrs.shape = log_probs.shape();
   attrs.targets = targets;

@@ -341,6 +341,15 @@ class CpuBackend final : public Backend {
     dispatch_dtype(a.dtype(), [&](auto z) { log_softmax_impl<decltype(z)>(a, dim, out); });
     return out;
   }
+  Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) override {
+    const int64_t rows = a.shape()[0], cols = a.shape()[1];
+    Tensor out = Tensor::empty({rows}, a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      for (int64_t r = 0; r < rows; ++r) out.data<T>()[r] = a.data<T>()[r * cols + targets[r]];
+    });
+    return out;
+  }
   Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets, double scale,
                           DType dtype, Device device) override {
     Tensor out = fill(shape, 0.0, dtype, device);

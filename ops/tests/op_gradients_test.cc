@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,23 @@ TEST(OpGradients, BroadcastGradientsAreSummedBack) {
   expect_values(g[0], {70, 70, 70, 140, 140, 140});
   expect_values(g[1], {6 * 7, 15 * 7});
   expect_values(g[2], {10 * 6 + 20 * 15});
+}
+
+}  // namespace
+}  // namespace ag
+
+namespace ag {
+namespace {
+
+// nll_loss picks the target entries, as PyTorch does: a -inf log-probability of another class
+// leaves the loss and its gradient finite.
+TEST(OpSemantics, NllLossIgnoresInfinitiesOutsideTheTargets) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor logp = ops::from_vector({-0.5, -inf, -1.0, -inf, -2.0, -0.25}, {2, 3}, DType::kFloat64);
+  logp.set_requires_grad(true);
+  Tensor loss = ops::nll_loss(logp, {0, 2});
+  testing::expect_values(loss, {(0.5 + 0.25) / 2});
+  testing::expect_values(grad({loss}, {logp})[0], {-0.5, 0, 0, 0, 0, -0.5});
 }
 
 }  // namespace
