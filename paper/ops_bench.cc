@@ -126,7 +126,7 @@ void BM_Linear_Eigen(benchmark::State& state) {
   }
 }
 
-#define ELEMENTWISE(name) BENCHMARK(name)->Arg(1000)->Arg(100000)->Arg(1000000)
+#define ELEMENTWISE(name) BENCHMARK(name)->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)
 ELEMENTWISE(BM_Add_Ours);
 ELEMENTWISE(BM_Add_Eigen);
 ELEMENTWISE(BM_Mul_Ours);
