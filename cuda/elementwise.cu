@@ -19,6 +19,8 @@ __device__ __forceinline__ T apply_binary(BinaryOp op, T x, T y) {
       return x / y;
     case BinaryOp::kPow:
       return pow(x, y);
+    case BinaryOp::kThreshold:
+      return y > T(0) ? x : T(0);
   }
   return T(0);
 }

@@ -101,7 +101,7 @@ const OpSpec kRelu("relu", {{"result", kFromResult}}, {{"self", {0}, [](const Ct
 const OpSpec kThresholdBackward(
     "threshold_backward", {{"result", 1}},
     {{"grad", {0}, [](const Ctx& c) { return threshold_backward(c.grad(), c.saved(0)); }},
-     {"result", {}, [](const Ctx& c) { return mul(c.grad(), 0.0); }}});
+     {"result", {}, [](const Ctx& c) { return zeros_like(c.grad()); }}});
 
 }  // namespace
 
@@ -129,9 +129,8 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
   check_same_dtype_and_device("threshold_backward", grad, result);
   AG_CHECK(grad.shape() == result.shape(), "threshold_backward: gradient shape ",
            to_string(grad.shape()), " does not match result shape ", to_string(result.shape()));
-  Backend& be = backend_for(grad.device());
   Tensor out =
-      be.binary(BinaryKind::kMul, grad, be.unary(UnaryKind::kStep, result, 0.0), grad.shape());
+      backend_for(grad.device()).binary(BinaryKind::kThreshold, grad, result, grad.shape());
   return record(kThresholdBackward, {&grad, &result}, out);
 }
 

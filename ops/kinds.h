@@ -5,7 +5,14 @@
 
 namespace ag::ops {
 
-enum class BinaryKind { kAdd, kSub, kMul, kDiv, kPow };
+enum class BinaryKind {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kThreshold  // x where y > 0, else 0 (relu's backward in one pass)
+};
 // Unary kinds; the *Scalar ones combine the element with `scalar`.
 enum class UnaryKind {
   kNeg,

@@ -44,6 +44,8 @@ T apply_binary(BinaryKind kind, T x, T y) {
       return x / y;
     case BinaryKind::kPow:
       return std::pow(x, y);
+    case BinaryKind::kThreshold:
+      return y > T(0) ? x : T(0);
   }
   return T(0);
 }
@@ -66,6 +68,9 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
       break;
     case BinaryKind::kPow:
       out = a.pow(b);
+      break;
+    case BinaryKind::kThreshold:
+      out = a * (b > T(0)).template cast<T>();  // vectorizes (Eigen's select does not)
       break;
   }
 }
