@@ -40,8 +40,6 @@ __device__ __forceinline__ T apply_unary(UnaryOp op, T x, T s) {
       return T(1) / (T(1) + exp(-x));
     case UnaryOp::kRelu:
       return x > T(0) ? x : T(0);
-    case UnaryOp::kStep:
-      return x > T(0) ? T(1) : T(0);
     case UnaryOp::kAddScalar:
       return x + s;
     case UnaryOp::kMulScalar:

@@ -21,7 +21,6 @@ enum class UnaryKind {
   kTanh,
   kSigmoid,
   kRelu,
-  kStep,       // 1 where x > 0 else 0 (relu's derivative, a constant)
   kAddScalar,  // x + s
   kMulScalar,  // x * s
   kPowScalar,  // x ^ s

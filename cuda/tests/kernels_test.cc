@@ -54,6 +54,16 @@ TEST(CudaKernels, BinaryOpsWithBroadcasting) {
   }
 }
 
+TEST(CudaKernels, ThresholdBackward) {
+  AG_SKIP_WITHOUT_CUDA();
+  for (DType dtype : kDTypes) {
+    Pair grad = random_pair({33, 17}, 1, dtype, -2, 2);
+    Pair result = random_pair({33, 17}, 2, dtype, -2, 2);
+    expect_equal(ops::threshold_backward(grad.gpu, result.gpu),
+                 ops::threshold_backward(grad.cpu, result.cpu));
+  }
+}
+
 TEST(CudaKernels, InPlaceOpsBroadcastTheSecondArgument) {
   AG_SKIP_WITHOUT_CUDA();
   for (DType dtype : kDTypes) {
@@ -76,8 +86,8 @@ TEST(CudaKernels, EveryUnaryKind) {
   using ops::UnaryKind;
   const UnaryKind kinds[] = {UnaryKind::kNeg,       UnaryKind::kExp,       UnaryKind::kLog,
                              UnaryKind::kTanh,      UnaryKind::kSigmoid,   UnaryKind::kRelu,
-                             UnaryKind::kStep,      UnaryKind::kAddScalar, UnaryKind::kMulScalar,
-                             UnaryKind::kPowScalar, UnaryKind::kRpowScalar};
+                             UnaryKind::kAddScalar, UnaryKind::kMulScalar, UnaryKind::kPowScalar,
+                             UnaryKind::kRpowScalar};
   for (DType dtype : kDTypes) {
     Pair signed_x = random_pair({33, 17}, 4, dtype, -2, 2);
     Pair positive = random_pair({33, 17}, 5, dtype, 0.1, 3);

@@ -149,9 +149,6 @@ void unary_block(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) 
     case UnaryKind::kRelu:
       y = x.max(T(0));
       break;
-    case UnaryKind::kStep:
-      y = (x > T(0)).template cast<T>();
-      break;
     case UnaryKind::kAddScalar:
       y = x + s;
       break;
