@@ -29,6 +29,17 @@ inline void do_not_optimize(const T& value) {
   asm volatile("" : : "r,m"(value) : "memory");
 }
 
+// Seconds per call of fn() (which returns a checksum), over `iters` calls.
+template <typename Fn>
+double seconds_per_call(int iters, Fn fn) {
+  double checksum = 0;
+  const Clock::time_point start = Clock::now();
+  for (int i = 0; i < iters; ++i) checksum += fn();
+  const double s = seconds_since(start);
+  do_not_optimize(checksum);
+  return s / iters;
+}
+
 // Runs each variant `reps` times, interleaved (v0, v1, ..., v0, v1, ...) so that slow drifts of
 // the machine affect every variant alike, and returns each variant's median. Each variant returns
 // the time of one repetition in whatever unit it likes.

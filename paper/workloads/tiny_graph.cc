@@ -39,22 +39,12 @@ double scalar_chain_call(const ScalarChainInputs& in) {
 double time_tiny_graph_us(const EngineOptions& options, int iters) {
   static const TinyGraphInputs in = make_tiny_graph_inputs();
   OptionsGuard guard(options);
-  double checksum = 0;
-  auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) checksum += tiny_graph_call(in);
-  double s = seconds_since(start);
-  do_not_optimize(checksum);
-  return s / iters * 1e6;
+  return seconds_per_call(iters, [&] { return tiny_graph_call(in); }) * 1e6;
 }
 
 double time_scalar_chain_ms(const ScalarChainInputs& in, const EngineOptions& options, int iters) {
   OptionsGuard guard(options);
-  double checksum = 0;
-  auto start = Clock::now();
-  for (int i = 0; i < iters; ++i) checksum += scalar_chain_call(in);
-  double s = seconds_since(start);
-  do_not_optimize(checksum);
-  return s / iters * 1e3;
+  return seconds_per_call(iters, [&] { return scalar_chain_call(in); }) * 1e3;
 }
 
 }  // namespace ag::paper
