@@ -786,7 +786,10 @@ void seed_003(const Config& config, const Peers& peers, Results& results, Report
   s << "### Peak bytes of the hessian step (seed 001's Tanh workload"
     << (config.quick ? ", quick size" : "")
     << ")\n\nAllocator peak during one step above the live bytes before it (model and input "
-       "excluded).\n\n";
+       "excluded). In this MLP every saved value is needed (every input of every op requires "
+       "grad), so guard_saves changes nothing; the peak is reached while the forward, first- and "
+       "second-grad graphs hold their saved activations, which per-call needs_input_grad does not "
+       "change either: the weight gradients it skips are small, short-lived temporaries.\n\n";
   Table p({"option set", "no final backward", "with final backward"});
   for (const std::string name : {"all on", "guard_saves off", "per-call off", "all off"}) {
     p.row({name, with_unit(static_cast<double>(hf.peak[0].at(name)) / 1024, "KiB"),
