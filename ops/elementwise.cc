@@ -9,8 +9,13 @@ namespace ag::ops {
 namespace {
 
 Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Tensor& b) {
-  const Shape shape = broadcast_shapes(spec.name().c_str(), a, b);
-  return record(spec, {&a, &b}, backend_for(a.device()).binary(kind, a, b, shape));
+  check_same_dtype_and_device(spec.name().c_str(), a, b);
+  Backend& backend = backend_for(a.device());
+  // Same shapes (the common case) need no broadcast shape computed.
+  Tensor out = a.shape() == b.shape()
+                   ? backend.binary(kind, a, b, a.shape())
+                   : backend.binary(kind, a, b, broadcast_shapes(spec.name().c_str(), a, b));
+  return record(spec, {&a, &b}, std::move(out));
 }
 
 Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar = 0) {
