@@ -26,11 +26,6 @@ Layout layout_for(const Shape& shape, const std::vector<std::vector<int64_t>>& s
   return l;
 }
 
-template <typename Fn>
-void on_dtype(DType t, Fn&& fn) {
-  dispatch_dtype(t, [&](auto zero) { fn(zero); });
-}
-
 class CudaBackend final : public ops::Backend {
  public:
   Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) override {
@@ -45,7 +40,7 @@ class CudaBackend final : public ops::Backend {
 
   Tensor unary(UnaryKind kind, const Tensor& a, double scalar) override {
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::unary<T>(kind, a.data<T>(), out.data<T>(), a.numel(), static_cast<T>(scalar));
     });
@@ -54,7 +49,7 @@ class CudaBackend final : public ops::Backend {
 
   Tensor fill(const Shape& shape, double value, DType dtype, Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);
-    on_dtype(dtype, [&](auto z) {
+    dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
       cuda::fill<T>(out.data<T>(), out.numel(), static_cast<T>(value));
     });
@@ -75,7 +70,7 @@ class CudaBackend final : public ops::Backend {
 
   Tensor sum_all(const Tensor& a) override {
     Tensor out = Tensor::empty({}, a.dtype(), a.device());
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::sum_all<T>(a.data<T>(), out.data<T>(), a.numel());
     });
@@ -89,7 +84,7 @@ class CudaBackend final : public ops::Backend {
     ReducePlan plan;
     AG_CHECK(plan_sum_to(a.shape(), aligned, &plan), "cuda: sum_to from ", to_string(a.shape()),
              " to ", to_string(shape), " alternates kept and reduced dims too often");
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::sum_to<T>(a.data<T>(), out.data<T>(), plan);
     });
@@ -117,7 +112,7 @@ class CudaBackend final : public ops::Backend {
     g.stride_b = br * bc;
     g.stride_c = g.m * g.n;
     g.batch = a.dim() == 3 ? a.shape()[0] : 1;
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       if (bias != nullptr) {  // C = bias (broadcast over rows), then C += A B
         broadcast_rows<T>(bias->data<T>(), out.data<T>(), g.batch * g.m, g.n);
@@ -133,7 +128,7 @@ class CudaBackend final : public ops::Backend {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < dim; ++d) outer *= a.shape()[d];
     for (int64_t d = dim + 1; d < a.dim(); ++d) inner *= a.shape()[d];
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::log_softmax<T>(a.data<T>(), out.data<T>(), outer, a.shape()[dim], inner);
     });
@@ -142,7 +137,7 @@ class CudaBackend final : public ops::Backend {
 
   Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) override {
     Tensor out = Tensor::empty({a.shape()[0]}, a.dtype(), a.device());
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::gather_rows<T>(a.data<T>(), out.data<T>(), a.shape()[0], a.shape()[1], targets);
     });
@@ -152,7 +147,7 @@ class CudaBackend final : public ops::Backend {
   Tensor nll_grad_pattern(const Shape& shape, const std::vector<int64_t>& targets, double scale,
                           DType dtype, Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);
-    on_dtype(dtype, [&](auto z) {
+    dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
       nll_pattern<T>(out.data<T>(), shape[0], shape[1], targets, static_cast<T>(-scale));
     });
@@ -162,7 +157,7 @@ class CudaBackend final : public ops::Backend {
   Tensor dropout_mask(const Shape& shape, double keep_prob, uint64_t seed, DType dtype,
                       Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);
-    on_dtype(dtype, [&](auto z) {
+    dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
       cuda::dropout_mask<T>(out.data<T>(), out.numel(), keep_prob, seed);
     });
@@ -176,7 +171,7 @@ class CudaBackend final : public ops::Backend {
     const Layout layout = same ? Layout{}
                                : layout_for(shape, {ops::broadcast_strides(a.shape(), shape),
                                                     ops::broadcast_strides(b.shape(), shape)});
-    on_dtype(a.dtype(), [&](auto z) {
+    dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::binary<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),
                       same ? nullptr : &layout);
@@ -186,7 +181,7 @@ class CudaBackend final : public ops::Backend {
   void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
                     const Tensor& dst) override {
     const Layout layout = layout_for(dst.shape(), {src_strides});
-    on_dtype(dst.dtype(), [&](auto z) {
+    dispatch_dtype(dst.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::strided_copy<T>(src.data<T>(), dst.data<T>(), dst.numel(), layout);
     });
