@@ -10,12 +10,17 @@
 //
 // Standalone: built with Bazel (-c opt, linkstatic) and copied to a GPU machine, see README.md.
 //   hessian_bench [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] [--builtin-gemm]
+//                 [--tsv FILE]
+// --tsv appends the figures to FILE as paper/results/cuda/*.tsv rows (date, device, workload,
+// variant, metric, value, unit), which paper/reproduce shows beside the CPU figures.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -36,6 +41,7 @@ struct Config {
   int warmup = 3;
   bool cpu = false;
   bool tanh = false;
+  std::string tsv;  // append the figures here when set
 };
 
 struct Variant {
@@ -47,6 +53,19 @@ EngineOptions options_for(const Variant& v) {
   EngineOptions o;
   o.per_call_needs_input_grad = v.per_call;
   return o;
+}
+
+// One row of paper/results/cuda/*.tsv.
+void append_row(std::ofstream& out, const std::string& device, const std::string& workload,
+                const std::string& variant, const std::string& metric, double value,
+                const char* unit) {
+  char date[16];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  char number[32];
+  std::snprintf(number, sizeof number, std::strcmp(unit, "bytes") == 0 ? "%.0f" : "%.4g", value);
+  out << date << '\t' << device << '\t' << workload << '\t' << variant << '\t' << metric << '\t'
+      << number << '\t' << unit << '\n';
 }
 
 double median(std::vector<double> v) {
@@ -102,6 +121,27 @@ int run(const Config& c) {
                 variants[v].final_backward ? "y_xx + final backward" : "y_xx (two nested grads)",
                 off, on, off / on, static_cast<long long>(peak[v + 1]));
   }
+  if (!c.tsv.empty()) {
+    std::ofstream out(c.tsv, std::ios::app);
+    if (!out) {
+      std::fprintf(stderr, "hessian_bench: cannot append to %s\n", c.tsv.c_str());
+      return 1;
+    }
+    // The device's name: describe_device() up to its details in parentheses.
+    std::string name = c.cpu ? "cpu" : cuda::describe_device();
+    name = name.substr(0, name.find(" ("));
+    const std::string workload = std::string("hessian (") + (c.tanh ? "Tanh" : "ReLU") +
+                                 ", batch " + std::to_string(c.batch) + ")";
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const std::string variant =
+          std::string("ours, per-call needs_input_grad ") + (variants[v].per_call ? "on" : "off");
+      const std::string label =
+          variants[v].final_backward ? "with final backward" : "no final backward";
+      append_row(out, name, workload, variant, "step time, " + label, median(ms[v]), "ms");
+      append_row(out, name, workload, variant, "peak bytes above live, " + label,
+                 static_cast<double>(peak[v]), "bytes");
+    }
+  }
   std::printf("peak bytes above the live bytes before the step; live after setup: %lld\n",
               static_cast<long long>(live_bytes(dev)));
   std::printf("anchor (seed 001, H100 + PyTorch 2.11): 2.40 ms and 4.65 ms\n");
@@ -138,10 +178,12 @@ int main(int argc, char** argv) {
       ag::cuda::set_allow_tf32(true);
     } else if (arg == "--builtin-gemm") {
       ag::cuda::set_gemm_backend(ag::cuda::GemmBackend::kBuiltin);
+    } else if (arg == "--tsv" && i + 1 < argc) {
+      c.tsv = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: %s [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] "
-                   "[--builtin-gemm]\n",
+                   "[--builtin-gemm] [--tsv FILE]\n",
                    argv[0]);
       return 2;
     }

@@ -30,11 +30,14 @@ mkdir -p "$out"
 cp "$bin/cuda/hessian_bench" "$out/"
 for t in "${tests[@]}"; do cp "$bin/cuda/tests/$t" "$out/"; done
 chmod u+w "$out"/*
+# The PyTorch peer of the benchmark, run beside ours where the GPU machine has torch.
+mkdir -p "$out/peers"
+cp paper/peers/common.py paper/peers/hessian.py "$out/peers/"
 
 # Self-contained: only the C/C++ runtime may be loaded dynamically (the driver's libcuda and
 # cuBLAS are opened at run time with dlopen).
 allowed='linux-vdso|libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libdl\.so|libpthread|librt\.so'
-for f in "$out"/*; do
+for f in "$out"/*_test "$out"/hessian_bench; do
   extra=$(ldd "$f" | grep -vE "$allowed" || true)
   if [[ -n "$extra" ]]; then
     echo "build_gpu_bundle.sh: $f needs more shared libraries than libc/libstdc++:" >&2
@@ -45,7 +48,9 @@ done
 
 cat > "$out/run_all.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the CUDA tests, then the hessian benchmark (ReLU, the published workload, and Tanh).
+# Runs the CUDA tests, then the hessian benchmark (ReLU, the published workload, and Tanh), then
+# its PyTorch peer on the same GPU when python3 has a CUDA-enabled torch (same batch, same
+# protocol), so that ours and PyTorch's times come from one run.
 # Arguments go to both benchmark runs, e.g. ./run_all.sh --reps 50
 # Exit status: 0 all passed, 1 a failure, 2 no usable GPU (everything that needs one skipped).
 set -uo pipefail
@@ -59,16 +64,22 @@ if [[ -z "${AG_CUBLAS_PATH:-}" ]] && ! ldconfig -p 2>/dev/null | grep -q 'libcub
 fi
 echo "AG_CUBLAS_PATH=${AG_CUBLAS_PATH:-<loader search>}"
 
+# The benchmark figures, as paper/results/cuda/*.tsv rows (copy the file there to keep them).
+tsv=${AG_TSV:-hessian_results.tsv}
+echo "figures: $tsv"
+
 status=0
 for t in ./*_test; do
   echo "=== $t"
-  "$t" || status=1
+  timeout 600 "$t" || status=1
 done
 echo "=== hessian_bench (ReLU)"
 log=$(mktemp)
-./hessian_bench "$@" | tee "$log" || status=1
+./hessian_bench --tsv "$tsv" "$@" | tee "$log" || status=1
 echo "=== hessian_bench (Tanh)"
-./hessian_bench --tanh "$@" || status=1
+./hessian_bench --tanh --tsv "$tsv" "$@" || status=1
+echo "=== PyTorch peer (peers/hessian.py --device cuda)"
+python3 peers/hessian.py --device cuda --tsv "$tsv" || echo "run_all.sh: no PyTorch peer on this machine"
 if grep -q "skipped:" "$log"; then
   echo "run_all.sh: NO USABLE GPU: the GPU tests and the benchmark were skipped"
   status=2

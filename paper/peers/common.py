@@ -13,9 +13,12 @@ import sys
 import time
 
 
-def parse_args(description):
+def parse_args(description, add_arguments=None):
+    """--quick, plus whatever add_arguments(parser) adds for one script."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="a small version of the workload")
+    if add_arguments:
+        add_arguments(parser)
     return parser.parse_args()
 
 

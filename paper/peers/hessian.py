@@ -1,14 +1,38 @@
-"""PyTorch peer of the hessian benchmark (seed 001, PR 82544's script on the CPU): MLP, input 16,
-six hidden Linear+activation layers of width 256, output 1 (ReLU as published, and Tanh); y_xx by
-two nested grad(create_graph=True) w.r.t. x, without and with a final backward to the weights."""
+"""PyTorch peer of the hessian benchmark (seed 001, PR 82544's script): MLP, input 16, six hidden
+Linear+activation layers of width 256, output 1 (ReLU as published, and Tanh); y_xx by two nested
+grad(create_graph=True) w.r.t. x, without and with a final backward to the weights.
+
+On the CPU (batch 1000) it is paper/reproduce's peer. With --device cuda (batch 10000) it is the
+peer of cuda/hessian_bench, run beside it by gpu_bin/run_all.sh: every step ends with a device
+synchronization, as ours does, and the times are medians of interleaved repetitions."""
+
+import time
 
 from common import figure, import_torch, median_time, parse_args
 
-args = parse_args(__doc__)
-torch = import_torch()
 
-batch, hidden, reps = (100, 64, 3) if args.quick else (1000, 256, 15)
-x = (torch.rand(batch, 16) * 2 - 1).requires_grad_()
+def add_arguments(parser):
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--batch", type=int, default=0, help="default: 1000 on cpu, 10000 on cuda")
+    parser.add_argument("--reps", type=int, default=0, help="repetitions (median is reported)")
+    parser.add_argument("--tsv", help="append the figures here as paper/results/cuda/*.tsv rows")
+
+
+args = parse_args(__doc__, add_arguments)
+torch = import_torch()
+device = torch.device(args.device)
+cuda = device.type == "cuda"
+if cuda and not torch.cuda.is_available():
+    print("unavailable\ttorch sees no CUDA device")
+    raise SystemExit(3)
+device_name = torch.cuda.get_device_name(device) if cuda else "cpu"
+if cuda:
+    print("peer-device\t%s" % device_name)
+
+batch, hidden, reps = (100, 64, 3) if args.quick else (10000 if cuda else 1000, 256, 15)
+batch = args.batch or batch
+reps = args.reps or (20 if cuda else reps)
+x = (torch.rand(batch, 16, device=device) * 2 - 1).requires_grad_()
 
 
 def make_model(activation):
@@ -16,7 +40,7 @@ def make_model(activation):
     for _ in range(5):
         layers += [torch.nn.Linear(hidden, hidden), activation()]
     layers += [torch.nn.Linear(hidden, 1)]
-    return torch.nn.Sequential(*layers)
+    return torch.nn.Sequential(*layers).to(device)
 
 
 def step(model, final_backward):
@@ -26,12 +50,20 @@ def step(model, final_backward):
     if final_backward:
         model.zero_grad(set_to_none=True)
         y_xx.sum().backward()
+    if cuda:
+        torch.cuda.synchronize(device)
     return y_xx
 
 
 for name, activation in (("ReLU", torch.nn.ReLU), ("Tanh", torch.nn.Tanh)):
     model = make_model(activation)
     for final_backward, label in ((False, "no final backward"), (True, "with final backward")):
-        step(model, final_backward)  # warm-up
+        for _ in range(3):
+            step(model, final_backward)  # warm-up (cuBLAS handles, the caching allocator)
         seconds = median_time(lambda: step(model, final_backward), 1, reps)
         figure("pytorch", "%s step time, %s" % (name, label), seconds * 1e3, "ms")
+        if args.tsv:
+            with open(args.tsv, "a") as out:
+                out.write("%s\t%s\thessian (%s, batch %d)\tPyTorch %s\tstep time, %s\t%.4g\tms\n"
+                          % (time.strftime("%Y-%m-%d", time.gmtime()), device_name, name, batch,
+                             torch.__version__, label, seconds * 1e3))
