@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/thread_cache.h"
 
 namespace ag {
 
@@ -42,7 +43,8 @@ void free_block(void* ptr) { std::free(static_cast<void**>(ptr)[-1]); }
 // Freed blocks of up to 64 KiB, kept per thread and per power-of-two size class for the next
 // tensor of that class. Small tensors are created and dropped constantly (every op's output,
 // every gradient), and blocks of a few KiB miss glibc's own per-thread cache, so this halves the
-// fixed cost of a small op. Bounded: a few blocks per class, freed when the thread ends.
+// fixed cost of a small op. Bounded: a few blocks per class, freed when the thread ends
+// (Note [Thread caches]).
 class SmallBlockCache {
  public:
   static constexpr int kClasses = 11;  // 64 B .. 64 KiB
@@ -81,28 +83,6 @@ class SmallBlockCache {
   std::vector<void*> free_[kClasses];
 };
 
-// The calling thread's cache, or null once the thread is shutting down (tensors held by static
-// objects are freed after thread-local objects are destroyed; they bypass the cache). The plain
-// pointer and flag need no destruction, so reading them then is safe.
-thread_local SmallBlockCache* thread_cache = nullptr;
-thread_local bool thread_cache_gone = false;
-
-struct ThreadCacheOwner {
-  ~ThreadCacheOwner() {
-    delete thread_cache;
-    thread_cache = nullptr;
-    thread_cache_gone = true;
-  }
-};
-
-SmallBlockCache* small_blocks() {
-  if (thread_cache == nullptr && !thread_cache_gone) {
-    thread_local ThreadCacheOwner owner;
-    thread_cache = new SmallBlockCache;
-  }
-  return thread_cache;
-}
-
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
@@ -118,7 +98,7 @@ class CpuAllocator final : public Allocator {
   // carved out of a plain malloc (much cheaper than aligned_alloc); the malloc'ed pointer is
   // kept just before it. Small blocks are recycled through a per-thread cache (below).
   void* allocate(size_t bytes) override {
-    SmallBlockCache* cache = small_blocks();
+    SmallBlockCache* cache = thread_cache<SmallBlockCache>();
     void* block = cache ? cache->take(bytes) : nullptr;
     if (!block)
       block = new_block(SmallBlockCache::fits(bytes) ? SmallBlockCache::class_bytes(bytes) : bytes);
@@ -126,7 +106,7 @@ class CpuAllocator final : public Allocator {
     return block;
   }
   void deallocate(void* ptr, size_t bytes) override {
-    SmallBlockCache* cache = small_blocks();
+    SmallBlockCache* cache = thread_cache<SmallBlockCache>();
     if (!cache || !cache->give(ptr, bytes)) free_block(ptr);
     stats().on_free(bytes);
   }

@@ -3,16 +3,19 @@
 #include "engine/allocator.h"
 #include "engine/error.h"
 #include "engine/node.h"
+#include "engine/object_pool.h"
 
 namespace ag {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
-  auto impl = std::make_shared<TensorImpl>();
+  // Note [Pooled tensor metadata]
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(
-      static_cast<size_t>(ag::numel(shape)) * element_size(dtype), device);
+  impl->storage = std::allocate_shared<Storage>(
+      PoolAllocator<Storage>(), static_cast<size_t>(ag::numel(shape)) * element_size(dtype),
+      device);
   return Tensor(std::move(impl));
 }
 
@@ -68,7 +71,7 @@ void Tensor::set_grad(const Tensor& g) {
 }
 
 Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->shape = impl_->shape;
   impl->dtype = impl_->dtype;
   impl->storage = impl_->storage;
