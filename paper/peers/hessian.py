@@ -6,9 +6,10 @@ On the CPU (batch 1000) it is paper/reproduce's peer. With --device cuda (batch 
 peer of cuda/hessian_bench, run beside it by gpu_bin/run_all.sh: every step ends with a device
 synchronization, as ours does, and the times are medians of interleaved repetitions."""
 
+import statistics
 import time
 
-from common import figure, import_torch, median_time, parse_args
+from common import figure, import_torch, parse_args, timed
 
 
 def add_arguments(parser):
@@ -55,15 +56,25 @@ def step(model, final_backward):
     return y_xx
 
 
+# Interleaved, as ours: each repetition times every variant once, so a slow spell of a shared
+# machine lands on all variants instead of one.
+variants = []
 for name, activation in (("ReLU", torch.nn.ReLU), ("Tanh", torch.nn.Tanh)):
     model = make_model(activation)
     for final_backward, label in ((False, "no final backward"), (True, "with final backward")):
-        for _ in range(3):
-            step(model, final_backward)  # warm-up (cuBLAS handles, the caching allocator)
-        seconds = median_time(lambda: step(model, final_backward), 1, reps)
-        figure("pytorch", "%s step time, %s" % (name, label), seconds * 1e3, "ms")
-        if args.tsv:
-            with open(args.tsv, "a") as out:
-                out.write("%s\t%s\thessian (%s, batch %d)\tPyTorch %s\tstep time, %s\t%.4g\tms\n"
-                          % (time.strftime("%Y-%m-%d", time.gmtime()), device_name, name, batch,
-                             torch.__version__, label, seconds * 1e3))
+        variants.append((name, label, model, final_backward))
+for _, _, model, final_backward in variants:
+    for _ in range(3):
+        step(model, final_backward)  # warm-up (cuBLAS handles, the caching allocator)
+times = [[] for _ in variants]
+for _ in range(reps):
+    for i, (_, _, model, final_backward) in enumerate(variants):
+        times[i].append(timed(lambda: step(model, final_backward), 1))
+for (name, label, _, _), t in zip(variants, times):
+    ms = statistics.median(t) * 1e3
+    figure("pytorch", "%s step time, %s" % (name, label), ms, "ms")
+    if args.tsv:
+        with open(args.tsv, "a") as out:
+            out.write("%s\t%s\thessian (%s, batch %d)\tPyTorch %s\tstep time, %s\t%.4g\tms\n"
+                      % (time.strftime("%Y-%m-%d", time.gmtime()), device_name, name, batch,
+                         torch.__version__, label, ms))
