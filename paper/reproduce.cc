@@ -733,8 +733,8 @@ HessianFigures seed_001(const Config& config, const Peers& peers, Results& resul
     s << "No saved CUDA results (paper/results/cuda/*.tsv): this machine has no GPU; the rows "
          "appear here once a GPU run has saved them.\n";
   } else {
-    Table cu({"date", "device", "variant", "metric", "value"});
-    for (const auto& r : cuda_rows) cu.row({r[0], r[1], r[3], r[4], r[5] + " " + r[6]});
+    Table cu({"date", "device", "workload", "variant", "metric", "value"});
+    for (const auto& r : cuda_rows) cu.row({r[0], r[1], r[2], r[3], r[4], r[5] + " " + r[6]});
     s << "Saved from earlier runs on a GPU machine (not measured now):\n\n" << cu.str();
   }
   return hf;
