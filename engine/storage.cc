@@ -15,8 +15,11 @@ Allocator& allocator_of(const Device& device) {
 }  // namespace
 
 Storage::Storage(size_t nbytes, Device device)
-    : data_(allocator_of(device).allocate(nbytes)), nbytes_(nbytes), device_(device) {}
+    : allocator_(&allocator_of(device)),
+      data_(allocator_->allocate(nbytes)),
+      nbytes_(nbytes),
+      device_(device) {}
 
-Storage::~Storage() { allocator_for(device_.type).deallocate(data_, nbytes_); }
+Storage::~Storage() { allocator_->deallocate(data_, nbytes_); }
 
 }  // namespace ag

@@ -8,6 +8,8 @@
 
 namespace ag {
 
+class Allocator;
+
 // A device buffer plus the version counter shared by every tensor that views it (views, detach()).
 // In-place ops bump the version; SavedVariable compares it at unpack time.
 class Storage {
@@ -25,6 +27,7 @@ class Storage {
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
+  Allocator* allocator_;  // the device's, looked up once
   void* data_;
   size_t nbytes_;
   Device device_;

@@ -25,11 +25,6 @@ int64_t Tensor::size(int64_t d) const {
   return shape()[d < 0 ? d + n : d];
 }
 
-void* Tensor::raw_data() const {
-  return static_cast<char*>(impl_->storage->data()) +
-         impl_->offset * static_cast<int64_t>(element_size(impl_->dtype));
-}
-
 std::vector<double> Tensor::to_vector() const {
   std::vector<double> out(static_cast<size_t>(numel()));
   dispatch_dtype(dtype(), [&](auto zero) {

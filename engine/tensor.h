@@ -51,7 +51,10 @@ class Tensor {
   Device device() const { return impl_->storage->device(); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
 
-  void* raw_data() const;
+  void* raw_data() const {
+    return static_cast<char*>(impl_->storage->data()) +
+           impl_->offset * static_cast<int64_t>(element_size(impl_->dtype));
+  }
   template <typename T>
   T* data() const {
     return static_cast<T*>(raw_data());
