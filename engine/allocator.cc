@@ -75,10 +75,9 @@ class SmallBlockCache {
 
  private:
   static size_t class_bytes_of(int c) { return size_t{64} << c; }
+  // The smallest c with 64 << c >= bytes.
   static int class_of(size_t bytes) {
-    int c = 0;
-    while (class_bytes_of(c) < bytes) ++c;
-    return c;
+    return bytes <= 64 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(bytes - 1)) - 6;
   }
   std::vector<void*> free_[kClasses];
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -32,10 +33,10 @@ class Shape {
     assign(first, last);
   }
   Shape(const std::vector<int64_t>& dims) { assign(dims.begin(), dims.end()); }  // NOLINT
-  Shape(const Shape& other) { assign(other.begin(), other.end()); }
+  Shape(const Shape& other) { copy_from(other); }
   Shape(Shape&& other) noexcept { take(other); }
   Shape& operator=(const Shape& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != &other) copy_from(other);
     return *this;
   }
   Shape& operator=(Shape&& other) noexcept {
@@ -126,6 +127,16 @@ class Shape {
 
  private:
   size_t capacity() const { return heap_ ? heap_capacity_ : kInline; }
+  // Inline shapes copy the whole (fixed-size) inline array: a few vector moves, no loop.
+  void copy_from(const Shape& other) {
+    if (other.heap_) {
+      assign(other.begin(), other.end());
+      return;
+    }
+    heap_.reset();
+    std::memcpy(inline_, other.inline_, sizeof inline_);
+    size_ = other.size_;
+  }
   void take(Shape& other) {
     if (other.heap_) {
       heap_ = std::move(other.heap_);
@@ -138,7 +149,7 @@ class Shape {
   }
 
   size_t size_ = 0;
-  int64_t inline_[kInline];
+  int64_t inline_[kInline] = {};     // zeroed, so that copy_from copies only initialized values
   std::unique_ptr<int64_t[]> heap_;  // set once the shape has outgrown inline_
   size_t heap_capacity_ = 0;
 };

@@ -10,9 +10,7 @@ namespace ag {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
   // Note [Pooled tensor metadata]
-  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
-  impl->shape = shape;
-  impl->dtype = dtype;
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), shape, dtype);
   impl->storage = std::allocate_shared<Storage>(
       PoolAllocator<Storage>(), static_cast<size_t>(ag::numel(shape)) * element_size(dtype),
       device);

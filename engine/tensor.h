@@ -18,6 +18,9 @@ class Node;
 // The state behind a Tensor handle: data (a contiguous view into a Storage) plus autograd
 // metadata. Handles share one TensorImpl; views and detach() share the Storage instead.
 struct TensorImpl {
+  TensorImpl() = default;
+  TensorImpl(const Shape& shape, DType dtype) : shape(shape), dtype(dtype) {}
+
   Shape shape;
   DType dtype = DType::kFloat32;
   std::shared_ptr<Storage> storage;
