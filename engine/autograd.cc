@@ -5,6 +5,7 @@
 #include "engine/error.h"
 #include "engine/node.h"
 #include "ops/ops.h"
+#include "ops/views.h"
 
 namespace ag {
 
@@ -23,6 +24,7 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     AG_CHECK(out.defined(), api, ": tensor ", i, " is undefined");
+    ops::refresh_view(out);  // Note [In-place ops on views]
     AG_CHECK(out.requires_grad(), api, ": tensor ", i, " (", out.describe(),
              ") does not require grad and has no grad_fn");
     Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
@@ -54,6 +56,7 @@ void add_targets(const char* api, ExecuteRequest& request, const TensorList& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
+    ops::refresh_view(in);
     AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
              ") does not require grad, so it has no gradient");
     request.targets.push_back(gradient_edge(in));

@@ -5,6 +5,7 @@
 #include <typeinfo>
 
 #include "engine/grad_mode.h"
+#include "ops/views.h"
 
 namespace ag {
 
@@ -23,6 +24,7 @@ template <typename F>
 TensorList Function<F>::apply(const TensorList& inputs) {
   auto state = std::make_unique<FunctionState>();
   for (const Tensor& t : inputs) {
+    ops::refresh_view(t);  // Note [In-place ops on views]
     state->input_requires_grad.push_back(t.defined() && t.requires_grad());
     state->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,7 +35,12 @@ struct TensorImpl {
   // A leaf's AccumulateGrad node, created on first use and kept by the leaf (the node refers
   // back only weakly, so there is no cycle); every graph built on the leaf shares it.
   std::shared_ptr<Node> grad_accumulator;
-  std::mutex autograd_mutex;  // guards grad_accumulator and grad
+  std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
+
+  // Set on reshape views (Note [In-place ops on views], ops/views.h): the root tensor whose
+  // storage this one views, and the storage version that this view's grad_fn reflects.
+  std::shared_ptr<TensorImpl> view_base;
+  std::atomic<uint32_t> view_version{0};
 };
 
 class Tensor {

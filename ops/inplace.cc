@@ -1,5 +1,6 @@
 // In-place ops: write into the first argument, bump its version counter, and rebase its history
-// onto the new node (the old history becomes that node's input edge).
+// onto the new node (the old history becomes that node's input edge). When the argument is a
+// view, its base's history is rebased too (Note [In-place ops on views]).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/options.h"
@@ -7,6 +8,7 @@
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 namespace {
@@ -36,6 +38,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
            a.describe(),
            ") cannot be modified in place while grad mode is on; "
            "modify its detach() or use a no-grad guard");
+  check_inplace_on_view(op, a);
 }
 
 }  // namespace
@@ -45,6 +48,7 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
   a.bump_version();
   record(kAddInplace, {&a, &b}, a);
+  rebase_base_after_inplace(a);
   return a;
 }
 
@@ -58,6 +62,7 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
   a.bump_version();
   record(kMulInplace, {&a, &b}, a, {}, {before});
+  rebase_base_after_inplace(a);
   return a;
 }
 
@@ -66,6 +71,7 @@ Tensor& copy_(Tensor& a, const Tensor& src) {
   backend_for(a.device()).copy(a, src);
   a.bump_version();
   record(kCopyInplace, {&a, &src}, a);
+  rebase_base_after_inplace(a);
   return a;
 }
 

@@ -4,6 +4,7 @@
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 namespace {
@@ -48,7 +49,9 @@ Shape infer_shape(const Tensor& a, const Shape& requested) {
 Tensor reshape(const Tensor& a, const Shape& shape) {
   check_defined("reshape", a, "input");
   Shape resolved = infer_shape(a, shape);
-  return record(kReshape, {&a}, a.alias_with_shape(resolved));
+  Tensor out = record(kReshape, {&a}, a.alias_with_shape(resolved));
+  mark_view(out, a);  // Note [In-place ops on views]
+  return out;
 }
 
 Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }

@@ -6,6 +6,7 @@
 #include "engine/grad_mode.h"
 #include "engine/options.h"
 #include "ops/ops.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 
@@ -75,6 +76,7 @@ Tensor BackwardContext::saved(size_t slot) const {
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   for (const Tensor* t : inputs) {
+    refresh_view(*t);  // Note [In-place ops on views]
     if (t->defined() && t->requires_grad()) return true;
   }
   return false;

@@ -1,0 +1,32 @@
+#pragma once
+
+#include "engine/tensor.h"
+
+namespace ag::ops {
+
+// Note [In-place ops on views]
+// reshape/view return views: tensors sharing their input's storage. An in-place op writes
+// through a view into its base too, so the base's history must change as well, or gradients
+// flowing through the base would miss the op (PyTorch does this with CopySlices). Our views
+// always cover their whole base, so the base's new history is simply
+//     base = reshape(view_after_the_op, base.shape)
+// which rebase_base_after_inplace() records right after the op. Other views of the same base
+// (siblings) are now stale: their grad_fn predates the write. Each view remembers the storage
+// version its history reflects; refresh_view() notices the mismatch the next time the view
+// enters a graph and regenerates its history as reshape(base, view.shape). Views of views share
+// one root base. As in PyTorch, a view of a leaf that requires grad cannot be modified in place.
+
+// Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
+void mark_view(const Tensor& view, const Tensor& of);
+
+// Throws if `t` is a view of a leaf that requires grad and grad mode is on.
+void check_inplace_on_view(const char* op, const Tensor& t);
+
+// After an in-place op recorded on `t`: if t is a view, re-derive its base's history from t's.
+void rebase_base_after_inplace(const Tensor& t);
+
+// If `t` is a view whose base was written since t's history was recorded, regenerate it.
+// Cheap when t is not a view or is current.
+void refresh_view(const Tensor& t);
+
+}  // namespace ag::ops
