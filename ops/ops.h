@@ -53,8 +53,11 @@ Tensor sum_to(const Tensor& a, const Shape& shape);
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
 
 // Shapes.
-Tensor reshape(const Tensor& a, const Shape& shape);  // a view: shares storage and version
-Tensor view(const Tensor& a, const Shape& shape);     // same as reshape (all tensors contiguous)
+// reshape/view return a view: it shares storage and version with its input. In-place ops through
+// a view update the base's history too (Note [In-place ops on views] in ops/views.h).
+Tensor reshape(const Tensor& a, const Shape& shape);
+Tensor view(const Tensor& a, const Shape& shape);  // same as reshape (all tensors contiguous)
+// A new contiguous tensor (tensors here have no strides), not a view.
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
 Tensor detach(const Tensor& a);
 
