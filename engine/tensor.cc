@@ -64,9 +64,8 @@ void Tensor::set_grad(const Tensor& g) {
 }
 
 Tensor Tensor::detach() const {
-  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
-  impl->shape = impl_->shape;
-  impl->dtype = impl_->dtype;
+  auto impl =
+      std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), impl_->shape, impl_->dtype);
   impl->storage = impl_->storage;
   impl->offset = impl_->offset;
   return Tensor(std::move(impl));

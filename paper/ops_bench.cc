@@ -16,12 +16,12 @@ using ag::Tensor;
 using Vec = Eigen::ArrayXf;
 using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-Tensor input(int64_t n, uint64_t seed) { return ag::ops::uniform({n}, -1, 1, seed); }
-
 // The CPU allocator tunes glibc's malloc when it is first used (engine/allocator.cc), which also
 // speeds up Eigen's own allocations. Set it up before any benchmark runs, so that both sides
 // always run under the same malloc settings, whatever the order.
 const bool allocator_ready = ag::live_bytes() >= 0;
+
+Tensor input(int64_t n, uint64_t seed) { return ag::ops::uniform({n}, -1, 1, seed); }
 Vec eigen_input(int64_t n) { return Vec::Random(n); }
 
 // Elementwise and reductions: ours.
