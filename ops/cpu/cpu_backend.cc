@@ -50,6 +50,30 @@ T apply_binary(BinaryKind kind, T x, T y) {
   return T(0);
 }
 
+// threshold_backward's grad * (result > 0) as an Eigen functor with a packet path: a compare
+// mask and-ed with the gradient. Eigen 3.4's select() and a bool-to-float cast both fall back to
+// scalar code here, which made this op twice as slow as an add in the hessian benchmark.
+template <typename T>
+struct ThresholdOp {
+  T operator()(T grad, T result) const { return result > T(0) ? grad : T(0); }
+  template <typename Packet>
+  Packet packetOp(const Packet& grad, const Packet& result) const {
+    using namespace Eigen::internal;
+    return pand(grad, pcmp_lt(pzero(result), result));
+  }
+};
+
+}  // namespace
+}  // namespace ag::ops
+
+template <typename T>
+struct Eigen::internal::functor_traits<ag::ops::ThresholdOp<T>> {
+  enum { Cost = 2, PacketAccess = packet_traits<T>::HasCmp };
+};
+
+namespace ag::ops {
+namespace {
+
 // out = a (kind) b over whole arrays, vectorized by Eigen.
 template <typename T, typename A, typename B, typename O>
 void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
@@ -70,7 +94,7 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
       out = a.pow(b);
       break;
     case BinaryKind::kThreshold:
-      out = a * (b > T(0)).template cast<T>();  // vectorizes (Eigen's select does not)
+      out = a.binaryExpr(b, ThresholdOp<T>());
       break;
   }
 }
@@ -216,13 +240,18 @@ template <typename T>
 void matmul_rows(const ConstMatMap<T>& A, const ConstMatMap<T>& B, bool ta, bool tb,
                  const Tensor* bias, MatMap<T>& C, int64_t r0, int64_t rows) {
   auto c = C.middleRows(r0, rows);
-  if (!ta && !tb) c.noalias() = A.middleRows(r0, rows) * B;
-  if (!ta && tb) c.noalias() = A.middleRows(r0, rows) * B.transpose();
-  if (ta && !tb) c.noalias() = A.transpose().middleRows(r0, rows) * B;
-  if (ta && tb) c.noalias() = A.transpose().middleRows(r0, rows) * B.transpose();
+  // Eigen's GEMM accumulates into C, so `c = A B` first zeroes C. With a bias, C starts as the
+  // bias rows instead and the product is added on: one pass over C fewer.
   if (bias) {
-    c.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias->data<T>(), C.cols());
+    const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> row(bias->data<T>(), C.cols());
+    for (int64_t r = 0; r < rows; ++r) c.row(r) = row;
+  } else {
+    c.setZero();
   }
+  if (!ta && !tb) c.noalias() += A.middleRows(r0, rows) * B;
+  if (!ta && tb) c.noalias() += A.middleRows(r0, rows) * B.transpose();
+  if (ta && !tb) c.noalias() += A.transpose().middleRows(r0, rows) * B;
+  if (ta && tb) c.noalias() += A.transpose().middleRows(r0, rows) * B.transpose();
 }
 
 // Large products are split into row blocks (or batches) run by parallel_for; small ones stay on
