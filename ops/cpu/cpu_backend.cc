@@ -330,7 +330,11 @@ class CpuBackend final : public Backend {
     Tensor out = Tensor::empty(shape, dtype, device);
     dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
-      out_vec<T>(out).setConstant(static_cast<T>(value));
+      T* po = out.data<T>();
+      for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n)
+            .setConstant(static_cast<T>(value));
+      });
     });
     return out;
   }

@@ -1,6 +1,6 @@
 // CPU kernels with a vector path of their own, against naive loops: threshold_backward's
-// compare-and-mask functor (packets, tails and the parallel split, NaNs included) and linear's
-// product that starts from the bias rows instead of zeroing C first.
+// compare-and-mask functor (packets, tails and the parallel split, NaNs included), linear's
+// product that starts from the bias rows instead of zeroing C first, and the split fill.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,6 +76,15 @@ TEST(LinearKernel, BiasRowsPlusProductMatchNaiveLoops) {
         ASSERT_NEAR(with_bias[i * out + j], dot + vb[j], 1e-12) << rows << ": " << i << "," << j;
       }
     }
+  }
+}
+
+TEST(FillKernel, EveryElementOfASplitFillIsSet) {
+  NoGradGuard no_grad;
+  for (int64_t n : {int64_t{5}, (int64_t{1} << 17) + 3}) {
+    const std::vector<double> v = full({n}, 2.5, DType::kFloat32).to_vector();
+    ASSERT_EQ(v.size(), static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2.5) << "n=" << n << " i=" << i;
   }
 }
 
