@@ -13,18 +13,6 @@
 
 namespace ag {
 
-void AllocatorStats::on_allocate(size_t bytes) {
-  int64_t live = live_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
-                 static_cast<int64_t>(bytes);
-  int64_t peak = peak_.load(std::memory_order_relaxed);
-  while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-  }
-}
-
-void AllocatorStats::on_free(size_t bytes) {
-  live_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-}
-
 namespace {
 
 constexpr size_t kAlignment = 64;

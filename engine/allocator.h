@@ -1,29 +1,16 @@
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/allocator_stats.h"
 #include "engine/device.h"
 
 namespace ag {
 
-// Exact byte accounting per device. Tests assert on these numbers (Dropout2d's "no extra memory"
-// is checked this way on the CPU, without a GPU), so every Storage goes through an Allocator.
-class AllocatorStats {
- public:
-  void on_allocate(size_t bytes);
-  void on_free(size_t bytes);
-  int64_t live_bytes() const { return live_.load(std::memory_order_relaxed); }
-  int64_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
-  // Sets the peak to the current live bytes, so a later peak_bytes() measures one region.
-  void reset_peak() { peak_.store(live_bytes(), std::memory_order_relaxed); }
-
- private:
-  std::atomic<int64_t> live_{0};
-  std::atomic<int64_t> peak_{0};
-};
-
+// Exact byte accounting per device (Note [Per-thread byte accounting]). Tests assert on these
+// numbers (Dropout2d's "no extra memory" is checked this way on the CPU, without a GPU), so every
+// Storage goes through an Allocator.
 class Allocator {
  public:
   virtual ~Allocator() = default;

@@ -2,10 +2,15 @@
 
 namespace ag {
 
+namespace detail {
+// Constant-initialized and defined here, so reading it inline is one TLS load (every op reads it).
+inline thread_local bool grad_enabled = true;
+}  // namespace detail
+
 // Whether ops record a graph on this thread (torch.is_grad_enabled). Backward runs its formulas
 // with grad mode equal to create_graph.
-bool grad_enabled();
-void set_grad_enabled(bool enabled);
+inline bool grad_enabled() { return detail::grad_enabled; }
+inline void set_grad_enabled(bool enabled) { detail::grad_enabled = enabled; }
 
 class GradModeGuard {
  public:

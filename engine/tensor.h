@@ -64,9 +64,10 @@ class Tensor {
     return static_cast<char*>(impl_->storage->data()) +
            impl_->offset * static_cast<int64_t>(element_size(impl_->dtype));
   }
+  // The elements as T, which must match dtype() (the kernels dispatch on it first).
   template <typename T>
   T* data() const {
-    return static_cast<T*>(raw_data());
+    return static_cast<T*>(impl_->storage->data()) + impl_->offset;
   }
   // Host copies of the values (for tests, printing, gradcheck); converts to double.
   std::vector<double> to_vector() const;

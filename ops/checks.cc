@@ -8,15 +8,15 @@ void check_defined(const char* op, const Tensor& t, const char* what) {
   AG_CHECK(t.defined(), op, ": ", what, " is an undefined tensor");
 }
 
-void check_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b) {
+void fail_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a, "first argument");
   check_defined(op, b, "second argument");
   AG_CHECK(a.dtype() == b.dtype(), op, ": expected tensors of the same dtype, got ", a.describe(),
            " and ", b.describe());
   // describe() leaves out "cpu"; a device mismatch names both devices.
-  AG_CHECK(a.device() == b.device(), op, ": expected tensors on the same device, got ",
-           to_string(a.dtype()), to_string(a.shape()), " on ", to_string(a.device()), " and ",
-           to_string(b.dtype()), to_string(b.shape()), " on ", to_string(b.device()));
+  fail(op, ": expected tensors on the same device, got ", to_string(a.dtype()),
+       to_string(a.shape()), " on ", to_string(a.device()), " and ", to_string(b.dtype()),
+       to_string(b.shape()), " on ", to_string(b.device()));
 }
 
 Shape broadcast_shapes(const char* op, const Tensor& a, const Tensor& b) {

@@ -20,9 +20,11 @@ Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Ten
 
 Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar = 0) {
   check_defined(spec.name().c_str(), a, "input");
-  OpAttrs attrs;
-  attrs.scalar = scalar;
-  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar), std::move(attrs));
+  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar), [scalar] {
+    OpAttrs attrs;
+    attrs.scalar = scalar;
+    return attrs;
+  });
 }
 
 using Ctx = BackwardContext;

@@ -46,11 +46,12 @@ const OpSpec kMm = product_spec("mm");
 const OpSpec kBmm = product_spec("bmm");
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  OpAttrs attrs;
-  attrs.flag0 = ta;
-  attrs.flag1 = tb;
-  return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
-                std::move(attrs));
+  return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr), [=] {
+    OpAttrs attrs;
+    attrs.flag0 = ta;
+    attrs.flag1 = tb;
+    return attrs;
+  });
 }
 
 void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {

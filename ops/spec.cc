@@ -82,9 +82,8 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
-              OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
-  if (!any_requires_grad(inputs)) return result;
+Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
+                   OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
   EdgeList edges;
   edges.reserve(inputs.size());
   std::vector<Shape> shapes;

@@ -4,8 +4,10 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/saved_variable.h"
 
@@ -116,13 +118,35 @@ class BackwardContext {
   const Tensor& grad_;
 };
 
+// Whether any of these requires grad while grad mode is on (i.e. whether record() builds a node).
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+
+// Creates the OpNode for `result`, saves the needed slots and attaches it (record()'s slow half).
+Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
+                   OpAttrs attrs, std::initializer_list<Tensor> from_forward);
+
 // Records `result` as the output of `spec` applied to `inputs` (one per formula, in order):
 // if grad mode is on and some input requires grad, creates the OpNode, saves the needed slots
 // and attaches it to the result. `from_forward` supplies the kFromForward slots in order.
+// Most calls record nothing (grad mode off, or no input requires grad), so that test is inline
+// and the node's attributes can be passed as a function that builds them only when needed:
+// an OpAttrs is not free to construct and destroy.
+inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                     Tensor result) {
+  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  return record_node(spec, inputs, std::move(result), OpAttrs(), {});
+}
+inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
+                     OpAttrs attrs, std::initializer_list<Tensor> from_forward = {}) {
+  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
+}
+// make_attrs: a function returning the OpAttrs, called only if a node is recorded.
+template <typename MakeAttrs, typename = decltype(std::declval<MakeAttrs&>()())>
 Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
-              OpAttrs attrs = {}, std::initializer_list<Tensor> from_forward = {});
-
-// Whether any of these requires grad while grad mode is on (i.e. whether record() builds a node).
-bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+              MakeAttrs make_attrs) {
+  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  return record_node(spec, inputs, std::move(result), make_attrs(), {});
+}
 
 }  // namespace ag::ops

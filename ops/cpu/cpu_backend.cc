@@ -99,12 +99,11 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
   }
 }
 
-// Calls fn(begin, length) over [0, n): in a few large blocks on parallel_for when n is large
-// (elementwise work is memory-bound; two cores still help), else once.
+// for_blocks' large case: a few large blocks on parallel_for (elementwise work is memory-bound;
+// two cores still help). Out of line, so that small ops do not set up its std::function.
 template <typename Fn>
-void for_blocks(int64_t n, Fn fn) {
-  constexpr int64_t kParallelElements = int64_t{1} << 16;
-  const int64_t blocks = n < kParallelElements ? 1 : parallel_threads();
+[[gnu::noinline]] void for_blocks_in_parallel(int64_t n, const Fn& fn) {
+  const int64_t blocks = parallel_threads();
   if (blocks == 1) {
     fn(int64_t{0}, n);
     return;
@@ -115,20 +114,32 @@ void for_blocks(int64_t n, Fn fn) {
     fn(begin, end - begin);
   });
 }
+// Calls fn(begin, length) over [0, n): once when n is small, else in parallel blocks.
+template <typename Fn>
+void for_blocks(int64_t n, const Fn& fn) {
+  constexpr int64_t kParallelElements = int64_t{1} << 16;
+  if (n < kParallelElements) {
+    fn(int64_t{0}, n);
+  } else {
+    for_blocks_in_parallel(n, fn);
+  }
+}
+
+// Same shapes (the common case): one vectorized pass, split over the pool when large. Kept apart
+// from the broadcasting path below, whose stack frame and set-up every small op would otherwise
+// pay for.
+template <typename T>
+void binary_same_shape(BinaryKind kind, const T* pa, const T* pb, T* po, int64_t numel) {
+  for_blocks(numel, [=](int64_t begin, int64_t n) {
+    eigen_binary<T>(kind, ConstVec<T>(pa + begin, n), ConstVec<T>(pb + begin, n),
+                    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n));
+  });
+}
 
 template <typename T>
-void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
+[[gnu::noinline]] void binary_broadcast(BinaryKind kind, const Tensor& a, const Tensor& b,
+                                        const Tensor& out) {
   const Shape& shape = out.shape();
-  if (a.shape() == shape && b.shape() == shape) {
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
-      eigen_binary<T>(kind, ConstVec<T>(pa + begin, n), ConstVec<T>(pb + begin, n),
-                      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n));
-    });
-    return;
-  }
   if (a.shape() == shape && b.numel() == 1) {
     T s = b.data<T>()[0];
     eigen_binary<T>(kind, vec<T>(a), Eigen::Array<T, Eigen::Dynamic, 1>::Constant(a.numel(), s),
@@ -147,6 +158,16 @@ void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor
           apply_binary(kind, pa[off[0] + i * inc[0]], pb[off[1] + i * inc[1]]);
     }
   });
+}
+
+template <typename T>
+void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const Shape& shape = out.shape();
+  if (a.shape() == shape && b.shape() == shape) {
+    binary_same_shape<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel());
+  } else {
+    binary_broadcast<T>(kind, a, b, out);
+  }
 }
 
 template <typename T>
@@ -424,12 +445,16 @@ void check_instruction_set() {
 #endif
 }
 
+// The backends by device type, set up once (one static, so one initialization guard per lookup).
+struct Backends {
+  Backends() { check_instruction_set(); }
+  CpuBackend cpu;
+  Backend* by_type[kNumDeviceTypes] = {&cpu, nullptr};
+};
+
 Backend*& backend_slot(DeviceType type) {
-  static const bool checked = (check_instruction_set(), true);
-  (void)checked;
-  static CpuBackend cpu;
-  static Backend* backends[kNumDeviceTypes] = {&cpu, nullptr};
-  return backends[static_cast<int>(type)];
+  static Backends backends;
+  return backends.by_type[static_cast<int>(type)];
 }
 }  // namespace
 
