@@ -123,11 +123,9 @@ Allocator* find_allocator(DeviceType type) {
   return slot(type);
 }
 
-Allocator& allocator_for(DeviceType type) {
-  Allocator* a = find_allocator(type);
-  AG_CHECK(a != nullptr, "no allocator for device ", to_string(Device{type, 0}),
-           ": this build has no support for it");
-  return *a;
+void fail_no_allocator(DeviceType type) {
+  fail("no allocator for device ", to_string(Device{type, 0}),
+       ": this build has no support for it");
 }
 
 void register_allocator(DeviceType type, Allocator* allocator) { slot(type) = allocator; }

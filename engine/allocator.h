@@ -28,8 +28,13 @@ class Allocator {
 
 // The allocator for a device type; the CPU one always exists, others are registered by their
 // backend (cuda/ registers the CUDA one at static-initialization time).
-Allocator& allocator_for(DeviceType type);
 Allocator* find_allocator(DeviceType type);
+[[noreturn]] void fail_no_allocator(DeviceType type);
+inline Allocator& allocator_for(DeviceType type) {
+  Allocator* a = find_allocator(type);
+  if (!a) fail_no_allocator(type);
+  return *a;
+}
 void register_allocator(DeviceType type, Allocator* allocator);
 
 inline int64_t live_bytes(DeviceType type = DeviceType::kCPU) {

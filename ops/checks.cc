@@ -4,8 +4,8 @@
 
 namespace ag::ops {
 
-void check_defined(const char* op, const Tensor& t, const char* what) {
-  AG_CHECK(t.defined(), op, ": ", what, " is an undefined tensor");
+void fail_undefined(const char* op, const char* what) {
+  fail(op, ": ", what, " is an undefined tensor");
 }
 
 void fail_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b) {

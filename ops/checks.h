@@ -7,7 +7,10 @@
 namespace ag::ops {
 
 // Argument checks shared by the ops; each throws ag::Error naming the op and the tensors.
-void check_defined(const char* op, const Tensor& t, const char* what);
+[[noreturn]] void fail_undefined(const char* op, const char* what);
+inline void check_defined(const char* op, const Tensor& t, const char* what) {
+  if (!t.defined()) fail_undefined(op, what);
+}
 // Throws the error for a and b (undefined, or differing in dtype or device).
 [[noreturn]] void fail_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b);
 inline void check_same_dtype_and_device(const char* op, const Tensor& a, const Tensor& b) {
