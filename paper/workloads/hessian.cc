@@ -5,6 +5,8 @@
 #include "engine/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
+#include "engine/grad_mode.h"
+#include "ops/backend.h"
 #include "ops/ops.h"
 #include "paper/workloads/timing.h"
 
@@ -74,6 +76,27 @@ HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool fina
   stats.formulas_evaluated = counters().formulas_evaluated;
   stats.weight_grad_matmuls = counters().formula_count("linear:weight");
   return stats;
+}
+
+LayerProductTimes measure_layer_products(const HessianConfig& c, int reps) {
+  NoGradGuard no_grad;
+  const Tensor h = ops::uniform({c.batch, c.hidden}, -1, 1, 1);
+  const Tensor g = ops::uniform({c.batch, c.hidden}, -1, 1, 2);
+  const Tensor w = ops::uniform({c.hidden, c.hidden}, -1, 1, 3);
+  ops::Backend& backend = ops::backend_for(kCPU);
+  // op(A) @ op(B) exactly as the linear and product formulas call it (no transposed copies).
+  auto timed = [&](const Tensor& a, const Tensor& b, bool ta, bool tb) {
+    return [&, ta, tb] {
+      const Clock::time_point start = Clock::now();
+      const double checksum = backend.matmul(a, b, ta, tb, nullptr).data<float>()[0];
+      const double s = seconds_since(start);
+      do_not_optimize(checksum);
+      return s;
+    };
+  };
+  const std::vector<double> med = interleaved_medians(
+      reps, {timed(h, w, false, true), timed(g, w, false, false), timed(g, h, true, false)});
+  return {med[0], med[1], med[2]};
 }
 
 }  // namespace ag::paper

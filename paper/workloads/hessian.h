@@ -51,4 +51,19 @@ struct HessianStepStats {
 HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                                       const EngineOptions& options);
 
+// The three matrix-product shapes of a hidden layer's step, timed alone on the CPU (interleaved
+// medians, seconds): the forward h @ W^T and the input gradient g @ W, which both variants run, and
+// the weight gradient g^T @ h (inner dimension = batch), which per-call needs skips. Per hidden
+// layer the step runs 4 products of the first two kinds with per-call needs on and 3 weight
+// gradients more with it off, so products alone bound the off/on ratio at
+// (4 * kept + 3 * weight) / (4 * kept).
+struct LayerProductTimes {
+  double forward = 0, input_grad = 0, weight_grad = 0;
+  double products_only_bound() const {
+    const double kept = (2 * forward + 2 * input_grad) / 4;
+    return (4 * kept + 3 * weight_grad) / (4 * kept);
+  }
+};
+LayerProductTimes measure_layer_products(const HessianConfig& config, int reps);
+
 }  // namespace ag::paper
