@@ -99,27 +99,22 @@ AllocatorStats::Shard* AllocatorStats::my_shard() {
   return t_shard[index_] = registry_->take();
 }
 
-void AllocatorStats::on_allocate(size_t bytes) {
-  const auto n = static_cast<int64_t>(bytes);
+void AllocatorStats::add(int64_t n) {
   Shard* s = index_ < 0 ? nullptr : t_shard[index_];
   if (s || (s = my_shard())) {
     s->live.store(s->live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   } else {
     registry_->shared.fetch_add(n, std::memory_order_relaxed);
   }
+}
+
+void AllocatorStats::on_allocate(size_t bytes) {
+  add(static_cast<int64_t>(bytes));
   Registry& r = *registry_;
   r.raise_peak(r.total());
 }
 
-void AllocatorStats::on_free(size_t bytes) {
-  const auto n = static_cast<int64_t>(bytes);
-  Shard* s = index_ < 0 ? nullptr : t_shard[index_];
-  if (s || (s = my_shard())) {
-    s->live.store(s->live.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-  } else {
-    registry_->shared.fetch_sub(n, std::memory_order_relaxed);
-  }
-}
+void AllocatorStats::on_free(size_t bytes) { add(-static_cast<int64_t>(bytes)); }
 
 int64_t AllocatorStats::live_bytes() const { return registry_->total(); }
 

@@ -42,6 +42,7 @@ class AllocatorStats {
   struct Registry;
 
  private:
+  void add(int64_t bytes);  // to the calling thread's shard, or to the shared balance
   Shard* my_shard();
 
   // Shared with every thread that holds a shard of it: a thread may end (and retire its shard)
