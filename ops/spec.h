@@ -125,27 +125,32 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward);
 
+// Whether record() builds a node for these inputs. Most calls build none (grad mode off, or no
+// input requires grad), so grad mode is tested inline before the call.
+inline bool records_node(std::initializer_list<const Tensor*> inputs) {
+  return grad_enabled() && any_requires_grad(inputs);
+}
+
 // Records `result` as the output of `spec` applied to `inputs` (one per formula, in order):
 // if grad mode is on and some input requires grad, creates the OpNode, saves the needed slots
 // and attaches it to the result. `from_forward` supplies the kFromForward slots in order.
-// Most calls record nothing (grad mode off, or no input requires grad), so that test is inline
-// and the node's attributes can be passed as a function that builds them only when needed:
-// an OpAttrs is not free to construct and destroy.
+// The node's attributes can be passed as a function that builds them only when a node is
+// recorded: an OpAttrs is not free to construct and destroy, and most calls record nothing.
 inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                      Tensor result) {
-  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), OpAttrs(), {});
 }
 inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                      OpAttrs attrs, std::initializer_list<Tensor> from_forward = {}) {
-  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
 }
 // make_attrs: a function returning the OpAttrs, called only if a node is recorded.
 template <typename MakeAttrs, typename = decltype(std::declval<MakeAttrs&>()())>
 Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
               MakeAttrs make_attrs) {
-  if (!grad_enabled() || !any_requires_grad(inputs)) return result;
+  if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), make_attrs(), {});
 }
 
