@@ -7,21 +7,26 @@
 
 namespace ag {
 
-AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& variable) : variable_(variable) {
-  add_input_metadata({variable->shape, variable->dtype, variable->storage->device()});
+AccumulateGrad::AccumulateGrad(TensorImpl& variable) : variable_(&variable) {
+  add_input_metadata({variable.shape, variable.dtype, variable.device});
 }
 
 TensorList AccumulateGrad::apply(TensorList&& grads, const Call& call) {
-  if (std::shared_ptr<TensorImpl> variable = variable_.lock()) {
-    accumulate_into_grad(*variable, grads[0], call.create_graph());
-  }
+  // The leaf cannot finish dying while the lock is held: its destructor waits here first.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (variable_) accumulate_into_grad(*variable_, grads[0], call.create_graph());
   return {};
+}
+
+void AccumulateGrad::forget_variable() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variable_ = nullptr;
 }
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
-  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(leaf.impl());
+  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
   return impl.grad_accumulator;
 }
 

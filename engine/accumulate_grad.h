@@ -1,22 +1,29 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "engine/node.h"
 
 namespace ag {
 
 // The node at the end of every path: adds the incoming gradient into a leaf's .grad. Its
-// topological_nr is 0 (Note [Topological number]). The leaf owns it; it refers to the leaf
-// weakly, so a gradient for a leaf nobody holds any more is simply dropped.
+// topological_nr is 0 (Note [Topological number]). The leaf owns it; it points back at the leaf
+// with a plain pointer, which the leaf's destructor clears, so a gradient for a leaf nobody
+// holds any more is simply dropped. (Holding the leaf instead, as PyTorch does, makes a cycle
+// leaf -> .grad -> its graph -> this node -> leaf whenever a backward with create_graph writes
+// .grad.)
 class AccumulateGrad final : public Node {
  public:
-  explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& variable);
+  explicit AccumulateGrad(TensorImpl& variable);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return "AccumulateGrad"; }
+  // Called by the leaf's destructor: waits for an apply() in progress, then drops the pointer.
+  void forget_variable();
 
  private:
-  std::weak_ptr<TensorImpl> variable_;
+  std::mutex mutex_;  // held by apply() while it uses variable_, and by forget_variable()
+  TensorImpl* variable_;
 };
 
 // The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.

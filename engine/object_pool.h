@@ -8,9 +8,9 @@
 namespace ag {
 
 // Note [Pooled tensor metadata]
-// Every op output is a TensorImpl and a Storage, each one make_shared block, and every dropped
-// tensor frees both: on a 1000-element add that is a third of the op's cost. PoolAllocator
-// serves those blocks from a per-thread free list of blocks of one size (Note [Thread caches]),
+// Every op output is a TensorImpl and a Storage, each one heap block, and every dropped tensor
+// frees both: on a 1000-element add that was a third of the op's cost. PooledObject serves
+// those blocks from a per-thread free list of blocks of one size (Note [Thread caches]),
 // so creating and dropping a tensor's metadata is a pointer pop and push. A block may be freed
 // on another thread than the one that allocated it: it then joins that thread's list, which is
 // fine for plain heap memory. Each list is bounded, and freed when its thread ends.
@@ -72,36 +72,28 @@ inline constexpr bool kPoolObjects = false;
 inline constexpr bool kPoolObjects = true;
 #endif
 
-// A standard allocator for std::allocate_shared: single objects come from the BlockPool of
-// their size rounded up to 16 bytes (so the pool's blocks can hold its free-list link).
+// A base class whose objects are allocated from the BlockPool of their size rounded up to 16
+// bytes (so the pool's blocks can hold its free-list link): `new T` and `delete` then pop and
+// push a block of the calling thread's pool. Arrays and sizes other than sizeof(T) use the heap.
 template <typename T>
-struct PoolAllocator {
-  using value_type = T;
-  static constexpr size_t kBlockBytes = (sizeof(T) + 15) / 16 * 16;
-  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-
-  PoolAllocator() = default;
-  template <typename U>
-  PoolAllocator(const PoolAllocator<U>&) {}
-
-  T* allocate(size_t n) {
-    if (!kPoolObjects || n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
-    return static_cast<T*>(BlockPool<kBlockBytes>::allocate());
+struct PooledObject {
+  static void* operator new(size_t bytes) {
+    if (!kPoolObjects || bytes != sizeof(T)) return ::operator new(bytes);
+    return BlockPool<kBlockBytes()>::allocate();
   }
-  void deallocate(T* p, size_t n) {
-    if (!kPoolObjects || n != 1) {
+  static void operator delete(void* p, size_t bytes) {
+    if (!kPoolObjects || bytes != sizeof(T)) {
       ::operator delete(p);
     } else {
-      BlockPool<kBlockBytes>::deallocate(p);
+      BlockPool<kBlockBytes()>::deallocate(p);
     }
   }
-  template <typename U>
-  bool operator==(const PoolAllocator<U>&) const {
-    return true;
-  }
-  template <typename U>
-  bool operator!=(const PoolAllocator<U>&) const {
-    return false;
+
+ private:
+  // A function, not a constant: T is incomplete where PooledObject<T> is named as a base.
+  static constexpr size_t kBlockBytes() {
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    return (sizeof(T) + 15) / 16 * 16;
   }
 };
 

@@ -5,19 +5,20 @@
 #include <cstdint>
 
 #include "engine/device.h"
+#include "engine/object_pool.h"
+#include "engine/ref.h"
 
 namespace ag {
 
 class Allocator;
 
 // A device buffer plus the version counter shared by every tensor that views it (views, detach()).
-// In-place ops bump the version; SavedVariable compares it at unpack time.
-class Storage {
+// In-place ops bump the version; SavedVariable compares it at unpack time. Reference-counted in
+// place and pooled, like TensorImpl (engine/tensor.h).
+class Storage final : public RefCounted, public PooledObject<Storage> {
  public:
   Storage(size_t nbytes, Device device);
   ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }

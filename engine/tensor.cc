@@ -1,20 +1,19 @@
 #include "engine/tensor.h"
 
+#include "engine/accumulate_grad.h"
 #include "engine/allocator.h"
 #include "engine/error.h"
 #include "engine/node.h"
-#include "engine/object_pool.h"
 
 namespace ag {
 
+void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(); }
+
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape) AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
-  // Note [Pooled tensor metadata]
-  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), shape, dtype);
-  impl->storage = std::allocate_shared<Storage>(
-      PoolAllocator<Storage>(), static_cast<size_t>(ag::numel(shape)) * element_size(dtype),
-      device);
-  return Tensor(std::move(impl));
+  auto storage =
+      Ref<Storage>::make(static_cast<size_t>(ag::numel(shape)) * element_size(dtype), device);
+  return Tensor(Ref<TensorImpl>::make(shape, dtype, std::move(storage)));
 }
 
 int64_t Tensor::size(int64_t d) const {
@@ -63,18 +62,10 @@ void Tensor::set_grad(const Tensor& g) {
   impl_->grad = g.impl();
 }
 
-Tensor Tensor::detach() const {
-  auto impl =
-      std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>(), impl_->shape, impl_->dtype);
-  impl->storage = impl_->storage;
-  impl->offset = impl_->offset;
-  return Tensor(std::move(impl));
-}
+Tensor Tensor::detach() const { return alias_with_shape(impl_->shape); }
 
 Tensor Tensor::alias_with_shape(const Shape& shape) const {
-  Tensor t = detach();
-  t.impl_->shape = shape;
-  return t;
+  return Tensor(Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, impl_->offset));
 }
 
 std::string Tensor::describe() const {

@@ -9,44 +9,68 @@
 
 #include "engine/device.h"
 #include "engine/dtype.h"
+#include "engine/object_pool.h"
+#include "engine/ref.h"
 #include "engine/shape.h"
 #include "engine/storage.h"
 
 namespace ag {
 
+class AccumulateGrad;
 class Node;
 
 // The state behind a Tensor handle: data (a contiguous view into a Storage) plus autograd
 // metadata. Handles share one TensorImpl; views and detach() share the Storage instead.
-struct TensorImpl {
-  TensorImpl() = default;
-  TensorImpl(const Shape& shape, DType dtype) : shape(shape), dtype(dtype) {}
+// Reference-counted in place and pooled (Note [Intrusive reference counts], Note [Pooled tensor
+// metadata]).
+struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
+  TensorImpl(const Shape& shape, DType dtype, Ref<Storage> storage, int64_t offset = 0)
+      : shape(shape),
+        dtype(dtype),
+        storage(std::move(storage)),
+        offset(offset),
+        data(static_cast<char*>(this->storage->data()) +
+             offset * static_cast<int64_t>(element_size(dtype))),
+        numel(ag::numel(shape)),
+        device(this->storage->device()) {}
+  ~TensorImpl() {
+    if (grad_accumulator) forget_grad_accumulator();
+  }
 
-  Shape shape;
-  DType dtype = DType::kFloat32;
-  std::shared_ptr<Storage> storage;
-  int64_t offset = 0;  // in elements
+  // Fixed at construction. The last three follow from the others; every op reads them, and each
+  // would otherwise be a chain of dependent loads or a loop over the shape.
+  const Shape shape;
+  const DType dtype;
+  const Ref<Storage> storage;
+  const int64_t offset;  // in elements
+  void* const data;
+  const int64_t numel;
+  const Device device;
 
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
-  std::shared_ptr<TensorImpl> grad;
+  Ref<TensorImpl> grad;
 
-  // A leaf's AccumulateGrad node, created on first use and kept by the leaf (the node refers
-  // back only weakly, so there is no cycle); every graph built on the leaf shares it.
-  std::shared_ptr<Node> grad_accumulator;
+  // A leaf's AccumulateGrad node, created on first use and kept by the leaf; the node points
+  // back with a plain pointer that the leaf's destructor clears (engine/accumulate_grad.h), so
+  // there is no cycle. Every graph built on the leaf shares it.
+  std::shared_ptr<AccumulateGrad> grad_accumulator;
   std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
 
   // Set on reshape views (Note [In-place ops on views], ops/views.h): the root tensor whose
   // storage this one views, and the storage version that this view's grad_fn reflects.
-  std::shared_ptr<TensorImpl> view_base;
+  Ref<TensorImpl> view_base;
   std::atomic<uint32_t> view_version{0};
+
+ private:
+  void forget_grad_accumulator();
 };
 
 class Tensor {
  public:
   Tensor() = default;
-  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  explicit Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // Allocates an uninitialized (CPU: unspecified contents) tensor.
   static Tensor empty(const Shape& shape, DType dtype = DType::kFloat32, Device device = kCPU);
@@ -55,19 +79,16 @@ class Tensor {
   const Shape& shape() const { return impl_->shape; }
   int64_t dim() const { return static_cast<int64_t>(impl_->shape.size()); }
   int64_t size(int64_t d) const;
-  int64_t numel() const { return ag::numel(impl_->shape); }
+  int64_t numel() const { return impl_->numel; }
   DType dtype() const { return impl_->dtype; }
-  Device device() const { return impl_->storage->device(); }
+  Device device() const { return impl_->device; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
 
-  void* raw_data() const {
-    return static_cast<char*>(impl_->storage->data()) +
-           impl_->offset * static_cast<int64_t>(element_size(impl_->dtype));
-  }
+  void* raw_data() const { return impl_->data; }
   // The elements as T, which must match dtype() (the kernels dispatch on it first).
   template <typename T>
   T* data() const {
-    return static_cast<T*>(impl_->storage->data()) + impl_->offset;
+    return static_cast<T*>(impl_->data);
   }
   // Host copies of the values (for tests, printing, gradcheck); converts to double.
   std::vector<double> to_vector() const;
@@ -91,12 +112,12 @@ class Tensor {
   // A view with another shape over the same storage; no autograd (ops::reshape adds that).
   Tensor alias_with_shape(const Shape& shape) const;
 
-  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  const Ref<TensorImpl>& impl() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   std::string describe() const;  // "float32[2, 3]"
 
  private:
-  std::shared_ptr<TensorImpl> impl_;
+  Ref<TensorImpl> impl_;
 };
 
 using TensorList = std::vector<Tensor>;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -45,7 +46,18 @@ class Backend {
                               Device device) = 0;
 };
 
-Backend& backend_for(const Device& device);
+namespace detail {
+// The backend of each device type: the CPU one is set on first use, others by register_backend.
+inline std::atomic<Backend*> backends[kNumDeviceTypes] = {};
+}  // namespace detail
+// Sets up the CPU backend, or throws for a device type this build has no kernels for.
+[[gnu::noinline]] Backend& backend_slow_path(const Device& device);
+
+// Inline: every op looks its backend up, and after the first call this is one load.
+inline Backend& backend_for(const Device& device) {
+  Backend* b = detail::backends[static_cast<int>(device.type)].load(std::memory_order_acquire);
+  return b ? *b : backend_slow_path(device);
+}
 void register_backend(DeviceType type, Backend* backend);
 
 }  // namespace ag::ops

@@ -445,26 +445,23 @@ void check_instruction_set() {
 #endif
 }
 
-// The backends by device type, set up once (one static, so one initialization guard per lookup).
-struct Backends {
-  Backends() { check_instruction_set(); }
-  CpuBackend cpu;
-  Backend* by_type[kNumDeviceTypes] = {&cpu, nullptr};
-};
-
-Backend*& backend_slot(DeviceType type) {
-  static Backends backends;
-  return backends.by_type[static_cast<int>(type)];
-}
 }  // namespace
 
-Backend& backend_for(const Device& device) {
-  Backend* b = backend_slot(device.type);
-  AG_CHECK(b != nullptr, "no kernels for device ", to_string(device),
-           ": this build was made without support for it");
-  return *b;
+Backend& backend_slow_path(const Device& device) {
+  if (device.is_cpu()) {
+    static CpuBackend* const cpu = [] {
+      check_instruction_set();
+      static CpuBackend backend;
+      return &backend;
+    }();
+    detail::backends[static_cast<int>(DeviceType::kCPU)].store(cpu, std::memory_order_release);
+    return *cpu;
+  }
+  fail("no kernels for device ", to_string(device), ": this build was made without support for it");
 }
 
-void register_backend(DeviceType type, Backend* backend) { backend_slot(type) = backend; }
+void register_backend(DeviceType type, Backend* backend) {
+  detail::backends[static_cast<int>(type)].store(backend, std::memory_order_release);
+}
 
 }  // namespace ag::ops
