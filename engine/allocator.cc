@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <vector>
 
 #include "engine/error.h"
 #include "engine/thread_cache.h"
@@ -52,28 +51,25 @@ void free_block(void* ptr) { std::free(ptr); }
 class SmallBlockCache {
  public:
   static constexpr int kClasses = 11;  // 64 B .. 64 KiB
-  static constexpr size_t kPerClass = 8;
+  static constexpr int kPerClass = 8;
 
   static bool fits(size_t bytes) { return bytes <= class_bytes_of(kClasses - 1); }
   static size_t class_bytes(size_t bytes) { return class_bytes_of(class_of(bytes)); }
 
   ~SmallBlockCache() {
-    for (auto& blocks : free_)
-      for (void* b : blocks) free_block(b);
+    for (int c = 0; c < kClasses; ++c)
+      for (int i = 0; i < count_[c]; ++i) free_block(blocks_[c][i]);
   }
   void* take(size_t bytes) {
     if (!fits(bytes)) return nullptr;
-    std::vector<void*>& blocks = free_[class_of(bytes)];
-    if (blocks.empty()) return nullptr;
-    void* b = blocks.back();
-    blocks.pop_back();
-    return b;
+    const int c = class_of(bytes);
+    return count_[c] ? blocks_[c][--count_[c]] : nullptr;
   }
   bool give(void* block, size_t bytes) {
     if (!fits(bytes)) return false;
-    std::vector<void*>& blocks = free_[class_of(bytes)];
-    if (blocks.size() >= kPerClass) return false;
-    blocks.push_back(block);
+    const int c = class_of(bytes);
+    if (count_[c] == kPerClass) return false;
+    blocks_[c][count_[c]++] = block;
     return true;
   }
 
@@ -83,7 +79,8 @@ class SmallBlockCache {
   static int class_of(size_t bytes) {
     return bytes <= 64 ? 0 : 64 - __builtin_clzll(static_cast<uint64_t>(bytes - 1)) - 6;
   }
-  std::vector<void*> free_[kClasses];
+  void* blocks_[kClasses][kPerClass];
+  int count_[kClasses] = {};
 };
 
 class CpuAllocator final : public Allocator {
@@ -121,19 +118,11 @@ class CpuAllocator final : public Allocator {
   }
 };
 
-Allocator*& slot(DeviceType type) {
-  static Allocator* allocators[kNumDeviceTypes] = {};
-  return allocators[static_cast<int>(type)];
-}
-
 }  // namespace
 
-Allocator* find_allocator(DeviceType type) {
-  if (type == DeviceType::kCPU) {
-    static CpuAllocator cpu;
-    return &cpu;
-  }
-  return slot(type);
+Allocator* cpu_allocator() {
+  static CpuAllocator cpu;
+  return &cpu;
 }
 
 void fail_no_allocator(DeviceType type) {
@@ -141,6 +130,8 @@ void fail_no_allocator(DeviceType type) {
        ": this build has no support for it");
 }
 
-void register_allocator(DeviceType type, Allocator* allocator) { slot(type) = allocator; }
+void register_allocator(DeviceType type, Allocator* allocator) {
+  detail::allocators.set(type, allocator);
+}
 
 }  // namespace ag

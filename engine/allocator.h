@@ -5,6 +5,7 @@
 
 #include "engine/allocator_stats.h"
 #include "engine/device.h"
+#include "engine/device_table.h"
 
 namespace ag {
 
@@ -26,9 +27,15 @@ class Allocator {
   AllocatorStats stats_;
 };
 
-// The allocator for a device type; the CPU one always exists, others are registered by their
-// backend (cuda/ registers the CUDA one at static-initialization time).
-Allocator* find_allocator(DeviceType type);
+// The allocator for a device type, or null; the CPU one always exists, others are registered by
+// their backend (cuda/ registers the CUDA one at static-initialization time).
+Allocator* cpu_allocator();
+namespace detail {
+inline DeviceTable<Allocator> allocators;
+}  // namespace detail
+inline Allocator* find_allocator(DeviceType type) {
+  return detail::allocators.find(type, &cpu_allocator);
+}
 [[noreturn]] void fail_no_allocator(DeviceType type);
 inline Allocator& allocator_for(DeviceType type) {
   Allocator* a = find_allocator(type);

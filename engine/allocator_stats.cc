@@ -7,13 +7,6 @@
 
 namespace ag {
 
-// One thread's balance for one AllocatorStats: written only by that thread (a plain load and
-// store, no locked instruction), read by any thread that sums the shards. On its own cache line
-// so that two threads' updates do not contend.
-struct alignas(64) AllocatorStats::Shard {
-  std::atomic<int64_t> live{0};
-};
-
 struct AllocatorStats::Registry {
   static constexpr int kMaxShards = 64;
 
@@ -63,14 +56,11 @@ struct AllocatorStats::Registry {
 
 namespace {
 
-// AllocatorStats objects with shards: one per device type in use, plus a few made by tests. Slots
-// are never reused (a thread's slot may still hold a shard of a destroyed one).
-constexpr int kMaxStats = 16;
+// Slots in the shard table are never reused (a thread's slot may still hold a shard of a
+// destroyed AllocatorStats).
+constexpr int kMaxStats = AllocatorStats::kMaxStats;
 std::atomic<int> next_index{0};
-
-// The calling thread's shard per AllocatorStats. A plain thread_local array (no constructor or
-// destructor) so that the update path is one TLS load; null until the thread's first update.
-thread_local AllocatorStats::Shard* t_shard[kMaxStats] = {};
+using detail::t_shard;
 
 // Retires the calling thread's shards when it ends (created with the first shard; Note [Thread
 // caches]). Afterwards t_shard is null again, so late frees go to the shared balance.
@@ -99,22 +89,18 @@ AllocatorStats::Shard* AllocatorStats::my_shard() {
   return t_shard[index_] = registry_->take();
 }
 
-void AllocatorStats::add(int64_t n) {
-  Shard* s = index_ < 0 ? nullptr : t_shard[index_];
-  if (s || (s = my_shard())) {
-    s->live.store(s->live.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+void AllocatorStats::add_without_shard(int64_t n) {
+  if (my_shard()) {
+    add(n);  // now through the new shard
   } else {
     registry_->shared.fetch_add(n, std::memory_order_relaxed);
   }
 }
 
-void AllocatorStats::on_allocate(size_t bytes) {
-  add(static_cast<int64_t>(bytes));
+void AllocatorStats::raise_peak() {
   Registry& r = *registry_;
   r.raise_peak(r.total());
 }
-
-void AllocatorStats::on_free(size_t bytes) { add(-static_cast<int64_t>(bytes)); }
 
 int64_t AllocatorStats::live_bytes() const { return registry_->total(); }
 

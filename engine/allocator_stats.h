@@ -31,24 +31,49 @@ class AllocatorStats {
   AllocatorStats(const AllocatorStats&) = delete;
   AllocatorStats& operator=(const AllocatorStats&) = delete;
 
-  void on_allocate(size_t bytes);
-  void on_free(size_t bytes);
+  // Inline: every tensor's creation and destruction comes here.
+  void on_allocate(size_t bytes) {
+    add(static_cast<int64_t>(bytes));
+    raise_peak();
+  }
+  void on_free(size_t bytes) { add(-static_cast<int64_t>(bytes)); }
   int64_t live_bytes() const;
   int64_t peak_bytes() const;
   // Sets the peak to the current live bytes, so a later peak_bytes() measures one region.
   void reset_peak();
 
-  struct Shard;
+  // One thread's balance for one AllocatorStats: written only by that thread (a plain load and
+  // store, no locked instruction), read by any thread that sums the shards. On its own cache
+  // line so that two threads' updates do not contend.
+  struct alignas(64) Shard {
+    std::atomic<int64_t> live{0};
+  };
   struct Registry;
+  // AllocatorStats objects with shards: one per device type in use, plus a few made by tests.
+  static constexpr int kMaxStats = 16;
 
  private:
-  void add(int64_t bytes);  // to the calling thread's shard, or to the shared balance
+  inline void add(int64_t bytes);
+  void add_without_shard(int64_t bytes);  // the thread's first update, or one without a shard
+  void raise_peak();                      // to the sum of all shards, if that is above it
   Shard* my_shard();
 
   // Shared with every thread that holds a shard of it: a thread may end (and retire its shard)
   // after this object is destroyed.
   std::shared_ptr<Registry> registry_;
-  int index_;  // this object's slot in each thread's shard table
+  int index_;  // this object's slot in each thread's shard table, or -1 (no shards)
 };
+
+namespace detail {
+// The calling thread's shard per AllocatorStats. A plain thread_local array (no constructor or
+// destructor) so that an update is one TLS load; null until the thread's first update.
+inline thread_local AllocatorStats::Shard* t_shard[AllocatorStats::kMaxStats] = {};
+}  // namespace detail
+
+inline void AllocatorStats::add(int64_t bytes) {
+  Shard* s = index_ < 0 ? nullptr : detail::t_shard[index_];
+  if (!s) return add_without_shard(bytes);
+  s->live.store(s->live.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+}
 
 }  // namespace ag

@@ -1,10 +1,10 @@
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/device_table.h"
 #include "engine/tensor.h"
 #include "ops/kinds.h"
 
@@ -46,17 +46,15 @@ class Backend {
                               Device device) = 0;
 };
 
+Backend* cpu_backend();
 namespace detail {
-// The backend of each device type: the CPU one is set on first use, others by register_backend.
-inline std::atomic<Backend*> backends[kNumDeviceTypes] = {};
+inline DeviceTable<Backend> backends;
 }  // namespace detail
-// Sets up the CPU backend, or throws for a device type this build has no kernels for.
-[[gnu::noinline]] Backend& backend_slow_path(const Device& device);
-
-// Inline: every op looks its backend up, and after the first call this is one load.
+[[noreturn]] void fail_no_backend(const Device& device);
 inline Backend& backend_for(const Device& device) {
-  Backend* b = detail::backends[static_cast<int>(device.type)].load(std::memory_order_acquire);
-  return b ? *b : backend_slow_path(device);
+  Backend* b = detail::backends.find(device.type, &cpu_backend);
+  if (!b) fail_no_backend(device);
+  return *b;
 }
 void register_backend(DeviceType type, Backend* backend);
 

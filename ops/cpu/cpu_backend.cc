@@ -125,11 +125,11 @@ void for_blocks(int64_t n, const Fn& fn) {
   }
 }
 
-// Same shapes (the common case): one vectorized pass, split over the pool when large. Kept apart
-// from the broadcasting path below, whose stack frame and set-up every small op would otherwise
-// pay for.
+// One flat layout (the common case): one vectorized pass, split over the pool when large. Kept
+// apart from the broadcasting path below, whose stack frame and set-up every small op would
+// otherwise pay for.
 template <typename T>
-void binary_same_shape(BinaryKind kind, const T* pa, const T* pb, T* po, int64_t numel) {
+void binary_flat(BinaryKind kind, const T* pa, const T* pb, T* po, int64_t numel) {
   for_blocks(numel, [=](int64_t begin, int64_t n) {
     eigen_binary<T>(kind, ConstVec<T>(pa + begin, n), ConstVec<T>(pb + begin, n),
                     Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n));
@@ -160,11 +160,13 @@ template <typename T>
   });
 }
 
+// a and b broadcast to out's shape. When neither has fewer elements than out, neither was
+// expanded (a broadcast that keeps the element count only adds or drops size-1 dims), so all
+// three share one flat layout: the common case, told apart without comparing shapes.
 template <typename T>
 void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
-  const Shape& shape = out.shape();
-  if (a.shape() == shape && b.shape() == shape) {
-    binary_same_shape<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel());
+  if (a.numel() == out.numel() && b.numel() == out.numel()) {
+    binary_flat<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel());
   } else {
     binary_broadcast<T>(kind, a, b, out);
   }
@@ -332,8 +334,19 @@ void log_softmax_impl(const Tensor& a, int64_t dim, const Tensor& out) {
   }
 }
 
+// An optimized build targets AVX-512 (engine/copts.bzl): say so clearly on a CPU without it,
+// instead of dying on an illegal instruction.
+void check_instruction_set() {
+#ifdef __AVX512F__
+  AG_CHECK(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"),
+           "this build of the CPU kernels uses AVX-512, which this CPU lacks; rebuild with "
+           "--define=ag_isa=avx2");
+#endif
+}
+
 class CpuBackend final : public Backend {
  public:
+  CpuBackend() { check_instruction_set(); }
   Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) override {
     Tensor out = Tensor::empty(shape, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) { binary_impl<decltype(z)>(kind, a, b, out); });
@@ -434,34 +447,15 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-namespace {
-// An optimized build targets AVX-512 (engine/copts.bzl): say so clearly on a CPU without it,
-// instead of dying on an illegal instruction.
-void check_instruction_set() {
-#ifdef __AVX512F__
-  AG_CHECK(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"),
-           "this build of the CPU kernels uses AVX-512, which this CPU lacks; rebuild with "
-           "--define=ag_isa=avx2");
-#endif
+Backend* cpu_backend() {
+  static CpuBackend cpu;
+  return &cpu;
 }
 
-}  // namespace
-
-Backend& backend_slow_path(const Device& device) {
-  if (device.is_cpu()) {
-    static CpuBackend* const cpu = [] {
-      check_instruction_set();
-      static CpuBackend backend;
-      return &backend;
-    }();
-    detail::backends[static_cast<int>(DeviceType::kCPU)].store(cpu, std::memory_order_release);
-    return *cpu;
-  }
+void fail_no_backend(const Device& device) {
   fail("no kernels for device ", to_string(device), ": this build was made without support for it");
 }
 
-void register_backend(DeviceType type, Backend* backend) {
-  detail::backends[static_cast<int>(type)].store(backend, std::memory_order_release);
-}
+void register_backend(DeviceType type, Backend* backend) { detail::backends.set(type, backend); }
 
 }  // namespace ag::ops
