@@ -13,8 +13,11 @@
 namespace ag::ops {
 namespace {
 
-template <typename T>
-using ConstVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+// Flat arrays as Eigen maps, with the alignment they are known to have.
+template <typename T, int Alignment = Eigen::Unaligned>
+using InVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>, Alignment>;
+template <typename T, int Alignment = Eigen::Unaligned>
+using OutVec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Alignment>;
 template <typename T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <typename T>
@@ -23,11 +26,11 @@ template <typename T>
 using ConstMatMap = Eigen::Map<const Mat<T>>;
 
 template <typename T>
-ConstVec<T> vec(const Tensor& t) {
-  return ConstVec<T>(t.data<T>(), t.numel());
+InVec<T> vec(const Tensor& t) {
+  return {t.data<T>(), t.numel()};
 }
 template <typename T>
-Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out_vec(const Tensor& t) {
+OutVec<T> out_vec(const Tensor& t) {
   return {t.data<T>(), t.numel()};
 }
 
@@ -125,14 +128,33 @@ void for_blocks(int64_t n, const Fn& fn) {
   }
 }
 
+// Calls fn(std::integral_constant<int, A>) with A = Eigen::Aligned64 when every pointer is 64-byte
+// aligned, as fresh tensors always are (Note [Data block alignment], engine/allocator.cc), else
+// with Eigen::Unaligned. Aligned maps spare Eigen its run-time peeling to an aligned start,
+// about 2 ns of a 1000-element op. (Parallel blocks start at multiples of 16 elements, so they
+// stay aligned.)
+template <typename Fn>
+void with_alignment(std::initializer_list<const void*> pointers, const Fn& fn) {
+  uintptr_t bits = 0;
+  for (const void* p : pointers) bits |= reinterpret_cast<uintptr_t>(p);
+  if (bits % 64 == 0) {
+    fn(std::integral_constant<int, Eigen::Aligned64>());
+  } else {
+    fn(std::integral_constant<int, Eigen::Unaligned>());
+  }
+}
+
 // One flat layout (the common case): one vectorized pass, split over the pool when large. Kept
 // apart from the broadcasting path below, whose stack frame and set-up every small op would
 // otherwise pay for.
 template <typename T>
 void binary_flat(BinaryKind kind, const T* pa, const T* pb, T* po, int64_t numel) {
-  for_blocks(numel, [=](int64_t begin, int64_t n) {
-    eigen_binary<T>(kind, ConstVec<T>(pa + begin, n), ConstVec<T>(pb + begin, n),
-                    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n));
+  with_alignment({pa, pb, po}, [&](auto align) {
+    constexpr int A = decltype(align)::value;
+    for_blocks(numel, [=](int64_t begin, int64_t n) {
+      eigen_binary<T>(kind, InVec<T, A>(pa + begin, n), InVec<T, A>(pb + begin, n),
+                      OutVec<T, A>(po + begin, n));
+    });
   });
 }
 
@@ -172,10 +194,10 @@ void binary_impl(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor
   }
 }
 
-template <typename T>
+template <typename T, int A>
 void unary_block(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
-  ConstVec<T> x(in, n);
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> y(out, n);
+  InVec<T, A> x(in, n);
+  OutVec<T, A> y(out, n);
   const T s = static_cast<T>(scalar);
   switch (kind) {
     case UnaryKind::kNeg:
@@ -215,8 +237,10 @@ template <typename T>
 void unary_impl(UnaryKind kind, const Tensor& a, double scalar, const Tensor& out) {
   const T* x = a.data<T>();
   T* y = out.data<T>();
-  for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
-    unary_block<T>(kind, x + begin, y + begin, n, scalar);
+  with_alignment({x, y}, [&](auto align) {
+    for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
+      unary_block<T, decltype(align)::value>(kind, x + begin, y + begin, n, scalar);
+    });
   });
 }
 
@@ -366,8 +390,7 @@ class CpuBackend final : public Backend {
       using T = decltype(z);
       T* po = out.data<T>();
       for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
-        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(po + begin, n)
-            .setConstant(static_cast<T>(value));
+        OutVec<T>(po + begin, n).setConstant(static_cast<T>(value));
       });
     });
     return out;
