@@ -9,10 +9,8 @@ namespace ag {
 
 // The node at the end of every path: adds the incoming gradient into a leaf's .grad. Its
 // topological_nr is 0 (Note [Topological number]). The leaf owns it; it points back at the leaf
-// with a plain pointer, which the leaf's destructor clears, so a gradient for a leaf nobody
-// holds any more is simply dropped. (Holding the leaf instead, as PyTorch does, makes a cycle
-// leaf -> .grad -> its graph -> this node -> leaf whenever a backward with create_graph writes
-// .grad.)
+// with a plain pointer, which the leaf's destructor clears, so the node never keeps its leaf
+// alive and a gradient for a leaf nobody holds any more is simply dropped.
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(TensorImpl& variable);

@@ -28,6 +28,20 @@ TEST(Tensor, ShapeDtypeAndValues) {
   EXPECT_THROW(t.item(), Error);
 }
 
+// Note [Data block alignment]: data starts at a multiple of its size class (64 B .. 4 KiB), so
+// same-sized arrays share their offset modulo 4096 and 4K aliasing cannot slow a kernel.
+TEST(Tensor, DataIsAlignedToItsSizeClassUpToAPage) {
+  const std::vector<std::pair<int64_t, uintptr_t>> floats_and_alignment = {
+      {1, 64}, {16, 64}, {17, 128}, {200, 1024}, {1000, 4096}, {5000, 4096}, {100000, 4096}};
+  for (const auto& [n, alignment] : floats_and_alignment) {
+    std::vector<Tensor> several;  // fresh blocks, not only the one a cache hands back
+    for (int i = 0; i < 3; ++i) several.push_back(Tensor::empty({n}));
+    for (const Tensor& t : several) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % alignment, 0u) << n << " floats";
+    }
+  }
+}
+
 TEST(Tensor, Float64KeepsPrecision) {
   Tensor t = ops::from_vector({1.0 + 1e-12}, {1}, DType::kFloat64);
   EXPECT_EQ(t.item(), 1.0 + 1e-12);

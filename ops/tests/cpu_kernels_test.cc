@@ -1,9 +1,12 @@
 // CPU kernels with a vector path of their own, against naive loops: threshold_backward's
 // compare-and-mask functor (packets, tails and the parallel split, NaNs included), linear's
-// product that starts from the bias rows instead of zeroing C first, and the split fill.
+// product that starts from the bias rows instead of zeroing C first, the split fill, the
+// elementwise kernels' aligned and unaligned maps, and binaries that broadcast without expanding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -86,6 +89,44 @@ TEST(FillKernel, EveryElementOfASplitFillIsSet) {
     ASSERT_EQ(v.size(), static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(v[i], 2.5) << "n=" << n << " i=" << i;
   }
+}
+
+// Elementwise kernels take aligned Eigen maps only when every pointer is 64-byte aligned; a view
+// that starts one element into its storage must take the unaligned maps and still be right.
+TEST(ElementwiseKernels, UnalignedDataTakesTheUnalignedPath) {
+  NoGradGuard no_grad;
+  for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{40}, int64_t{1000}}) {
+    std::vector<double> values(n + 1);
+    for (int64_t i = 0; i <= n; ++i) values[i] = static_cast<double>(i) - 5.0;
+    const Tensor base = from_vector(values, {n + 1}, DType::kFloat32);
+    const Tensor shifted(Ref<TensorImpl>::make(Shape{n}, DType::kFloat32, base.impl()->storage, 1));
+    ASSERT_NE(reinterpret_cast<uintptr_t>(shifted.raw_data()) % 64, 0u);
+    const Tensor two = full({n}, 2.0);
+    const std::vector<double> sum = add(shifted, two).to_vector();
+    const std::vector<double> rectified = relu(shifted).to_vector();
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(sum[i], values[i + 1] + 2.0) << "n=" << n << " i=" << i;
+      EXPECT_EQ(rectified[i], std::max(values[i + 1], 0.0)) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+// Inputs with as many elements as the result were not expanded by broadcasting (only size-1 dims
+// differ), so the kernel runs them as flat arrays: values and the result's shape must match the
+// broadcasting rule.
+TEST(ElementwiseKernels, BroadcastWithoutExpansionRunsFlat) {
+  NoGradGuard no_grad;
+  const Tensor a = from_vector({1, 2, 3, 4, 5, 6}, {6}, DType::kFloat32);
+  const Tensor b = from_vector({10, 20, 30, 40, 50, 60}, {1, 6}, DType::kFloat32);
+  const Tensor c = from_vector({1, 1, 1, 1, 1, 1}, {1, 2, 1, 3}, DType::kFloat32);
+  EXPECT_EQ(add(a, b).shape(), (Shape{1, 6}));
+  EXPECT_EQ(add(a, b).to_vector(), (std::vector<double>{11, 22, 33, 44, 55, 66}));
+  EXPECT_EQ(mul(b, a).to_vector(), (std::vector<double>{10, 40, 90, 160, 250, 360}));
+  const Tensor d = from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::kFloat32);
+  EXPECT_EQ(sub(d, c).shape(), (Shape{1, 2, 2, 3}));  // [2,3] against [1,2,1,3]: expanded
+  EXPECT_EQ(sub(d, c).numel(), 12);
+  const Tensor e = from_vector({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}, DType::kFloat32);
+  EXPECT_EQ(sub(e, c).to_vector(), (std::vector<double>{0, 1, 2, 3, 4, 5}));
 }
 
 }  // namespace
