@@ -81,7 +81,12 @@ def main():
         "does (argument checks, dispatch, a fresh output with exact byte accounting); Eigen also "
         "writes into a freshly allocated output, except for sum, whose Eigen side returns a "
         "plain float while ours returns a 0-d tensor (an allocation Eigen does not make, which "
-        "dominates at 1000 elements)." % (time.strftime("%Y-%m-%d"), cpu_name(), args.reps),
+        "dominates at 1000 elements). At 1000 elements Eigen's time varies between repetitions "
+        "with where glibc places its fresh output: an output a little above an input modulo "
+        "4096 makes the kernel's loads wait on its stores (4K aliasing), which our allocator's "
+        "alignment rules out (Note [Data block alignment], engine/allocator.cc). The last column "
+        "compares both sides at their fastest." % (time.strftime("%Y-%m-%d"), cpu_name(),
+                                                    args.reps),
         "",
         "| op | size | ours (median) | Eigen (median) | ours / Eigen | fastest: ours / Eigen |",
         "|---|---|---|---|---|---|",
