@@ -188,8 +188,8 @@ class CudaBackend final : public ops::Backend {
   }
 };
 
-// Registration at static-initialization time (engine and ops keep function-local registries,
-// so the order of static initializers does not matter).
+// Registration at static-initialization time (the engine's DeviceTables are constant-initialized,
+// engine/device_table.h, so the order of static initializers does not matter).
 [[maybe_unused]] const bool kRegistered = [] {
   static CudaBackend backend;
   register_allocator(DeviceType::kCUDA, &caching_allocator());
