@@ -182,7 +182,7 @@ template <typename T>
   });
 }
 
-// a and b broadcast to out's shape. When neither has fewer elements than out, neither was
+// a and b broadcast to out's shape. When both have as many elements as out, neither was
 // expanded (a broadcast that keeps the element count only adds or drops size-1 dims), so all
 // three share one flat layout: the common case, told apart without comparing shapes.
 template <typename T>
