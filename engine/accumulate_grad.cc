@@ -23,6 +23,11 @@ void AccumulateGrad::forget_variable() {
   variable_ = nullptr;
 }
 
+bool AccumulateGrad::has_variable() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return variable_ != nullptr;
+}
+
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);

@@ -18,6 +18,8 @@ class AccumulateGrad final : public Node {
   std::string name() const override { return "AccumulateGrad"; }
   // Called by the leaf's destructor: waits for an apply() in progress, then drops the pointer.
   void forget_variable();
+  // Whether the leaf is still alive (for tests).
+  bool has_variable();
 
  private:
   std::mutex mutex_;  // held by apply() while it uses variable_, and by forget_variable()
