@@ -10,9 +10,12 @@ namespace ag {
 void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t d : shape) AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
-  auto storage =
-      Ref<Storage>::make(static_cast<size_t>(ag::numel(shape)) * element_size(dtype), device);
+  int64_t numel = 1;  // checked and counted in one pass
+  for (int64_t d : shape) {
+    AG_CHECK(d >= 0, "empty: negative dimension in shape ", to_string(shape));
+    numel *= d;
+  }
+  auto storage = Ref<Storage>::make(static_cast<size_t>(numel) * element_size(dtype), device);
   return Tensor(Ref<TensorImpl>::make(shape, dtype, std::move(storage)));
 }
 
