@@ -1,21 +1,66 @@
 #include "engine/accumulate_grad.h"
 
-#include "engine/call.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
 
 namespace ag {
 
+namespace {
+
+// .grad is read and written under autograd_mutex, which is never held across an op.
+Tensor read_grad(TensorImpl& t) {
+  std::lock_guard<std::mutex> lock(t.autograd_mutex);
+  return Tensor(t.grad);
+}
+
+// Returns the replaced value, so that it is released after the lock.
+Ref<TensorImpl> write_grad(TensorImpl& t, Tensor&& value) {
+  Ref<TensorImpl> incoming = value.impl();
+  value = Tensor();
+  std::lock_guard<std::mutex> lock(t.autograd_mutex);
+  std::swap(t.grad, incoming);
+  return incoming;
+}
+
+// Whether `g` may become a .grad as it is: nobody else refers to it or to its storage (so the
+// caller cannot hold it), and it has no history.
+bool held_only_here(const Tensor& g) {
+  const Ref<TensorImpl>& impl = g.impl();
+  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad;
+}
+
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(TensorImpl& variable) : variable_(&variable) {
   add_input_metadata({variable.shape, variable.dtype, variable.device});
 }
 
-TensorList AccumulateGrad::apply(TensorList&& grads, const Call& call) {
+TensorList AccumulateGrad::apply(TensorList&& grads, const Call&) {
+  accumulate(std::move(grads[0]));
+  return {};
+}
+
+void AccumulateGrad::accumulate(Tensor&& grad) {
+  if (!grad.defined()) return;
   // The leaf cannot finish dying while the lock is held: its destructor waits here first.
   std::lock_guard<std::mutex> lock(mutex_);
-  if (variable_) accumulate_into_grad(*variable_, grads[0], call.create_graph());
-  return {};
+  if (!variable_) return;
+  TensorImpl& leaf = *variable_;
+  AG_CHECK(leaf.grad_fn == nullptr,
+           "AccumulateGrad: leaf variable has been moved into the graph "
+           "interior (an in-place op gave this ",
+           to_string(leaf.dtype), to_string(leaf.shape),
+           " leaf a history after the graph being differentiated was built)");
+  if (!leaf.requires_grad) return;
+  Tensor old = read_grad(leaf);
+  if (!old.defined()) {
+    write_grad(leaf, !grad_enabled() && held_only_here(grad) ? std::move(grad) : ops::clone(grad));
+  } else if (!grad_enabled()) {
+    ops::add_(old, grad);
+  } else {
+    write_grad(leaf, ops::add(old, grad));
+  }
 }
 
 void AccumulateGrad::forget_variable() {
@@ -28,24 +73,17 @@ bool AccumulateGrad::has_variable() {
   return variable_ != nullptr;
 }
 
-std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
   if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
   return impl.grad_accumulator;
 }
 
-void accumulate_into_grad(TensorImpl& variable, const Tensor& grad, bool create_graph) {
+void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad) {
   if (!grad.defined()) return;
-  // Without create_graph, .grad must not carry history from the backward pass.
-  Tensor incoming = create_graph ? grad : grad.detach();
-  std::lock_guard<std::mutex> lock(variable.autograd_mutex);
-  if (!variable.grad) {
-    variable.grad = incoming.impl();
-    return;
-  }
-  GradModeGuard mode(create_graph);
-  variable.grad = ops::add(Tensor(variable.grad), incoming).impl();
+  Tensor old = read_grad(*tensor.impl());
+  write_grad(*tensor.impl(), old.defined() ? ops::add(old, grad) : ops::clone(grad));
 }
 
 }  // namespace ag

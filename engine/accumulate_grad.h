@@ -7,6 +7,24 @@
 
 namespace ag {
 
+// Note [Accumulating into .grad]
+// The rules are PyTorch's (AccumulateGrad for leaves, the retain_grad hook for the interior
+// tensors that backward(inputs=...) names):
+// - .grad never shares storage with a tensor the caller or another leaf holds. A leaf's first
+//   gradient is kept as is only when nothing else refers to it or to its storage and it carries
+//   no history; otherwise .grad is a copy (a recorded clone under create_graph).
+// - Later gradients of a leaf are added in place when grad mode is off (no create_graph), so a
+//   .grad handle the caller holds sees the update. Under create_graph the sum is a new,
+//   differentiable tensor.
+// - An interior tensor's .grad is always replaced: first a copy, then old + new.
+// - AccumulateGrad reads its leaf's state when it runs, not when the graph was built: a leaf that
+//   no longer requires grad gets nothing, and one that an in-place op has since given a history
+//   ("moved into the graph interior") is an error.
+// The sums are ops, and recording an op may lock a tensor's autograd_mutex (a leaf's
+// AccumulateGrad is created under it), so that lock guards only the reads and writes of the
+// .grad field and is never held across an op. Accumulations into one leaf are serialized by its
+// AccumulateGrad's own mutex instead.
+
 // The node at the end of every path: adds the incoming gradient into a leaf's .grad. Its
 // topological_nr is 0 (Note [Topological number]). The leaf owns it; it points back at the leaf
 // with a plain pointer, which the leaf's destructor clears, so the node never keeps its leaf
@@ -16,21 +34,24 @@ class AccumulateGrad final : public Node {
   explicit AccumulateGrad(TensorImpl& variable);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return "AccumulateGrad"; }
-  // Called by the leaf's destructor: waits for an apply() in progress, then drops the pointer.
+  // Adds `grad` into the leaf's .grad (Note [Accumulating into .grad]); grad mode must already be
+  // create_graph. Also used by backward(inputs=...) for the leaves it names.
+  void accumulate(Tensor&& grad);
+  // Called by the leaf's destructor: waits for an accumulation in progress, then drops the pointer.
   void forget_variable();
   // Whether the leaf is still alive (for tests).
   bool has_variable();
 
  private:
-  std::mutex mutex_;  // held by apply() while it uses variable_, and by forget_variable()
+  std::mutex mutex_;  // held while variable_ is used, and by forget_variable()
   TensorImpl* variable_;
 };
 
 // The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.
-std::shared_ptr<Node> grad_accumulator(const Tensor& leaf);
+std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf);
 
-// variable.grad += grad. With create_graph the sum is recorded (so .grad is differentiable);
-// otherwise it is a plain value.
-void accumulate_into_grad(TensorImpl& variable, const Tensor& grad, bool create_graph);
+// backward(inputs=...) on an interior tensor: its .grad becomes a copy of `grad`, or old + grad
+// (Note [Accumulating into .grad]); grad mode must already be create_graph.
+void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad);
 
 }  // namespace ag

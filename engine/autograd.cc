@@ -3,6 +3,7 @@
 #include "engine/accumulate_grad.h"
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "ops/ops.h"
 #include "ops/views.h"
@@ -70,11 +71,24 @@ void backward(const TensorList& tensors, const TensorList& grad_tensors,
               std::optional<EngineOptions> options) {
   ExecuteRequest request =
       make_request("backward", tensors, grad_tensors, retain_graph, create_graph, options);
-  add_targets("backward", request, inputs);
+  // A tensor named twice (or under two handles of one tensor) gets its gradient once.
+  TensorList unique_inputs;
+  for (const Tensor& in : inputs) {
+    bool seen = false;
+    for (const Tensor& u : unique_inputs) seen = seen || u.is_same(in);
+    if (!seen) unique_inputs.push_back(in);
+  }
+  add_targets("backward", request, unique_inputs);
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
   TensorList grads = execute(request);
+  GradModeGuard grad_mode(create_graph);  // as while the engine runs AccumulateGrad
   for (size_t i = 0; i < grads.size(); ++i) {
-    accumulate_into_grad(*inputs[i].impl(), grads[i], create_graph);
+    const Tensor& in = unique_inputs[i];
+    if (in.is_leaf()) {
+      grad_accumulator(in)->accumulate(std::move(grads[i]));
+    } else {
+      accumulate_into_interior_grad(in, grads[i]);
+    }
   }
 }
 

@@ -7,12 +7,13 @@
 
 namespace ag {
 
-// What one backward call will run: which nodes receive a gradient. Implemented by the engine's
-// graph task; read-only while nodes execute.
+// What one backward call will run: which edges carry a gradient that is used. Implemented by the
+// engine's graph task; read-only while nodes execute.
 class ExecPlan {
  public:
   virtual ~ExecPlan() = default;
-  virtual bool receives_gradient(const Node* node) const = 0;
+  // Whether the gradient sent along `edge` (into one input slot of its node) is used.
+  virtual bool receives_gradient(const Edge& edge) const = 0;
 };
 
 // Note [Per-call view]
@@ -31,7 +32,7 @@ class Call {
     const Edge& e = node_.next_edge(i);
     if (!e.is_valid()) return false;
     if (!options_.per_call_needs_input_grad || plan_ == nullptr) return true;
-    return plan_->receives_gradient(e.function.get());
+    return plan_->receives_gradient(e);
   }
   bool create_graph() const { return create_graph_; }
   const EngineOptions& options() const { return options_; }

@@ -23,7 +23,16 @@ struct NodeState {
   TensorList buffer;     // gradients received so far, one slot per node input
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index)
 
-  bool receives_gradient() const { return needed || !captures.empty(); }
+  // Whether the gradient arriving in input slot `slot` is used: by apply(), or as a capture.
+  // Per slot, not per node: a node's other outputs may lie on no path to a target.
+  bool receives_gradient(uint32_t slot) const {
+    if (needed) return true;
+    for (const auto& capture : captures) {
+      if (capture.first == slot) return true;
+    }
+    return false;
+  }
+  bool receives_any_gradient() const { return needed || !captures.empty(); }
 };
 
 // The containers one backward call needs, kept per thread and reused by the next call: on small
@@ -70,9 +79,9 @@ class GraphTask final : public ExecPlan {
 
   TensorList run();
 
-  bool receives_gradient(const Node* node) const override {
-    const NodeState* state = nodes_.find(node);
-    return state != nullptr && state->receives_gradient();
+  bool receives_gradient(const Edge& edge) const override {
+    const NodeState* state = nodes_.find(edge.function.get());
+    return state != nullptr && state->receives_gradient(edge.input_nr);
   }
 
  private:
@@ -158,7 +167,8 @@ void GraphTask::discover() {
       state.needed = all_needed;
       for (const Edge& edge : node->next_edges()) {
         if (state.needed) break;
-        state.needed = edge.is_valid() && nodes_[edge.function.get()].receives_gradient();
+        state.needed =
+            edge.is_valid() && nodes_[edge.function.get()].receives_gradient(edge.input_nr);
       }
       stack.pop_back();
     }
@@ -178,7 +188,7 @@ void GraphTask::count_dependencies() {
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
       NodeState& child = nodes_[edge.function.get()];
-      if (child.receives_gradient()) ++child.dependencies;
+      if (child.receives_gradient(edge.input_nr)) ++child.dependencies;
     }
   }
 }
@@ -204,14 +214,16 @@ void GraphTask::seed_roots() {
     const Edge& root = request_.roots[i];
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (!state.receives_gradient()) continue;
+    if (!state.receives_gradient(root.input_nr)) continue;
     state.buffer.resize(root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }
   for (const Edge& root : request_.roots) {
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (state.receives_gradient() && state.dependencies == 0) enqueue(root.function.get(), state);
+    if (state.receives_any_gradient() && state.dependencies == 0) {
+      enqueue(root.function.get(), state);
+    }
   }
 }
 
@@ -257,7 +269,7 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
     const Edge& edge = from.next_edge(i);
     if (!edge.is_valid()) continue;
     NodeState& child = nodes_[edge.function.get()];
-    if (!child.receives_gradient()) continue;
+    if (!child.receives_gradient(edge.input_nr)) continue;
     Tensor& grad = outputs[i];
     if (grad.defined()) {
       const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];

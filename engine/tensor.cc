@@ -4,6 +4,7 @@
 #include "engine/allocator.h"
 #include "engine/error.h"
 #include "engine/node.h"
+#include "ops/views.h"
 
 namespace ag {
 
@@ -64,6 +65,8 @@ void Tensor::set_grad(const Tensor& g) {
   std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
   impl_->grad = g.impl();
 }
+
+void Tensor::refresh_view_history() const { ops::refresh_view(*this); }
 
 Tensor Tensor::detach() const { return alias_with_shape(impl_->shape); }
 

@@ -94,13 +94,23 @@ class Tensor {
   std::vector<double> to_vector() const;
   double item() const;
 
-  // Autograd metadata.
-  bool requires_grad() const { return impl_->requires_grad; }
+  // Autograd metadata. A view's follows in-place writes to its base (Note [In-place ops on
+  // views] in ops/views.h), so reading it first brings a stale view up to date.
+  bool requires_grad() const {
+    sync_view();
+    return impl_->requires_grad;
+  }
   // Only leaves may be marked; throws otherwise (like torch.Tensor.requires_grad_).
   Tensor& set_requires_grad(bool requires_grad);
-  bool is_leaf() const { return impl_->grad_fn == nullptr; }
-  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
-  uint32_t output_nr() const { return impl_->output_nr; }
+  bool is_leaf() const { return grad_fn() == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const {
+    sync_view();
+    return impl_->grad_fn;
+  }
+  uint32_t output_nr() const {
+    sync_view();
+    return impl_->output_nr;
+  }
   Tensor grad() const;
   void set_grad(const Tensor& g);
 
@@ -117,6 +127,11 @@ class Tensor {
   std::string describe() const;  // "float32[2, 3]"
 
  private:
+  void sync_view() const {
+    if (impl_->view_base) refresh_view_history();
+  }
+  void refresh_view_history() const;
+
   Ref<TensorImpl> impl_;
 };
 

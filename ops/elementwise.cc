@@ -69,8 +69,9 @@ const OpSpec kMulScalar("mul_scalar", {}, {{"self", {}, [](const Ctx& c) {
 const OpSpec kPowScalar("pow_scalar", {{"self", 0}},
                         {{"self", {kSelf}, [](const Ctx& c) {
                             const double e = c.attrs().scalar;
-                            // PyTorch: x^0 has gradient 0 everywhere, not 0 * 0^-1 = NaN at 0.
-                            if (e == 0.0) return mul(c.grad(), 0.0);
+                            // PyTorch: x^0 has gradient 0 everywhere, not 0 * 0^-1 = NaN at 0,
+                            // and a constant one (no history under create_graph).
+                            if (e == 0.0) return zeros_like(c.grad());
                             return mul(c.grad(), mul(pow(c.saved(kSelf), e - 1.0), e));
                           }}});
 

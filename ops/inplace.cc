@@ -1,9 +1,10 @@
 // In-place ops: write into the first argument, bump its version counter, and rebase its history
-// onto the new node (the old history becomes that node's input edge). When the argument is a
-// view, its base's history is rebased too (Note [In-place ops on views]).
+// onto the new node (the old history becomes that node's input edge). The node and the inputs
+// it saves are made before the write, so a saved value that the write changes fails the version
+// check in backward, as in PyTorch. When the argument is a view, its base's history is rebased
+// too (Note [In-place ops on views]).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
-#include "engine/options.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
@@ -19,60 +20,67 @@ const OpSpec kAddInplace("add_", {},
                          {{"self", {}, [](const Ctx& c) { return c.grad(); }},
                           {"other", {}, [](const Ctx& c) { return c.grad(); }}});
 
-// The old value of self is gone after the write, so the forward hands over a differentiable
-// copy — made only when other's gradient can be needed (Note [Guarded saves]).
-const OpSpec kMulInplace("mul_", {{"self_before", kFromForward}, {"other", 1}},
-                         {{"self", {1}, [](const Ctx& c) { return mul(c.grad(), c.saved(1)); }},
-                          {"other", {0}, [](const Ctx& c) { return mul(c.grad(), c.saved(0)); }}});
+// The old value of self is gone after the write, so mul_ saves a differentiable copy of it, made
+// only when its slot is kept (Note [Guarded saves]).
+enum { kSelfBefore = 0, kOther = 1 };
+const OpSpec kMulInplace(
+    "mul_", {{"self_before", kFromForward}, {"other", 1}},
+    {{"self", {kOther}, [](const Ctx& c) { return mul(c.grad(), c.saved(kOther)); }},
+     {"other", {kSelfBefore}, [](const Ctx& c) { return mul(c.grad(), c.saved(kSelfBefore)); }}});
 
+// The overwritten self gets a constant zero gradient (no history, as PyTorch's zeros_like).
 const OpSpec kCopyInplace("copy_", {},
-                          {{"self", {}, [](const Ctx& c) { return mul(c.grad(), 0.0); }},
+                          {{"self", {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
                            {"src", {}, [](const Ctx& c) { return c.grad(); }}});
 
 void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(op, a, b);
   check_broadcastable_to(op, b.shape(), a.shape());
-  AG_CHECK(!(grad_enabled() && a.is_leaf() && a.requires_grad()), op,
-           ": a leaf tensor that "
-           "requires grad (",
-           a.describe(),
-           ") cannot be modified in place while grad mode is on; "
-           "modify its detach() or use a no-grad guard");
+  AG_CHECK(!(grad_enabled() && a.is_leaf() && a.requires_grad()), op, ": a leaf tensor that ",
+           "requires grad (", a.describe(),
+           ") cannot be modified in place while grad mode is on; modify its detach() or use a "
+           "no-grad guard");
   check_inplace_on_view(op, a);
+}
+
+// The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.
+std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const Tensor& b) {
+  if (!records_node({&a, &b})) return nullptr;
+  return make_node(spec, {&a, &b}, OpAttrs(), {}, /*written=*/&a);
+}
+
+// After the write: bump the version, make `a` the node's output, rebase a view's base.
+Tensor& finish_inplace(const std::shared_ptr<OpNode>& node, Tensor& a) {
+  a.bump_version();
+  if (node) attach_output(*node, a);
+  rebase_history_after_inplace(a);
+  return a;
 }
 
 }  // namespace
 
 Tensor& add_(Tensor& a, const Tensor& b) {
   check_inplace("add_", a, b);
+  std::shared_ptr<OpNode> node = begin_inplace(kAddInplace, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
-  a.bump_version();
-  record(kAddInplace, {&a, &b}, a);
-  rebase_base_after_inplace(a);
-  return a;
+  return finish_inplace(node, a);
 }
 
 Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
-  const bool keep_old =
-      any_requires_grad({&a, &b}) && (!current_options().guard_saves || b.requires_grad());
+  std::shared_ptr<OpNode> node = begin_inplace(kMulInplace, a, b);
   // clone() keeps self's history, so other's gradient stays differentiable in self (like
   // PyTorch's original_self = self.clone()); a plain copy would cut double backward there.
-  Tensor before = keep_old ? clone(a) : Tensor();
+  if (node && node->keeps_slot(kSelfBefore)) node->save(kSelfBefore, clone(a), false);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
-  a.bump_version();
-  record(kMulInplace, {&a, &b}, a, {}, {before});
-  rebase_base_after_inplace(a);
-  return a;
+  return finish_inplace(node, a);
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src);
+  std::shared_ptr<OpNode> node = begin_inplace(kCopyInplace, a, src);
   backend_for(a.device()).copy(a, src);
-  a.bump_version();
-  record(kCopyInplace, {&a, &src}, a);
-  rebase_base_after_inplace(a);
-  return a;
+  return finish_inplace(node, a);
 }
 
 }  // namespace ag::ops

@@ -93,6 +93,14 @@ Shape broadcast_batch(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// The product of all dims but the last `kept`: the row count a reshape to [rows, ...] needs.
+// (reshape's -1 cannot be inferred when the kept dims hold no elements.)
+int64_t leading_size(const Shape& shape, size_t kept) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + kept < shape.size(); ++d) rows *= shape[d];
+  return rows;
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -133,7 +141,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   if (input.dim() != 2) {  // [..., in] -> [N, in] -> [..., out]
     Shape out_shape = input.shape();
     out_shape.back() = weight.shape()[0];
-    return reshape(linear(reshape(input, {-1, weight.shape()[1]}), weight, bias), out_shape);
+    const Tensor rows = reshape(input, {leading_size(input.shape(), 1), weight.shape()[1]});
+    return reshape(linear(rows, weight, bias), out_shape);
   }
   Tensor out = backend_for(input.device())
                    .matmul(input, weight, false, true, bias.defined() ? &bias : nullptr);
@@ -150,8 +159,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              " have different lengths");
     return sum(mul(a, b));
   }
+  // Checked here, so that the error names matmul and the caller's shapes, not a folded product.
+  const int64_t k = a.shape()[da - 1], kb = b.shape()[db == 1 ? 0 : db - 2];
+  AG_CHECK(k == kb, "matmul: shapes ", to_string(a.shape()), " and ", to_string(b.shape()),
+           " cannot be multiplied (", k, " vs ", kb, ")");
   if (da == 1) {  // [k] @ [..., k, m]: a row vector, then drop that row dim
-    Tensor r = matmul(reshape(a, {1, -1}), b);
+    Tensor r = matmul(reshape(a, {1, k}), b);
     Shape out = r.shape();
     out.erase(out.end() - 2);
     return reshape(r, out);
@@ -159,24 +172,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (db == 1) {
     Shape out = a.shape();
     out.pop_back();
-    return reshape(matmul(a, reshape(b, {-1, 1})), out);
+    return reshape(matmul(a, reshape(b, {k, 1})), out);
   }
   if (da == 2 && db == 2) return mm(a, b);
   if (db == 2) {  // [..., n, k] @ [k, m]: fold the batch into rows
     Shape out = a.shape();
     out.back() = b.shape()[1];
-    return reshape(mm(reshape(a, {-1, a.shape().back()}), b), out);
+    return reshape(mm(reshape(a, {leading_size(a.shape(), 1), k}), b), out);
   }
   // Batched: the batch dims broadcast (PyTorch semantics), then one bmm over the flattened batch.
-  const int64_t n = a.shape()[da - 2], k = a.shape()[da - 1], m = b.shape()[db - 1];
-  AG_CHECK(k == b.shape()[db - 2], "matmul: shapes ", to_string(a.shape()), " and ",
-           to_string(b.shape()), " cannot be multiplied (", k, " vs ", b.shape()[db - 2], ")");
+  const int64_t n = a.shape()[da - 2], m = b.shape()[db - 1];
   Shape batch = broadcast_batch(a, b);
   auto batched = [&](const Tensor& t, int64_t rows, int64_t cols) {
     Shape full = batch;
     full.push_back(rows);
     full.push_back(cols);
-    return reshape(broadcast_to(t, full), {-1, rows, cols});
+    return reshape(broadcast_to(t, full), {numel(batch), rows, cols});
   };
   Shape out = batch;
   out.push_back(n);

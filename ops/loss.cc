@@ -18,19 +18,42 @@ const OpSpec kLogSoftmax("log_softmax", {{"result", kFromResult}},
                            }}});
 
 // loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
-// incoming gradient, so nothing is saved: only the targets and the shape.
+// incoming gradient. The pattern needs only the targets and the shape.
 Tensor nll_pattern(const Shape& shape, const std::vector<int64_t>& targets, DType dtype,
                    Device device) {
   return backend_for(device).nll_grad_pattern(shape, targets, 1.0 / static_cast<double>(shape[0]),
                                               dtype, device);
 }
 
-const OpSpec kNllLoss("nll_loss", {}, {{"self", {}, [](const Ctx& c) {
-                                          const Tensor& g = c.grad();
-                                          return mul(nll_pattern(c.attrs().shape, c.attrs().targets,
-                                                                 g.dtype(), g.device()),
-                                                     g);
-                                        }}});
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
+                         const std::vector<int64_t>& targets);
+
+enum { kSelf = 0 };
+
+// The gradient is recorded as an op of its own with an edge to self (PyTorch's
+// nll_loss_backward), so it stays differentiable in self: its derivative there is zero, and
+// grad(grad(nll_loss(x), x), x) gives zeros, as in PyTorch, instead of "not reachable". Self is
+// saved only for that edge; it is log_softmax's saved result in cross_entropy, so no new memory.
+const OpSpec kNllLoss("nll_loss", {{"self", 0}},
+                      {{"self", {kSelf}, [](const Ctx& c) {
+                          return nll_loss_backward(c.grad(), c.saved(kSelf), c.attrs().targets);
+                        }}});
+
+// out = pattern * grad, with grad a scalar: d/dgrad is nll_loss of the incoming gradient, and
+// d/dself is a constant zero.
+const OpSpec kNllLossBackward(
+    "nll_loss_backward", {},
+    {{"grad", {}, [](const Ctx& c) { return nll_loss(c.grad(), c.attrs().targets); }},
+     {"self", {}, [](const Ctx& c) { return zeros_like(c.grad()); }}});
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
+                         const std::vector<int64_t>& targets) {
+  const Tensor pattern = nll_pattern(self.shape(), targets, grad.dtype(), grad.device());
+  Tensor out = backend_for(grad.device()).binary(BinaryKind::kMul, pattern, grad, self.shape());
+  OpAttrs attrs;
+  attrs.targets = targets;
+  return record(kNllLossBackward, {&grad, &self}, out, std::move(attrs));
+}
 
 // Checks [N, C] inputs and N targets in [0, C), naming `op` (nll_loss or cross_entropy, so a
 // user of cross_entropy is not told about an op they never called).
@@ -65,7 +88,6 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
   Tensor out = be.unary(UnaryKind::kMulScalar, be.sum_all(be.gather_rows(log_probs, targets)),
                         -1.0 / static_cast<double>(log_probs.shape()[0]));
   OpAttrs attrs;
-  attrs.shape = log_probs.shape();
   attrs.targets = targets;
   return record(kNllLoss, {&log_probs}, out, std::move(attrs));
 }

@@ -29,18 +29,25 @@ bool OpSpec::slot_needed(size_t j, const std::vector<bool>& requires) const {
   return false;
 }
 
-OpNode::OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs)
+OpNode::OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs,
+               std::vector<bool> input_requires_grad, bool guard_saves)
     : Node(std::move(edges)),
       spec_(spec),
       input_shapes_(std::move(input_shapes)),
       attrs_(std::move(attrs)),
-      saved_(spec.num_slots()) {}
+      saved_(spec.num_slots()),
+      input_requires_grad_(std::move(input_requires_grad)),
+      guard_saves_(guard_saves) {}
 
 void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
   saved_[slot] = SavedVariable(value, is_output);
   Counters& c = counters();
   c.bytes_saved += static_cast<int64_t>(value.nbytes());
   ++c.save_counts[spec_.slot_key(slot)];
+}
+
+bool OpNode::keeps_slot(size_t j) const {
+  return !guard_saves_ || spec_.slot_needed(j, input_requires_grad_);
 }
 
 void OpNode::release_saved() {
@@ -82,8 +89,9 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
-                   OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
+std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                                  OpAttrs attrs, std::initializer_list<Tensor> from_forward,
+                                  const Tensor* written) {
   EdgeList edges;
   edges.reserve(inputs.size());
   std::vector<Shape> shapes;
@@ -96,22 +104,39 @@ Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inpu
     shapes.push_back(t->defined() ? t->shape() : Shape{});
     requires.push_back(t->defined() && t->requires_grad());
   }
-  auto node = std::make_shared<OpNode>(spec, std::move(edges), std::move(shapes), std::move(attrs));
-  TensorImpl& out = *result.impl();
-  out.requires_grad = true;
-  out.grad_fn = node;
-  out.output_nr = node->add_input_metadata(TensorMeta::of(result));
-
-  const bool guard = current_options().guard_saves;
+  auto node = std::make_shared<OpNode>(spec, std::move(edges), std::move(shapes), std::move(attrs),
+                                       std::move(requires), current_options().guard_saves);
   const Tensor* forward_values = from_forward.begin();
   for (size_t j = 0; j < spec.num_slots(); ++j) {
     const int source = spec.slot(j).source;
-    const Tensor* value = source == kFromResult    ? &result
-                          : source == kFromForward ? forward_values++
-                                                   : inputs.begin()[source];
-    if (guard && !spec.slot_needed(j, requires)) continue;
-    if (value->defined()) node->save(j, *value, source == kFromResult);
+    if (source == kFromResult) continue;  // attach_output() saves these
+    // A value the forward hands over after the node exists (mul_'s copy of self) is saved by
+    // the op itself.
+    if (source == kFromForward && forward_values == from_forward.end()) continue;
+    const Tensor* value = source == kFromForward ? forward_values++ : inputs.begin()[source];
+    if (!node->keeps_slot(j) || !value->defined()) continue;
+    const bool aliases_written =
+        written != nullptr && value->impl()->storage.get() == written->impl()->storage.get();
+    node->save(j, aliases_written ? value->detach() : *value, false);
   }
+  return node;
+}
+
+void attach_output(OpNode& node, const Tensor& result) {
+  TensorImpl& out = *result.impl();
+  out.requires_grad = true;
+  out.grad_fn = node.shared_from_this();
+  out.output_nr = node.add_input_metadata(TensorMeta::of(result));
+  const OpSpec& spec = node.spec();
+  for (size_t j = 0; j < spec.num_slots(); ++j) {
+    if (spec.slot(j).source == kFromResult && node.keeps_slot(j)) node.save(j, result, true);
+  }
+}
+
+Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
+                   OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
+  std::shared_ptr<OpNode> node = make_node(spec, inputs, std::move(attrs), from_forward);
+  attach_output(*node, result);
   return result;
 }
 

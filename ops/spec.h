@@ -86,7 +86,9 @@ class OpSpec {
 // The backward node of a built-in op: its spec plus what the forward kept.
 class OpNode final : public Node {
  public:
-  OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs);
+  // `input_requires_grad` and `guard_saves` decide which slots are kept (keeps_slot()).
+  OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs,
+         std::vector<bool> input_requires_grad, bool guard_saves);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return spec_.name(); }
   void release_saved() override;
@@ -94,6 +96,8 @@ class OpNode final : public Node {
   const OpSpec& spec() const { return spec_; }
   const std::vector<SavedVariable>& saved() const { return saved_; }
   void save(size_t slot, const Tensor& value, bool is_output);
+  // Note [Guarded saves]: whether slot j is kept, given which inputs require grad.
+  bool keeps_slot(size_t j) const;
 
  private:
   friend class BackwardContext;
@@ -101,6 +105,8 @@ class OpNode final : public Node {
   std::vector<Shape> input_shapes_;
   OpAttrs attrs_;
   std::vector<SavedVariable> saved_;
+  std::vector<bool> input_requires_grad_;
+  bool guard_saves_;
 };
 
 // What a formula sees: the incoming gradient, the saved slots, input shapes and attributes.
@@ -121,7 +127,19 @@ class BackwardContext {
 // Whether any of these requires grad while grad mode is on (i.e. whether record() builds a node).
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
-// Creates the OpNode for `result`, saves the needed slots and attaches it (record()'s slow half).
+// Builds the OpNode of `spec` applied to `inputs` and saves the needed slots that come from the
+// inputs and the forward (Note [Guarded saves]). An in-place op calls this before it writes, so
+// a saved input that the write changes fails the version check in backward, as in PyTorch; the
+// write target is `written`, whose saved aliases are kept without history (no reference cycle
+// through the new node, and the version check can only fail for them).
+std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                                  OpAttrs attrs, std::initializer_list<Tensor> from_forward,
+                                  const Tensor* written = nullptr);
+
+// Makes `result` the node's output and saves the needed slots that come from the result.
+void attach_output(OpNode& node, const Tensor& result);
+
+// make_node + attach_output: record()'s slow half.
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward);
 

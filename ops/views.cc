@@ -33,15 +33,23 @@ void check_inplace_on_view(const char* op, const Tensor& t) {
            "while grad mode is on; modify a clone() or use a no-grad guard");
 }
 
-void rebase_base_after_inplace(const Tensor& t) {
+void rebase_history_after_inplace(const Tensor& t) {
   TensorImpl& v = *t.impl();
-  if (!v.view_base) return;
-  v.view_version.store(t.version(), std::memory_order_relaxed);  // its own history is current
-  if (!grad_enabled() || !t.requires_grad()) return;             // nothing was recorded
-  Tensor base(v.view_base);
+  if (!v.view_base) return;  // a base: its views notice the new version when next used
+  // t's own history (the in-place node) is current; mark it so before reshape(t) reads it.
+  v.view_version.store(t.version(), std::memory_order_relaxed);
+  if (!grad_enabled() || !t.requires_grad()) return;  // nothing was recorded
+  const Tensor base(v.view_base);
+  // The base absorbs the write (PyTorch's CopySlices; our views cover their whole base)...
   const Tensor rebased = reshape(t, base.shape());
-  std::lock_guard<std::mutex> lock(v.view_base->autograd_mutex);
-  take_history(*v.view_base, rebased);
+  {
+    std::lock_guard<std::mutex> lock(v.view_base->autograd_mutex);
+    take_history(*v.view_base, rebased);
+  }
+  // ...and the view is a function of its base again, like every other view of it.
+  const Tensor fresh = reshape(base, t.shape());
+  std::lock_guard<std::mutex> lock(v.autograd_mutex);
+  take_history(v, fresh);
 }
 
 void refresh_view(const Tensor& t) {

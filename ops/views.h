@@ -10,11 +10,14 @@ namespace ag::ops {
 // flowing through the base would miss the op (PyTorch does this with CopySlices). Our views
 // always cover their whole base, so the base's new history is simply
 //     base = reshape(view_after_the_op, base.shape)
-// which rebase_base_after_inplace() records right after the op. Other views of the same base
-// (siblings) are now stale: their grad_fn predates the write. Each view remembers the storage
-// version its history reflects; refresh_view() notices the mismatch the next time the view
-// enters a graph and regenerates its history as reshape(base, view.shape). Views of views share
-// one root base. As in PyTorch, a view of a leaf that requires grad cannot be modified in place.
+// and the view then becomes a function of its base again, view = reshape(base, view.shape), so
+// that gradients split between a view and its base as in PyTorch (a gradient for the view is
+// not one for the base). rebase_history_after_inplace() records both right after the op. Other
+// views of the same base (siblings) are now stale: their grad_fn predates the write. Each view
+// remembers the storage version its history reflects; refresh_view() notices the mismatch the
+// next time the view's autograd state is read (Tensor::requires_grad(), grad_fn(), ...) and
+// regenerates its history as reshape(base, view.shape). Views of views share one root base. As
+// in PyTorch, a view of a leaf that requires grad cannot be modified in place.
 
 // Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
 void mark_view(const Tensor& view, const Tensor& of);
@@ -22,8 +25,9 @@ void mark_view(const Tensor& view, const Tensor& of);
 // Throws if `t` is a view of a leaf that requires grad and grad mode is on.
 void check_inplace_on_view(const char* op, const Tensor& t);
 
-// After an in-place op recorded on `t`: if t is a view, re-derive its base's history from t's.
-void rebase_base_after_inplace(const Tensor& t);
+// After an in-place op recorded on `t`: if t is a view, its base's history takes the op and t's
+// history becomes a view of the base.
+void rebase_history_after_inplace(const Tensor& t);
 
 // If `t` is a view whose base was written since t's history was recorded, regenerate it.
 // Cheap when t is not a view or is current.

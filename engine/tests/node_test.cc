@@ -69,7 +69,8 @@ TEST(Node, ReachabilitySignatureContainsEveryReachableNode) {
   Tensor a = ops::mul(x, y);
   Tensor b = ops::neg(a);
   const Node& top = *b.grad_fn();
-  for (const Node* n : {a.grad_fn().get(), grad_accumulator(x).get(), grad_accumulator(y).get()}) {
+  for (const Node* n : {a.grad_fn().get(), static_cast<Node*>(grad_accumulator(x).get()),
+                        static_cast<Node*>(grad_accumulator(y).get())}) {
     EXPECT_TRUE(top.reach_signature().contains(n->own_signature()));
   }
 }

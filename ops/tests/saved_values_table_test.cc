@@ -240,16 +240,18 @@ std::vector<Row> table() {
        [](const TensorList& t) { return ops::log_softmax(in(t, 0), 1); },
        {{"log_softmax:result", 6}},
        {{"F", {}}, {"T", {"log_softmax:result"}}}},
+      // nll_loss keeps its input only for its gradient's edge to it (the gradient of the
+      // gradient is zero, as in PyTorch); in cross_entropy that is log_softmax's saved result.
       {"nll_loss",
        {m23},
        [](const TensorList& t) { return ops::nll_loss(in(t, 0), kTargets); },
-       {},
-       {{"F", {}}, {"T", {}}}},
+       {{"nll_loss:self", 6}},
+       {{"F", {}}, {"T", {"nll_loss:self"}}}},
       {"cross_entropy",
        {m23},
        [](const TensorList& t) { return ops::cross_entropy(in(t, 0), kTargets); },
-       {{"log_softmax:result", 6}},
-       {{"F", {}}, {"T", {"log_softmax:result"}}}},
+       {{"log_softmax:result", 6}, {"nll_loss:self", 6}},
+       {{"F", {}}, {"T", {"log_softmax:result", "nll_loss:self"}}}},
       // Dropout is a mask multiply: the mask is kept, the input never.
       {"dropout",
        {m23},

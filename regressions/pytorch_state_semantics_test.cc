@@ -1,0 +1,330 @@
+// How the engine's *state* behaves (.grad, leaves, versions, views, per-call needs), pinned to
+// PyTorch 2.15 (float64). Each case is a bug the rest of the suite once missed; the expected
+// values and errors are PyTorch's, run on the same program.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+#include "engine/autograd.h"
+#include "engine/call.h"
+#include "engine/counters.h"
+#include "engine/error.h"
+#include "engine/function.h"
+#include "engine/grad_mode.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::expect_values;
+using testing::leaf;
+
+Tensor values(const std::vector<double>& v, const Shape& shape) {
+  return ops::from_vector(v, shape, DType::kFloat64);
+}
+
+bool shares_storage(const Tensor& a, const Tensor& b) {
+  return a.impl()->storage.get() == b.impl()->storage.get();
+}
+
+// Runs `body` on another thread; a deadlock there fails the test with a message instead of
+// hanging until Bazel's timeout (the stuck thread cannot be joined, so the process ends).
+template <typename Body>
+void run_with_deadline(Body body, const char* what) {
+  std::packaged_task<void()> task(body);
+  std::future<void> done = task.get_future();
+  std::thread(std::move(task)).detach();
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    std::fprintf(stderr, "%s did not return within 20 s (deadlock)\n", what);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  done.get();
+}
+
+// Bug 1: accumulating into .grad under create_graph recorded an add while holding the leaf's
+// lock, and recording takes that lock when .grad or the gradient is the leaf itself.
+TEST(GradAccumulation, CreateGraphBackwardIntoTheLeafItselfTwiceReturns) {
+  Tensor x = leaf({1, 2}, {2});
+  run_with_deadline(
+      [&] {
+        backward({x}, {x}, std::nullopt, /*create_graph=*/true);
+        backward({x}, {x}, std::nullopt, /*create_graph=*/true);
+      },
+      "backward(x, grad_tensors=x, create_graph) twice");
+  expect_values(x.grad(), {2, 4});  // PyTorch: x.grad = x.clone() + x
+  EXPECT_TRUE(x.grad().requires_grad());
+  x.set_grad(Tensor());  // .grad's graph refers back to x
+}
+
+// Bug 2: an in-place op must save what its formulas need before it writes, so that backward
+// sees the write as a version change (PyTorch raises) instead of using the new value.
+TEST(InplaceSaves, MulInplaceWithItselfRaisesTheVersionError) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor a = ops::clone(x);
+  ops::mul_(a, a);
+  try {
+    grad({ops::sum(a)}, {x});
+    FAIL() << "expected the in-place version error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("modified by an in-place operation"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(InplaceSaves, MulInplaceWithAViewOfItselfRaisesTheVersionError) {
+  Tensor x = leaf({1, 2, 3, 4}, {4});
+  Tensor a = ops::clone(x);
+  Tensor v = ops::view(a, {4});
+  ops::mul_(a, v);
+  EXPECT_THROW(grad({ops::sum(a)}, {x}), Error);
+}
+
+TEST(InplaceSaves, MulInplaceWithAnotherTensorIsUnchanged) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor w = leaf({4, 5, 6}, {3});
+  Tensor a = ops::clone(x);
+  ops::mul_(a, w);
+  TensorList g = grad({ops::sum(a)}, {x, w});
+  expect_values(g[0], {4, 5, 6});
+  expect_values(g[1], {1, 2, 3});
+}
+
+// Bug 3: an input listed twice gets its gradient once (PyTorch: inputs=[x, x] accumulates once).
+TEST(GradAccumulation, DuplicateBackwardInputsAccumulateOnce) {
+  Tensor x = leaf({1, 2}, {2});
+  backward({ops::sum(ops::mul(x, x))}, {}, std::nullopt, false, {x, x});
+  expect_values(x.grad(), {2, 4});
+}
+
+TEST(GradAccumulation, OneTensorUnderTwoNamesAccumulatesOnce) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor same = ops::dropout(x, 0.0, /*train=*/true, 1);  // returns x itself
+  backward({ops::sum(ops::mul(x, x))}, {}, std::nullopt, false, {x, same});
+  expect_values(x.grad(), {2, 4});
+}
+
+// Bug 4: .grad never shares storage with anything the caller or another leaf holds.
+TEST(GradAccumulation, GradDoesNotAliasGradTensorsOrOtherLeaves) {
+  Tensor x1 = leaf({1, 2}, {2});
+  Tensor x2 = leaf({3, 4}, {2});
+  Tensor g = values({1, 1}, {2});
+  backward({ops::add(x1, x2)}, {g});
+  EXPECT_FALSE(shares_storage(x1.grad(), g));
+  EXPECT_FALSE(shares_storage(x1.grad(), x2.grad()));
+  // Clipping one leaf's gradient in place leaves the other's and the caller's alone.
+  Tensor g1 = x1.grad();
+  {
+    NoGradGuard no_grad;
+    ops::mul_(g1, values({0.5, 0.5}, {2}));
+  }
+  expect_values(x1.grad(), {0.5, 0.5});
+  expect_values(x2.grad(), {1, 1});
+  expect_values(g, {1, 1});
+}
+
+TEST(GradAccumulation, AccumulatesInPlaceWithoutCreateGraph) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor g = values({1, 1}, {2});
+  backward({ops::add(x, 0.0)}, {g});
+  Tensor held = x.grad();
+  backward({ops::add(x, 0.0)}, {g});
+  EXPECT_TRUE(held.is_same(x.grad()));  // PyTorch: the same tensor, updated in place
+  expect_values(held, {2, 2});
+  expect_values(g, {1, 1});
+}
+
+TEST(GradAccumulation, CreateGraphGradIsANewTensor) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor g = values({1, 1}, {2});
+  backward({ops::add(x, 0.0)}, {g}, std::nullopt, /*create_graph=*/true);
+  EXPECT_FALSE(x.grad().is_same(g));
+  EXPECT_FALSE(shares_storage(x.grad(), g));
+  EXPECT_FALSE(x.grad().requires_grad());  // g does not require grad (PyTorch: no grad_fn)
+  Tensor held = x.grad();
+  backward({ops::add(x, 0.0)}, {g}, std::nullopt, /*create_graph=*/true);
+  EXPECT_FALSE(held.is_same(x.grad()));  // out of place under create_graph
+  expect_values(held, {1, 1});
+  expect_values(x.grad(), {2, 2});
+}
+
+TEST(GradAccumulation, InteriorInputGradIsACloneThenOutOfPlace) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor m = ops::mul(x, 2.0);
+  Tensor g = values({1, 1}, {2});
+  backward({ops::add(m, 0.0)}, {g}, true, false, {m});
+  EXPECT_FALSE(shares_storage(m.grad(), g));
+  Tensor held = m.grad();
+  backward({ops::add(m, 0.0)}, {g}, true, false, {m});
+  expect_values(held, {1, 1});  // PyTorch: a non-leaf's .grad is replaced, not updated
+  expect_values(m.grad(), {2, 2});
+}
+
+// Bug 5: AccumulateGrad reads the leaf's state when it runs, not when the graph was built.
+TEST(GradAccumulation, LeafWhoseRequiresGradWasTurnedOffGetsNoGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = ops::sum(ops::mul(x, 2.0));
+  x.set_requires_grad(false);
+  backward(y);
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(GradAccumulation, LeafMovedIntoTheGraphInteriorRaises) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, 4}, {2});
+  Tensor y = ops::sum(ops::mul(x, 2.0));
+  x.set_requires_grad(false);
+  ops::mul_(x, w);
+  EXPECT_FALSE(x.is_leaf());
+  try {
+    backward(y);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("leaf variable has been moved into the graph interior"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Bug 6: zero-size dims go through matmul and linear like any other size.
+TEST(ZeroSize, MatmulWithAnEmptyOutputDim) {
+  Tensor out =
+      ops::matmul(ops::zeros({1, 2, 1}, DType::kFloat64), ops::zeros({1, 1, 0}, DType::kFloat64));
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 0}));
+}
+
+TEST(ZeroSize, LinearOverAnEmptyInnerDim) {
+  Tensor x = leaf({}, {0});
+  Tensor w = leaf({}, {2, 0});
+  Tensor out = ops::linear(x, w);
+  EXPECT_EQ(out.shape(), (Shape{2}));
+  expect_values(out, {0, 0});
+  backward(ops::sum(out));
+  EXPECT_EQ(x.grad().shape(), (Shape{0}));
+  EXPECT_EQ(w.grad().shape(), (Shape{2, 0}));
+}
+
+TEST(ZeroSize, MatmulErrorNamesMatmulAndTheCallersShapes) {
+  try {
+    ops::matmul(ops::zeros({2, 3, 4}), ops::zeros({5, 2}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("matmul:", 0), 0u) << what;
+    EXPECT_NE(what.find("[2, 3, 4]"), std::string::npos) << what;
+    EXPECT_NE(what.find("[5, 2]"), std::string::npos) << what;
+  }
+}
+
+// Bug 7: after an in-place op through a view, the base's history absorbs the write and the view
+// becomes a function of the base (PyTorch's CopySlices), so gradients split as in PyTorch.
+TEST(Views, InplaceThroughAViewMakesTheViewAFunctionOfTheBase) {
+  Tensor x = leaf({1, 2, 3, 4}, {4});
+  Tensor w1 = values({1, 2, 3, 4}, {2, 2});
+  Tensor w2 = values({10, 20, 30, 40}, {4});
+  Tensor b = ops::zeros({2, 2}, DType::kFloat64);
+  Tensor v = ops::view(b, {4});
+  ops::add_(v, x);
+  EXPECT_TRUE(v.requires_grad());
+  EXPECT_FALSE(v.is_leaf());
+  EXPECT_TRUE(b.requires_grad());
+  EXPECT_FALSE(b.is_leaf());
+  Tensor y = ops::add(ops::sum(ops::mul(b, w1)), ops::sum(ops::mul(v, w2)));
+  TensorList g = grad({y}, {v, b}, {}, /*retain_graph=*/true);
+  expect_values(g[0], {10, 20, 30, 40});
+  expect_values(g[1], {11, 22, 33, 44});
+  expect_values(grad({y}, {x})[0], {11, 22, 33, 44});
+}
+
+TEST(Views, AViewSeesItsBasesInplaceOpAtOnce) {
+  Tensor x = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor b = ops::zeros({2, 2}, DType::kFloat64);
+  Tensor v = ops::view(b, {4});
+  EXPECT_FALSE(v.requires_grad());
+  ops::add_(b, x);
+  EXPECT_TRUE(v.requires_grad());  // before v is used again
+  EXPECT_FALSE(v.is_leaf());
+  EXPECT_NE(v.grad_fn(), nullptr);
+}
+
+// Bug 8: per-call needs are per edge (node and slot): u's sibling output w is not on a path to u.
+thread_local std::vector<bool> mul_needs;
+
+struct Two : Function<Two> {
+  static constexpr const char* name = "Two";
+  static TensorList forward(ForwardCtx&, const TensorList& in) {
+    return {ops::mul(in[0], 2.0), ops::mul(in[1], 3.0)};
+  }
+  static TensorList backward(BackwardCtx&, const TensorList& g) {
+    return {ops::mul(g[0], 2.0), ops::mul(g[1], 3.0)};
+  }
+};
+
+struct Mul : Function<Mul> {
+  static constexpr const char* name = "Mul";
+  static TensorList forward(ForwardCtx& ctx, const TensorList& in) {
+    ctx.save_for_backward({in[0], in[1]});
+    return {ops::mul(in[0], in[1])};
+  }
+  static TensorList backward(BackwardCtx& ctx, const TensorList& g) {
+    mul_needs = {ctx.needs_input_grad(0), ctx.needs_input_grad(1)};
+    TensorList s = ctx.saved_tensors();
+    return {ctx.needs_input_grad(0) ? ops::mul(g[0], s[1]) : Tensor(),
+            ctx.needs_input_grad(1) ? ops::mul(g[0], s[0]) : Tensor()};
+  }
+};
+
+TEST(PerCallNeeds, SiblingOutputOfAMultiOutputNodeIsNotNeeded) {
+  Tensor p = leaf({1, 2}, {2});
+  Tensor q = leaf({3, 4}, {2});
+  TensorList uw = Two::apply({p, q});
+  Tensor y = ops::sum(Mul::apply({uw[0], uw[1]})[0]);
+  Tensor gu = grad({y}, {uw[0]}, {}, true)[0];
+  EXPECT_EQ(mul_needs, (std::vector<bool>{true, false}));
+  expect_values(gu, {9, 12});  // w = 3q
+  // Asking for p runs Two, which needs both of its incoming gradients.
+  Tensor gp = grad({y}, {p})[0];
+  EXPECT_EQ(mul_needs, (std::vector<bool>{true, true}));
+  expect_values(gp, {18, 24});  // y = 6 p q
+}
+
+// Whether a gradient requires grad under create_graph follows PyTorch op by op.
+TEST(CreateGraph, NllLossGradientStaysDifferentiable) {
+  Tensor lp = leaf({-1, -2, -0.5}, {1, 3});
+  Tensor g1 = grad({ops::nll_loss(lp, {1})}, {lp}, {}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(g1.requires_grad());
+  expect_values(g1, {0, -1, 0});
+  Tensor g2 = grad({ops::sum(g1)}, {lp})[0];  // PyTorch: zeros
+  expect_values(g2, {0, 0, 0});
+}
+
+TEST(CreateGraph, CrossEntropySecondDerivativeMatchesPyTorch) {
+  Tensor x = leaf({0.1, 0.2, 0.7}, {1, 3});
+  Tensor g1 = grad({ops::cross_entropy(x, {1})}, {x}, {}, std::nullopt, true)[0];
+  Tensor g2 = grad({ops::sum(ops::mul(g1, g1))}, {x})[0];
+  // torch.autograd.grad((g1 * g1).sum(), x) with g1 from cross_entropy(x, [1]), float64.
+  expect_values(g2, {0.09001033674471334, -0.4482673391274817, 0.35825700238276836}, 1e-15);
+}
+
+TEST(CreateGraph, ConstantZeroGradientsHaveNoHistory) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor s = leaf({3, 4}, {2});
+  Tensor a = ops::mul(x, 1.0);
+  ops::copy_(a, s);
+  TensorList g = grad({ops::sum(a)}, {x, s}, {}, std::nullopt, /*create_graph=*/true);
+  expect_values(g[0], {0, 0});
+  EXPECT_FALSE(g[0].requires_grad());
+  EXPECT_FALSE(g[1].requires_grad());
+
+  Tensor p = grad({ops::sum(ops::pow(x, 0.0))}, {x}, {}, std::nullopt, true)[0];
+  expect_values(p, {0, 0});
+  EXPECT_FALSE(p.requires_grad());
+}
+
+}  // namespace
+}  // namespace ag
