@@ -245,8 +245,12 @@ void GraphTask::execute_ready_nodes() {
 TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
   bool any_defined = false;
   for (const Tensor& g : grads) any_defined = any_defined || g.defined();
-  // Nothing flowed in (e.g. a custom Function returned no gradient): nothing flows out.
-  if (!any_defined) return TensorList(node.num_outputs());
+  // Nothing flowed in (e.g. a custom Function returned no gradient): nothing flows out, and the
+  // node's saved values are freed like those of every node this call ran.
+  if (!any_defined) {
+    if (!request_.keep_graph) node.release_saved();
+    return TensorList(node.num_outputs());
+  }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (grads[i].defined()) continue;
     const TensorMeta& meta = node.input_metadata()[i];

@@ -3,6 +3,7 @@
 // RapidCheck prints) and the shrunk graph it shows.
 #include <thread>
 
+#include "engine/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/error.h"
@@ -122,23 +123,25 @@ AG_PROPERTY(EngineProperties, TopologicalNumbers) {
   }
 }
 
-// 3. A custom Function sees needs_input_grad(i) true iff input i lies on a path to a requested
-//    input (per-call on), or iff it requires grad (per-call off).
+// 3. A custom Function sees needs_input_grad(i) true iff the gradient of input i is used by this
+//    call, i.e. its edge (node and slot) lies on a path to a requested input (per-call on), or
+//    iff input i requires grad (per-call off).
 AG_PROPERTY(EngineProperties, CustomFunctionsSeeNeedsInputGradOfThisCall) {
   const GraphSpec spec = pick_graph();
   for (const EngineOptions& options : all_option_combinations()) {
     OptionsGuard guard(options);
     const BuiltGraph g = build_graph(spec);
-    const auto reaching = nodes_reaching(edges_of(g.outputs), edges_of(g.requested));
-    custom_mul_log().clear();
+    GradientUse use(edges_of(g.requested));
+    custom_function_log().clear();
     grad(g.outputs, g.requested, output_grads(g.outputs), true, false, true);
-    RC_CLASSIFY(!custom_mul_log().empty(), "custom Function ran");
-    for (const NeedsRecord& r : custom_mul_log()) {
+    RC_CLASSIFY(!custom_function_log().empty(), "custom Function ran");
+    for (const NeedsRecord& r : custom_function_log()) {
       const Node& node = *static_cast<const Node*>(r.node);
+      RC_CLASSIFY(node.num_inputs() == 2, "multi-output custom Function ran");
       for (size_t i = 0; i < 2; ++i) {
         const Edge& e = node.next_edge(i);
-        const bool expected = e.is_valid() && (!options.per_call_needs_input_grad ||
-                                               reaching.count(e.function.get()) > 0);
+        const bool expected =
+            e.is_valid() && (!options.per_call_needs_input_grad || use.edge_used(e));
         RC_ASSERT(r.needs[i] == expected);
       }
     }
@@ -173,6 +176,50 @@ AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
       size_t i = (k + static_cast<size_t>(t)) % g.requested.size();
       RC_ASSERT(bitwise_equal(results[t][k][0], sequential[i][0]));
     }
+  }
+}
+
+// 5. After a backward without retain_graph every saved value is freed, whatever node saved it
+//    (built-in ops, custom Functions with one or two outputs): live bytes come back to exactly
+//    what the caller still holds, the leaves, the outputs and the new .grad tensors.
+AG_PROPERTY(EngineProperties, BackwardFreesEverySavedValue) {
+  const GraphSpec spec = pick_graph();
+  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 16)];
+  record_options(options);
+  OptionsGuard guard(options);
+  const int64_t before = live_bytes();
+  TensorList leaves, outputs;
+  {
+    const BuiltGraph g = build_graph(spec);  // the intermediate values die with g
+    leaves = g.leaves;
+    outputs = g.outputs;
+  }
+  backward(outputs, output_grads(outputs));
+  std::set<const Storage*> held;
+  int64_t held_bytes = 0;
+  auto hold = [&](const Tensor& t) {
+    if (t.defined() && held.insert(t.impl()->storage.get()).second) {
+      held_bytes += static_cast<int64_t>(t.impl()->storage->nbytes());
+    }
+  };
+  for (const Tensor& t : leaves) hold(t), hold(t.grad());
+  for (const Tensor& t : outputs) hold(t);
+  RC_ASSERT(live_bytes() - before == held_bytes);
+}
+
+// 6. Discovery expands exactly the nodes each cut allows: a node is expanded iff a path of
+//    expanded nodes leads to it from a root and neither active cut rules it out (its topological
+//    number is below every target's, or its reachability signature misses every target's bit).
+//    A cut that silently cuts less (or more) changes the count.
+AG_PROPERTY(EngineProperties, DiscoveryExpandsExactlyWhatTheCutsAllow) {
+  const GraphSpec spec = pick_graph();
+  const BuiltGraph g = build_graph(spec);
+  const EdgeList roots = edges_of(g.outputs), targets = edges_of(g.requested);
+  for (const EngineOptions& options : all_option_combinations()) {
+    record_options(options);
+    reset_counters();
+    grad(g.outputs, g.requested, output_grads(g.outputs), true, false, true, options);
+    RC_ASSERT(counters().nodes_discovered == nodes_expanded_under_cuts(roots, targets, options));
   }
 }
 

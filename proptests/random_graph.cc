@@ -16,7 +16,7 @@ const char* const kOpNames[] = {
     "add",         "sub",         "mul",           "div_safe",     "neg",        "tanh",
     "sigmoid",     "exp_tanh",    "log_safe",      "relu",         "pow_scalar", "pow_tensor",
     "sum_keepdim", "sum_all",     "mean",          "reshape_back", "transpose2", "matmul",
-    "linear",      "log_softmax", "cross_entropy", "dropout",      "custom_mul"};
+    "linear",      "log_softmax", "cross_entropy", "dropout",      "custom_mul", "custom_two"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<int>(OpKind::kCount));
 
 // The seed's Mul (issue 56500): computes each gradient only when this call needs it.
@@ -27,7 +27,8 @@ struct CustomMul : Function<CustomMul> {
     return {ops::mul(in[0], in[1])};
   }
   static TensorList backward(BackwardCtx& ctx, const TensorList& grads) {
-    custom_mul_log().push_back({&ctx.node(), {ctx.needs_input_grad(0), ctx.needs_input_grad(1)}});
+    custom_function_log().push_back(
+        {&ctx.node(), {ctx.needs_input_grad(0), ctx.needs_input_grad(1)}});
     TensorList saved = ctx.saved_tensors();
     TensorList out(2);
     // Gradients are summed back to each input's shape (broadcasting).
@@ -39,6 +40,30 @@ struct CustomMul : Function<CustomMul> {
   }
 };
 
+// Two outputs from one node, (a * b, a - b), so that graphs hold multi-output nodes whose outputs
+// are used, requested or left without a gradient independently.
+struct CustomTwo : Function<CustomTwo> {
+  static constexpr const char* name = "CustomTwo";
+  static TensorList forward(ForwardCtx& ctx, const TensorList& in) {
+    ctx.save_for_backward({in[0], in[1]});
+    return {ops::mul(in[0], in[1]), ops::sub(in[0], in[1])};
+  }
+  static TensorList backward(BackwardCtx& ctx, const TensorList& grads) {
+    custom_function_log().push_back(
+        {&ctx.node(), {ctx.needs_input_grad(0), ctx.needs_input_grad(1)}});
+    TensorList saved = ctx.saved_tensors();
+    // A missing output gradient arrives as zeros (as in PyTorch's materialize_grads default).
+    TensorList out(2);
+    if (ctx.needs_input_grad(0)) {
+      out[0] = ops::sum_to(ops::add(ops::mul(grads[0], saved[1]), grads[1]), saved[0].shape());
+    }
+    if (ctx.needs_input_grad(1)) {
+      out[1] = ops::sum_to(ops::sub(ops::mul(grads[0], saved[0]), grads[1]), saved[1].shape());
+    }
+    return out;
+  }
+};
+
 Tensor as_2x3(const Tensor& t) { return ops::broadcast_to(t, {2, 3}); }
 
 Tensor gram(const Tensor& b) {  // 0.2 * B^T B, [3, 3]
@@ -46,60 +71,62 @@ Tensor gram(const Tensor& b) {  // 0.2 * B^T B, [3, 3]
   return ops::mul(ops::mm(ops::transpose(m, 0, 1), m), 0.2);
 }
 
-Tensor apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_index) {
+TensorList apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_index) {
   using namespace ops;
   switch (kind) {
     case OpKind::kAdd:
-      return add(a, b);
+      return {add(a, b)};
     case OpKind::kSub:
-      return sub(a, b);
+      return {sub(a, b)};
     case OpKind::kMul:
-      return mul(a, b);
+      return {mul(a, b)};
     case OpKind::kDivSafe:
-      return div(a, add(mul(b, b), 1.0));
+      return {div(a, add(mul(b, b), 1.0))};
     case OpKind::kNeg:
-      return neg(a);
+      return {neg(a)};
     case OpKind::kTanh:
-      return tanh(a);
+      return {tanh(a)};
     case OpKind::kSigmoid:
-      return sigmoid(a);
+      return {sigmoid(a)};
     case OpKind::kExpTanh:
-      return exp(tanh(a));
+      return {exp(tanh(a))};
     case OpKind::kLogSafe:
-      return log(add(mul(a, a), 1.0));
+      return {log(add(mul(a, a), 1.0))};
     case OpKind::kRelu:
-      return relu(a);
+      return {relu(a)};
     case OpKind::kPowScalar:
-      return pow(a, 2.0);
+      return {pow(a, 2.0)};
     case OpKind::kPowTensor:
-      return pow(add(sigmoid(a), 0.5), b);
+      return {pow(add(sigmoid(a), 0.5), b)};
     case OpKind::kSumKeepdim:
-      return a.dim() == 0 ? sum(a) : sum(a, static_cast<int64_t>(b_index % a.dim()), true);
+      return {a.dim() == 0 ? sum(a) : sum(a, static_cast<int64_t>(b_index % a.dim()), true)};
     case OpKind::kSumAll:
-      return sum(a);
+      return {sum(a)};
     case OpKind::kMean:
-      return mean(a);
+      return {mean(a)};
     case OpKind::kReshapeBack:
-      return reshape(reshape(a, {-1}), a.shape());
+      return {reshape(reshape(a, {-1}), a.shape())};
     case OpKind::kTranspose2:
-      return a.dim() == 2 ? transpose(transpose(a, 0, 1), 0, 1) : a;
+      return {a.dim() == 2 ? transpose(transpose(a, 0, 1), 0, 1) : a};
     case OpKind::kMatmul:
-      return mm(as_2x3(a), gram(b));
+      return {mm(as_2x3(a), gram(b))};
     case OpKind::kLinear:
-      return linear(as_2x3(a), gram(b), sum(as_2x3(b), 0));
+      return {linear(as_2x3(a), gram(b), sum(as_2x3(b), 0))};
     case OpKind::kLogSoftmax:
-      return log_softmax(as_2x3(a), 1);
+      return {log_softmax(as_2x3(a), 1)};
     case OpKind::kCrossEntropy:
-      return cross_entropy(
-          as_2x3(a), {static_cast<int64_t>(b_index % 3), static_cast<int64_t>(b_index / 3 % 3)});
+      return {cross_entropy(
+          as_2x3(a), {static_cast<int64_t>(b_index % 3), static_cast<int64_t>(b_index / 3 % 3)})};
     case OpKind::kDropout:
-      return dropout(a, 0.3, /*train=*/true, b_index);
+      return {dropout(a, 0.3, /*train=*/true, b_index)};
     case OpKind::kCustomMul:
-      return CustomMul::apply({a, b})[0];
+      return {CustomMul::apply({a, b})[0]};
+    case OpKind::kCustomTwo:
+      return CustomTwo::apply({a, b});
     case OpKind::kCount:
       break;
   }
-  return a;
+  return {a};
 }
 
 // Values that require grad, by index into `values`.
@@ -127,7 +154,7 @@ OpKind kind_of(const StepSpec& s) {
   return static_cast<OpKind>(((s.op % n) + n) % n);
 }
 
-std::vector<NeedsRecord>& custom_mul_log() {
+std::vector<NeedsRecord>& custom_function_log() {
   thread_local std::vector<NeedsRecord> log;
   return log;
 }
@@ -145,9 +172,14 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
     g.values.push_back(t);
     g.leaves.push_back(t);
   }
-  for (const StepSpec& s : spec.steps) {
+  g.value_step.assign(g.values.size(), -1);
+  for (size_t k = 0; k < spec.steps.size(); ++k) {
+    const StepSpec& s = spec.steps[k];
     const size_t n = g.values.size();
-    g.values.push_back(apply_step(kind_of(s), g.values[s.a % n], g.values[s.b % n], s.b));
+    for (Tensor& v : apply_step(kind_of(s), g.values[s.a % n], g.values[s.b % n], s.b)) {
+      g.values.push_back(std::move(v));
+      g.value_step.push_back(static_cast<int>(k));
+    }
   }
   const std::vector<size_t> diff = differentiable(g.values);  // never empty: leaf 0
   auto newest = [&](uint32_t k) { return diff[diff.size() - 1 - k % diff.size()]; };
@@ -163,14 +195,21 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
 std::string describe(const GraphSpec& spec) {
   const BuiltGraph g = build_graph(spec);
   std::ostringstream os;
-  const size_t num_leaves = g.leaves.size();
   for (size_t i = 0; i < g.values.size(); ++i) {
     os << "v" << i << " = ";
-    if (i < num_leaves) {
+    const int step = g.value_step[i];
+    if (step < 0) {
       os << "leaf";
     } else {
-      const StepSpec& s = spec.steps[i - num_leaves];
-      os << op_name(kind_of(s)) << "(v" << s.a % i << ", v" << s.b % i << ") [b=" << s.b << "]";
+      // The operands index the values that existed before the step's first output.
+      size_t first = i;
+      while (first > 0 && g.value_step[first - 1] == step) --first;
+      const StepSpec& s = spec.steps[step];
+      os << op_name(kind_of(s)) << "(v" << s.a % first << ", v" << s.b % first << ")";
+      if (first != i || (i + 1 < g.values.size() && g.value_step[i + 1] == step)) {
+        os << "[" << i - first << "]";
+      }
+      os << " [b=" << s.b << "]";
     }
     os << "  " << g.values[i].describe() << (g.values[i].requires_grad() ? " requires_grad" : "")
        << "\n";

@@ -41,6 +41,7 @@ enum class OpKind : int {
   kCrossEntropy,  // cross_entropy(A, targets from b)
   kDropout,       // dropout(a, 0.3, train, seed b)
   kCustomMul,     // the seed's Mul as a custom Function (records needs_input_grad)
+  kCustomTwo,     // (a * b, a - b) from one two-output custom Function: two values
   kCount
 };
 
@@ -64,9 +65,11 @@ struct GraphSpec {
   uint32_t value_seed = 0;
 };
 
-// A graph built from a spec: every value in creation order (leaves first).
+// A graph built from a spec: every value in creation order (leaves first). Most steps make one
+// value; kCustomTwo makes two, the outputs of one node.
 struct BuiltGraph {
   TensorList values;
+  std::vector<int> value_step;  // the step that made each value; -1 for leaves
   TensorList leaves;
   TensorList outputs;
   TensorList requested;
@@ -82,12 +85,12 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr
 // RapidCheck prints counterexamples.
 std::string describe(const GraphSpec& spec);
 
-// The seed's Mul custom Function records, for every backward call, the needs_input_grad flags it
-// saw, keyed by the node. Thread-local, cleared by the tests.
+// The custom Functions (kCustomMul, kCustomTwo) record, for every backward call, the
+// needs_input_grad flags they saw, keyed by the node. Thread-local, cleared by the tests.
 struct NeedsRecord {
   const void* node;
   bool needs[2];
 };
-std::vector<NeedsRecord>& custom_mul_log();
+std::vector<NeedsRecord>& custom_function_log();
 
 }  // namespace ag::proptests

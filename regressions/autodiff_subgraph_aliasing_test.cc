@@ -23,7 +23,8 @@ namespace ag::jit {
 namespace {
 
 std::vector<RtValue> inputs() {
-  return {RtTensor::fromData({2, 2}, {0.5, -1.0, 2.0, 0.25}), RtTensor::fromData({2, 2}, {1.5, 3.0, -0.5, 2.0})};
+  return {RtTensor::fromData({2, 2}, {0.5, -1.0, 2.0, 0.25}),
+          RtTensor::fromData({2, 2}, {1.5, 3.0, -0.5, 2.0})};
 }
 
 std::string observe(const Graph& g) {
@@ -66,7 +67,8 @@ std::unique_ptr<Graph> runPass(const std::string& text) {
     options.after_each_change = [](const Graph& graph, const AliasDb& db, const std::string& what) {
       AliasDb fresh(graph);
       auto diff = findAliasDbDifference(graph, db, fresh);
-      EXPECT_FALSE(diff.has_value()) << "after " << what << ": " << *diff << "\n" << toString(graph);
+      EXPECT_FALSE(diff.has_value()) << "after " << what << ": " << *diff << "\n"
+                                     << toString(graph);
     };
     createAutodiffSubgraphs(*g, options);
     verify(*g);

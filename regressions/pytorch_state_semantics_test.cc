@@ -128,6 +128,14 @@ TEST(GradAccumulation, GradDoesNotAliasGradTensorsOrOtherLeaves) {
   expect_values(g, {1, 1});
 }
 
+TEST(GradAccumulation, GradDoesNotShareStorageWithAViewOfGradTensors) {
+  Tensor x = leaf({1, 2, 3, 4}, {4});
+  Tensor g = values({1, 1, 1, 1}, {2, 2});
+  backward({ops::reshape(x, {2, 2})}, {g});  // reshape's gradient is a view of g
+  EXPECT_FALSE(shares_storage(x.grad(), g));
+  expect_values(x.grad(), {1, 1, 1, 1});
+}
+
 TEST(GradAccumulation, AccumulatesInPlaceWithoutCreateGraph) {
   Tensor x = leaf({1, 2}, {2});
   Tensor g = values({1, 1}, {2});
@@ -291,6 +299,30 @@ TEST(PerCallNeeds, SiblingOutputOfAMultiOutputNodeIsNotNeeded) {
   Tensor gp = grad({y}, {p})[0];
   EXPECT_EQ(mul_needs, (std::vector<bool>{true, true}));
   expect_values(gp, {18, 24});  // y = 6 p q
+}
+
+// An error raised while the backward pass runs stops it where it is, as in PyTorch: gradients
+// already accumulated stay, the rest of the graph is untouched (README, "Errors").
+TEST(Errors, AnErrorMidBackwardKeepsWhatRanBeforeIt) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor b = leaf({3, 4}, {2});
+  Tensor e = ops::exp(ops::clone(b));  // made first, so its node runs after a's branch
+  {
+    NoGradGuard no_grad;
+    ops::mul_(e, values({2, 2}, {2}));  // exp's saved result is now stale
+  }
+  Tensor y = ops::add(ops::sum(ops::mul(a, 2.0)), ops::sum(e));
+  EXPECT_THROW(backward(y), Error);
+  expect_values(a.grad(), {2, 2});
+  EXPECT_FALSE(b.grad().defined());
+  // Nothing about b's graph changed: the same error again, not "freed".
+  try {
+    backward(ops::sum(e));
+    FAIL() << "expected the version error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("modified by an in-place operation"), std::string::npos)
+        << err.what();
+  }
 }
 
 // Whether a gradient requires grad under create_graph follows PyTorch op by op.

@@ -58,6 +58,75 @@ TEST(Gradgradcheck, FailsWhenTheFirstDerivativeIsNotDifferentiableCorrectly) {
   EXPECT_FALSE(gradgradcheck(f, {x}).passed);
 }
 
+// y = X @ A for a 2x2 X and a fixed, non-symmetric A, whose backward returns the true gradient
+// G A^T changed by `mutate`: the errors an oracle must see even though magnitudes or sums agree.
+using Mutation = std::vector<double> (*)(std::vector<double>);
+
+class MutatedProduct final : public Node {
+ public:
+  MutatedProduct(const Tensor& x, const Tensor& a, Mutation mutate)
+      : Node({gradient_edge(x)}), a_(a), mutate_(mutate) {
+    add_input_metadata(TensorMeta::of(x));
+  }
+  TensorList apply(TensorList&& grads, const Call&) override {
+    const Tensor right = ops::mm(grads[0], ops::transpose(a_, 0, 1));
+    return {ops::from_vector(mutate_(right.to_vector()), right.shape(), right.dtype())};
+  }
+  std::string name() const override { return "MutatedProduct"; }
+
+ private:
+  Tensor a_;
+  Mutation mutate_;
+};
+
+GradcheckResult check_mutated(Mutation mutate) {
+  const Tensor a = ops::from_vector({1.0, 2.0, -0.5, 3.0}, {2, 2}, DType::kFloat64);
+  Tensor x = leaf({0.3, -1.2, 2.0, 0.7}, {2, 2});
+  return gradcheck(
+      [&](const TensorList& in) {
+        Tensor out = ops::mm(in[0].detach(), a);
+        out.impl()->requires_grad = true;
+        out.impl()->grad_fn = std::make_shared<MutatedProduct>(in[0], a, mutate);
+        return out;
+      },
+      {x});
+}
+
+TEST(Gradcheck, PassesTheUnmutatedProduct) {
+  GradcheckResult r = check_mutated([](std::vector<double> g) { return g; });
+  EXPECT_TRUE(r.passed) << r.report;
+}
+
+TEST(Gradcheck, FailsOnASignError) {
+  EXPECT_FALSE(check_mutated([](std::vector<double> g) {
+                 for (double& v : g) v = -v;
+                 return g;
+               }).passed);
+}
+
+TEST(Gradcheck, FailsOnTwoSwappedElements) {
+  EXPECT_FALSE(check_mutated([](std::vector<double> g) {
+                 std::swap(g[0], g[1]);
+                 return g;
+               }).passed);
+}
+
+TEST(Gradcheck, FailsOnATransposedGradient) {
+  EXPECT_FALSE(check_mutated([](std::vector<double> g) {
+                 std::swap(g[1], g[2]);  // [2, 2] row-major: the transpose swaps (0,1), (1,0)
+                 return g;
+               }).passed);
+}
+
+TEST(Gradcheck, FailsOnAGradientOffInOneElement) {
+  GradcheckResult r = check_mutated([](std::vector<double> g) {
+    g[3] += 1e-3;
+    return g;
+  });
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.report.find("input 0[3]"), std::string::npos) << r.report;
+}
+
 TEST(Gradcheck, RejectsFloat32Inputs) {
   Tensor x = leaf({1}, {1}, true, DType::kFloat32);
   EXPECT_THROW(gradcheck([](const TensorList& in) { return in[0]; }, {x}), Error);
