@@ -127,6 +127,18 @@ class Grad final : public ApiCommand {
     // Gradients for different inputs may be one object or share memory (PyTorch's do: a view's
     // and its base's, a passed-through buffer), and one tensor named twice may get two objects;
     // none of that is part of the contract, so the runner makes it one object per input tensor.
+    // Like PyTorch, the engine returns a grad_outputs tensor itself where the gradient passes
+    // through unchanged; the model (and the contract) expects a new tensor, with the
+    // same history under create_graph and none otherwise (README.md).
+    const TensorList gos = tensors(sut, args_.grad_tensors);
+    for (Tensor& g : got) {
+      for (const Tensor& go : gos) {
+        if (g.defined() && go.defined() && g.impl()->storage == go.impl()->storage) {
+          g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
+          break;
+        }
+      }
+    }
     const TensorList inputs = tensors(sut, args_.inputs);
     for (size_t k = 0; k < got.size(); ++k) {
       if (!got[k].defined()) continue;
@@ -162,8 +174,19 @@ class Grad final : public ApiCommand {
         continue;
       }
       if (!got[k].defined()) RC_FAIL(who + " is undefined; the model has a gradient");
-      // Values, requires_grad and is_leaf are checked with the rest of the state; here only
-      // what the state check cannot see.
+      // Also checked with the rest of the state, unless the model cannot follow it further.
+      const std::vector<double> v = got[k].to_vector();
+      for (size_t i = 0; i < e.value.size(); ++i) {
+        if (i >= v.size() || !close(v[i], e.value[i])) {
+          RC_FAIL(who + " element " + std::to_string(i) + " is " +
+                  (i < v.size() ? std::to_string(v[i]) : "missing") + ", model " +
+                  std::to_string(e.value[i]));
+        }
+      }
+      if (got[k].requires_grad() != e.requires_grad) {
+        RC_FAIL(who + (e.requires_grad ? " does not require grad" : " requires grad") +
+                "; the model says the opposite");
+      }
     }
   }
   std::string text() const override {

@@ -31,14 +31,15 @@ namespace {
 bool bit(uint32_t mask, size_t i) { return (mask >> i) & 1u; }
 
 // Whether node n's backward unpacks slot s in a call that needs the edges `needed`. The engine
-// evaluates only the formulas of needed edges and unpacks only what they use (PyTorch unpacks
-// every saved value of a node that runs: see README.md).
+// evaluates only the formulas of needed edges and unpacks only what they read (a constant
+// formula reads nothing); PyTorch unpacks every saved value of a node that runs.
 template <typename EdgeNeeded>
-bool unpacks(const Node& node, const SavedSlot& s, EdgeNeeded edge_needed) {
-  if (node.unpack_all) return true;
+bool unpacks(const Semantics& sem, const Node& node, const SavedSlot& s, EdgeNeeded edge_needed) {
+  if (node.unpack_all || !sem.unpacks_only_what_formulas_read) return true;
+  const uint32_t constant = op_rules(node.kind, node.attrs).constant_formulas;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Use& in = node.inputs[i];
-    if (bit(s.used_by, i) && in.tracked && edge_needed(in.ref)) return true;
+    if (bit(s.used_by & ~constant, i) && in.tracked && edge_needed(in.ref)) return true;
   }
   return false;
 }
@@ -67,9 +68,12 @@ Outcome Model::validate(const char* api, const BackwardArgs& args) {
     if (g >= 0 && shape(g) != impls_[i].shape) return Outcome::raise(a + ": mismatch in shape");
   }
   for (int name : args.inputs) {
-    if (!requires_grad(impl_of(name))) {
+    const int i = impl_of(name);
+    if (!requires_grad(i)) {
       return Outcome::raise(a + ": one of the differentiated tensors does not require grad");
     }
+    // PyTorch's backward() retains a non-leaf input's gradient before it checks the next input.
+    if (a == "backward" && !is_leaf(i)) impls_[i].pytorch_retains_grad = true;
   }
   return {};
 }
@@ -117,7 +121,7 @@ Model::Plan Model::plan(const BackwardArgs& args, const std::vector<Ref>& target
   return p;
 }
 
-Outcome Model::execute_checks(const Plan& p, const BackwardArgs& args) {
+Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
   Outcome out;
   auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
   for (int n = 0; n < program_.size(); ++n) {
@@ -127,16 +131,16 @@ Outcome Model::execute_checks(const Plan& p, const BackwardArgs& args) {
     if (node.kind == OpKind::kGrad) {
       // Its backward graph saved values the model does not itemize (Note [Uncertain state]).
       bool written = false;
-      for (const auto& [s, v] : node.grad_watch) written = written || storages_[s].version != v;
-      if (written || node.released != Released::kNo) {
+      for (const auto& [s, v] : program_.watch(n)) written = written || storages_[s].version != v;
+      if (written || program_.released(n) != Released::kNo) {
         raise_or_maybe(out, false, "a create_graph gradient's graph was written to or freed");
       }
       continue;
     }
     for (const SavedSlot& s : node.saved) {
-      if (!unpacks(node, s, edge_needed)) continue;
-      if (node.released != Released::kNo) {
-        raise_or_maybe(out, node.released == Released::kYes,
+      if (!unpacks(sem_, node, s, edge_needed)) continue;
+      if (program_.released(n) != Released::kNo) {
+        raise_or_maybe(out, program_.released(n) == Released::kYes,
                        std::string("Trying to backward through the graph a second time (") +
                            op_name(node.kind) + "'s saved values were freed)");
       }
@@ -144,6 +148,11 @@ Outcome Model::execute_checks(const Plan& p, const BackwardArgs& args) {
         raise_or_maybe(out, s.certain,
                        std::string("a value saved by ") + op_name(node.kind) +
                            " has been modified by an inplace operation");
+      }
+      if (written.count(s.storage)) {  // the call's own accumulation may write it first
+        raise_or_maybe(out, false,
+                       std::string("a value saved by ") + op_name(node.kind) +
+                           " is a .grad this backward adds into in place");
       }
     }
   }
@@ -155,7 +164,6 @@ Outcome Model::execute_checks(const Plan& p, const BackwardArgs& args) {
       raise_or_maybe(out, true, "leaf variable has been moved into the graph interior");
     }
   }
-  (void)args;
   return out;
 }
 
@@ -165,12 +173,11 @@ void Model::release(const Plan& p, const BackwardArgs& args, bool certain) {
   for (int n = 0; n < program_.size(); ++n) {
     const bool ran = p.all ? p.reachable[n] : p.needed[n];
     if (!ran) continue;
-    Node& node = program_.node(n);
-    const bool sure = certain && node.kind != OpKind::kGrad;
+    const bool sure = certain && program_.node(n).kind != OpKind::kGrad;
     if (sure) {
-      node.released = Released::kYes;
-    } else if (node.released == Released::kNo) {
-      node.released = Released::kMaybe;
+      program_.set_released(n, Released::kYes);
+    } else if (program_.released(n) == Released::kNo) {
+      program_.set_released(n, Released::kMaybe);
     }
   }
 }
@@ -200,7 +207,7 @@ std::map<int, std::vector<bool>> custom_needs(const Program& program, RunsFn run
 // grad and, for every formula on a path from the roots to t, the saved values it reads that
 // require grad (a constant formula cuts everything above it). Also the storages its graph may
 // have saved, for Note [Uncertain state].
-Ref Model::grad_history(const Plan& p, const Ref& t, std::vector<std::pair<int, uint32_t>>* watch) {
+Ref Model::grad_history(const Plan& p, const Ref& t, Watch* watch, bool* through_other_target) {
   const int size = program_.size();
   std::vector<char> need(size, 0);
   for (int n = 0; n < size; ++n) {
@@ -210,6 +217,12 @@ Ref Model::grad_history(const Plan& p, const Ref& t, std::vector<std::pair<int, 
     }
   }
   auto edge_needed = [&](const Ref& e) { return e == t || need[e.node]; };
+  // Another requested tensor on the way to t: t's gradient is computed from that one's (the
+  // same tensor grad() returns for it), a link the sets below do not record.
+  *through_other_target = false;
+  for (const Ref& other : p.targets) {
+    if (!(other == t) && need[other.node]) *through_other_target = true;
+  }
   std::vector<std::set<Ref>> in(size);
   std::set<Ref> deps;
   for (size_t r = 0; r < p.roots.size(); ++r) {
@@ -229,7 +242,12 @@ Ref Model::grad_history(const Plan& p, const Ref& t, std::vector<std::pair<int, 
       into.insert(in[n].begin(), in[n].end());
       for (const SavedSlot& s : node.saved) {
         const bool used = bit(s.used_by, i);
-        if (used && s.producer.node >= 0) into.insert(s.producer);
+        const bool fixed = s.via_view && sem_.internal_views_fix_requires_grad;
+        if (used && s.leaf_impl >= 0 && !fixed) {
+          if (is_leaf(s.leaf_impl) && requires_grad(s.leaf_impl)) into.insert(edge(s.leaf_impl));
+        } else if (used && s.producer.node >= 0) {
+          into.insert(s.producer);
+        }
         if ((used || node.unpack_all) && s.storage >= 0) watch->emplace_back(s.storage, s.version);
       }
     }
@@ -239,7 +257,6 @@ Ref Model::grad_history(const Plan& p, const Ref& t, std::vector<std::pair<int, 
   g.kind = OpKind::kGrad;
   g.grad = {p.roots, p.gos, t};
   g.grad_edges.assign(deps.begin(), deps.end());
-  g.grad_watch = *watch;
   return add_node(std::move(g));
 }
 
@@ -280,15 +297,13 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
 }
 
 // Note [Uncertain state]: `targets` are the impls the call may have accumulated into.
-void Model::forget_partial(Outcome& out, const Plan& p, const BackwardArgs& args,
-                           const std::vector<int>& targets) {
+void Model::forget_grads(Outcome& out, const BackwardArgs& args, const std::vector<int>& targets) {
   for (int x : targets) {
     const int g = impls_[x].grad;
     if (g >= 0 && !args.create_graph) kill_storage(impls_[g].storage);  // maybe added into
     impls_[x].grad = -1;
     out.dropped.push_back(x);
   }
-  release(p, args, false);
 }
 
 Outcome Model::backward(const BackwardArgs& args) {
@@ -302,10 +317,7 @@ Outcome Model::backward(const BackwardArgs& args) {
     }
   }
   std::vector<Ref> targets;
-  for (int i : target_impls) {
-    targets.push_back(edge(i));
-    if (impls_[i].grad_fn.node >= 0) impls_[i].pytorch_retains_grad = true;
-  }
+  for (int i : target_impls) targets.push_back(edge(i));
   Plan p = plan(args, targets);
   if (args.inputs.empty()) {  // every leaf the roots reach
     p.all = true;
@@ -316,14 +328,28 @@ Outcome Model::backward(const BackwardArgs& args) {
       }
     }
   }
-  out = execute_checks(p, args);
+  // The .grads this call adds into in place: their storages change while the pass runs.
+  std::set<int> written;
+  for (size_t k = 0; k < p.targets.size(); ++k) {
+    const ImplState& x = impls_[target_impls[k]];
+    if (!args.create_graph && p.reached_edges.count(p.targets[k]) && x.grad_fn.node < 0 &&
+        x.leaf_requires_grad && x.grad >= 0) {
+      written.insert(impls_[x.grad].storage);
+    }
+  }
+  out = execute_checks(p, written);
   if (out.expect != Expect::kOk) {
-    forget_partial(out, p, args, target_impls);
+    forget_grads(out, args, target_impls);
+    release(p, args, false);
     return out;
   }
+  // An incoming gradient that is one of those .grads: what is added depends on the order.
+  bool order_dependent = false;
+  for (int g : p.go_impls)
+    order_dependent = order_dependent || (g >= 0 && written.count(impls_[g].storage));
   auto runs = [&](int n) { return p.all ? p.reachable[n] != 0 : p.needed[n] != 0; };
   out.needs = custom_needs(program_, runs, [&](const Ref& e) { return p.edge_needed(e); });
-  std::vector<std::pair<int, uint32_t>> watch;
+  Watch watch;
   std::vector<int> grad_nodes;
   for (size_t k = 0; k < p.targets.size(); ++k) {
     const Ref t = p.targets[k];
@@ -331,7 +357,8 @@ Outcome Model::backward(const BackwardArgs& args) {
     if (!p.reached_edges.count(t)) continue;  // nothing flows there: .grad stays as it is
     if (impls_[x].grad_fn.node < 0 && !impls_[x].leaf_requires_grad) continue;  // turned off
     Ref history;
-    if (args.create_graph) history = grad_history(p, t, &watch);
+    bool nested = false;  // a .grad's history is a copy's: the link does not matter there
+    if (args.create_graph) history = grad_history(p, t, &watch, &nested);
     const std::vector<double> g =
         history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, t});
     if (history.node >= 0) grad_nodes.push_back(history.node);
@@ -339,8 +366,9 @@ Outcome Model::backward(const BackwardArgs& args) {
     const int now = impls_[x].grad;
     watch.emplace_back(impls_[now].storage, version_of(now));
   }
-  for (int n : grad_nodes) program_.node(n).grad_watch = watch;
+  for (int n : grad_nodes) program_.set_watch(n, watch);
   release(p, args, true);
+  if (order_dependent) forget_grads(out, args, target_impls);
   return out;
 }
 
@@ -352,26 +380,32 @@ Outcome Model::grad(const BackwardArgs& args, const std::vector<int>& result_nam
   for (int name : args.inputs) targets.push_back(edge(impl_of(name)));
   Plan p = plan(args, targets);
   for (const Ref& t : targets) {
-    if (!p.reached_edges.count(t) && !args.allow_unused) {
+    const bool reached =
+        sem_.reached_node_gives_zeros ? p.reachable[t.node] != 0 : p.reached_edges.count(t) > 0;
+    if (!reached && !args.allow_unused) {
       // The engine finds this before running anything (PyTorch runs the graph first).
       return Outcome::raise("grad: one of the differentiated tensors was not used in the graph");
     }
   }
-  out = execute_checks(p, args);
+  out = execute_checks(p, {});
   if (out.expect != Expect::kOk) {
-    forget_partial(out, p, args, {});
+    release(p, args, false);
     return out;
   }
   out.needs = custom_needs(
       program_, [&](int n) { return p.needed[n] != 0; },
       [&](const Ref& e) { return p.edge_needed(e); });
-  std::vector<std::pair<int, uint32_t>> watch;
+  Watch watch;
   std::vector<int> grad_nodes;
   std::map<Ref, int> returned;  // a tensor named twice gets the same gradient object twice
   for (size_t k = 0; k < targets.size(); ++k) {
     ExpectedGrad e;
-    if (!p.reached_edges.count(targets[k])) {
-      out.grads.push_back(e);  // undefined (allow_unused)
+    // Not reached: undefined (allow_unused). The engine's "reached" is per node: an output of
+    // a node the roots reach whose own edge gets nothing (a multi-output node's other output)
+    // gets zeros; PyTorch treats it as not reached (README.md).
+    const bool reached = p.reached_edges.count(targets[k]) > 0;
+    if (!reached && (args.allow_unused || !p.reachable[targets[k].node])) {
+      out.grads.push_back(e);
       continue;
     }
     if (returned.count(targets[k])) {
@@ -382,7 +416,8 @@ Outcome Model::grad(const BackwardArgs& args, const std::vector<int>& result_nam
       continue;
     }
     Ref history;
-    if (args.create_graph) history = grad_history(p, targets[k], &watch);
+    bool nested = false;
+    if (args.create_graph) history = grad_history(p, targets[k], &watch, &nested);
     e.defined = true;
     e.value =
         history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, targets[k]});
@@ -392,11 +427,14 @@ Outcome Model::grad(const BackwardArgs& args, const std::vector<int>& result_nam
     impls_[i].grad_fn = history;
     if (history.node >= 0) grad_nodes.push_back(history.node);
     watch.emplace_back(impls_[i].storage, 0u);
+    // Its history goes through another result's, which the model does not record: checked now
+    // (Grad::verify), never used again.
+    impls_[i].dead = nested && history.node >= 0;
     bind(result_names[k], i);
     returned[targets[k]] = i;
     out.grads.push_back(e);
   }
-  for (int n : grad_nodes) program_.node(n).grad_watch = watch;
+  for (int n : grad_nodes) program_.set_watch(n, watch);
   release(p, args, true);
   return out;
 }

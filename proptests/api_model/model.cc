@@ -34,10 +34,16 @@ bool Model::requires_grad(int i) const {
 
 bool Model::is_leaf(int i) const {
   const ImplState& t = impls_[i];
-  if (t.view_base >= 0 && version_of(i) != t.seen_version && requires_grad(i)) {
+  if (t.view_base >= 0 && version_of(i) != t.seen_version && regenerates(i)) {
     return false;  // its history is regenerated when looked at
   }
   return t.grad_fn.node < 0;
+}
+
+bool Model::regenerates(int i) const {
+  const ImplState& t = impls_[i];
+  if (sem_.stale_view_of_a_leaf_keeps_history) return impls_[t.view_base].grad_fn.node >= 0;
+  return t.grad_fn.node >= 0 || requires_grad(t.view_base);
 }
 
 bool Model::has_views(int i) const {
@@ -89,7 +95,10 @@ Ref Model::add_node(Node node) { return {program_.add(std::move(node)), 0}; }
 void Model::refresh_view(int i) {
   const ImplState& t = impls_[i];
   if (t.view_base < 0 || version_of(i) == t.seen_version) return;
-  if (t.grad_fn.node < 0 && !requires_grad(t.view_base)) return;  // stays a leaf
+  if (!regenerates(i)) {  // keeps its history (or stays a leaf)
+    if (sem_.stale_view_of_a_leaf_keeps_history) impls_[i].seen_version = version_of(i);
+    return;
+  }
   Node n;
   n.kind = OpKind::kReshape;
   n.attrs.shape = t.shape;
@@ -140,6 +149,14 @@ void Model::add_saves(Node& node, const std::vector<int>& impls) {
               (a.size() >= 3 && b.size() >= 3 &&
                Dims(a.begin(), a.end() - 2) == Dims(b.begin(), b.end() - 2));
   }
+  // Which operands the engine's matmul and linear reshape before saving them (ops/linalg.cc).
+  auto viewed = [&](int source) {
+    if (node.kind == OpKind::kLinear) return source == 0 && node.inputs[0].shape.size() != 2;
+    if (node.kind != OpKind::kMatmul || node.attrs.dim0 != 0) return false;
+    const size_t da = node.inputs[0].shape.size(), db = node.inputs[1].shape.size();
+    if (da == 1 && db == 1) return false;
+    return source == 0 ? !(da == 2 && db <= 2) : db != 2;
+  };
   for (const SlotRule& rule : rules.slots) {
     if (!rules.unpack_all && (rule.used_by & tracked) == 0) continue;
     SavedSlot s;
@@ -150,6 +167,8 @@ void Model::add_saves(Node& node, const std::vector<int>& impls) {
       s.storage = impls_[impl].storage;
       s.version = version_of(impl);
       if (node.inputs[rule.source].tracked) s.producer = node.inputs[rule.source].ref;
+      if (impls_[impl].grad_fn.node < 0) s.leaf_impl = impl;
+      s.via_view = viewed(rule.source);
     } else if (rule.source == kFromResult) {
       s.storage = -2;  // filled in by the caller once the result has a storage
       s.producer = {program_.size(), 0};
@@ -342,9 +361,8 @@ Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int
 Outcome Model::set_requires_grad(int name, bool rg) {
   const int i = impl_of(name);
   if (!is_leaf(i)) {
-    // PyTorch: a non-leaf can be asked to require grad (it does), never to stop.
-    if (!rg) return Outcome::raise("you can only change requires_grad flags of leaf variables");
-    return {};
+    if (rg && !sem_.non_leaf_requires_grad_true_raises) return {};  // it does already
+    return Outcome::raise("you can only change requires_grad flags of leaf variables");
   }
   impls_[i].leaf_requires_grad = rg;
   return {};
@@ -357,7 +375,9 @@ Outcome Model::set_grad(int name, int value) {
     return {};
   }
   if (shape(value) != impls_[i].shape) return Outcome::raise("assigned grad has a different size");
-  if (impl_of(value) == i) return Outcome::raise("can't assign Variable as its own grad");
+  if (!sem_.own_grad_assignable && impl_of(value) == i) {
+    return Outcome::raise("can't assign Variable as its own grad");
+  }
   impls_[i].grad = impl_of(value);
   return {};
 }

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,36 @@ struct ImplState {
   bool pytorch_retains_grad = false;
 };
 
+// Where the engine's rules differ from PyTorch's on purpose (or for now), one switch each; the
+// README lists them with their reasons. The state machine checks the engine against engine();
+// model_vs_pytorch checks the model itself against PyTorch with pytorch().
+struct Semantics {
+  // Formulas read saved values lazily: a backward call unpacks (version-checks, and finds freed)
+  // only what the formulas it evaluates read. PyTorch unpacks every saved value of a node it runs.
+  bool unpacks_only_what_formulas_read = true;
+  // A stale view of a leaf keeps its history; PyTorch regenerates it (a new node) after any
+  // write to the storage, so grad() with respect to it no longer reaches uses made before.
+  bool stale_view_of_a_leaf_keeps_history = true;
+  // grad() of an output of a node the roots reach, whose own edge gets nothing (a multi-output
+  // node's other output): zeros; PyTorch: not used in the graph (error or None).
+  bool reached_node_gives_zeros = true;
+  // requires_grad_(true) on a non-leaf raises (engine/tensor.h); PyTorch accepts it (a no-op).
+  bool non_leaf_requires_grad_true_raises = true;
+  // `x.grad = x`: accepted (found by this model, reported); PyTorch refuses it.
+  bool own_grad_assignable = true;
+  // matmul and linear reshape some operands before their product saves them. The engine's view
+  // of a leaf keeps the requires_grad the leaf had then; PyTorch's view follows its base. So a
+  // create_graph gradient reading such a saved leaf depends on it iff it required grad when
+  // the op ran (PyTorch: when the gradient is computed).
+  bool internal_views_fix_requires_grad = true;
+  // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
+  // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
+  // model_vs_pytorch.
+
+  static Semantics engine() { return {}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false}; }
+};
+
 enum class Expect { kOk, kRaise, kMaybe };
 
 // One gradient grad() returns.
@@ -65,7 +96,6 @@ struct ExpectedGrad {
   bool defined = false;
   std::vector<double> value;
   bool requires_grad = false;
-  bool check_requires_grad = true;
 };
 
 // What the model predicts for one call.
@@ -89,6 +119,9 @@ struct BackwardArgs {
 
 class Model {
  public:
+  explicit Model(Semantics semantics = Semantics::engine()) : sem_(semantics) {}
+  const Semantics& semantics() const { return sem_; }
+
   // Queries on handles (names) and impls.
   bool has(int name) const;  // bound and not dead
   int impl_of(int name) const { return handles_.at(name); }
@@ -144,6 +177,8 @@ class Model {
   // accumulator on first use.
   Ref edge(int impl);
   void refresh_view(int impl);
+  // Whether a stale view gets a new history (a node reading its base) when next used.
+  bool regenerates(int impl) const;
   // The impl as an op input: tracked when `track` and it requires grad.
   Use use_of(int impl, bool track);
   Ref add_node(Node node);
@@ -152,14 +187,14 @@ class Model {
 
   Outcome validate(const char* api, const BackwardArgs& args);
   Plan plan(const BackwardArgs& args, const std::vector<Ref>& targets);
-  Outcome execute_checks(const Plan& plan, const BackwardArgs& args);
+  // What the call must raise, given the storages it writes itself while running.
+  Outcome execute_checks(const Plan& plan, const std::set<int>& written);
   void release(const Plan& plan, const BackwardArgs& args, bool certain);
-  void forget_partial(Outcome& out, const Plan& plan, const BackwardArgs& args,
-                      const std::vector<int>& targets);
-  Ref grad_history(const Plan& plan, const Ref& target,
-                   std::vector<std::pair<int, uint32_t>>* watch);
+  void forget_grads(Outcome& out, const BackwardArgs& args, const std::vector<int>& targets);
+  Ref grad_history(const Plan& plan, const Ref& target, Watch* watch, bool* through_other_target);
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
 
+  Semantics sem_;
   std::vector<StorageState> storages_;
   std::vector<ImplState> impls_;
   std::map<int, int> handles_;

@@ -281,11 +281,11 @@ int main_impl(int argc, char** argv) {
     if (flag == "--size") size = std::atoi(argv[i + 1]);
   }
   std::cout << kHelpers;
-  const auto gen = rc::state::gen::commands(Model(), &gen_command);
+  const auto gen = rc::state::gen::commands(Model(Semantics::pytorch()), &gen_command);
   rc::Random random(seed);
   for (int k = 0; k < sequences; ++k) {
     const auto commands = gen(random.split(), size).value();
-    Model m;
+    Model m(Semantics::pytorch());
     std::set<int> retained;
     std::ostringstream body, lines;
     int line = 0;

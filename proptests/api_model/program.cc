@@ -107,26 +107,42 @@ Val<T> input_value(const Program& p, const Use& u, const Vals<T>& vals) {
   return out;
 }
 
+// A perturbation: `delta` added to one element of a node's output wherever it is evaluated.
+// An enclosing derivative's seed must survive when an inner one re-evaluates that node.
 template <typename T>
-Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals);
+struct Seed {
+  Ref at;
+  size_t elem;
+  T delta;
+};
+template <typename T>
+using Seeds = std::vector<Seed<T>>;
 
 template <typename T>
-std::vector<Val<T>> eval_node(const Program& p, int n, const Vals<T>& vals) {
+Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds);
+
+template <typename T>
+std::vector<Val<T>> eval_node(const Program& p, int n, const Vals<T>& vals, const Seeds<T>& seeds) {
   const Node& node = p.node(n);
+  std::vector<Val<T>> out;
   if (node.kind == OpKind::kLeaf) {
-    return {lift<T>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
-  }
-  if (node.kind == OpKind::kGrad) {
+    out = {lift<T>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
+  } else if (node.kind == OpKind::kGrad) {
     if constexpr (DualDepth<T>::value < Program::kMaxDepth) {
-      return {vjp_at<T>(p, node.grad, vals)};
+      out = {vjp_at<T>(p, node.grad, vals, seeds)};
     } else {
       throw std::logic_error("eval_node: gradients nested deeper than Program::kMaxDepth");
     }
+  } else {
+    std::vector<Val<T>> in;
+    in.reserve(node.inputs.size());
+    for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
+    out = apply_op<T>(node.kind, node.attrs, in);
   }
-  std::vector<Val<T>> in;
-  in.reserve(node.inputs.size());
-  for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
-  return apply_op<T>(node.kind, node.attrs, in);
+  for (const Seed<T>& s : seeds) {
+    if (s.at.node == n) out[s.at.slot].v[s.elem] += s.delta;
+  }
+  return out;
 }
 
 // The nodes a definition reads (its roots and incoming gradients): 1 + the last one.
@@ -177,8 +193,9 @@ Val<Dual<T>> to_dual(const Val<T>& x) {
   return out;
 }
 
+// `vals` hold every node's value at level T, `seeds` the perturbations they include.
 template <typename T>
-Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals) {
+Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds) {
   using D = Dual<T>;
   const Ref t = def.target;
   const int end = end_of(def);
@@ -192,9 +209,13 @@ Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals) {
   }
   const std::vector<int> nodes = cone(p, def);
   const Vals<D> pristine = dv;
+  Seeds<D> inner;
+  for (const Seed<T>& s : seeds) inner.push_back({s.at, s.elem, D(s.delta, T(0.0))});
+  inner.push_back({t, 0, D(T(0.0), T(1.0))});
   for (size_t e = 0; e < out.v.size(); ++e) {
     dv[t.node][t.slot].v[e].d = T(1.0);
-    for (int n : nodes) dv[n] = eval_node<D>(p, n, dv);
+    inner.back().elem = e;
+    for (int n : nodes) dv[n] = eval_node<D>(p, n, dv, inner);
     T acc(0.0);
     for (size_t r = 0; r < def.roots.size(); ++r) {
       const Ref root = def.roots[r].ref;
@@ -243,13 +264,20 @@ int Program::add(Node node) {
       node.values.push_back(std::move(v.v));
     }
   }
-  nodes_.push_back(std::move(node));
+  nodes_.push_back(std::make_shared<const Node>(std::move(node)));
+  released_.push_back(Released::kNo);
   return size() - 1;
+}
+
+const Watch& Program::watch(int n) const {
+  static const Watch none;
+  auto it = watch_.find(n);
+  return it == watch_.end() ? none : it->second;
 }
 
 std::vector<std::pair<int, Ref>> Program::edges(int n) const {
   std::vector<std::pair<int, Ref>> out;
-  const Node& node = nodes_[n];
+  const Node& node = *nodes_[n];
   if (node.kind == OpKind::kGrad) {
     for (size_t i = 0; i < node.grad_edges.size(); ++i) out.emplace_back(i, node.grad_edges[i]);
     return out;
@@ -262,13 +290,13 @@ std::vector<std::pair<int, Ref>> Program::edges(int n) const {
 
 std::vector<double> Program::vjp(const GradDef& def) const {
   const int end = std::max(end_of(def), def.target.node + 1);
-  return vjp_at<double>(*this, def, recorded_values(*this, end)).v;
+  return vjp_at<double>(*this, def, recorded_values(*this, end), {}).v;
 }
 
 int Program::vjp_depth(const GradDef& def) const {
   int inner = 0;
   if (def.target.node < end_of(def)) {
-    for (int n : cone(*this, def)) inner = std::max(inner, nodes_[n].depth);
+    for (int n : cone(*this, def)) inner = std::max(inner, nodes_[n]->depth);
   }
   return 1 + inner;
 }

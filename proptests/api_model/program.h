@@ -16,6 +16,8 @@
 // second and third derivatives come out exact too.
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,10 @@ struct SavedSlot {
   uint32_t used_by = 0;  // bit i: input i's formula uses this slot
   bool certain = true;   // false: PyTorch and the engine decompose the op differently
   Ref producer;          // the value's history when it requires grad (node -1 otherwise)
+  // A leaf is saved as itself (as in PyTorch): a create_graph gradient reading it depends on it
+  // iff it requires grad when the gradient is computed, not when it was saved.
+  int leaf_impl = -1;
+  bool via_view = false;  // saved as a view the op made of it (Semantics::internal_views_...)
 };
 
 enum class Released : uint8_t { kNo, kMaybe, kYes };
@@ -107,23 +113,30 @@ struct Node {
   std::vector<std::vector<double>> values;  // per output, when the node was recorded
   std::vector<SavedSlot> saved;
   bool unpack_all = false;  // custom Functions unpack every saved tensor whenever they run
-  Released released = Released::kNo;
-  // kGrad: its definition, the values its backward graph hangs on (its edges) and whether any
-  // of them may have been written since (then backward through it may or may not raise).
+  // kGrad: its definition and the values its backward graph hangs on (its edges).
   GradDef grad;
   std::vector<Ref> grad_edges;
-  std::vector<std::pair<int, uint32_t>> grad_watch;  // (storage, version) its graph may save
   int depth = 0;       // Dual levels its evaluation needs (kGrad: 1 + those of its cone)
   int leaf_impl = -1;  // kLeaf: the leaf it accumulates into
 };
 
+// (storage, version) pairs: values a create_graph gradient's backward graph may have saved.
+using Watch = std::vector<std::pair<int, uint32_t>>;
+
+// Nodes never change once added (they are shared between copies of the model, which RapidCheck
+// makes often); what a backward call changes lives beside them.
 class Program {
  public:
-  const Node& node(int n) const { return nodes_[n]; }
-  Node& node(int n) { return nodes_[n]; }
+  const Node& node(int n) const { return *nodes_[n]; }
   int size() const { return static_cast<int>(nodes_.size()); }
-  const std::vector<double>& value(const Ref& r) const { return nodes_[r.node].values[r.slot]; }
-  const Dims& shape(const Ref& r) const { return nodes_[r.node].out_shapes[r.slot]; }
+  const std::vector<double>& value(const Ref& r) const { return nodes_[r.node]->values[r.slot]; }
+  const Dims& shape(const Ref& r) const { return nodes_[r.node]->out_shapes[r.slot]; }
+
+  Released released(int n) const { return released_[n]; }
+  void set_released(int n, Released r) { released_[n] = r; }
+  // kGrad nodes: whether any value their graph may have saved has been written since.
+  const Watch& watch(int n) const;
+  void set_watch(int n, Watch w) { watch_[n] = std::move(w); }
 
   // Appends a node, computing its shapes and values (and, for kGrad, its depth) from its inputs
   // (kLeaf: from out_shapes).
@@ -145,7 +158,9 @@ class Program {
                                           const std::vector<Use>& inputs);
 
  private:
-  std::vector<Node> nodes_;
+  std::vector<std::shared_ptr<const Node>> nodes_;
+  std::vector<Released> released_;
+  std::map<int, Watch> watch_;
 };
 
 }  // namespace ag::api_model
