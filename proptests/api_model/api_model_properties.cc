@@ -10,6 +10,7 @@ namespace {
 AG_PROPERTY(ApiModel, FollowsPyTorchRules) {
   Sut sut;
   rc::state::check(Model(), sut, &gen_command);
+  for (const std::string& event : sut.events) RC_TAG(event);
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ class Grad final : public ApiCommand {
     RC_ASSERT(got.size() == expected.grads.size());
     for (size_t k = 0; k < got.size(); ++k) {
       const ExpectedGrad& e = expected.grads[k];
-      const std::string who = "grad() result " + std::to_string(k);
+      const std::string who = "result " + std::to_string(k) + " of " + text();
       if (!e.defined) {
         if (got[k].defined()) {
           RC_FAIL(who + " is defined; PyTorch returns None (input not reached, allow_unused)");

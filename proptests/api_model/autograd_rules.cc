@@ -131,7 +131,9 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
     if (node.kind == OpKind::kGrad) {
       // Its backward graph saved values the model does not itemize (Note [Uncertain state]).
       bool written = false;
-      for (const auto& [s, v] : program_.watch(n)) written = written || storages_[s].version != v;
+      for (const auto& [s, v] : program_.watch(n)) {
+        written = written || storages_[s].version != v || storages_[s].unknown;
+      }
       if (written || program_.released(n) != Released::kNo) {
         raise_or_maybe(out, false, "a create_graph gradient's graph was written to or freed");
       }
@@ -144,7 +146,11 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
                        std::string("Trying to backward through the graph a second time (") +
                            op_name(node.kind) + "'s saved values were freed)");
       }
-      if (s.storage >= 0 && storages_[s.storage].version != s.version) {
+      if (s.storage >= 0 && storages_[s.storage].unknown) {
+        raise_or_maybe(out, false,
+                       std::string("a value saved by ") + op_name(node.kind) +
+                           " may have been written by a backward that failed");
+      } else if (s.storage >= 0 && storages_[s.storage].version != s.version) {
         raise_or_maybe(out, s.certain,
                        std::string("a value saved by ") + op_name(node.kind) +
                            " has been modified by an inplace operation");

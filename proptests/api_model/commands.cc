@@ -39,6 +39,22 @@ void check_needs(const Outcome& expected, const std::string& call) {
   }
 }
 
+// Coverage labels: which rules a sequence exercised.
+void note_events(const std::string& call, const Outcome& expected, Sut& sut) {
+  if (expected.expect == Expect::kRaise) {
+    const std::string& r = expected.rule;
+    sut.events.insert(r.find("inplace operation") != std::string::npos ? "raised: version"
+                      : r.find("second time") != std::string::npos     ? "raised: freed graph"
+                      : r.find("interior") != std::string::npos        ? "raised: leaf moved"
+                      : r.find("not used") != std::string::npos        ? "raised: not reached"
+                                                                       : "raised: other");
+  }
+  if (expected.expect == Expect::kMaybe) sut.events.insert("may raise");
+  if (call.find("create_graph=True") != std::string::npos) sut.events.insert("create_graph");
+  if (call.find("Two.apply") != std::string::npos) sut.events.insert("two-output Function");
+  if (call.find("_(") != std::string::npos) sut.events.insert("in-place op");
+}
+
 }  // namespace
 
 void ApiCommand::run(const Model& before, Sut& sut) const {
@@ -70,6 +86,7 @@ void ApiCommand::run(const Model& before, Sut& sut) const {
     verify(expected, sut);
     check_needs(expected, call);
   }
+  note_events(call, expected, sut);
   // Note [Uncertain state] (model.h).
   for (int impl : expected.dropped) sut.tensor_of(after, impl).set_grad(Tensor());
   sut.check(after, call);

@@ -180,6 +180,7 @@ void Model::add_saves(Node& node, const std::vector<int>& impls) {
 }
 
 void Model::kill_storage(int storage) {
+  storages_[storage].unknown = true;
   for (ImplState& t : impls_) {
     if (t.storage == storage) t.dead = true;
   }

@@ -42,6 +42,7 @@ struct StorageState {
   // False for the storages backward() and grad() create: PyTorch's own buffers may already have
   // been written in place, so only the version's changes from then on are part of the contract.
   bool version_from_zero = true;
+  bool unknown = false;  // Note [Uncertain state]: values and version no longer known
 };
 
 struct ImplState {

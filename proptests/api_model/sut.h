@@ -4,6 +4,7 @@
 // and the comparison of everything observable about them with the model.
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct Sut {
   std::map<int, Tensor> tensors;   // name -> the tensor bound to it
   std::vector<std::string> shown;  // the commands run so far (for a hang report)
   TensorList returned;             // what the last call returned (grad())
+  std::set<std::string> events;    // what this sequence exercised (the fuzz driver's coverage)
   // Engine version minus model version of each storage whose first version is not part of the
   // contract (StorageState::version_from_zero), fixed when first seen.
   std::map<int, int64_t> version_offsets;
