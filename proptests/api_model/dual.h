@@ -97,4 +97,20 @@ T relu_of(const T& x) {
   return primal(x) > 0 ? x : T(0.0) * x;
 }
 
+// Note [Derivatives read from the result]
+// exp, tanh, sigmoid and relu compute their gradient from their saved *result* y (dy = h(y) dx,
+// e.g. h(y) = y for exp), as PyTorch's formulas do. Mathematically the same, except when y's
+// node itself is perturbed by `delta` (a gradient with respect to that interior tensor, of a
+// create_graph gradient that read y): then the formula reads y + delta. So these ops are
+// evaluated as y = f(x) + delta with derivative h(y + delta) dx, at every Dual level.
+template <typename F, typename H>
+double from_result(double x, double delta, F f, H) {
+  return f(x) + delta;
+}
+template <typename T, typename F, typename H>
+Dual<T> from_result(const Dual<T>& x, const Dual<T>& delta, F f, H h) {
+  const T y = from_result(x.v, delta.v, f, h);
+  return {y, h(y) * x.d + delta.d};
+}
+
 }  // namespace ag::api_model

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 namespace ag::api_model {
 namespace {
@@ -95,6 +96,42 @@ std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Va
   throw std::logic_error("apply_op: no forward for this kind");
 }
 
+bool reads_result(OpKind kind) {
+  return kind == OpKind::kExp || kind == OpKind::kTanh || kind == OpKind::kSigmoid ||
+         kind == OpKind::kRelu;
+}
+
+// y = f(x) + delta, with the derivative each formula computes from y.
+template <typename T>
+T result_op(OpKind kind, const T& x, const T& delta) {
+  switch (kind) {
+    case OpKind::kExp:
+      return from_result(
+          x, delta, [](double v) { return exp_of(v); }, [](const auto& y) { return y; });
+    case OpKind::kTanh:
+      return from_result(
+          x, delta, [](double v) { return tanh_of(v); },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return Y(1.0) - y * y;
+          });
+    case OpKind::kSigmoid:
+      return from_result(
+          x, delta, [](double v) { return sigmoid_of(v); },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return y * (Y(1.0) - y);
+          });
+    default:  // relu: the gradient passes where the result is positive
+      return from_result(
+          x, delta, [](double v) { return v > 0 ? v : 0.0; },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return primal(y) > 0 ? Y(1.0) : Y(0.0);
+          });
+  }
+}
+
 // A tracked input's value: its producer's value shifted by what was written behind autograd's
 // back since (Note [Expected gradients]).
 template <typename T>
@@ -133,6 +170,16 @@ std::vector<Val<T>> eval_node(const Program& p, int n, const Vals<T>& vals, cons
     } else {
       throw std::logic_error("eval_node: gradients nested deeper than Program::kMaxDepth");
     }
+  } else if (reads_result(node.kind)) {  // Note [Derivatives read from the result]
+    const Val<T> x = input_value(p, node.inputs[0], vals);
+    std::vector<T> delta(x.v.size(), T(0.0));
+    for (const Seed<T>& s : seeds) {
+      if (s.at.node == n) delta[s.elem] += s.delta;
+    }
+    out = {{x.shape, {}}};
+    for (size_t e = 0; e < x.v.size(); ++e)
+      out[0].v.push_back(result_op(node.kind, x.v[e], delta[e]));
+    return out;
   } else {
     std::vector<Val<T>> in;
     in.reserve(node.inputs.size());
