@@ -9,7 +9,8 @@
 namespace ag::api_model {
 namespace {
 
-bool fresh(const Model& m, int name) { return m.handles().count(name) == 0; }
+// A name no earlier call used (a call that raised still spent its name).
+bool fresh(const Model& m, int name) { return name >= m.next_name(); }
 
 class SetRequiresGrad final : public ApiCommand {
  public:

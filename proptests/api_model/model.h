@@ -67,9 +67,11 @@ struct Semantics {
   // Formulas read saved values lazily: a backward call unpacks (version-checks, and finds freed)
   // only what the formulas it evaluates read. PyTorch unpacks every saved value of a node it runs.
   bool unpacks_only_what_formulas_read = true;
-  // A stale view of a leaf keeps its history; PyTorch regenerates it (a new node) after any
-  // write to the storage, so grad() with respect to it no longer reaches uses made before.
-  bool stale_view_of_a_leaf_keeps_history = true;
+  // After a write to its storage, a view gets a new history (a node reading its base) only if
+  // the write was recorded through the view itself, or, for a write elsewhere, if its base has a
+  // history; otherwise it keeps its history (ops/views.h). PyTorch regenerates it after any
+  // write, so grad() with respect to it no longer reaches uses made before.
+  bool views_regenerate_only_from_a_base_with_history = true;
   // grad() of an output of a node the roots reach, whose own edge gets nothing (a multi-output
   // node's other output): zeros; PyTorch: not used in the graph (error or None).
   bool reached_node_gives_zeros = true;

@@ -15,7 +15,8 @@ namespace {
 
 Shape to_shape(const Dims& d) { return Shape(d.begin(), d.end()); }
 
-bool fresh(const Model& m, int name) { return m.handles().count(name) == 0; }
+// A name no earlier call used (a call that raised still spent its name).
+bool fresh(const Model& m, int name) { return name >= m.next_name(); }
 
 // ---- leaves ----------------------------------------------------------------------------------
 
