@@ -9,9 +9,6 @@
 namespace ag::api_model {
 namespace {
 
-// A name no earlier call used (a call that raised still spent its name).
-bool fresh(const Model& m, int name) { return name >= m.next_name(); }
-
 class SetRequiresGrad final : public ApiCommand {
  public:
   SetRequiresGrad(int x, bool flag) : x_(x), flag_(flag) {}
@@ -20,6 +17,10 @@ class SetRequiresGrad final : public ApiCommand {
     // A view's requires_grad follows its base, so neither may be toggled (PyTorch allows it,
     // with effects on the view that the engine does not model).
     RC_PRE(!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_)));
+    // A leaf is saved as itself: once it requires grad, a create_graph gradient that reads it
+    // depends on it, though the op that saved it recorded no edge to it. The model's values do
+    // not follow that dependence (README.md).
+    RC_PRE(!flag_ || !m.saved_while_not_requiring_grad(m.impl_of(x_)));
   }
   Outcome step(Model& m) const override { return m.set_requires_grad(x_, flag_); }
   void exec(Sut& sut, const Model&) const override { sut.tensors.at(x_).set_requires_grad(flag_); }
@@ -249,8 +250,14 @@ std::optional<BackwardArgs> gen_args(const Model& m, bool for_grad) {
 }  // namespace
 
 CommandPtr make_set_requires_grad(const Model& m) {
-  const int x =
-      pick(m, [&](int n) { return !m.is_view(m.impl_of(n)) && !m.has_views(m.impl_of(n)); });
+  auto allowed = [&](int n) { return !m.is_view(m.impl_of(n)) && !m.has_views(m.impl_of(n)); };
+  // Mostly a leaf some graph already uses: turning it off (or moving it into the graph's
+  // interior next) is what AccumulateGrad must notice.
+  int x = -1;
+  if (*rc::gen::weightedElement<int>({{2, 0}, {1, 1}}) == 0) {
+    x = pick(m, [&](int n) { return allowed(n) && m.impl(m.impl_of(n)).accumulator >= 0; });
+  }
+  if (x < 0) x = pick(m, allowed);
   if (x < 0) return nullptr;
   return std::make_shared<SetRequiresGrad>(x, *rc::gen::arbitrary<bool>());
 }

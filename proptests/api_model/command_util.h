@@ -20,6 +20,9 @@ std::string tlist(const std::vector<int>& names);
 std::string num(double x);
 std::string dims_py(const Dims& shape);  // "(2, 3)", "(4,)", "()"
 
+// A name no earlier call used (a call that raised still spent its name).
+inline bool fresh(const Model& m, int name) { return name >= m.next_name(); }
+
 // A random usable handle satisfying `ok` (inside rc::gen::exec), or -1 when there is none.
 int pick(const Model& m, const std::function<bool(int name)>& ok);
 inline int pick_any(const Model& m) {

@@ -106,7 +106,7 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {5, 3},
                                                                      {12, 4},
                                                                      {4, 5},
-                                                                     {3, 6},
+                                                                     {5, 6},
                                                                      {3, 7},
                                                                      {3, 8},
                                                                      {9, 9},

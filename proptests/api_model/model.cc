@@ -52,6 +52,15 @@ bool Model::has_views(int i) const {
                      [&](const ImplState& t) { return t.view_base == i; });
 }
 
+bool Model::saved_while_not_requiring_grad(int i) const {
+  for (int n = 0; n < program_.size(); ++n) {
+    for (const SavedSlot& s : program_.node(n).saved) {
+      if (s.leaf_impl == i && s.producer.node < 0) return true;
+    }
+  }
+  return false;
+}
+
 bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
   std::vector<int> stack;
   std::vector<char> seen(program_.size(), 0);

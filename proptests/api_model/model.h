@@ -143,6 +143,8 @@ class Model {
   bool is_leaf(int impl) const;
   bool is_view(int impl) const { return impls_[impl].view_base >= 0; }
   bool has_views(int impl) const;
+  // Whether an op saved this leaf while it did not require grad.
+  bool saved_while_not_requiring_grad(int impl) const;
   // Whether a backward/grad from these roots with create_graph would differentiate through a
   // create_graph gradient (the model does not predict histories of third derivatives).
   bool reaches_grad_node(const std::vector<int>& root_names) const;

@@ -15,9 +15,6 @@ namespace {
 
 Shape to_shape(const Dims& d) { return Shape(d.begin(), d.end()); }
 
-// A name no earlier call used (a call that raised still spent its name).
-bool fresh(const Model& m, int name) { return name >= m.next_name(); }
-
 // ---- leaves ----------------------------------------------------------------------------------
 
 // Small shapes, often related to one already held (equal, broadcastable, or one that multiplies
@@ -502,14 +499,22 @@ class InPlace final : public ApiCommand {
 CommandPtr make_inplace(const Model& m) {
   const int a = pick_any(m);
   if (a < 0) return nullptr;
-  // Often the tensor itself or one sharing its storage (a view, a detached alias).
+  // Often the tensor itself or one sharing its storage (a view, a detached alias); often one
+  // that requires grad (so that the written tensor gets a history, a leaf becomes a non-leaf).
   const int storage = m.impl(m.impl_of(a)).storage;
-  const int b = *rc::gen::weightedElement<int>({{1, 0}, {2, 1}})
-                    ? partner(m, [&](int o) { return broadcasts_to(m.shape(o), m.shape(a)); })
-                    : partner(m, [&](int o) {
-                        return m.impl(m.impl_of(o)).storage == storage &&
-                               broadcasts_to(m.shape(o), m.shape(a));
-                      });
+  auto fits = [&](int o) { return broadcasts_to(m.shape(o), m.shape(a)); };
+  int b = -1;
+  switch (*rc::gen::weightedElement<int>({{2, 0}, {2, 1}, {1, 2}})) {
+    case 0:
+      b = partner(m, [&](int o) { return m.impl(m.impl_of(o)).storage == storage && fits(o); });
+      break;
+    case 1:
+      b = partner(m, [&](int o) { return m.requires_grad(m.impl_of(o)) && fits(o); });
+      break;
+    default:
+      break;
+  }
+  if (b < 0) b = partner(m, fits);
   if (b < 0) return nullptr;
   return std::make_shared<InPlace>(
       *rc::gen::element(OpKind::kAddInplace, OpKind::kMulInplace, OpKind::kCopyInplace), a, b,
