@@ -678,7 +678,9 @@ HessianFigures seed_001(const Config& config, const Peers& peers, Results& resul
     << reps << " interleaved off/on steps (forward included).\n\n";
   s << peer_line(peer) << "\n\n";
   s << "MLP: input 16, 6 hidden Linear+activation layers, output 1; y_x = grad(y, x, "
-       "create_graph), y_xx = grad(y_x, x, create_graph), optionally y_xx.sum().backward() to the "
+       "GradArgs().grad_outputs("
+       "create_graph)), y_xx = grad(y_x, x, GradArgs().grad_outputs(create_graph)), optionally "
+       "y_xx.sum().backward() to the "
        "weights.\n\n"
        "**ReLU** (the published workload): as in PyTorch, relu's derivative is threshold_backward, "
        "differentiable with a zero derivative w.r.t. relu's output, so y_xx is zero but computed "

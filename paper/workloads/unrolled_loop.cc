@@ -25,7 +25,7 @@ UnrolledLoopRun run_unrolled_loop(const UnrolledLoopConfig& c, const EngineOptio
   Tensor loss;
   for (int step = 1; step <= c.steps; ++step) {
     loss = ops::cross_entropy(ops::add(ops::matmul(x, w), b), targets);
-    TensorList g = grad({loss}, {w, b}, {}, std::nullopt, /*create_graph=*/true);
+    TensorList g = grad({loss}, {w, b}, GradArgs().create_graph());
     w = w - g[0] * c.lr;
     b = b - g[1] * c.lr;
     if (step % c.block == 0) {

@@ -84,7 +84,8 @@ AG_PROPERTY(OpsSaves, GuardsChangeNoGradient) {
     for (const Tensor& t : leaves) {
       if (t.requires_grad()) wrt.push_back(t);
     }
-    for (const Tensor& g : grad({ops::sum(ops::mul(out, w))}, wrt, {}, {}, false, true)) {
+    for (const Tensor& g :
+         grad({ops::sum(ops::mul(out, w))}, wrt, GradArgs().retain_graph({}).allow_unused())) {
       grads[on].push_back(g.defined() ? g.to_vector() : std::vector<double>{});
     }
   }
