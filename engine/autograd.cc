@@ -2,11 +2,10 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/engine.h"
+#include "engine/engine_ops.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
-#include "ops/ops.h"
-#include "ops/views.h"
 
 namespace ag {
 
@@ -33,7 +32,7 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
                ": grad can be implicitly created only for outputs with one "
                "element; tensor ",
                i, " has shape ", to_string(out.shape()), ", so pass a gradient for it");
-      g = ops::ones_like(out);
+      g = engine_ops::ones_like(out);
     } else {
       AG_CHECK(g.shape() == out.shape(), api, ": gradient ", i, " has shape ", to_string(g.shape()),
                " but tensor ", i, " has shape ", to_string(out.shape()));
@@ -56,7 +55,6 @@ void add_targets(const char* api, ExecuteRequest& request, const TensorList& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
-    ops::refresh_view(in);
     AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
              ") does not require grad, so it has no gradient");
     request.targets.push_back(gradient_edge(in));
@@ -97,7 +95,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradA
   // An input that was reached but got no gradient (e.g. a custom Function returned none for it)
   // gets zeros, unless the caller asked for undefined results.
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined() && !args.allow_unused()) grads[i] = ops::zeros_like(inputs[i]);
+    if (!grads[i].defined() && !args.allow_unused()) grads[i] = engine_ops::zeros_like(inputs[i]);
   }
   return grads;
 }

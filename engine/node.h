@@ -49,8 +49,10 @@ class Node : public std::enable_shared_from_this<Node> {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // Computes gradients for next_edges() from the gradients of this node's outputs. `call` tells,
-  // for this backward call only, which of those gradients are needed (Note [Per-call view]).
+  // Computes gradients for next_edges() from the gradients of this node's outputs; an output
+  // that got no gradient has an undefined one (at least one is defined). `call` tells, for this
+  // backward call only, which of the results are needed (Note [Per-call view]); an undefined
+  // result means "no gradient".
   virtual TensorList apply(TensorList&& grads, const Call& call) = 0;
   virtual std::string name() const = 0;
   // Drops saved tensors after a backward without retain_graph.

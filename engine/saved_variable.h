@@ -19,9 +19,10 @@ class SavedVariable {
   SavedVariable() = default;
   SavedVariable(const Tensor& tensor, bool is_output);
 
-  // `owner` is the node that saved it; `op` and `slot` name it in error messages.
-  Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& op,
-                const std::string& slot) const;
+  // `owner` is the node that saved it (a saved output gets it back as grad_fn). `slot`, with
+  // `index` if not -1, names the value in error messages ("other", "saved_tensors[1]"); the
+  // messages are only built when they are thrown.
+  Tensor unpack(const Node& owner, const char* slot, int index = -1) const;
   void release();
   bool defined() const { return data_.defined(); }
   bool released() const { return released_; }

@@ -1,6 +1,6 @@
 // Tensor factories, clone, detach and device copies.
-#include "engine/allocator.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/counter_rng.h"

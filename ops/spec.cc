@@ -17,9 +17,9 @@ OpSpec::OpSpec(const char* name, std::initializer_list<SlotSpec> slots,
     uint64_t mask = 0;
     for (int slot : f.uses) mask |= uint64_t{1} << slot;
     formulas_.push_back({f.input, mask, f.fn});
-    formula_keys_.push_back(name_ + ":" + f.input);
+    formula_keys_.emplace_back(name_ + ":" + f.input);
   }
-  for (const SlotSpec& s : slots_) slot_keys_.push_back(name_ + ":" + s.name);
+  for (const SlotSpec& s : slots_) slot_keys_.emplace_back(name_ + ":" + s.name);
 }
 
 bool OpSpec::slot_needed(size_t j, const std::vector<bool>& requires) const {
@@ -43,7 +43,7 @@ void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
   saved_[slot] = SavedVariable(value, is_output);
   Counters& c = counters();
   c.bytes_saved += static_cast<int64_t>(value.nbytes());
-  ++c.save_counts[spec_.slot_key(slot)];
+  c.count_save(spec_.slot_key(slot));
 }
 
 bool OpNode::keeps_slot(size_t j) const {
@@ -64,7 +64,7 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
     Tensor g = spec_.formula(i)(ctx);
     ++c.formulas_evaluated;
-    ++c.formula_counts[spec_.formula_key(i)];
+    c.count_formula(spec_.formula_key(i));
     out[i] = g.shape() == input_shapes_[i] ? std::move(g) : sum_to(g, input_shapes_[i]);
   }
   return out;
@@ -75,16 +75,16 @@ Tensor BackwardContext::saved(size_t slot) const {
   // A formula only runs when its input requires grad, so its slots were saved (Note [Guarded
   // saves]) unless released; unpack() reports the released case.
   if (!s.defined() && !s.released()) {
-    fail("internal error: '", node_.spec_.slot_key(slot), "' was not saved but a formula needs it");
+    fail("internal error: '", node_.spec_.slot_key(slot).name(),
+         "' was not saved but a formula needs it");
   }
-  return s.unpack(node_.shared_from_this(), node_.spec_.name(), node_.spec_.slot(slot).name);
+  return s.unpack(node_, node_.spec_.slot(slot).name);
 }
 
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   for (const Tensor* t : inputs) {
-    refresh_view(*t);  // Note [In-place ops on views]
-    if (t->defined() && t->requires_grad()) return true;
+    if (t->defined() && t->requires_grad()) return true;  // a view refreshes itself here
   }
   return false;
 }

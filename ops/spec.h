@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/counters.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/saved_variable.h"
@@ -64,9 +65,9 @@ class OpSpec {
   size_t num_inputs() const { return formulas_.size(); }
   size_t num_slots() const { return slots_.size(); }
   const SlotSpec& slot(size_t j) const { return slots_[j]; }
-  const std::string& slot_key(size_t j) const { return slot_keys_[j]; }  // "op:slot"
+  const CounterKey& slot_key(size_t j) const { return slot_keys_[j]; }  // "op:slot"
   FormulaFn formula(size_t i) const { return formulas_[i].fn; }
-  const std::string& formula_key(size_t i) const { return formula_keys_[i]; }  // "op:input"
+  const CounterKey& formula_key(size_t i) const { return formula_keys_[i]; }  // "op:input"
   // Note [Guarded saves]: is slot j needed when the inputs' requires_grad flags are `requires`?
   bool slot_needed(size_t j, const std::vector<bool>& requires) const;
 
@@ -79,8 +80,8 @@ class OpSpec {
   std::string name_;
   std::vector<SlotSpec> slots_;
   std::vector<Formula> formulas_;
-  std::vector<std::string> slot_keys_;
-  std::vector<std::string> formula_keys_;
+  std::vector<CounterKey> slot_keys_;
+  std::vector<CounterKey> formula_keys_;
 };
 
 // The backward node of a built-in op: its spec plus what the forward kept.

@@ -374,7 +374,7 @@ void seed_000(const Config& config, const Peers& peers, Results& results, Report
       if (r >= reps_of(v)) continue;
       UnrolledLoopRun run = run_unrolled_loop(uc, variants[v].second);
       blocks[v].push_back(run.block_seconds);
-      discovered[v] = run.nodes_discovered;
+      discovered[v] = run.nodes_expanded;
     }
   }
   const std::string wl = "unrolled_loop";

@@ -41,7 +41,7 @@ SuiteTotals run_suite(int graphs, uint64_t seed) {
                .retain_graph()
                .allow_unused()
                .engine_options(kCuts[c]));
-      totals.expanded[c] += counters().nodes_discovered;
+      totals.expanded[c] += counters().nodes_expanded;
     }
   }
   return totals;

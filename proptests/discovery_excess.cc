@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
                .retain_graph()
                .allow_unused()
                .engine_options(cuts[c].options));
-      expanded[c] += counters().nodes_discovered;
+      expanded[c] += counters().nodes_expanded;
     }
   }
   std::printf("random-DAG suite: %d graphs (seed %llu, size 100)\n", cases,

@@ -27,7 +27,7 @@ struct UnrolledSgd {
     Tensor loss = ops::cross_entropy(ops::addmm(b, x, w), targets);
     reset_counters();
     TensorList g = grad({loss}, {w, b}, GradArgs().create_graph().engine_options(options));
-    const int64_t discovered = counters().nodes_discovered;
+    const int64_t discovered = counters().nodes_expanded;
     w = ops::sub(w, ops::mul(g[0], 0.1));
     b = ops::sub(b, ops::mul(g[1], 0.1));
     return discovered;

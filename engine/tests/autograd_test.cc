@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "engine/accumulate_grad.h"
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/tests/test_util.h"

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/tests/test_util.h"

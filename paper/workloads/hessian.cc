@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/grad_mode.h"

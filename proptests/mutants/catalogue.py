@@ -73,8 +73,8 @@ M = [
  # The classes of bug that once slipped through the whole suite (PyTorch's state rules, per-edge
  # needs, freed saves, cuts that cut nothing, the oracle's oracle, races only TSan sees).
  ("grad_aliases_incoming", "engine/accumulate_grad.cc",
-  "    write_grad(leaf, !grad_enabled() && held_only_here(grad) ? std::move(grad) : ops::clone(grad));",
-  "    write_grad(leaf, std::move(grad));",
+  "  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad;",
+  "  return !impl->requires_grad;",
   ".grad aliases the incoming gradient: a leaf's first gradient is kept even when the caller or another leaf holds it."),
  ("grad_steals_shared_storage", "engine/accumulate_grad.cc",
   "  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad;",

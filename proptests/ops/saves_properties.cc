@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/options.h"
@@ -52,10 +52,10 @@ AG_PROPERTY(OpsSaves, OnlyNeededValuesAreRetained) {
       for (size_t j = 0; j < op->spec().num_slots(); ++j) {
         const SavedVariable& s = op->saved()[j];
         if (s.defined() != op->spec().slot_needed(j, requires)) {
-          RC_FAIL(op->spec().slot_key(j) +
+          RC_FAIL(op->spec().slot_key(j).name() +
                   (s.defined() ? " saved but not needed" : " needed but not saved"));
         }
-        if (s.defined()) held.insert(s.unpack(node, "", "").impl()->storage.get());
+        if (s.defined()) held.insert(s.unpack(*node, "").impl()->storage.get());
       }
     });
   }
