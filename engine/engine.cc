@@ -219,12 +219,14 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   }
 }
 
+// The ready heap's order: the highest sequence_nr on top (Note [Sequence number]).
+bool runs_later(const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); }
+
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;
   state.queued = true;
   ready_.push_back(node);
-  std::push_heap(ready_.begin(), ready_.end(),
-                 [](const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); });
+  std::push_heap(ready_.begin(), ready_.end(), runs_later);
 }
 
 // 5.
@@ -246,8 +248,7 @@ void GraphTask::seed_roots() {
 
 void GraphTask::run_ready_nodes() {
   while (!ready_.empty()) {
-    std::pop_heap(ready_.begin(), ready_.end(),
-                  [](const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); });
+    std::pop_heap(ready_.begin(), ready_.end(), runs_later);
     Node* node = ready_.back();
     ready_.pop_back();
     NodeState& state = nodes_[node];
