@@ -14,7 +14,7 @@
 #include "proptests/ops/composition.h"
 #include "proptests/property.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 // Visits every node reachable from `root`.
@@ -94,4 +94,4 @@ AG_PROPERTY(OpsSaves, GuardsChangeNoGradient) {
 }
 
 }  // namespace
-}  // namespace ag::proptest
+}  // namespace ag::proptests
