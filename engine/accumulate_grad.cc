@@ -88,8 +88,7 @@ std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
 void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad) {
   if (!grad.defined()) return;
   Tensor old = read_grad(*tensor.impl());
-  write_grad(*tensor.impl(),
-             old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
+  write_grad(*tensor.impl(), old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
 }
 
 }  // namespace ag

@@ -84,6 +84,19 @@ class GraphTask final : public ExecPlan {
         post_order_(scratch.post_order),
         ready_(scratch.ready) {}
 
+  // Phases 1 to 3 only: which nodes discovery expands and which would run.
+  ExecutionPlan plan() {
+    mark_targets();
+    discover();
+    mark_runs();
+    ExecutionPlan plan;
+    for (Node* node : post_order_) {
+      plan.expanded.push_back(node);
+      if (state_of(node).runs) plan.runs.push_back(node);
+    }
+    return plan;
+  }
+
   TensorList run() {
     mark_targets();
     discover();
@@ -304,6 +317,11 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
 }
 
 }  // namespace
+
+ExecutionPlan plan_execution(const ExecuteRequest& request) {
+  ScratchLease<Scratch> scratch;
+  return GraphTask(request, *scratch).plan();
+}
 
 TensorList execute(const ExecuteRequest& request) {
   GradModeGuard grad_mode(request.create_graph);

@@ -66,6 +66,14 @@ TensorList CustomFunctionNode::apply(TensorList&& grads, const Call& call) {
   return out;
 }
 
+std::vector<Node::SavedValue> CustomFunctionNode::saved_values() const {
+  std::vector<SavedValue> out;
+  for (size_t i = 0; i < state_.saved.size(); ++i) {
+    out.push_back(state_.saved[i].describe_as("saved_tensors[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
 void CustomFunctionNode::release_saved() {
   for (SavedVariable& s : state_.saved) {
     if (s.defined()) s.release();

@@ -103,6 +103,7 @@ class CustomFunctionNode final : public Node {
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return info_.name(); }
   void release_saved() override;
+  std::vector<SavedValue> saved_values() const override;
   FunctionState& state() { return state_; }
 
  private:

@@ -58,6 +58,15 @@ class Node : public std::enable_shared_from_this<Node> {
   // Drops saved tensors after a backward without retain_graph.
   virtual void release_saved() {}
 
+  // What the node keeps for its backward, for describe_graph(): one entry per value it may save.
+  struct SavedValue {
+    std::string name;
+    enum class State { kKept, kReleased, kNotKept } state;
+    std::string describe;  // "float32[2, 3]" while kept
+    size_t nbytes = 0;     // while kept
+  };
+  virtual std::vector<SavedValue> saved_values() const { return {}; }
+
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }
   size_t num_outputs() const { return next_edges_.size(); }  // gradients apply() returns

@@ -45,6 +45,13 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
   return t;
 }
 
+Node::SavedValue SavedVariable::describe_as(std::string name) const {
+  using State = Node::SavedValue::State;
+  if (released_) return {std::move(name), State::kReleased, "", 0};
+  if (!data_.defined()) return {std::move(name), State::kNotKept, "", 0};
+  return {std::move(name), State::kKept, data_.describe(), data_.nbytes()};
+}
+
 void SavedVariable::release() {
   data_ = Tensor();
   released_ = true;

@@ -4,11 +4,10 @@
 #include <memory>
 #include <string>
 
+#include "engine/node.h"
 #include "engine/tensor.h"
 
 namespace ag {
-
-class Node;
 
 // A tensor saved by a forward op for its backward. Two rules:
 // - Version check: unpack() throws if the tensor was modified in place after it was saved.
@@ -27,6 +26,8 @@ class SavedVariable {
   bool defined() const { return data_.defined(); }
   bool released() const { return released_; }
   size_t nbytes() const { return data_.defined() ? data_.nbytes() : 0; }
+  // The entry describe_graph() shows for this value, under `name`.
+  Node::SavedValue describe_as(std::string name) const;
 
  private:
   Tensor data_;

@@ -85,6 +85,13 @@ void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
   c.count_save(spec_.slot_key(slot));
 }
 
+std::vector<Node::SavedValue> OpNode::saved_values() const {
+  std::vector<SavedValue> out;
+  for (size_t j = 0; j < saved_.size(); ++j)
+    out.push_back(saved_[j].describe_as(spec_.slot(j).name));
+  return out;
+}
+
 bool OpNode::keeps_slot(size_t j) const {
   return !guard_saves_ || spec_.slot_needed(j, input_requires_grad_);
 }

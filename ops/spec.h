@@ -142,6 +142,7 @@ class OpNode final : public Node {
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return spec_.name(); }
   void release_saved() override;
+  std::vector<SavedValue> saved_values() const override;
 
   const OpSpec& spec() const { return spec_; }
   const std::vector<SavedVariable>& saved() const { return saved_; }
