@@ -1,4 +1,4 @@
-// The engine's properties on random graphs (DESIGN.md "Property-based tests"), each checked under
+// The engine's properties on random graphs, each checked under
 // every combination of the engine options. Reproduce a failure with RC_PARAMS="seed=N" (the seed
 // RapidCheck prints) and the shrunk graph it shows.
 #include <thread>
