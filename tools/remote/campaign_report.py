@@ -147,7 +147,7 @@ def report(args):
     return 2 if lost else 1 if failed else 0
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--testlogs", required=True, help="bazel-testlogs/proptests/campaign_test of the run")
     parser.add_argument("--expected", help="`campaign_test --gtest_list_tests` output")
@@ -157,8 +157,8 @@ def main():
     parser.add_argument("--out", help="Markdown file to write")
     parser.add_argument("--title", default="Remote fuzz campaign")
     parser.add_argument("--note", action="append", default=[], help="a line for the report's header")
-    sys.exit(report(parser.parse_args()))
+    return report(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -36,6 +36,7 @@ from buildgrid.server.client.channel import setup_channel
 HEARTBEAT_S = 1.0  # while running: well inside the server's keepalive timeout
 LONG_POLL_S = 5.0  # while idle: how long one UpdateBotSession may wait for work
 BATCH_BYTES = 2 << 20  # BatchReadBlobs request size; larger blobs go through ByteStream
+TRANSIENT = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 
 
 def log(name, message):
@@ -66,20 +67,21 @@ class Cas:
 
     def _fill_cache(self, files):
         """Downloads the files, (digest, executable) pairs, that are not in the cache yet."""
-        missing = [(d, x) for d, x in files if not os.path.exists(self._cached(d, x))]
+        missing = [(digest, x) for digest, x in files if not os.path.exists(self._cached(digest, x))]
         blobs = {}
-        with download(self.channel, instance=self.instance) as d:
+        with download(self.channel, instance=self.instance) as downloader:
             batch, size = [], 0
-            for digest in [d for d, _ in missing if d.size_bytes <= BATCH_BYTES] + [None]:
+            for digest, _ in missing + [(None, False)]:  # small blobs: BatchReadBlobs, a batch at a time
                 if digest is None or size + digest.size_bytes > BATCH_BYTES:
-                    blobs.update((got.hash, data) for data, got in d.get_available_blobs(batch))
+                    if batch:
+                        blobs.update((got.hash, data) for data, got in downloader.get_available_blobs(batch))
                     batch, size = [], 0
-                if digest is not None:
+                if digest is not None and digest.size_bytes <= BATCH_BYTES:
                     batch.append(digest)
                     size += digest.size_bytes
-            for digest, _ in missing:
+            for digest, _ in missing:  # large blobs: ByteStream
                 if digest.size_bytes > BATCH_BYTES:
-                    blobs[digest.hash] = d.get_blob(digest)
+                    blobs[digest.hash] = downloader.get_blob(digest)
         for digest, executable in missing:
             if blobs.get(digest.hash) is None:
                 raise FileNotFoundError(f"blob {digest.hash}/{digest.size_bytes} is not in CAS")
@@ -100,7 +102,7 @@ class Cas:
 
         def walk(digest, path):
             os.makedirs(path, exist_ok=True)
-            directory = directories.get(digest.hash, re_pb2.Directory())  # the empty one may be left out
+            directory = directories[digest.hash] if digest.size_bytes else re_pb2.Directory()
             for f in directory.files:
                 files.append((os.path.join(path, f.name), f.digest, f.is_executable))
             for s in directory.symlinks:
@@ -140,7 +142,6 @@ class Worker:
                                    client_cert=args.client_cert)
         self.bots = bots_pb2_grpc.BotsStub(channel)
         self.cas = Cas(channel, args.instance, os.path.join(args.work_dir, "cache"))
-        self.stopping = False
         self.child = None  # the running command, a process group of its own
 
     def new_session(self):
@@ -157,7 +158,7 @@ class Worker:
 
     def run(self):
         session = None
-        while not self.stopping:
+        while True:
             try:
                 if session is None:
                     session = self.new_session()
@@ -182,18 +183,31 @@ class Worker:
         thread.start()
         while thread.is_alive():
             thread.join(HEARTBEAT_S)
-            if thread.is_alive():
+            if not thread.is_alive():
+                break
+            try:
                 session = self.update(session, LONG_POLL_S)
-                if not any(l.id == lease.id for l in session.leases):  # cancelled by the server
-                    self.kill_child()
-                    thread.join()
-                    return session
-                lease = next(l for l in session.leases if l.id == lease.id)
+            except grpc.RpcError as e:
+                if e.code() in TRANSIENT:
+                    continue  # the next heartbeat may get through; the session lasts 10 s
+                self.kill_child()  # the session is gone, and the lease with it
+                thread.join()
+                raise
+            if not any(l.id == lease.id for l in session.leases):  # cancelled by the server
+                self.kill_child()
+                thread.join()
+                return session
+            lease = next(l for l in session.leases if l.id == lease.id)
         status, result = done["outcome"]
         lease.state = bots_pb2.COMPLETED
         lease.status.CopyFrom(status)
         lease.result.Pack(result)
-        return self.update(session, LONG_POLL_S)
+        for attempt in range(3):  # if the report never arrives, the session expires and the lease is re-run
+            try:
+                return self.update(session, LONG_POLL_S)
+            except grpc.RpcError as e:
+                if e.code() not in TRANSIENT or attempt == 2:
+                    raise
 
     def execute(self, lease):
         """Runs one action; returns (status, ActionResult). Never raises."""
@@ -250,7 +264,6 @@ class Worker:
             os.killpg(child.pid, signal.SIGKILL)
 
     def stop(self, *_):
-        self.stopping = True
         self.kill_child()
         sys.exit(0)
 
