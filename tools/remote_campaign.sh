@@ -63,6 +63,10 @@ done
 for n in "$workers" "$cases" "$seed" "$jobs"; do
   [[ "$n" =~ ^[0-9]+$ ]] || { echo "remote_campaign.sh: not a number: $n" >&2; exit 2; }
 done
+if [[ -n "$kill_worker" ]] && { [[ -n "$executor" ]] || ((local_only)) || ! ((kill_worker < workers)); }; then
+  echo "remote_campaign.sh: --kill-worker I needs the loopback cluster and 0 <= I < --workers" >&2
+  exit 2
+fi
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/ag-remote.XXXXXX")
 chmod 755 "$run_dir"  # PostgreSQL runs as the postgres user, in here
@@ -122,6 +126,10 @@ flags=("${config[@]}" "${remote_flags[@]}" --nocache_test_results
   --test_env=CAMPAIGN_CASES="$cases" --test_env=CAMPAIGN_SEED="$seed"
   --build_event_json_file="$run_dir/bep.json" --show_progress --show_progress_rate_limit=15
   "${extra_flags[@]}")
+# Results of an earlier run in this output base must not pass for this run's.
+testlogs=$(bazel "${bazel_startup[@]}" info "${config[@]}" bazel-testlogs 2>/dev/null)/proptests/campaign_test
+binary=$(bazel "${bazel_startup[@]}" info "${config[@]}" bazel-bin 2>/dev/null)/proptests/campaign_test
+rm -rf "$testlogs"
 cluster_log "campaign: seed $seed, $cases cases per slice, $where"
 set +e
 bazel "${bazel_startup[@]}" test "${flags[@]}" //proptests:campaign_test 2>&1 | tee "$run_dir/bazel.log"
@@ -144,13 +152,12 @@ if [[ -f "$run_dir/killed" ]]; then
 fi
 
 # Merge the shards' results.
-testlogs=$(bazel "${bazel_startup[@]}" info "${config[@]}" bazel-testlogs 2>/dev/null)/proptests/campaign_test
-binary=$(bazel "${bazel_startup[@]}" info "${config[@]}" bazel-bin 2>/dev/null)/proptests/campaign_test
 report_rc=1
 if [[ -x "$binary" && -d "$testlogs" ]]; then
   "$binary" --gtest_list_tests --gtest_filter='AllProperties/Campaign.*' >"$run_dir/expected.txt"
   ((keep)) && cp -r "$testlogs" "$run_dir/testlogs"
-  notes=("Command: \`tools/remote_campaign.sh $(printf '%q ' "${original_args[@]:-}")\`, commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d)."
+  command="tools/remote_campaign.sh $(printf '%q ' "${original_args[@]:-}")"
+  notes=("Command: \`${command% }\`, commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d)."
     "Actions ran $where.")
   [[ -f "$run_dir/retry" ]] && notes+=("Worker killed mid-run: $(cat "$run_dir/retry")")
   set +e

@@ -109,6 +109,16 @@ for what in ["local", "1", "2", "4"]:
                  + ", ".join(f"{x:.0f}" for x in v) + " |")
 lines += ["", "Runs (round, configuration, seed, seconds, load average before the run):", "", "```"]
 lines += [" ".join(r) for r in rows] + ["```", ""]
+lines += [
+    "How to read it: local `bazel test` runs two shards at a time (one per core); n workers run n. "
+    "On a machine shared with other builds (see the load averages) the cores are divided among all "
+    "runnable processes, so more shards at once also means a larger share of the machine; on an idle "
+    "machine, workers beyond the number of cores add nothing. On a cluster each shard gets a machine "
+    "of its own, so a campaign takes as long as its slowest shard: up to 4x one worker with the 4 "
+    "shards of //proptests:campaign_test; more machines need more shards (`shard_count` in "
+    "proptests/BUILD with `kSlices` in proptests/campaign_test.cc).",
+    "",
+]
 with open(out, "w") as f:
     f.write("\n".join(lines))
 print("\n".join(lines))
