@@ -17,7 +17,7 @@
 # seed and replay command. The report is written to paper/results/remote_campaign.md.
 #
 # Other options:
-#   --cases N          cases per (property, slice): 14 properties x 4 slices, so 56*N in all
+#   --cases N          cases per (property, slice); every property has 4 slices
 #   --jobs N           Bazel's --jobs (default 32)
 #   --report FILE      where the Markdown report goes ("" for nowhere)
 #   --output-base DIR  the campaign's Bazel output base (default: one per tree, in the cache folder)

@@ -102,7 +102,7 @@ check worker_killed_mid_run $? "${retry:-worker-1 was not killed}"
   "$(field scheduler_tries)" -ge 2 && "$(field scheduler_status)" == 0 ]]
 check lost_lease_rerun_elsewhere $? "shard $(field shard): rerun by $(field rerun_by), exit $(field rerun_exit); scheduler: $(field scheduler_tries) tries, status $(field scheduler_status)"
 
-# "5600 cases in 56 slices of 56 expected (100 cases per slice), 4 shards: 0 failed, 0 missing, ..."
+# "6400 cases in 64 slices of 64 expected (100 cases per slice), 4 shards: 0 failed, 0 missing, ..."
 summary=$(grep -m1 -E '^[0-9]+ cases in [0-9]+ slices of' "$work/report.md" 2>/dev/null || true)
 [[ "$summary" =~ ^([0-9]+)\ cases\ in\ ([0-9]+)\ slices\ of\ ([0-9]+)\ expected.*\ 4\ shards:\ 0\ failed,\ 0\ missing,\ 0\ duplicated,\ 0\ short\.$ ]] &&
   ((BASH_REMATCH[3] > 0 && BASH_REMATCH[2] == BASH_REMATCH[3] && BASH_REMATCH[1] == BASH_REMATCH[3] * CASES))

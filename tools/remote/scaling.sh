@@ -6,7 +6,7 @@
 #
 # The campaign binary is built once first, so every measured `bazel test -c opt
 # //proptests:campaign_test` runs only the 4 test shards; each run has a seed of its own, so
-# no result comes from a cache. cases/s = 56*N cases / wall time of that `bazel test` command
+# no result comes from a cache. cases/s = slices*N cases / wall time of that `bazel test` command
 # (Bazel's fixed cost per command included, the same for every configuration).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -46,7 +46,9 @@ cluster_start 0
 cluster_log "building the campaign once"
 bazel "${startup[@]}" build "${config[@]}" //proptests:campaign_test >"$work/build.log" 2>&1 ||
   { tail -20 "$work/build.log"; exit 1; }
-total=$((56 * cases))
+binary=$(bazel "${startup[@]}" info "${config[@]}" bazel-bin 2>/dev/null)/proptests/campaign_test
+slices=$("$binary" --gtest_list_tests --gtest_filter='AllProperties/Campaign.*' | grep -c '^  ')
+total=$((slices * cases))
 
 # run_config CONFIG SEED: one campaign; sets TAKEN to the seconds its `bazel test` took.
 run_config() {
@@ -82,10 +84,10 @@ for ((r = 1; r <= rounds; r++)); do
   done
 done
 
-python3 - "$out" "$total" "$cases" "$(git rev-parse --short HEAD)" "$(nproc)" "${raw[@]}" <<'PY'
+python3 - "$out" "$total" "$cases" "$slices" "$(git rev-parse --short HEAD)" "$(nproc)" "${raw[@]}" <<'PY'
 import statistics, sys
-out, total, cases, commit, cores = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-rows = [r.split() for r in sys.argv[6:]]
+out, total, cases, slices, commit, cores = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
+rows = [r.split() for r in sys.argv[7:]]
 names = {"local": "local `bazel test` (no remote)", "1": "1 worker", "2": "2 workers", "4": "4 workers"}
 rate = {}
 for r, what, seed, s, load in rows:
@@ -95,7 +97,7 @@ lines = [
     "# Remote campaign: cases/s against the number of workers",
     "",
     f"`tools/remote/scaling.sh --cases {cases} --rounds {len(rate['local'])}` at commit {commit}: "
-    f"`bazel test -c opt //proptests:campaign_test` with {total} cases (56 slices of {cases}, 4 shards), "
+    f"`bazel test -c opt //proptests:campaign_test` with {total} cases ({slices} slices of {cases}, 4 shards), "
     f"the binary built beforehand, on this {cores}-core machine (shared with other builds), "
     "configurations interleaved round by round, a fresh seed per run. cases/s = cases / wall time of "
     "the `bazel test` command.",
