@@ -43,11 +43,12 @@ python_311() {  # a python3 >= 3.11 (BuildGrid 0.4.4 requires it)
 
 cluster_prerequisites() {
   local budget=$1 deadline=$((SECONDS + $1)) req_hash py
+  mkdir -p "$AG_REMOTE_CACHE"
   if [[ -z "$(pg_bin)" ]]; then
     cluster_log "installing PostgreSQL (Debian's postgresql)"
-    if ! timeout "$budget" "$CLUSTER_TOOLS/../setup.sh" --remote >"$AG_REMOTE_CACHE.setup.log" 2>&1 ||
+    if ! timeout "$budget" "$CLUSTER_TOOLS/../setup.sh" --remote >"$AG_REMOTE_CACHE/setup.log" 2>&1 ||
         [[ -z "$(pg_bin)" ]]; then
-      CLUSTER_SKIP_REASON="PostgreSQL is not installed and could not be installed within ${budget}s: $(tail -1 "$AG_REMOTE_CACHE.setup.log")"
+      CLUSTER_SKIP_REASON="PostgreSQL is not installed and could not be installed within ${budget}s: $(tail -1 "$AG_REMOTE_CACHE/setup.log")"
       return 1
     fi
   fi
@@ -63,12 +64,11 @@ cluster_prerequisites() {
     fi
     cluster_log "installing BuildGrid 0.4.4 into $CLUSTER_VENV (pip)"
     rm -rf "$CLUSTER_VENV"
-    mkdir -p "$AG_REMOTE_CACHE"
     if ! "$py" -m venv "$CLUSTER_VENV" ||
         ! timeout $((deadline > SECONDS ? deadline - SECONDS : 1)) "$CLUSTER_VENV/bin/pip" install -q \
           --disable-pip-version-check --retries 1 --timeout 30 \
-          -r "$CLUSTER_TOOLS/requirements.txt" >"$AG_REMOTE_CACHE.pip.log" 2>&1; then
-      CLUSTER_SKIP_REASON="pip could not install BuildGrid within ${budget}s: $(tail -1 "$AG_REMOTE_CACHE.pip.log")"
+          -r "$CLUSTER_TOOLS/requirements.txt" >"$AG_REMOTE_CACHE/pip.log" 2>&1; then
+      CLUSTER_SKIP_REASON="pip could not install BuildGrid within ${budget}s: $(tail -1 "$AG_REMOTE_CACHE/pip.log")"
       rm -rf "$CLUSTER_VENV"
       return 1
     fi
