@@ -2,6 +2,7 @@
 # Installs (only) the missing Debian packages this project needs. Idempotent.
 #   tools/setup.sh           build/test dependencies
 #   tools/setup.sh --peers   additionally try PyTorch (CPU) for peer comparisons; never fatal
+#   tools/setup.sh --remote  additionally PostgreSQL, for tools/remote_campaign.sh's loopback cluster
 set -euo pipefail
 
 PACKAGES=(
@@ -21,8 +22,9 @@ peers=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument: $arg (expected --peers)" >&2; exit 2 ;;
+    --remote) PACKAGES+=(postgresql) ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument: $arg (expected --peers or --remote)" >&2; exit 2 ;;
   esac
 done
 
