@@ -85,20 +85,29 @@ const char* kCompileSource = R"cc(#include <algorithm>
 #include <regex>
 #include <string>
 #include <vector>
-template <int N> struct Fib { static constexpr long value = Fib<N - 1>::value + Fib<N - 2>::value; };
-template <> struct Fib<0> { static constexpr long value = 0; };
-template <> struct Fib<1> { static constexpr long value = 1; };
-int main(int argc, char** argv) {
-  std::map<std::string, std::vector<int>> m;
-  std::regex re("([a-z]+)([0-9]*)");
-  for (int i = 1; i < argc; ++i) {
-    std::smatch s;
-    std::string a = argv[i];
-    if (std::regex_match(a, s, re)) m[s[1]].push_back(static_cast<int>(s[2].length()));
-  }
-  for (auto& [k, v] : m) std::sort(v.begin(), v.end());
-  std::cout << m.size() << Fib<40>::value << std::endl;
-}
+                                  template <int N>
+                                  struct Fib {
+                                    static constexpr long value = Fib<N - 1>::value + Fib<N - 2>::value;
+                                  };
+                                  template <>
+                                  struct Fib<0> {
+                                    static constexpr long value = 0;
+                                  };
+                                  template <>
+                                  struct Fib<1> {
+                                    static constexpr long value = 1;
+                                  };
+                                  int main(int argc, char** argv) {
+                                    std::map<std::string, std::vector<int>> m;
+                                    std::regex re("([a-z]+)([0-9]*)");
+                                    for (int i = 1; i < argc; ++i) {
+                                      std::smatch s;
+                                      std::string a = argv[i];
+                                      if (std::regex_match(a, s, re)) m[s[1]].push_back(static_cast<int>(s[2].length()));
+                                    }
+                                    for (auto& [k, v] : m) std::sort(v.begin(), v.end());
+                                    std::cout << m.size() << Fib<40>::value << std::endl;
+                                  }
 )cc";
 
 int compile(int jobs) {

@@ -1,5 +1,5 @@
 // `bazel run -c opt //paper:reproduce [-- --quick] [--busy all|bursty,compile,spin] [--out DIR]
-// [--no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]`
+// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]`
 //
 // Runs every workload of the paper with each optimization off and on, and the peers (PyTorch
 // from Python and from C++, torch.func, JAX; paper/peers/README.md) in the same invocation, every
@@ -11,7 +11,7 @@
 //   DIR/*.png              curves (via paper/plot.py, run with /usr/bin/python3 + matplotlib)
 // DIR defaults to paper/results in the source tree (under `bazel run`), else ./paper/results.
 // Ratios are always between figures of this one run. --quick runs a small version of everything
-// without peers (CI's smoke test); its figures are not the paper's.
+// without peers (CI's smoke test; --peers adds them); its figures are not the paper's.
 //
 // Each workload's measuring and table live in paper/workloads/*_section.cc; the published figures
 // in paper/harness/published.cc; the table writer in paper/harness/markdown.h.
@@ -41,6 +41,7 @@ namespace {
 struct Options {
   bool quick = false;
   bool peers = true;
+  bool peers_in_quick = false;  // --peers: run them in a --quick run too
   bool callgrind = true;
   bool plots = true;
   std::string busy;  // --busy: "" (quiet only), "all", or a comma-separated list of loads
@@ -57,11 +58,15 @@ void draw_plots(const fs::path& out) {
   const fs::path script = locate("paper/plot.py");
   int status = 1;
   const std::string output =
-      script.empty() ? "paper/plot.py not found"
-                     : run_command("/usr/bin/python3 " + shell_quote(script.string()) + " " +
-                                       shell_quote((out / "figures.tsv").string()) + " " +
-                                       shell_quote(out.string()) + " 2>&1",
-                                   &status);
+      script.empty()
+          ? "paper/plot.py not found"
+          // matplotlib wants a writable config folder; a bazel test's HOME has none.
+          : run_command("MPLCONFIGDIR=" +
+                            shell_quote((fs::temp_directory_path() / "reproduce-mpl").string()) +
+                            " /usr/bin/python3 " + shell_quote(script.string()) + " " +
+                            shell_quote((out / "figures.tsv").string()) + " " +
+                            shell_quote(out.string()) + " 2>&1",
+                        &status);
   std::cout << "plots: " << (status == 0 ? output : "skipped: " + output) << std::endl;
 }
 
@@ -91,11 +96,10 @@ int reproduce(const Options& options) {
     context.saved_results = fs::path(ws) / "paper" / "results";
   }
   Peers peers = start_peers(
-      context.threads,
-      !options.peers ? "skipped (--no-peers)"
-      : options.quick
-          ? "skipped in --quick runs (CI's smoke test); a full run measures them"
-          : "");
+      context.threads, !options.peers ? "skipped (--no-peers)"
+                       : options.quick && !options.peers_in_quick
+                           ? "skipped in --quick runs (CI's smoke test); a full run measures them"
+                           : "");
   Results results(info.device);
   context.peers = &peers;
   context.results = &results;
@@ -151,6 +155,8 @@ int main(int argc, char** argv) {
       options.quick = true;
     } else if (arg == "--no-peers") {
       options.peers = false;
+    } else if (arg == "--peers") {
+      options.peers_in_quick = true;
     } else if (arg == "--no-callgrind") {
       options.callgrind = false;
     } else if (arg == "--no-plots") {
@@ -162,8 +168,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--out" && i + 1 < argc) {
       options.out = argv[++i];
     } else {
-      std::cerr << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
-                   "[--no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]\n";
+      std::cerr
+          << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
+             "[--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]\n";
       return 2;
     }
   }

@@ -77,10 +77,10 @@ void set_program_path(const char* argv0) { program_path = argv0 ? argv0 : ""; }
 fs::path locate(const std::string& relative) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> candidates = {
-      fs::path(relative), fs::path(program_path + ".runfiles/autograd") / relative,
-      fs::path(self.string() + ".runfiles/autograd") / relative,
-      self.parent_path() / fs::path(relative).filename()};
+  std::vector<fs::path> candidates = {fs::path(relative),
+                                      fs::path(program_path + ".runfiles/autograd") / relative,
+                                      fs::path(self.string() + ".runfiles/autograd") / relative,
+                                      self.parent_path() / fs::path(relative).filename()};
   if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
     candidates.push_back(fs::path(ws) / relative);
   for (const fs::path& p : candidates) {

@@ -29,10 +29,18 @@ std::vector<std::string> split_tabs(const std::string& line) {
   return fields;
 }
 
+std::string format_seconds(double s) {
+  std::ostringstream out;
+  out << s << " s";
+  return out.str();
+}
+
 }  // namespace
 
 PeerProcess::PeerProcess(std::string label, const std::vector<std::string>& argv, int threads)
     : label_(std::move(label)) {
+  // A peer that exited closes its pipe; writing to it must fail with EPIPE, not kill reproduce.
+  signal(SIGPIPE, SIG_IGN);
   int in[2], out[2];
   if (argv.empty() || pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
     reason_ = "could not start";
@@ -109,8 +117,7 @@ void PeerProcess::stop(const std::string& why) {
 }
 
 bool PeerProcess::read_line(std::string* line, double timeout_s) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
     const size_t newline = buffer_.find('\n');
     if (newline != std::string::npos) {
@@ -120,10 +127,7 @@ bool PeerProcess::read_line(std::string* line, double timeout_s) {
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      reason_ = "gave no answer within " + std::to_string(static_cast<int>(timeout_s)) + " s";
-      return false;
-    }
+    if (left.count() <= 0) return false;
     pollfd p = {from_peer_, POLLIN, 0};
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
     char chunk[4096];
@@ -142,7 +146,8 @@ std::optional<std::vector<double>> PeerProcess::run(const std::vector<std::strin
   std::string line;
   if (write(to_peer_, request.data(), request.size()) != static_cast<ssize_t>(request.size()) ||
       !read_line(&line, timeout_s)) {
-    stop(label_ + " stopped answering during '" + task.front() + "'");
+    stop(label_ + " stopped answering during '" + task.front() + "' (no answer within " +
+         format_seconds(timeout_s) + ")");
     std::cout << "  peer " << label_ << ": " << reason_ << std::endl;
     return std::nullopt;
   }
@@ -200,7 +205,8 @@ std::string peer_python() {
 std::unique_ptr<PeerProcess> python_peer(const std::string& label, const std::string& script,
                                          const std::string& python, int threads) {
   const fs::path path = locate("paper/peers/" + script);
-  if (path.empty()) return std::make_unique<PeerProcess>(label, "paper/peers/" + script + " not found");
+  if (path.empty())
+    return std::make_unique<PeerProcess>(label, "paper/peers/" + script + " not found");
   return std::make_unique<PeerProcess>(
       label, std::vector<std::string>{python, path.string(), "--threads", std::to_string(threads)},
       threads);
@@ -215,8 +221,8 @@ std::unique_ptr<PeerProcess> libtorch_peer(const std::string& python, int thread
                  "built)"
               << std::endl;
     int status = 0;
-    binary = run_command(shell_quote(script.string()) + " " + shell_quote(python) + " 2>&1",
-                         &status);
+    binary =
+        run_command(shell_quote(script.string()) + " " + shell_quote(python) + " 2>&1", &status);
     while (!binary.empty() && binary.back() == '\n') binary.pop_back();
     if (status != 0) {
       std::cout << "peers: libtorch C++ peer not built: "
@@ -226,7 +232,8 @@ std::unique_ptr<PeerProcess> libtorch_peer(const std::string& python, int thread
       binary = binary.substr(binary.rfind('\n') == std::string::npos ? 0 : binary.rfind('\n') + 1);
     }
   }
-  if (binary.empty()) return std::make_unique<PeerProcess>("libtorch", "not built against the wheel");
+  if (binary.empty())
+    return std::make_unique<PeerProcess>("libtorch", "not built against the wheel");
   return std::make_unique<PeerProcess>(
       "libtorch", std::vector<std::string>{binary, "--threads", std::to_string(threads)}, threads);
 }
@@ -247,8 +254,7 @@ Peers start_peers(int threads, const std::string& skip_reason) {
   }
   for (const PeerProcess* p : {peers.torch.get(), peers.libtorch.get(), peers.jax.get()}) {
     std::cout << "peers: " << p->label() << ": "
-              << (p->available() ? p->description() : "not available: " + p->reason())
-              << std::endl;
+              << (p->available() ? p->description() : "not available: " + p->reason()) << std::endl;
   }
   return peers;
 }

@@ -3,10 +3,11 @@
 // of ours, under the same load (protocol: paper/peers/common.py; setup: paper/peers/README.md).
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace ag::paper {

@@ -19,8 +19,8 @@ const char* kFinal[2] = {", no final backward", ", with final backward"};
 // also runs under the busy conditions (the slow ones run quiet only, in fewer rounds).
 struct PeerImpl {
   PeerProcess* process;
-  std::string name;                // the column: "PyTorch 2.15.0 autograd"
-  std::vector<std::string> task;   // {"hessian", "autograd"}, {"hessian", "hessian", "1"}, ...
+  std::string name;               // the column: "PyTorch 2.15.0 autograd"
+  std::vector<std::string> task;  // {"hessian", "autograd"}, {"hessian", "hessian", "1"}, ...
   bool busy_too;
   bool slow;
 };
@@ -75,8 +75,9 @@ void append_cuda_rows(const std::filesystem::path& saved_results, std::ostringst
 }  // namespace
 
 void hessian_section(const Context& context, Report& report) {
-  progress(3, "hessian (seed 001): per-call needs_input_grad off / on, ReLU and Tanh, without "
-              "and with the final backward, and the peers");
+  progress(3,
+           "hessian (seed 001): per-call needs_input_grad off / on, ReLU and Tanh, without "
+           "and with the final backward, and the peers");
   Results& results = *context.results;
   const Peers& peers = *context.peers;
   HessianConfig hc;
@@ -95,7 +96,8 @@ void hessian_section(const Context& context, Report& report) {
   for (const Activation activation : activations) {
     hc.activation = activation;
     const Mlp mlp = make_mlp(hc);
-    const std::string wl = std::string("hessian_") + (activation == Activation::kRelu ? "relu" : "tanh");
+    const std::string wl =
+        std::string("hessian_") + (activation == Activation::kRelu ? "relu" : "tanh");
     const std::string act = activation == Activation::kRelu ? "relu" : "tanh";
     for (int fb = 0; fb < 2; ++fb) {
       for (const Condition& condition : context.conditions) {
@@ -113,8 +115,8 @@ void hessian_section(const Context& context, Report& report) {
           if (!impl.process || !impl.process->available()) continue;
           if (!condition.quiet() && !impl.busy_too) continue;
           std::vector<std::string> task = impl.task;
-          task.insert(task.end(), {act, fb ? "1" : "0", std::to_string(hc.batch),
-                                   std::to_string(hc.hidden)});
+          task.insert(task.end(),
+                      {act, fb ? "1" : "0", std::to_string(hc.batch), std::to_string(hc.hidden)});
           contenders.push_back({impl.name,
                                 [&impl, task]() -> std::optional<double> {
                                   const auto v = impl.process->value(task);
@@ -142,8 +144,7 @@ void hessian_section(const Context& context, Report& report) {
           results.add(wl, variant, std::string("derivative formulas") + kFinal[fb],
                       static_cast<double>(last[v].formulas_evaluated), "formulas");
         }
-        results.add(wl, "off / on", std::string("speed-up") + kFinal[fb],
-                    *med[0] / *med[1], "x");
+        results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
     }
   }
@@ -163,8 +164,8 @@ void hessian_section(const Context& context, Report& report) {
   s << "Published: " << before.source << "'s hessian benchmark on " << before.hardware
     << ". Ours: CPU, float32, batch " << hc.batch << ", hidden width " << hc.hidden
     << ", at the peers' thread count; median of " << rounds
-    << " interleaved rounds (forward included), each round also timing every peer once (" << slow_rounds
-    << " rounds for the slow ones).\n\n"
+    << " interleaved rounds (forward included), each round also timing every peer once ("
+    << slow_rounds << " rounds for the slow ones).\n\n"
     << peers.describe() << "\n";
   s << "MLP: input 16, 6 hidden Linear+activation layers, output 1; y_x = grad(y, x, "
        "create_graph), y_xx = grad(y_x, x, create_graph), optionally y_xx.sum().backward() to the "
@@ -188,11 +189,13 @@ void hessian_section(const Context& context, Report& report) {
       const double peer = results.get(wl, torch_autograd, metric);
       const std::string key = std::string("seed001/relu") + (fb ? "/final_backward" : "");
       auto pub = [&](const std::string& what) { return a ? "" : published(key + "/" + what).text; };
-      t.row({std::string(names[a]) + kFinal[fb], with_unit(off_ms, "ms"), with_unit(on_ms, "ms"),
-             ratio(off_ms, on_ms),
-             std::isnan(peer) ? peers.missing(impls[0].process) : with_unit(peer, "ms"),
-             a ? "" : published(fb ? "history/hessian/relu/final_backward" : "history/hessian/relu").text,
-             pub("before"), pub("after"), pub("speedup"), pub("functorch")});
+      t.row(
+          {std::string(names[a]) + kFinal[fb], with_unit(off_ms, "ms"), with_unit(on_ms, "ms"),
+           ratio(off_ms, on_ms),
+           std::isnan(peer) ? peers.missing(impls[0].process) : with_unit(peer, "ms"),
+           a ? ""
+             : published(fb ? "history/hessian/relu/final_backward" : "history/hessian/relu").text,
+           pub("before"), pub("after"), pub("speedup"), pub("functorch")});
     }
   }
   s << t.str() << "\n";
@@ -215,7 +218,8 @@ void hessian_section(const Context& context, Report& report) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
     for (int fb = 0; fb < 2; ++fb) {
       for (const Condition& condition : context.conditions) {
-        const std::string metric = std::string("step time") + kFinal[fb] + " [" + condition.name + "]";
+        const std::string metric =
+            std::string("step time") + kFinal[fb] + " [" + condition.name + "]";
         const double ours = results.get(wl, "per-call on", metric);
         std::vector<std::string> r = {std::string(names[a]) + kFinal[fb], condition.name,
                                       with_unit(ours, "ms")};
@@ -242,7 +246,8 @@ void hessian_section(const Context& context, Report& report) {
     for (int fb = 0; fb < 2; ++fb) {
       const std::string label = std::string(names[a]) + kFinal[fb];
       for (const auto& [what, metric] :
-           {std::pair<std::string, std::string>{"weight-gradient matmuls", "weight-gradient matmuls"},
+           {std::pair<std::string, std::string>{"weight-gradient matmuls",
+                                                "weight-gradient matmuls"},
             {"derivative formulas evaluated", "derivative formulas"}}) {
         c.row({what + ", " + label, format(results.get(wl, "per-call off", metric + kFinal[fb])),
                format(results.get(wl, "per-call on", metric + kFinal[fb]))});
@@ -256,11 +261,13 @@ void hessian_section(const Context& context, Report& report) {
        "off/on ratio at (4 kept + 3 weight) / (4 kept) when products are all the step does; the "
        "rest of the step (relu masks, fills, the thread pool) is the same in both variants and "
        "pulls the measured ratio below that bound.\n\n";
-  Table pr({"product (batch " + std::to_string(hc.batch) + ", width " + std::to_string(hc.hidden) + ")",
-            "time"});
+  Table pr(
+      {"product (batch " + std::to_string(hc.batch) + ", width " + std::to_string(hc.hidden) + ")",
+       "time"});
   pr.row({"forward h @ W^T (both variants)", with_unit(products.forward * 1e3, "ms")});
   pr.row({"input gradient g @ W (both variants)", with_unit(products.input_grad * 1e3, "ms")});
-  pr.row({"weight gradient g^T @ h (per-call off only)", with_unit(products.weight_grad * 1e3, "ms")});
+  pr.row(
+      {"weight gradient g^T @ h (per-call off only)", with_unit(products.weight_grad * 1e3, "ms")});
   pr.row({"off / on bound from products alone", format(products.products_only_bound()) + "x"});
   s << pr.str() << "\n";
   append_cuda_rows(context.saved_results, s);

@@ -17,8 +17,9 @@
 namespace ag::paper {
 
 void jit_pass_section(const Context& context, Report& report) {
-  progress(5, "create_autodiff_subgraphs (seed 002): AliasDb rebuild vs incremental, and "
-              "PyTorch's pass on the same graph");
+  progress(5,
+           "create_autodiff_subgraphs (seed 002): AliasDb rebuild vs incremental, and "
+           "PyTorch's pass on the same graph");
   Results& results = *context.results;
   const Peers& peers = *context.peers;
   PeerProcess* torch = peers.torch.get();
@@ -28,12 +29,13 @@ void jit_pass_section(const Context& context, Report& report) {
                     : std::vector<size_t>{1000, 2000, 5000, 10000, 20000, 50000, 100000};
   const double rebuild_budget_s = context.quick ? 5 : 60;  // predicted time above which we skip
   const int rounds = context.quick ? 1 : 3;
-  const std::filesystem::path ir_file =
-      std::filesystem::temp_directory_path() / ("reproduce-jit-pass-" + std::to_string(getpid()) + ".ir");
+  const std::filesystem::path ir_file = std::filesystem::temp_directory_path() /
+                                        ("reproduce-jit-pass-" + std::to_string(getpid()) + ".ir");
   const std::string w = "create_autodiff_subgraphs";
   Table t({"nodes", "rebuild", "incremental", "rebuild / incremental",
            "AliasDb constructions (rebuild / incremental)", "merges", peer + "'s pass",
            "incremental / " + peer, "per node: incremental / " + peer});
+  const Load quiet(context.conditions.front());  // notes the load average (this pass runs quiet)
   double last_rebuild_s = 0;
   size_t last_rebuild_n = 0;
   for (size_t n : sizes) {

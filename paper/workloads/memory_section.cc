@@ -62,7 +62,8 @@ void memory_section(const Context& context, Report& report) {
 
   const Published& pub = published("seed003/extra_live_bytes");
   std::ostringstream& s = report.body;
-  s << "Published: " << pub.source << "'s test `test_free_unneeded_tensor` (CUDA memory "
+  s << "Published: " << pub.source
+    << "'s test `test_free_unneeded_tensor` (CUDA memory "
        "statistics; "
     << pub.hardware
     << ") asserts that `((x + 2) * m).sum()` leaves as many bytes allocated as `x.sum()`. Ours: "
@@ -94,8 +95,8 @@ void memory_section(const Context& context, Report& report) {
   for (const auto& [name, options] : option_sets) {
     std::vector<std::string> r = {name};
     for (const char* fb : final_backward) {
-      r.push_back(with_unit(results.get("hessian_memory", name, std::string("peak bytes, ") + fb) / 1024,
-                            "KiB"));
+      r.push_back(with_unit(
+          results.get("hessian_memory", name, std::string("peak bytes, ") + fb) / 1024, "KiB"));
     }
     p.row(r);
   }

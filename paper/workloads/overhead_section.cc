@@ -85,11 +85,12 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
     }
     for (PeerProcess* peer : {peers.torch.get(), peers.libtorch.get()}) {
       if (!peer || !peer->available()) continue;
-      contenders.push_back({peer->short_name() + (peer == peers.torch.get() ? " (Python)" : " (C++)"),
-                            [peer, &w]() -> std::optional<double> {
-                              const auto v = peer->value(w.peer_task);
-                              return v ? std::optional<double>(*v * w.scale) : std::nullopt;
-                            }});
+      contenders.push_back(
+          {peer->short_name() + (peer == peers.torch.get() ? " (Python)" : " (C++)"),
+           [peer, &w]() -> std::optional<double> {
+             const auto v = peer->value(w.peer_task);
+             return v ? std::optional<double>(*v * w.scale) : std::nullopt;
+           }});
     }
     const std::vector<std::optional<double>> med = interleaved(rounds, contenders);
     std::cout << "  " << w.workload << ", " << condition.name << ":";
@@ -97,8 +98,8 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
       if (!med[c]) continue;
       context.results->add(w.workload, contenders[c].name, "time per call [" + condition.name + "]",
                            *med[c], w.unit);
-      if (condition.quiet()) context.results->add(w.workload, contenders[c].name, "time per call",
-                                                  *med[c], w.unit);
+      if (condition.quiet())
+        context.results->add(w.workload, contenders[c].name, "time per call", *med[c], w.unit);
       std::cout << " " << contenders[c].name << " " << format(*med[c]) << " " << w.unit << ";";
     }
     std::cout << std::endl;
@@ -119,11 +120,12 @@ void overhead_section(const Context& context, Report& report) {
   const int tiny_iters = context.quick ? 2000 : 20000, tiny_rounds = context.quick ? 3 : 15;
   const int chain_iters = context.quick ? 5 : 100, chain_rounds = context.quick ? 3 : 11;
   const ScalarChainInputs chain = make_scalar_chain_inputs(1000);
-  const OverheadWorkload tiny{"tiny_graph",
-                              "us",
-                              1e6,
-                              [&](const EngineOptions& o) { return time_tiny_graph_us(o, tiny_iters); },
-                              {"tiny_graph", std::to_string(context.quick ? 200 : tiny_iters / 2)}};
+  const OverheadWorkload tiny{
+      "tiny_graph",
+      "us",
+      1e6,
+      [&](const EngineOptions& o) { return time_tiny_graph_us(o, tiny_iters); },
+      {"tiny_graph", std::to_string(context.quick ? 200 : tiny_iters / 2)}};
   const OverheadWorkload scalar{
       "scalar_chain",
       "ms",
@@ -195,8 +197,8 @@ void overhead_section(const Context& context, Report& report) {
   s << "Ours (pruning on) against the peers under each condition; a peer's cell is its time and "
        "ours / its (below 1: ours is faster), from the same interleaved rounds.\n\n";
   Table c({"workload", "condition", "ours", py, cpp});
-  for (const auto& [w, unit] : {std::pair<std::string, std::string>{"tiny_graph", "us"},
-                                {"scalar_chain", "ms"}}) {
+  for (const auto& [w, unit] :
+       {std::pair<std::string, std::string>{"tiny_graph", "us"}, {"scalar_chain", "ms"}}) {
     for (const Condition& condition : context.conditions) {
       const std::string metric = "time per call [" + condition.name + "]";
       const double ours = get(w, "pruning on", metric);

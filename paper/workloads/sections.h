@@ -17,8 +17,8 @@ struct Context {
   bool quick = false;
   bool callgrind = true;
   bool plots = true;
-  int threads = 1;                     // ours, and every peer's
-  std::vector<Condition> conditions;   // quiet first; busy ones with --busy
+  int threads = 1;                    // ours, and every peer's
+  std::vector<Condition> conditions;  // quiet first; busy ones with --busy
   Results* results = nullptr;
   Peers* peers = nullptr;
   std::filesystem::path saved_results;  // paper/results in the source tree (saved CUDA rows)
@@ -28,10 +28,10 @@ struct Context {
 void progress(int index, const std::string& what);
 inline constexpr int kSteps = 6;
 
-void unrolled_loop_section(const Context& context, Report& report);   // seed 000
-void overhead_section(const Context& context, Report& report);        // seed 000, issue 2
-void hessian_section(const Context& context, Report& report);         // seed 001
-void memory_section(const Context& context, Report& report);          // seed 003
-void jit_pass_section(const Context& context, Report& report);        // seed 002
+void unrolled_loop_section(const Context& context, Report& report);  // seed 000
+void overhead_section(const Context& context, Report& report);       // seed 000, issue 2
+void hessian_section(const Context& context, Report& report);        // seed 001
+void memory_section(const Context& context, Report& report);         // seed 003
+void jit_pass_section(const Context& context, Report& report);       // seed 002
 
 }  // namespace ag::paper

@@ -60,7 +60,8 @@ void add_blocks(Results& results, const std::string& variant, const std::vector<
     results.add(kWorkload, variant, "last block", med.back() * 1e3, "ms");
     results.add(kWorkload, variant, "last/first block", med.back() / med.front(), "x");
     const double growth = fitted_growth(med);
-    if (!std::isnan(growth)) results.add(kWorkload, variant, "fitted last/first block", growth, "x");
+    if (!std::isnan(growth))
+      results.add(kWorkload, variant, "fitted last/first block", growth, "x");
   }
   const std::string at = " [" + condition.name + "]";
   results.add(kWorkload, variant, "median block" + at, median(med) * 1e3, "ms");
@@ -70,8 +71,9 @@ void add_blocks(Results& results, const std::string& variant, const std::vector<
 }  // namespace
 
 void unrolled_loop_section(const Context& context, Report& report) {
-  progress(1, "unrolled loop (seed 000): pruning off / on / topo_nr only / reachability only, "
-              "and the peers");
+  progress(1,
+           "unrolled loop (seed 000): pruning off / on / topo_nr only / reachability only, "
+           "and the peers");
   Results& results = *context.results;
   PeerProcess* torch = context.peers->torch.get();
   UnrolledLoopConfig uc;
@@ -118,11 +120,12 @@ void unrolled_loop_section(const Context& context, Report& report) {
       add_blocks(results, variants[v].first, med, uc.block, condition);
     }
     add_blocks(results, peer_variant, block_medians(peer_blocks), uc.block, condition);
-    std::cout << "  " << condition.name << ": pruning on, median block "
-              << format(results.get(kWorkload, "pruning on", "median block [" + condition.name + "]"))
-              << " ms; " << peer_variant << " "
-              << format(results.get(kWorkload, peer_variant, "median block [" + condition.name + "]"))
-              << " ms" << std::endl;
+    std::cout
+        << "  " << condition.name << ": pruning on, median block "
+        << format(results.get(kWorkload, "pruning on", "median block [" + condition.name + "]"))
+        << " ms; " << peer_variant << " "
+        << format(results.get(kWorkload, peer_variant, "median block [" + condition.name + "]"))
+        << " ms" << std::endl;
   }
   for (size_t v = 0; v < variants.size(); ++v) {
     results.add(kWorkload, variants[v].first, "nodes discovered",
@@ -139,15 +142,16 @@ void unrolled_loop_section(const Context& context, Report& report) {
        "PyTorch has only the first). Published: "
     << published("seed000/loop/first/before").source << ", on "
     << published("seed000/loop/first/before").hardware << ".\n\n";
-  const std::string peer_column = torch && torch->available() ? torch->short_name() + " here"
-                                                              : "PyTorch here";
+  const std::string peer_column =
+      torch && torch->available() ? torch->short_name() + " here" : "PyTorch here";
   Table t({"figure", "pruning off", "pruning on", "topo_nr only", "reachability only", peer_column,
            "published before", "published after"});
   const int nblocks = uc.steps / uc.block;
   auto loop_row = [&](const std::string& label, const std::string& metric, const std::string& unit,
                       const std::string& published_key) {
     std::vector<std::string> r = {label};
-    for (const auto& v : variants) r.push_back(with_unit(results.get(kWorkload, v.first, metric), unit));
+    for (const auto& v : variants)
+      r.push_back(with_unit(results.get(kWorkload, v.first, metric), unit));
     const double peer = results.get(kWorkload, peer_variant, metric);
     r.push_back(std::isnan(peer) ? context.peers->missing(torch) : with_unit(peer, unit));
     r.push_back(published_key.empty() ? "" : published(published_key + "/before").text);
@@ -168,7 +172,8 @@ void unrolled_loop_section(const Context& context, Report& report) {
            "");
   {
     std::vector<std::string> r = {"nodes visited by discovery (whole run)"};
-    for (const auto& v : variants) r.push_back(format(results.get(kWorkload, v.first, "nodes discovered")));
+    for (const auto& v : variants)
+      r.push_back(format(results.get(kWorkload, v.first, "nodes discovered")));
     r.insert(r.end(), {"", "", ""});
     t.row(r);
   }
@@ -179,8 +184,8 @@ void unrolled_loop_section(const Context& context, Report& report) {
     << " under each condition: the median over blocks of the per-block medians, and the growth "
        "over the run (least-squares line, last / first block). Ratio = ours / peer, both from the "
        "same interleaved rounds.\n\n";
-  Table p({"condition", "ours: per 100 steps", "ours: last / first", peer_variant + ": per 100 steps",
-           peer_variant + ": last / first", "ours / peer"});
+  Table p({"condition", "ours: per 100 steps", "ours: last / first",
+           peer_variant + ": per 100 steps", peer_variant + ": last / first", "ours / peer"});
   for (const Condition& condition : context.conditions) {
     const std::string at = " [" + condition.name + "]";
     const double ours = results.get(kWorkload, "pruning on", "median block" + at);
