@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ag::paper {
 
@@ -21,6 +22,8 @@ const char* build_mode();
 std::string run_command(const std::string& command, int* status);
 // `s` as one single-quoted shell word.
 std::string shell_quote(const std::string& s);
+// The tab-separated fields of one line (figures.tsv rows, the peers' answers).
+std::vector<std::string> split_tabs(const std::string& line);
 
 // Remembers argv[0], so that runfiles can be found next to the binary.
 void set_program_path(const char* argv0);

@@ -21,14 +21,6 @@ namespace ag::paper {
 
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  std::istringstream in(line);
-  std::string field;
-  while (std::getline(in, field, '\t')) fields.push_back(field);
-  return fields;
-}
-
 std::string format_seconds(double s) {
   std::ostringstream out;
   out << s << " s";
@@ -181,7 +173,7 @@ std::string Peers::missing(const PeerProcess* peer) const {
 std::string Peers::describe() const {
   if (!skipped.empty()) return "Peers: " + skipped + ".\n";
   std::ostringstream s;
-  s << "Peers, measured in this run, interleaved with ours:\n";
+  s << "Peers (at our thread count; each repetition interleaved with ours):\n";
   for (const PeerProcess* p : {torch.get(), libtorch.get(), jax.get()}) {
     if (!p) continue;
     s << "- " << p->label() << ": "

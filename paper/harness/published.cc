@@ -48,8 +48,8 @@ const Published kPublished[] = {
     {"seed001/relu/final_backward/functorch", "68.988 ms", 68.988, kPr82544, kA100},
     // Seed 003: PR 16583's test_free_unneeded_tensor (CUDA memory statistics).
     {"seed003/extra_live_bytes", "0 (base_mem == end_mem)", 0, "PR 16583",
-     "a CUDA GPU (not named)"},
-    {"seed003/saved", "m only", kNone, "PR 16583", "a CUDA GPU (not named)"},
+     "a CUDA GPU the PR does not name"},
+    {"seed003/saved", "m only", kNone, "PR 16583", "a CUDA GPU the PR does not name"},
 };
 
 }  // namespace

@@ -18,6 +18,7 @@ Tasks (times in seconds):
     saved_bytes                            bytes autograd saves for ((x + 2) * m).sum()
 """
 
+import os
 import re
 import sys
 import time
@@ -46,9 +47,13 @@ def describe():
         blas += " " + mkl.group(1)
     backend = re.search(r"ATen parallel backend: (\w+)", torch.__config__.parallel_info())
     source = "Debian python3-torch" if torch.__file__.startswith("/usr/lib/python3/") else "PyPI wheel"
-    return "PyTorch %s (%s, Python %d.%d), %s, %d intra-op threads (%s)" % (
+    # How idle OpenMP threads wait decides how PyTorch fares on a loaded machine: spinning workers
+    # take the cores its own main thread needs. Named when the environment sets it.
+    wait = os.environ.get("OMP_WAIT_POLICY")
+    return "PyTorch %s (%s, Python %d.%d), %s, %d intra-op threads (%s%s)" % (
         torch.__version__.split("+")[0], source, sys.version_info[0], sys.version_info[1], blas,
-        torch.get_num_threads(), backend.group(1) if backend else "unknown backend")
+        torch.get_num_threads(), backend.group(1) if backend else "unknown backend",
+        ", OMP_WAIT_POLICY=" + wait if wait else "")
 
 
 def tiny_graph(iters):

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "paper/harness/environment.h"
 #include "paper/harness/interleave.h"
 #include "paper/harness/published.h"
 #include "paper/workloads/hessian.h"
@@ -53,10 +54,7 @@ void append_cuda_rows(const std::filesystem::path& saved_results, std::ostringst
       std::ifstream in(entry.path());
       std::string line;
       while (std::getline(in, line)) {
-        std::vector<std::string> cols;
-        std::istringstream fields(line);
-        std::string col;
-        while (std::getline(fields, col, '\t')) cols.push_back(col);
+        const std::vector<std::string> cols = split_tabs(line);
         if (cols.size() == 7 && cols[0] != "date" && cols[2].rfind("hessian", 0) == 0)
           rows.push_back(cols);
       }
