@@ -1,6 +1,7 @@
 #include "paper/harness/load.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,7 @@ Load::Load(const Condition& condition) : condition_(condition.name) {
   args.push_back(nullptr);
   pid_ = fork();
   if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // an interrupted reproduce leaves no load behind
     execv(args[0], args.data());
     _exit(127);
   }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ PeerProcess::PeerProcess(std::string label, const std::vector<std::string>& argv
   const fs::path log = fs::temp_directory_path() / ("reproduce-peer-" + label_ + ".log");
   const pid_t pid = fork();
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // an interrupted reproduce leaves no peer behind
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     const int err = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

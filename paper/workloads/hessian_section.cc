@@ -84,7 +84,7 @@ void hessian_section(const Context& context, Report& report) {
     hc.hidden = 64;
   }
   const int rounds = context.quick ? 2 : 15, busy_rounds = context.quick ? 2 : 7;
-  const int slow_rounds = context.quick ? 1 : 5;
+  const int slow_rounds = context.quick ? 1 : 5, slow_busy_rounds = context.quick ? 1 : 3;
   const Tensor x = make_hessian_input(hc);
   EngineOptions off;
   off.per_call_needs_input_grad = false;
@@ -115,12 +115,13 @@ void hessian_section(const Context& context, Report& report) {
           std::vector<std::string> task = impl.task;
           task.insert(task.end(),
                       {act, fb ? "1" : "0", std::to_string(hc.batch), std::to_string(hc.hidden)});
-          contenders.push_back({impl.name,
-                                [&impl, task]() -> std::optional<double> {
-                                  const auto v = impl.process->value(task);
-                                  return v ? std::optional<double>(*v * 1e3) : std::nullopt;
-                                },
-                                impl.slow ? slow_rounds : 0});
+          contenders.push_back(
+              {impl.name,
+               [&impl, task]() -> std::optional<double> {
+                 const auto v = impl.process->value(task);
+                 return v ? std::optional<double>(*v * 1e3) : std::nullopt;
+               },
+               impl.slow ? (condition.quiet() ? slow_rounds : slow_busy_rounds) : 0});
         }
         const std::vector<std::optional<double>> med =
             interleaved(condition.quiet() ? rounds : busy_rounds, contenders);
