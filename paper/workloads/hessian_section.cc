@@ -162,9 +162,11 @@ void hessian_section(const Context& context, Report& report) {
   std::ostringstream& s = report.body;
   s << "Published: " << before.source << "'s hessian benchmark on " << before.hardware
     << ". Ours: CPU, float32, batch " << hc.batch << ", hidden width " << hc.hidden
-    << ", at the peers' thread count; median of " << rounds
-    << " interleaved rounds (forward included), each round also timing every peer once ("
-    << slow_rounds << " rounds for the slow ones).\n\n"
+    << ", at the peers' thread count; median of " << rounds << " interleaved rounds quiet and "
+    << busy_rounds
+    << " under each load (forward included), each round also timing every peer once (the slow "
+       "ones, torch.func.hessian and JAX without jit, in the first "
+    << slow_rounds << " and " << slow_busy_rounds << ").\n\n"
     << peers.describe() << "\n";
   s << "MLP: input 16, 6 hidden Linear+activation layers, output 1; y_x = grad(y, x, "
        "create_graph), y_xx = grad(y_x, x, create_graph), optionally y_xx.sum().backward() to the "
