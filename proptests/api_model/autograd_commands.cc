@@ -75,7 +75,7 @@ TensorList tensors(const Sut& sut, const std::vector<int>& names) {
 
 std::string retain_str(int retain) { return retain < 0 ? "None" : retain ? "True" : "False"; }
 
-void check_args(const Model& m, const BackwardArgs& a) {
+void check_args(const Model& m, const CallArgs& a) {
   RC_PRE(!a.roots.empty());
   for (int n : a.roots) RC_PRE(m.has(n));
   for (int n : a.grad_tensors) RC_PRE(n < 0 || m.has(n));
@@ -86,13 +86,16 @@ void check_args(const Model& m, const BackwardArgs& a) {
 
 class Backward final : public ApiCommand {
  public:
-  explicit Backward(BackwardArgs args) : args_(std::move(args)) {}
+  explicit Backward(CallArgs args) : args_(std::move(args)) {}
   void checkPreconditions(const Model& m) const override { check_args(m, args_); }
   Outcome step(Model& m) const override { return m.backward(args_); }
   void exec(Sut& sut, const Model&) const override {
-    backward(tensors(sut, args_.roots), tensors(sut, args_.grad_tensors),
-             args_.retain_graph < 0 ? std::nullopt : std::optional<bool>(args_.retain_graph == 1),
-             args_.create_graph, tensors(sut, args_.inputs));
+    BackwardArgs args;
+    args.grad_tensors(tensors(sut, args_.grad_tensors))
+        .inputs(tensors(sut, args_.inputs))
+        .create_graph(args_.create_graph);
+    if (args_.retain_graph >= 0) args.retain_graph(args_.retain_graph == 1);
+    backward(tensors(sut, args_.roots), args);
   }
   std::string text() const override {
     std::string s = "torch.autograd.backward(" + tlist(args_.roots);
@@ -104,12 +107,12 @@ class Backward final : public ApiCommand {
   }
 
  private:
-  BackwardArgs args_;
+  CallArgs args_;
 };
 
 class Grad final : public ApiCommand {
  public:
-  Grad(BackwardArgs args, int first_name) : args_(std::move(args)), first_(first_name) {}
+  Grad(CallArgs args, int first_name) : args_(std::move(args)), first_(first_name) {}
   std::vector<int> results() const {
     std::vector<int> out;
     for (size_t k = 0; k < args_.inputs.size(); ++k) out.push_back(first_ + static_cast<int>(k));
@@ -122,10 +125,12 @@ class Grad final : public ApiCommand {
   }
   Outcome step(Model& m) const override { return m.grad(args_, results()); }
   void exec(Sut& sut, const Model& after) const override {
-    TensorList got = grad(
-        tensors(sut, args_.roots), tensors(sut, args_.inputs), tensors(sut, args_.grad_tensors),
-        args_.retain_graph < 0 ? std::nullopt : std::optional<bool>(args_.retain_graph == 1),
-        args_.create_graph, args_.allow_unused);
+    GradArgs args;
+    args.grad_outputs(tensors(sut, args_.grad_tensors))
+        .create_graph(args_.create_graph)
+        .allow_unused(args_.allow_unused);
+    if (args_.retain_graph >= 0) args.retain_graph(args_.retain_graph == 1);
+    TensorList got = grad(tensors(sut, args_.roots), tensors(sut, args_.inputs), args);
     // Gradients for different inputs may be one object or share memory (PyTorch's do: a view's
     // and its base's, a passed-through buffer), and one tensor named twice may get two objects;
     // none of that is part of the contract, so the runner makes it one object per input tensor.
@@ -204,13 +209,13 @@ class Grad final : public ApiCommand {
   }
 
  private:
-  BackwardArgs args_;
+  CallArgs args_;
   int first_;
 };
 
 // Roots, grad_tensors, inputs and flags for backward()/grad().
-std::optional<BackwardArgs> gen_args(const Model& m, bool for_grad) {
-  BackwardArgs a;
+std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
+  CallArgs a;
   auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
   auto scalar_rg = [&](int n) { return rg(n) && count(m.shape(n)) == 1; };
   const int roots = *rc::gen::weightedElement<int>({{4, 1}, {1, 2}});
@@ -283,13 +288,13 @@ CommandPtr make_take_grad(const Model& m) {
 }
 
 CommandPtr make_backward(const Model& m) {
-  std::optional<BackwardArgs> a = gen_args(m, false);
+  std::optional<CallArgs> a = gen_args(m, false);
   if (!a) return nullptr;
   return std::make_shared<Backward>(std::move(*a));
 }
 
 CommandPtr make_grad(const Model& m) {
-  std::optional<BackwardArgs> a = gen_args(m, true);
+  std::optional<CallArgs> a = gen_args(m, true);
   if (!a) return nullptr;
   return std::make_shared<Grad>(std::move(*a), m.next_name());
 }

@@ -56,7 +56,7 @@ void raise_or_maybe(Outcome& out, bool certain, const std::string& rule) {
 
 }  // namespace
 
-Outcome Model::validate(const char* api, const BackwardArgs& args) {
+Outcome Model::validate(const char* api, const CallArgs& args) {
   const std::string a = api;
   for (size_t r = 0; r < args.roots.size(); ++r) {
     const int i = impl_of(args.roots[r]);
@@ -78,7 +78,7 @@ Outcome Model::validate(const char* api, const BackwardArgs& args) {
   return {};
 }
 
-Model::Plan Model::plan(const BackwardArgs& args, const std::vector<Ref>& targets) {
+Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
   Plan p;
   p.targets = targets;
   for (int name : args.roots) p.roots.push_back(use_of(impl_of(name), true));
@@ -173,7 +173,7 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
   return out;
 }
 
-void Model::release(const Plan& p, const BackwardArgs& args, bool certain) {
+void Model::release(const Plan& p, const CallArgs& args, bool certain) {
   const bool retain = args.retain_graph < 0 ? args.create_graph : args.retain_graph == 1;
   if (retain) return;
   for (int n = 0; n < program_.size(); ++n) {
@@ -303,7 +303,7 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
 }
 
 // Note [Uncertain state]: `targets` are the impls the call may have accumulated into.
-void Model::forget_grads(Outcome& out, const BackwardArgs& args, const std::vector<int>& targets) {
+void Model::forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets) {
   for (int x : targets) {
     const int g = impls_[x].grad;
     if (g >= 0 && !args.create_graph) kill_storage(impls_[g].storage);  // maybe added into
@@ -312,7 +312,7 @@ void Model::forget_grads(Outcome& out, const BackwardArgs& args, const std::vect
   }
 }
 
-Outcome Model::backward(const BackwardArgs& args) {
+Outcome Model::backward(const CallArgs& args) {
   Outcome out = validate("backward", args);
   if (out.expect == Expect::kRaise) return out;
   std::vector<int> target_impls;
@@ -378,7 +378,7 @@ Outcome Model::backward(const BackwardArgs& args) {
   return out;
 }
 
-Outcome Model::grad(const BackwardArgs& args, const std::vector<int>& result_names) {
+Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) {
   for (int name : result_names) reserve(name);
   Outcome out = validate("grad", args);
   if (out.expect == Expect::kRaise) return out;

@@ -111,7 +111,9 @@ struct Outcome {
   static Outcome raise(std::string why) { return {Expect::kRaise, std::move(why), {}, {}, {}}; }
 };
 
-struct BackwardArgs {
+// The arguments of one backward() or grad() call, by name (the model's side of ag::BackwardArgs and
+// ag::GradArgs).
+struct CallArgs {
   std::vector<int> roots;         // names
   std::vector<int> grad_tensors;  // names, -1 for "none" (implicit ones); empty: all none
   std::vector<int> inputs;        // names; backward(): empty means every leaf
@@ -165,8 +167,8 @@ class Model {
   Outcome set_requires_grad(int name, bool requires_grad);
   Outcome set_grad(int name, int value);  // value -1: None
   Outcome take_grad(int name, int of);
-  Outcome backward(const BackwardArgs& args);
-  Outcome grad(const BackwardArgs& args, const std::vector<int>& result_names);
+  Outcome backward(const CallArgs& args);
+  Outcome grad(const CallArgs& args, const std::vector<int>& result_names);
 
   // The node that ran custom Function `out`'s forward (for the runner's needs_input_grad log).
   int grad_fn_node(int name) const { return impls_[impl_of(name)].grad_fn.node; }
@@ -190,12 +192,12 @@ class Model {
   void add_saves(Node& node, const std::vector<int>& operand_impls);
   void kill_storage(int storage);
 
-  Outcome validate(const char* api, const BackwardArgs& args);
-  Plan plan(const BackwardArgs& args, const std::vector<Ref>& targets);
+  Outcome validate(const char* api, const CallArgs& args);
+  Plan plan(const CallArgs& args, const std::vector<Ref>& targets);
   // What the call must raise, given the storages it writes itself while running.
   Outcome execute_checks(const Plan& plan, const std::set<int>& written);
-  void release(const Plan& plan, const BackwardArgs& args, bool certain);
-  void forget_grads(Outcome& out, const BackwardArgs& args, const std::vector<int>& targets);
+  void release(const Plan& plan, const CallArgs& args, bool certain);
+  void forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets);
   Ref grad_history(const Plan& plan, const Ref& target, Watch* watch, bool* through_other_target);
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
 
