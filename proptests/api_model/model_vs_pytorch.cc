@@ -238,6 +238,7 @@ def expect(line, raised, want, rule):
         raise Mismatch(f"line {line}: raised '{raised}', model: succeeds")
     if want == 'raise' and not raised:
         raise Mismatch(f"line {line}: succeeded, model: raises ({rule})")
+    results['calls compared'] += 1
 
 class Deviation(Exception):
     pass
@@ -254,7 +255,7 @@ def returned_grad_outputs(results, gos, create_graph):
 
 offsets = {}
 deviations = {}
-results = {'ok': 0, 'mismatch': 0, 'deviation': 0}
+results = {'ok': 0, 'mismatch': 0, 'deviation': 0, 'calls compared': 0}
 def run(seq, lines):
     offsets.clear()
     try:
