@@ -16,11 +16,11 @@ class SetRequiresGrad final : public ApiCommand {
     RC_PRE(m.has(x_));
     // A view's requires_grad follows its base, so neither may be toggled (PyTorch allows it,
     // with effects on the view that the engine does not model).
-    RC_PRE(!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_)));
+    RC_PRE((!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_))));
     // A leaf is saved as itself: once it requires grad, a create_graph gradient that reads it
     // depends on it, though the op that saved it recorded no edge to it. The model's values do
     // not follow that dependence (README.md).
-    RC_PRE(!flag_ || !m.saved_while_not_requiring_grad(m.impl_of(x_)));
+    RC_PRE((!flag_ || !m.saved_while_not_requiring_grad(m.impl_of(x_))));
   }
   Outcome step(Model& m) const override { return m.set_requires_grad(x_, flag_); }
   void exec(Sut& sut, const Model&) const override { sut.tensors.at(x_).set_requires_grad(flag_); }
@@ -37,7 +37,7 @@ class SetGrad final : public ApiCommand {
  public:
   SetGrad(int x, int value) : x_(x), value_(value) {}
   void checkPreconditions(const Model& m) const override {
-    RC_PRE(m.has(x_) && (value_ < 0 || m.has(value_)));
+    RC_PRE((m.has(x_) && (value_ < 0 || m.has(value_))));
   }
   Outcome step(Model& m) const override { return m.set_grad(x_, value_); }
   void exec(Sut& sut, const Model&) const override {
@@ -53,9 +53,9 @@ class TakeGrad final : public ApiCommand {
  public:
   TakeGrad(int name, int of) : name_(name), of_(of) {}
   void checkPreconditions(const Model& m) const override {
-    RC_PRE(fresh(m, name_) && m.has(of_));
+    RC_PRE((fresh(m, name_) && m.has(of_)));
     const int g = m.impl(m.impl_of(of_)).grad;
-    RC_PRE(g >= 0 && !m.impl(g).dead);
+    RC_PRE((g >= 0 && !m.impl(g).dead));
   }
   Outcome step(Model& m) const override { return m.take_grad(name_, of_); }
   void exec(Sut& sut, const Model&) const override {
@@ -78,10 +78,10 @@ std::string retain_str(int retain) { return retain < 0 ? "None" : retain ? "True
 void check_args(const Model& m, const CallArgs& a) {
   RC_PRE(!a.roots.empty());
   for (int n : a.roots) RC_PRE(m.has(n));
-  for (int n : a.grad_tensors) RC_PRE(n < 0 || m.has(n));
+  for (int n : a.grad_tensors) RC_PRE((n < 0 || m.has(n)));
   for (int n : a.inputs) RC_PRE(m.has(n));
   // The model predicts histories of second derivatives, not third ones.
-  RC_PRE(!a.create_graph || !m.reaches_grad_node(a.roots));
+  RC_PRE((!a.create_graph || !m.reaches_grad_node(a.roots)));
 }
 
 class Backward final : public ApiCommand {

@@ -6,6 +6,14 @@
 // on the engine (run: the same call on ag:: tensors, then the comparison of everything the
 // user can observe), and prints itself as a line of PyTorch (replay_prelude.py defines the few
 // helpers it uses), so a shrunk failure reads, and replays, as a short PyTorch program.
+//
+// Note [Preconditions must not throw]
+// While shrinking, RapidCheck re-checks every later command's preconditions against the state
+// left by a shorter sequence, where the tensors a command names may not exist. A precondition
+// that throws there (anything but RC_PRE's discard) silently ends the shrinking of the whole
+// sequence, leaving a long counterexample. RC_PRE captures `a && b` operand by operand and
+// evaluates both, so a guard (`m.has(x) && m.shape(x) == ...`) is written in parentheses,
+// RC_PRE((a && b)), to keep C++'s short-circuit.
 
 #include <rapidcheck.h>
 #include <rapidcheck/state.h>

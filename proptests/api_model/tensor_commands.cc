@@ -103,13 +103,13 @@ class OpCall final : public ApiCommand {
       case OpKind::kSumDim:
       case OpKind::kMeanDim:
         RC_PRE(attrs_.dim0 < rank);
-        RC_PRE(kind_ == OpKind::kSumDim || s[attrs_.dim0] > 0);
+        RC_PRE((kind_ == OpKind::kSumDim || s[attrs_.dim0] > 0));
         break;
       case OpKind::kMean:
         RC_PRE(count(s) > 0);  // the engine raises where PyTorch returns nan (README.md)
         break;
       case OpKind::kTranspose:
-        RC_PRE(attrs_.dim0 < rank && attrs_.dim1 < rank);
+        RC_PRE((attrs_.dim0 < rank && attrs_.dim1 < rank));
         break;
       case OpKind::kLog:
         RC_PRE(all_values(m, operands_[0], [](double v) { return v >= 0.25; }));
@@ -130,7 +130,7 @@ class OpCall final : public ApiCommand {
     }
     // Keep values moderate (invalid shapes give nothing to look at: the call must raise).
     for (const Val<double>& v : m.preview(kind_, attrs_, operands_)) {
-      RC_PRE(tame(v.v) && count(v.shape) <= 48);
+      RC_PRE((tame(v.v) && count(v.shape) <= 48));
     }
   }
   Outcome step(Model& m) const override { return m.op(name_, kind_, attrs_, operands_); }
@@ -339,7 +339,9 @@ class View final : public ApiCommand {
  public:
   View(int name, int of, Dims shape, bool spelled_view)
       : name_(name), of_(of), shape_(std::move(shape)), spelled_view_(spelled_view) {}
-  void checkPreconditions(const Model& m) const override { RC_PRE(fresh(m, name_) && m.has(of_)); }
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_)));
+  }
   Outcome step(Model& m) const override { return m.view(name_, of_, shape_); }
   void exec(Sut& sut, const Model&) const override {
     const Tensor& t = sut.tensors.at(of_);
@@ -399,7 +401,9 @@ enum class AliasKind { kDetach, kDropoutNoP, kDropoutEval };
 class Alias final : public ApiCommand {
  public:
   Alias(int name, int of, AliasKind kind) : name_(name), of_(of), kind_(kind) {}
-  void checkPreconditions(const Model& m) const override { RC_PRE(fresh(m, name_) && m.has(of_)); }
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_)));
+  }
   Outcome step(Model& m) const override {
     return kind_ == AliasKind::kDetach ? m.detach(name_, of_) : m.alias(name_, of_);
   }
@@ -455,12 +459,12 @@ class InPlace final : public ApiCommand {
   InPlace(OpKind kind, int self, int other, bool no_grad)
       : kind_(kind), self_(self), other_(other), no_grad_(no_grad) {}
   void checkPreconditions(const Model& m) const override {
-    RC_PRE(m.has(self_) && m.has(other_));
+    RC_PRE((m.has(self_) && m.has(other_)));
     // PyTorch refuses a write from a tensor that shares self's memory with another shape
     // ("partial overlap"); the engine's tensors are all contiguous, so it would be well defined
     // there. Not generated (README.md).
     const ImplState &a = m.impl(m.impl_of(self_)), &b = m.impl(m.impl_of(other_));
-    RC_PRE(a.storage != b.storage || a.shape == b.shape || count(a.shape) == 0);
+    RC_PRE((a.storage != b.storage || a.shape == b.shape || count(a.shape) == 0));
     if (broadcasts_to(m.shape(other_), m.shape(self_))) {
       for (const Val<double>& v : m.preview(kind_, {}, {self_, other_})) RC_PRE(tame(v.v));
     }
@@ -534,7 +538,7 @@ class Custom final : public ApiCommand {
   }
   void checkPreconditions(const Model& m) const override {
     for (int o : outs()) RC_PRE(fresh(m, o));
-    RC_PRE(m.has(p_) && m.has(q_) && m.shape(p_) == m.shape(q_));
+    RC_PRE((m.has(p_) && m.has(q_) && m.shape(p_) == m.shape(q_)));
     for (const Val<double>& v : m.preview(kind_, {}, {p_, q_})) RC_PRE(tame(v.v));
   }
   Outcome step(Model& m) const override { return m.custom(kind_, outs(), p_, q_); }
