@@ -21,6 +21,9 @@ struct Model::Plan {
   bool is_target(const Ref& e) const {
     return std::find(targets.begin(), targets.end(), e) != targets.end();
   }
+  bool is_target_node(int n) const {
+    return std::any_of(targets.begin(), targets.end(), [&](const Ref& t) { return t.node == n; });
+  }
   // Per edge, not per node (issue 8 of the suite's history): the gradient along e is needed iff
   // e is requested or leads to a node on a path to a requested edge.
   bool edge_needed(const Ref& e) const { return all || is_target(e) || needed[e.node]; }
@@ -112,10 +115,12 @@ Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
     }
   }
   p.needed.assign(size, 0);
+  const bool per_edge = sem_.runs_only_paths_to_requested_edges;
   for (int n = 0; n < size; ++n) {  // children come before their parents
     if (!p.reachable[n]) continue;
     for (const auto& [i, e] : program_.edges(n)) {
-      if (p.is_target(e) || p.needed[e.node]) p.needed[n] = 1;
+      const bool requested = per_edge ? p.is_target(e) : p.is_target_node(e.node);
+      if (requested || p.needed[e.node]) p.needed[n] = 1;
     }
   }
   return p;

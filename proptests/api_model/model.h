@@ -84,12 +84,17 @@ struct Semantics {
   // create_graph gradient reading such a saved leaf depends on it iff it required grad when
   // the op ran (PyTorch: when the gradient is computed).
   bool internal_views_fix_requires_grad = true;
+  // A grad()/backward(inputs=...) call runs a node iff one of its edges leads to a requested
+  // edge (node and output slot): per-call needs per edge. PyTorch runs every node with a path to
+  // the node a requested tensor comes from, whichever of its outputs that tensor is, so it also
+  // unpacks (and version-checks) what those extra nodes saved.
+  bool runs_only_paths_to_requested_edges = true;
   // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
   // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
   // model_vs_pytorch.
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false, false}; }
 };
 
 enum class Expect { kOk, kRaise, kMaybe };
