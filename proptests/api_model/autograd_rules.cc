@@ -144,6 +144,12 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
       }
       continue;
     }
+    if (node.kind == OpKind::kInplaceOnView && !sem_.copy_slices_runs_after_release &&
+        program_.released(n) != Released::kNo) {
+      raise_or_maybe(out, program_.released(n) == Released::kYes,
+                     "Trying to backward through the graph a second time (CopySlices, the "
+                     "history of a base written through a view, was freed)");
+    }
     for (const SavedSlot& s : node.saved) {
       if (!unpacks(sem_, node, s, edge_needed)) continue;
       if (program_.released(n) != Released::kNo) {
