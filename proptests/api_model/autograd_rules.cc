@@ -21,6 +21,8 @@ struct Model::Plan {
   bool is_target(const Ref& e) const {
     return std::find(targets.begin(), targets.end(), e) != targets.end();
   }
+  // The nodes recorded when the call began; the gradients it records come after them.
+  int planned() const { return static_cast<int>(reachable.size()); }
   bool is_target_node(int n) const {
     return std::any_of(targets.begin(), targets.end(), [&](const Ref& t) { return t.node == n; });
   }
@@ -129,7 +131,7 @@ Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
 Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
   Outcome out;
   auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
-  for (int n = 0; n < program_.size(); ++n) {
+  for (int n = 0; n < p.planned(); ++n) {
     const bool runs = p.all ? p.reachable[n] : p.needed[n];
     if (!runs) continue;
     const Node& node = program_.node(n);
@@ -187,7 +189,7 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
 void Model::release(const Plan& p, const CallArgs& args, bool certain) {
   const bool retain = args.retain_graph < 0 ? args.create_graph : args.retain_graph == 1;
   if (retain) return;
-  for (int n = 0; n < program_.size(); ++n) {
+  for (int n = 0; n < p.planned(); ++n) {
     const bool ran = p.all ? p.reachable[n] : p.needed[n];
     if (!ran) continue;
     const bool sure = certain && program_.node(n).kind != OpKind::kGrad;
@@ -227,7 +229,7 @@ std::map<int, std::vector<bool>> custom_needs(const Program& program, RunsFn run
 Ref Model::grad_history(const Plan& p, const Ref& t, Watch* watch, bool* through_other_target) {
   const int size = program_.size();
   std::vector<char> need(size, 0);
-  for (int n = 0; n < size; ++n) {
+  for (int n = 0; n < p.planned(); ++n) {
     if (!p.reachable[n]) continue;
     for (const auto& [i, e] : program_.edges(n)) {
       if (e == t || need[e.node]) need[n] = 1;
