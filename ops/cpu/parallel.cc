@@ -16,15 +16,20 @@
 
 // Note [Parallel runtime]
 // Kernels split large work over threads with oneTBB (Debian's libtbb), chosen over GCC's OpenMP
-// and the hand-made pool it replaced by measuring the hessian benchmark on a shared machine
-// (paper/busy_compare.py). Two properties matter there, where other programs' threads come and go:
+// (libgomp) and the hand-made spinning pool it replaced by measuring the CPU hessian both ways,
+// interleaved, quiet and beside competing loads (paper/runtime_compare.py; figures in
+// paper/results/cpu_runtime.md). Two properties matter on a machine where other programs' threads
+// come and go:
 // - A helper thread may be descheduled at any moment. Work is cut into several chunks per thread
 //   (kChunksPerThread in cpu_backend.cc), and chunks are taken dynamically: the calling thread
 //   takes whatever the others have not started, so a missing worker delays the step by at most
-//   one chunk, never by a static half of it. An OpenMP team instead waits at its closing barrier
-//   for every member, started or not; so did the old pool, which also split products in halves.
+//   one chunk, never by a static half of it. An OpenMP team, even with schedule(dynamic), waits at
+//   its closing barrier for every member, started or not; so did the old pool, which also split
+//   products in halves.
 // - Waiting threads back off and sleep instead of spinning, leaving the core to whoever needs
 //   it, including the descheduled worker the caller is waiting for.
+// The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
+// paper/runtime_compare.py); it is not a supported configuration.
 // Under ThreadSanitizer the chunks run on plain threads instead, taken from an atomic counter in
 // the same way: Debian's libtbb is not instrumented, so TSan cannot see its hand-offs and would
 // report every input a worker reads as a race. The kernels' own sharing is what TSan checks.
@@ -74,6 +79,10 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   }
   drain();
   for (std::thread& helper : helpers) helper.join();
+#elif defined(AG_PARALLEL_OPENMP)
+  // libgomp, for paper/runtime_compare.py only: the same chunks, handed out one at a time.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(runtime().threads)
+  for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
 #else
   // One task per chunk (simple_partitioner, grain 1): chunk boundaries stay multiples of `grain`,
   // which the elementwise kernels rely on for alignment.

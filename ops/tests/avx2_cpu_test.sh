@@ -3,11 +3,13 @@
 # (AVX2, no AVX-512), where the ops must pick the AVX2 kernels, and a plain x86-64 (qemu64: SSE2,
 # no AVX), where they must pick the baseline ones. Any AVX-512 instruction executed there, in the
 # kernels or anywhere else in the binary, is an illegal instruction. See Note [Kernel instruction
-# sets] in ops/cpu/isa.h.
-#   avx2_cpu_test.sh TEST_BINARY
+# sets] in ops/cpu/isa.h. Then the AVX2-forced kernel test on the plain x86-64, which must skip
+# its tests cleanly (forced_isa_environment.cc), not fail or crash.
+#   avx2_cpu_test.sh CPU_ISA_TEST FORCED_AVX2_TEST
 set -euo pipefail
 
 binary=$1
+forced_avx2=$2
 # Sanitizer builds are about memory and threads, not instruction sets, and too slow to emulate.
 if ldd "$binary" | grep -qE 'lib(t|a)san\.so'; then
   echo "skipped: a sanitizer build (the default build runs this test)"
@@ -30,4 +32,13 @@ for cpu_isa in Haswell:avx2 qemu64:baseline; do
     status=1
   fi
 done
+echo "=== emulated CPU qemu64 with AG_CPU_ISA=avx2: expecting every test skipped"
+if out=$(AG_CPU_ISA=avx2 qemu-x86_64 -cpu qemu64 "$forced_avx2" 2>&1) &&
+  grep -q "this CPU cannot run avx2 instructions" <<<"$out" && ! grep -q "^\[       OK \]" <<<"$out"; then
+  echo "ok: skipped"
+else
+  echo "FAIL: the AVX2-forced tests did not skip cleanly on a CPU without AVX2:"
+  echo "$out" | grep -v "TCG doesn't support" | tail -20
+  status=1
+fi
 exit $status
