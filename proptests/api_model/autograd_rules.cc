@@ -26,8 +26,8 @@ struct Model::Plan {
   bool is_target_node(int n) const {
     return std::any_of(targets.begin(), targets.end(), [&](const Ref& t) { return t.node == n; });
   }
-  // Per edge, not per node (issue 8 of the suite's history): the gradient along e is needed iff
-  // e is requested or leads to a node on a path to a requested edge.
+  // Per edge, not per node (a multi-output node's sibling outputs may lie on no path): the gradient
+  // along e is needed iff e is requested or leads to a node on a path to a requested edge.
   bool edge_needed(const Ref& e) const { return all || is_target(e) || needed[e.node]; }
 };
 
