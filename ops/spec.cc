@@ -100,9 +100,16 @@ void OpNode::release_saved() {
   for (SavedVariable& s : saved_) {
     if (s.defined()) s.release();
   }
+  released_ = written_through_view_;
 }
 
 TensorList OpNode::apply(TensorList&& grads, const Call& call) {
+  if (released_) {  // Note [Written through a view]
+    fail("Trying to backward through the graph a second time: '", name(),
+         "' wrote through a view and its base's history was freed by an earlier backward. Pass "
+         "retain_graph to the first backward()/grad() call if you need to backward through the "
+         "graph again.");
+  }
   TensorList out(num_outputs());
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {

@@ -149,6 +149,9 @@ class OpNode final : public Node {
   void save(size_t slot, const Tensor& value, bool is_output);
   // Note [Guarded saves]: whether slot j is kept, given which inputs require grad.
   bool keeps_slot(size_t j) const;
+  // Note [Written through a view]: this in-place node wrote through a view, so its base's
+  // history runs through it; a backward without retain_graph frees it whole.
+  void mark_written_through_view() { written_through_view_ = true; }
 
  private:
   friend class BackwardContext;
@@ -158,6 +161,8 @@ class OpNode final : public Node {
   std::vector<SavedVariable> saved_;
   std::vector<bool> input_requires_grad_;
   bool guard_saves_;
+  bool written_through_view_ = false;
+  bool released_ = false;  // release_saved() ran (tracked only when written_through_view_)
 };
 
 // What a formula sees: the incoming gradient, the slots its uses list names, the input shapes

@@ -18,6 +18,15 @@ namespace ag::ops {
 // next time the view's autograd state is read (Tensor::requires_grad(), grad_fn(), ...) and
 // regenerates its history as reshape(base, view.shape). Views of views share one root base. As
 // in PyTorch, a view of a leaf that requires grad cannot be modified in place.
+//
+// Note [Written through a view]
+// PyTorch wraps an in-place op on a view in the base's CopySlices node, which drops the op's
+// backward when a backward without retain_graph frees the graph, and refuses to run again
+// ("Trying to backward through the graph a second time"), whether or not the op saved a value.
+// Here the in-place node itself plays that part: finish_inplace() marks it when it wrote through
+// a view, and such a node refuses to run after release_saved(). Every path to it passes through
+// the base's new history (the view's own history is regenerated from the base), as every path
+// to PyTorch's wrapped op passes through CopySlices.
 
 // Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
 void mark_view(const Tensor& view, const Tensor& of);

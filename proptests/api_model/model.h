@@ -91,9 +91,10 @@ struct Semantics {
   bool runs_only_paths_to_requested_edges = true;
   // A base written through a view (CopySlices, kInplaceOnView) can be differentiated again
   // after a backward without retain_graph, unless the in-place op itself saved a value that was
-  // freed (found by this model, reported). PyTorch's CopySlices drops the in-place op's backward
-  // on release and refuses to run again ("backward through the graph a second time").
-  bool copy_slices_runs_after_release = true;
+  // freed. PyTorch's CopySlices drops the in-place op's backward on release and refuses to run
+  // again ("backward through the graph a second time"); so does the engine (Note [Written
+  // through a view], ops/views.h), so the switch is off for both.
+  bool copy_slices_runs_after_release = false;
   // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
   // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
   // model_vs_pytorch.
