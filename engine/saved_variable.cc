@@ -11,9 +11,15 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
       output_nr_(tensor.output_nr()),
       saved_version_(tensor.version()),
       saved_shape_(tensor.shape()) {
-  // An output is kept as a plain alias: holding the tensor itself would make node -> output ->
-  // grad_fn (= node) a reference cycle.
-  data_ = is_output ? tensor.detach() : tensor;
+  // Note [Saved values hold no cycles]: only a leaf is kept as itself.
+  if (is_output) {
+    data_ = tensor.detach();
+  } else if (const std::shared_ptr<Node>& grad_fn = tensor.grad_fn()) {
+    data_ = tensor.detach();
+    grad_fn_ = grad_fn;
+  } else {
+    data_ = tensor;
+  }
 }
 
 namespace {
@@ -36,11 +42,11 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
         slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
         "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
   }
-  if (!is_output_ || !requires_grad_) return data_;
-  // Re-attach the owner so double backward sees the output's history.
+  if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;
+  // Re-attach the history (the owner for an output) so double backward sees it.
   Tensor t = data_.detach();
   t.impl()->requires_grad = true;
-  t.impl()->grad_fn = std::const_pointer_cast<Node>(owner.shared_from_this());
+  t.impl()->grad_fn = grad_fn_ ? grad_fn_ : std::const_pointer_cast<Node>(owner.shared_from_this());
   t.impl()->output_nr = output_nr_;
   return t;
 }
@@ -54,6 +60,7 @@ Node::SavedValue SavedVariable::describe_as(std::string name) const {
 
 void SavedVariable::release() {
   data_ = Tensor();
+  grad_fn_ = nullptr;
   released_ = true;
 }
 

@@ -11,8 +11,22 @@ namespace ag {
 
 // A tensor saved by a forward op for its backward. Two rules:
 // - Version check: unpack() throws if the tensor was modified in place after it was saved.
-// - No cycles: an op's own output is stored without its grad_fn (the output's grad_fn is the
-//   very node that owns this SavedVariable); unpack() re-attaches the owner.
+// - No cycles (Note [Saved values hold no cycles]).
+//
+// Note [Saved values hold no cycles]
+// A node may own only nodes older than itself, so the graph can never own itself:
+// - an op's own output is stored without its grad_fn (that grad_fn is the very node that owns
+//   this SavedVariable); unpack() re-attaches the owner, as PyTorch does;
+// - a non-leaf input is stored as an alias of its data plus the grad_fn and output_nr it had
+//   when saved (older than the owner), not as the tensor object itself. PyTorch keeps the object,
+//   and an in-place op that later writes into that tensor with the owner's result as the other
+//   operand (a = x.clone(); y = a * w; a.add_(y)) gives the object a grad_fn that reaches the
+//   owner: owner -> a -> AddBackward -> owner, a cycle PyTorch 2.15 leaks. The write bumps the
+//   version, so unpack() would refuse the value anyway: the alias sees exactly what the object
+//   would have (a tensor's history only changes together with its version);
+// - a leaf is kept as itself (unpack() must give its AccumulateGrad and current requires_grad),
+//   like PyTorch; a leaf owns no node unless an in-place op later moves it into the graph's
+//   interior, which also makes the saved value unusable.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -30,7 +44,8 @@ class SavedVariable {
   Node::SavedValue describe_as(std::string name) const;
 
  private:
-  Tensor data_;
+  Tensor data_;                    // an output or a non-leaf input: an alias without history
+  std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
   bool is_output_ = false;
   bool requires_grad_ = false;
   uint32_t output_nr_ = 0;
