@@ -61,6 +61,10 @@ const OpSpec Mul::spec{"mul",
                        {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
                         {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }}}};
 
+// mul_(self, other): mul's formulas, asked, not restated (Note [In-place saves]). Defined here,
+// after Mul::spec, so that it is built after it.
+const OpSpec mul_inplace{"mul_", Mul::spec};
+
 struct Div : Binary {
   static const OpSpec spec;
 };
@@ -160,6 +164,8 @@ const OpSpec ThresholdBackward::spec{
      {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}}};
 
 }  // namespace
+
+const OpSpec& mul_inplace_spec() { return mul_inplace; }
 
 Tensor add(const Tensor& a, const Tensor& b) {
   return binary_op(Add::spec, BinaryKind::kAdd, a, b);

@@ -1,8 +1,8 @@
 // In-place ops: write into the first argument, bump its version counter, and rebase its history
 // onto the new node (the old history becomes that node's input edge). The node and the inputs
 // it saves are made before the write, so a saved value that the write changes fails the version
-// check in backward, as in PyTorch. When the argument is a view, its base's history is rebased
-// too (Note [In-place ops on views]).
+// check in backward, as in PyTorch (Note [In-place saves] in ops/spec.h). When the argument is a
+// view, its base's history is rebased too (Note [In-place ops on views]).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
@@ -22,18 +22,6 @@ struct AddInplace {
 const OpSpec AddInplace::spec{"add_",
                               {{self, {}, [](const Ctx& c) { return c.grad(); }},
                                {other, {}, [](const Ctx& c) { return c.grad(); }}}};
-
-// mul_(self, other). The old value of self is gone after the write, so mul_ saves a
-// differentiable copy of it, self_before, made only when that slot is kept (Note [Guarded saves]).
-struct MulInplace {
-  static constexpr Input self{0, "self"}, other{1, "other"};
-  static constexpr ForwardValue self_before{0, "self_before"};
-  static const OpSpec spec;
-};
-const OpSpec MulInplace::spec{
-    "mul_",
-    {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
-     {other, {self_before}, [](const Ctx& c) { return c.grad() * c[self_before]; }}}};
 
 // copy_(self, src). The overwritten self gets a constant zero gradient (no history, as PyTorch's
 // zeros_like).
@@ -80,12 +68,8 @@ Tensor& add_(Tensor& a, const Tensor& b) {
 
 Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
-  std::shared_ptr<OpNode> node = begin_inplace(MulInplace::spec, a, b);
-  // The spec says whether self_before is kept. clone() keeps self's history, so other's
-  // gradient stays differentiable in self (like PyTorch's original_self = self.clone()); a plain
-  // copy would cut double backward there.
-  const int self_before = MulInplace::spec.slot_index(MulInplace::self_before);
-  if (node && node->keeps_slot(self_before)) node->save(self_before, clone(a), false);
+  // mul's spec says what to save; self is saved as it is before the write (Note [In-place saves]).
+  std::shared_ptr<OpNode> node = begin_inplace(mul_inplace_spec(), a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
   return finish_inplace(node, a);
 }

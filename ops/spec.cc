@@ -49,6 +49,17 @@ OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas) : 
   }
 }
 
+OpSpec::OpSpec(const char* name, const OpSpec& of)
+    : name_(name),
+      slots_(of.slots_),
+      formulas_(of.formulas_),
+      input_slot_(of.input_slot_),
+      forward_slot_(of.forward_slot_),
+      result_slot_(of.result_slot_) {
+  for (const Slot& s : slots_) slot_keys_.emplace_back(name_ + ":" + s.name);
+  for (Formula& f : formulas_) f.key = CounterKey(name_ + ":" + f.input_name);
+}
+
 int OpSpec::slot_index(const Slot& slot) const {
   switch (slot.kind) {
     case Slot::Kind::kInput:
@@ -166,12 +177,16 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
   for (size_t j = 0; j < spec.num_slots(); ++j) {
     const Slot& slot = spec.slot(j);
     if (slot.kind == Slot::Kind::kResult) continue;  // attach_output() saves it
-    // A value the forward hands over after the node exists (mul_'s copy of self) is saved by
-    // the op itself.
-    if (slot.kind == Slot::Kind::kForward && slot.position >= from_forward.size()) continue;
+    AG_CHECK(slot.kind != Slot::Kind::kForward || slot.position < from_forward.size(),
+             "internal error in '", spec.name(), "': its forward handed over no value for '",
+             slot.name, "'");
     const Tensor& value = slot.kind == Slot::Kind::kForward ? from_forward.begin()[slot.position]
                                                             : *inputs.begin()[slot.position];
     if (!node->keeps_slot(j) || !value.defined()) continue;
+    if (written != nullptr && slot.kind == Slot::Kind::kInput && slot.position == 0) {
+      node->save(j, clone(value), false);  // Note [In-place saves]: self before the write
+      continue;
+    }
     const bool aliases_written =
         written != nullptr && value.impl()->storage.get() == written->impl()->storage.get();
     node->save(j, aliases_written ? value.detach() : value, false);

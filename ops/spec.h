@@ -43,6 +43,14 @@ namespace ag::ops {
 // that uses it belongs to an input that requires grad. Nothing else is ever kept alive. (PyTorch
 // guards only the single-use case; here every slot is guarded.) With guard_saves off, every slot
 // is saved, which is the "before" of the Dropout2d benchmark.
+//
+// Note [In-place saves]
+// An in-place op (mul_) has its out-of-place op's formulas (mul's), asked, not restated: its spec
+// is OpSpec("mul_", mul's spec). Where a formula reads `self`, it means self as it was before the
+// write, so make_node() saves that slot of the written input as a clone made before the write
+// (PyTorch's original_self = self.clone()); clone() keeps self's history, so the gradient stays
+// differentiable in self. Any other saved alias of the written tensor (mul_(a, a)'s other) is
+// saved as it is, and fails the version check in backward, as in PyTorch.
 
 // A value a formula may read.
 struct Slot {
@@ -100,6 +108,9 @@ class OpSpec {
  public:
   // One formula per input of the op, in the inputs' order.
   OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas);
+  // `of`'s formulas and slots under another name: an in-place op reads its derivative off its
+  // out-of-place op's spec (Note [In-place saves]).
+  OpSpec(const char* name, const OpSpec& of);
 
   const std::string& name() const { return name_; }
   size_t num_inputs() const { return formulas_.size(); }
@@ -184,14 +195,18 @@ class BackwardContext {
   size_t formula_;
 };
 
+// The spec of mul_: mul's (Note [In-place saves]; ops/elementwise.cc).
+const OpSpec& mul_inplace_spec();
+
 // Whether any of these requires grad while grad mode is on (i.e. whether record() builds a node).
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 // Builds the OpNode of `spec` applied to `inputs` and saves the needed slots that come from the
 // inputs and the forward (Note [Guarded saves]). An in-place op calls this before it writes, so
 // a saved input that the write changes fails the version check in backward, as in PyTorch; the
-// write target is `written`, whose saved aliases are kept without history (no reference cycle
-// through the new node, and the version check can only fail for them).
+// write target is `written`, the first input: its own slot is saved as a clone (Note [In-place
+// saves]), and its other saved aliases are kept without history (no reference cycle through the
+// new node, and the version check can only fail for them).
 std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                                   OpAttrs attrs, std::initializer_list<Tensor> from_forward,
                                   const Tensor* written = nullptr);
