@@ -18,7 +18,8 @@ std::map<std::string, int64_t>& uses() {
 const std::vector<Deviation>& deviations() {
   static const std::vector<Deviation> list = {
       {"copying-shape-ops",
-       "transpose and broadcast_to return new tensors, not views: scripts add .clone()"},
+       "transpose and broadcast_to return new tensors, not views (broadcast_to: the input itself "
+       "when it has the shape already)"},
       {"engine-random-numbers",
        "leaf values and dropout masks come from the engine's counter-based generator"},
       {"inplace-overlapping-views",

@@ -42,8 +42,8 @@ Digest digest(const std::vector<double>& values);
 // "Float tolerance"): |x - y| <= atol + rtol * max(|x|, |y|). A digest `d` agrees when within
 // atol + rtol * a.
 struct Tolerance {
-  double rtol = 1e-9;
-  double atol = 1e-12;
+  double rtol = 1e-12;
+  double atol = 1e-15;
 };
 
 // Counts over the numbers of the lines compared so far.

@@ -94,12 +94,28 @@ def dropout2d(a, p, seed):
     return a * _mask(list(a.shape[:2]) + [1] * (a.dim() - 2), p, seed)
 
 
+# ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
+
+
 def sum_to(a, shape):
     """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
-    except for a 0-dim `a`, where it returns a.sum() (DEVIATIONS.md, sum-to-same-shape)."""
+    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape)."""
     if list(a.shape) == list(shape):
         return a
     return a.sum_to_size(shape)
+
+
+def broadcast_to(a, shape):
+    """ops::broadcast_to: a new tensor, not a view; `a` itself when it has the shape already
+    (copying-shape-ops)."""
+    if list(a.shape) == list(shape):
+        return a
+    return torch.broadcast_to(a, shape).clone()
+
+
+def transpose(a, dim0, dim1):
+    """ops::transpose: a new tensor, not a view (copying-shape-ops)."""
+    return torch.transpose(a, dim0, dim1).clone()
 
 
 def whole(src, target):

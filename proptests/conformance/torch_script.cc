@@ -82,14 +82,14 @@ std::string op_expr(const Instr& in) {
     case Op::kBroadcastTo:
       // Deviation [copying-shape-ops]
       return note_deviation("copying-shape-ops",
-                            "torch.broadcast_to(" + a[0] + ", " + py_list(in.shape) + ").clone()");
+                            "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
     case Op::kReshape:
       return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
     case Op::kTranspose:
       // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops", "torch.transpose(" + a[0] + ", " +
+      return note_deviation("copying-shape-ops", "transpose(" + a[0] + ", " +
                                                      std::to_string(in.dim0) + ", " +
-                                                     std::to_string(in.dim1) + ").clone()");
+                                                     std::to_string(in.dim1) + ")");
     case Op::kMm:
       return "torch.mm(" + a[0] + ", " + a[1] + ")";
     case Op::kAddmm:
