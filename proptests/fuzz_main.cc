@@ -3,6 +3,8 @@
 //
 //   bazel run -c opt //proptests:fuzz -- [--seed S] [--iterations N | --seconds T]
 //       [--property NAME] [--max-nodes K] [--batch B] [--list]
+//   bazel run -c opt //proptests:fuzz -- --against pytorch [--seconds T]
+//       conformance programs against a live PyTorch (proptests/conformance/fuzz_against.h)
 //
 // Properties share the time equally. Batch i of property p runs B cases with RapidCheck seed
 // hash(S, p, i), so a campaign is reproducible from S. On a failure the driver
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "proptests/conformance/fuzz_against.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/rapidcheck_runner.h"
 
@@ -30,12 +33,13 @@ struct Args {
   int batch = 100;
   int64_t batch_seed = -1;  // replay one batch
   bool list = false;
+  std::string against;  // a foreign engine: run only the conformance property against it
 };
 
 [[noreturn]] void usage(const char* error) {
   std::fprintf(stderr,
                "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
-               "            [--max-nodes K] [--batch B] [--batch-seed X] [--list]\n",
+               "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n",
                error);
   std::exit(2);
 }
@@ -64,6 +68,8 @@ Args parse(int argc, char** argv) {
       a.batch = std::atoi(v);
     else if (flag == "--batch-seed")
       a.batch_seed = std::atoll(v);
+    else if (flag == "--against")
+      a.against = v;
     else
       usage(("unknown flag " + flag).c_str());
   }
@@ -92,7 +98,8 @@ void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& tota
   }
 }
 
-int run(const Args& a) {
+int run(Args a) {
+  if (!a.against.empty()) a.property = conformance::register_against(a.against);
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {
     if (a.property.empty() || &p == find_property(a.property)) selected.push_back(&p);
@@ -147,9 +154,10 @@ int run(const Args& a) {
     if (!r.passed) {
       std::printf(
           "\n\nFAILED %s\n%s\nreplay: bazel run -c opt //proptests:fuzz -- --property %s "
-          "--batch-seed %llu --batch %d --max-nodes %d\n",
+          "--batch-seed %llu --batch %d --max-nodes %d%s\n",
           selected[i]->name.c_str(), r.failure.c_str(), selected[i]->name.c_str(),
-          static_cast<unsigned long long>(seed), a.batch, a.max_nodes);
+          static_cast<unsigned long long>(seed), a.batch, a.max_nodes,
+          a.against.empty() ? "" : (" --against " + a.against).c_str());
       return 1;
     }
   }

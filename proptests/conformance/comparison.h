@@ -1,7 +1,9 @@
 #pragma once
 
 // Compares a program's records from this engine with the expected ones, line by line
-// (records.h), applying the listed deviations (DEVIATIONS.md) and nothing else.
+// (records.h). Where two lines differ, the rules of the listed deviations and open bugs
+// (deviations.h, DEVIATIONS.md) may excuse it: skip the expected line, skip both, or stop
+// comparing (the two programs' states differ for good after it). Anything else is a mismatch.
 
 #include <map>
 #include <string>
@@ -20,7 +22,8 @@ struct Mismatch {
 struct Comparison {
   std::vector<Mismatch> mismatches;  // at most one: the programs' states diverge after it
   NumberStats numbers;
-  std::map<std::string, int> deviations;  // deviation id -> lines it excused
+  std::map<std::string, int> deviations;  // explanation id -> lines it excused
+  std::string stopped_by;  // the explanation that ended the comparison early, if one did
   bool ok() const { return mismatches.empty(); }
 };
 

@@ -13,8 +13,8 @@
 
 namespace ag::conformance {
 
-std::string format_entry(int id, const Program& program, const Records& expected) {
-  return "program " + std::to_string(id) + "\n" + to_text(program) + "records\n" +
+std::string format_entry(const std::string& id, const Program& program, const Records& expected) {
+  return "program " + id + "\n" + to_text(program) + "records\n" +
          expected.text();
 }
 
@@ -39,7 +39,7 @@ std::vector<CorpusEntry> read_corpus_file(const std::string& path) {
     if (line.rfind("#", 0) == 0) continue;
     if (line.rfind("program ", 0) == 0) {
       finish();
-      out.push_back({std::stoi(line.substr(8)), {}, {}});
+      out.push_back({trim(line.substr(8)), {}, {}});
       program_text.clear();
       records_text.clear();
       in_records = false;

@@ -2,7 +2,7 @@
 
 // The committed corpus: programs with the records PyTorch wrote for them, in text files of
 // blocks
-//     program 17
+//     program 17                    (or a name, for the hand-written programs/*.txt)
 //     <the program, program.h's text form>
 //     records
 //     <the expected records, records.h>
@@ -18,13 +18,14 @@
 namespace ag::conformance {
 
 struct CorpusEntry {
-  int id = 0;
+  std::string id;  // a number for generated programs, a name for hand-written ones
   Program program;
   Records expected;
 };
 
-std::string format_entry(int id, const Program& program, const Records& expected);
-// Throws std::runtime_error naming the file and line on malformed input.
+std::string format_entry(const std::string& id, const Program& program, const Records& expected);
+// Throws std::runtime_error naming the file and line on malformed input. Also reads files of
+// programs without records (programs/*.txt: the hand-written ones); '#' starts a comment line.
 std::vector<CorpusEntry> read_corpus_file(const std::string& path);
 
 // Runs the program on this engine on a separate thread and returns its records, or nothing if

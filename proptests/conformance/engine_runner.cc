@@ -13,14 +13,14 @@
 namespace ag::conformance {
 namespace {
 
-std::string state(const Tensor& t, bool values) {
-  if (!t.defined()) return "none";
-  std::string s = format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) +
-                  " rg=" + (t.requires_grad() ? "1" : "0") + " leaf=" + (t.is_leaf() ? "1" : "0");
-  if (values) {
-    s += " =";
-    for (double x : t.to_vector()) s += " " + format_double(x);
-  }
+std::string flags(const Tensor& t) {
+  return format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) +
+         " rg=" + (t.requires_grad() ? "1" : "0") + " leaf=" + (t.is_leaf() ? "1" : "0");
+}
+
+std::string values_text(const Tensor& t) {
+  std::string s = " =";
+  for (double x : t.to_vector()) s += " " + format_double(x);
   return s;
 }
 
@@ -56,7 +56,7 @@ class Runner {
       execute(s, i);
     } catch (const Error& e) {
       needs_log().clear();
-      add(id + " raise" + (explain_ ? std::string(" # ") + e.what() : ""));
+      add(id + " raise" + error_kind(e.what()) + (explain_ ? std::string(" # ") + e.what() : ""));
       return;
     } catch (const std::exception& e) {
       needs_log().clear();
@@ -64,14 +64,18 @@ class Runner {
       return;
     }
     add(id + " ok");
-    for (int r : s.results) add(id + " v" + std::to_string(r) + " " + state(values_[r], records_values(s)));
-    if (s.kind == StmtKind::kInplace) {
-      add(id + " v" + std::to_string(s.args[0]) + " " + state(values_[s.args[0]], true));
+    for (int r : s.results) {
+      add(id + " v" + std::to_string(r) + " " + state(values_[r], r, records_values(s)));
     }
-    for (int v : s.record_flags) add(id + " flags v" + std::to_string(v) + " " + state(values_[v], false));
+    if (s.kind == StmtKind::kInplace) {
+      add(id + " v" + std::to_string(s.args[0]) + " " + state(values_[s.args[0]], s.args[0], true));
+    }
+    for (int v : s.record_flags) {
+      add(id + " flags v" + std::to_string(v) + " " + (values_[v].defined() ? flags(values_[v]) : "none"));
+    }
     for (int v : s.record_grads) {
       add(id + " grad v" + std::to_string(v) + " " +
-          state(values_[v].defined() ? values_[v].grad() : Tensor(), true));
+          state(values_[v].defined() ? values_[v].grad() : Tensor(), -1, true));
     }
     std::vector<std::string> needs;
     for (const NeedsEvent& e : needs_log()) {
@@ -94,7 +98,27 @@ class Runner {
     add(id + std::string(" rg=") + (t.requires_grad() ? "1" : "0") +
         " leaf=" + (t.is_leaf() ? "1" : "0") + " " + digest_text(t));
     const Tensor g = t.grad();
-    add(id + " grad " + (g.defined() ? digest_text(g) : "none"));
+    add(id + " grad " + (g.defined() ? same_as(g, -1) + digest_text(g) : "none"));
+  }
+
+  // "same=vK " when `t` is the very tensor (not a copy, not a view) that value K names, K the
+  // smallest such id other than `self`; else "".
+  std::string same_as(const Tensor& t, int self) const {
+    for (size_t k = 0; k < values_.size(); ++k) {
+      if (values_[k].defined() && values_[k].is_same(t)) {
+        return static_cast<int>(k) == self ? "" : "same=v" + std::to_string(k) + " ";
+      }
+    }
+    return "";
+  }
+
+  // A result's or .grad's record: shape, flags, identity, values.
+  std::string state(const Tensor& t, int self, bool values) const {
+    if (!t.defined()) return "none";
+    std::string s = flags(t);
+    const std::string same = same_as(t, self);
+    if (!same.empty()) s += " " + same.substr(0, same.size() - 1);
+    return values ? s + values_text(t) : s;
   }
 
   TensorList gather(const std::vector<int>& ids) const {

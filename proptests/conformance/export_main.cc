@@ -8,8 +8,13 @@
 //       fresh programs: how many mismatch, grouped by the first statement that differs
 //   bazel run -c opt //proptests/conformance:export -- --show 17 [--seed S]
 //       program 17: its text, its PyTorch script, both records and the first mismatch
+//   bazel run -c opt //proptests/conformance:export -- --file repro.txt
+//       the same for a program written by hand (program.h's text form)
+//   ... --reduce         with --show/--file: first drops every statement it can while the
+//                        program still mismatches the same way (a minimal repro)
 //   ... --scripts DIR    also writes every script (and torch_runtime.py) to DIR
 //   ... --python PY      the interpreter that imports torch (default: $AG_PEER_PYTHON, python3)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +27,7 @@
 #include "proptests/conformance/engine_runner.h"
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program_gen.h"
+#include "proptests/conformance/reduce.h"
 #include "proptests/conformance/triage.h"
 
 namespace ag::conformance {
@@ -36,6 +42,8 @@ struct Args {
   std::string scripts;
   bool check = false;
   int show = -1;
+  std::string file;  // --file: show this program (text form) instead of a generated one
+  bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
   std::string engine = "pytorch";
   ForeignOptions foreign;
 };
@@ -43,7 +51,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
                "export: %s\nusage: export [--programs N] [--seed S] [--shards K] [--write | --out "
-               "DIR]\n              [--scripts DIR] [--check] [--show ID] [--python PY] "
+               "DIR]\n              [--scripts DIR] [--check] [--show ID | --file F] [--python PY] "
                "[--against ENGINE]\n",
                error.c_str());
   std::exit(2);
@@ -61,6 +69,10 @@ Args parse(int argc, char** argv) {
       a.check = true;
       continue;
     }
+    if (flag == "--reduce") {
+      a.reduce = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("missing value for " + flag);
     const std::string v = argv[++i];
     if (flag == "--programs")
@@ -75,6 +87,8 @@ Args parse(int argc, char** argv) {
       a.scripts = v;
     else if (flag == "--show")
       a.show = std::stoi(v);
+    else if (flag == "--file")
+      a.file = v;
     else if (flag == "--python")
       a.foreign.python = v;
     else if (flag == "--against")
@@ -104,11 +118,54 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!f) throw std::runtime_error("cannot write " + path.string());
 }
 
+// The hand-written programs, from the runfiles or the workspace.
+std::vector<CorpusEntry> handwritten_programs() {
+  std::vector<CorpusEntry> out;
+  std::filesystem::path dir = "proptests/conformance/programs";
+  if (!std::filesystem::exists(dir)) {
+    if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY")) dir = std::filesystem::path(ws) / dir;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    for (CorpusEntry& e : read_corpus_file(f.string())) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Records of the program on both engines and how they compare.
+Comparison compare_engines(const Program& p, ForeignEngine& foreign) {
+  const Records expected = foreign.run(foreign.script(p, "reduce"));
+  const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
+  return compare(p, expected, actual);
+}
+
+// The smallest program (by dropping statements) that mismatches in the same class.
+Program reduce_mismatch(const Program& p, ForeignEngine& foreign) {
+  const Comparison c = compare_engines(p, foreign);
+  if (c.ok()) return p;
+  const std::string cls = mismatch_class(p, c.mismatches.front());
+  return reduce(p, [&](const Program& candidate) {
+    const Comparison k = compare_engines(candidate, foreign);
+    return !k.ok() && mismatch_class(candidate, k.mismatches.front()) == cls;
+  });
+}
+
 // Prints program `a.show`, its script and both records, marking the lines that differ. Raise
 // lines carry the error messages here (from `torch_runtime.py --explain` and the engine).
 int show(const Args& a, ForeignEngine& foreign) {
-  const Program p = generate_program(a.seed, a.show);
-  const std::string title = program_title(a.seed, a.show);
+  Program p;
+  std::string title = program_title(a.seed, a.show);
+  if (!a.file.empty()) {
+    std::ifstream in(user_path(a.file));
+    if (!in) usage("cannot read " + a.file);
+    p = parse_program(std::string(std::istreambuf_iterator<char>(in), {}));
+    title = a.file;
+  } else {
+    p = generate_program(a.seed, a.show);
+  }
+  if (a.reduce) p = reduce_mismatch(p, foreign);
   const std::string script = foreign.script(p, title);
   const Records expected = foreign.run(script);
   const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
@@ -140,7 +197,7 @@ int show(const Args& a, ForeignEngine& foreign) {
 int run(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
-  if (a.show >= 0) return show(a, *foreign);
+  if (a.show >= 0 || !a.file.empty()) return show(a, *foreign);
   std::fprintf(stderr, "export: %d programs, seed %llu, expected records from %s\n", a.programs,
                static_cast<unsigned long long>(a.seed), version.c_str());
   if (!a.scripts.empty()) {
@@ -160,14 +217,25 @@ int run(const Args& a) {
       std::snprintf(name, sizeof(name), "program_%05d.py", id);
       write_file(user_path(a.scripts) / name, script);
     }
-    shards[static_cast<size_t>(id) * a.shards / a.programs] += format_entry(id, p, expected);
+    shards[static_cast<size_t>(id) * a.shards / a.programs] +=
+        format_entry(std::to_string(id), p, expected);
     if (a.check) {
       const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
-      triage.add(id, p, compare(p, expected, actual));
+      triage.add(std::to_string(id), p, compare(p, expected, actual));
     }
     if ((id + 1) % 100 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
   }
   std::fprintf(stderr, "\n");
+  // The hand-written programs (programs/*.txt).
+  std::string handwritten;
+  for (const CorpusEntry& e : handwritten_programs()) {
+    const Records expected = foreign->run(foreign->script(e.program, "program " + e.id));
+    handwritten += format_entry(e.id, e.program, expected);
+    if (a.check) {
+      const Records actual = run_on_engine_with_timeout(e.program, 10).value_or(hang_records());
+      triage.add(e.id, e.program, compare(e.program, expected, actual));
+    }
+  }
   if (!a.out.empty()) {
     const std::filesystem::path dir = user_path(a.out);
     std::filesystem::create_directories(dir);
@@ -182,7 +250,12 @@ int run(const Args& a) {
                      std::to_string(a.seed) + ", " + std::to_string(a.programs) +
                      " programs)\n" + shards[static_cast<size_t>(k)]);
     }
-    std::fprintf(stderr, "wrote %d files to %s\n", a.shards, dir.c_str());
+    write_file(dir / "handwritten.txt",
+               "# The hand-written programs (proptests/conformance/programs/) and the records " +
+                   version + " wrote for them.\n# Regenerate: bazel run -c opt "
+                   "//proptests/conformance:export -- --write\n" +
+                   handwritten);
+    std::fprintf(stderr, "wrote %d files to %s\n", a.shards + 1, dir.c_str());
   }
   if (a.check) {
     std::printf("%s", triage.report().c_str());

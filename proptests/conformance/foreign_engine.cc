@@ -76,14 +76,22 @@ class PyTorchEngine final : public ForeignEngine {
     std::vector<std::string> pythons;
     if (!given.empty()) pythons.push_back(given);
     if (const char* p = std::getenv("AG_PEER_PYTHON")) pythons.push_back(p);
+    // The peers' venv that tools/setup.sh --peers makes (paper/peers/README.md).
+    if (const char* d = std::getenv("AG_PEERS_DIR")) pythons.push_back(std::string(d) + "/venv/bin/python");
+    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (cache || home) {
+      pythons.push_back((cache ? std::string(cache) : std::string(home) + "/.cache") +
+                        "/autograd-peers/venv/bin/python");
+    }
     pythons.push_back("python3");
     pythons.push_back("/usr/bin/python3");
     for (const std::string& py : pythons) {
       if (!capture(shell_quote(py) + " -c 'import torch; print(1)'").empty()) return py;
     }
     throw std::runtime_error(
-        "no python3 here imports torch: install it (tools/setup.sh --peers) or pass --python "
-        "(or set AG_PEER_PYTHON)");
+        "no python here imports torch: install it (tools/setup.sh --peers), or name the "
+        "interpreter in AG_PEER_PYTHON (export also takes --python)");
   }
 
   std::string runtime_;

@@ -56,7 +56,9 @@ class ScriptServer {
 
 // Where the interpreter and the runtime module come from.
 struct ForeignOptions {
-  std::string python;   // empty: $AG_PEER_PYTHON, else the first python3 that imports the engine
+  // Empty: the first of $AG_PEER_PYTHON, the peers' venv (tools/setup.sh --peers: $AG_PEERS_DIR
+  // or ~/.cache/autograd-peers), python3, /usr/bin/python3 that imports the engine.
+  std::string python;
   std::string runtime;  // empty: found beside the binary (runfiles) or in the workspace
 };
 

@@ -100,6 +100,10 @@ struct Info {
   // A possibly non-leaf input of a backward() call: PyTorch made it retain grad, so its .grad is
   // not compared afterwards (DEVIATIONS.md, backward-inputs-retain-grad) and not read.
   bool retains_grad = false;
+  // A grad() result, or a grad_outputs tensor of grad(): PyTorch's backward formulas may make
+  // results views of each other and of grad_outputs (transpose, sum, expand), where the engine's
+  // copy (DEVIATIONS.md, copying-shape-ops). The generator writes into none of them.
+  bool no_writes = false;
   int storage = 0;  // values with the same number share storage (views, detach, aliases)
 };
 
@@ -215,7 +219,11 @@ class Builder {
       }
       for (int a : in.args) info.requires_grad = info.requires_grad || info_[a].requires_grad;
       info.is_leaf = !info.requires_grad;
-      info.storage = in.op == Op::kReshape ? info_[in.args[0]].storage : storages_++;
+      // Views, and the ops that return their input itself when it has the shape already.
+      const bool same_tensor = (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) &&
+                               info_[in.args[0]].shape == in.shape;
+      info.storage =
+          in.op == Op::kReshape || same_tensor ? info_[in.args[0]].storage : storages_++;
       info_.push_back(info);
       Stmt s;
       s.kind = StmtKind::kOp;
@@ -229,12 +237,12 @@ class Builder {
 
   int any(int k) const { return k % count(); }
 
-  // The k-th newest value that matches, or -1.
+  // The k-th newest value v with pred(v), or -1.
   template <typename Pred>
   int newest(int k, Pred pred) const {
     std::vector<int> ids;
     for (int v = 0; v < count(); ++v) {
-      if (pred(info_[v])) ids.push_back(v);
+      if (pred(v)) ids.push_back(v);
     }
     if (ids.empty()) return -1;
     return ids[ids.size() - 1 - static_cast<size_t>(k) % ids.size()];
@@ -243,17 +251,17 @@ class Builder {
   // Among the values that require grad, newest first (as random_graph.h picks outputs and
   // requested inputs); any value when none does.
   int differentiable(int k) const {
-    const int v = newest(k, [](const Info& i) { return i.requires_grad; });
+    const int v = newest(k, [&](int u) { return info_[u].requires_grad; });
     return v >= 0 ? v : any(k);
   }
 
   int leafish(int k) const {
-    const int v = newest(k, [](const Info& i) { return i.is_leaf; });
+    const int v = newest(k, [&](int u) { return info_[u].is_leaf; });
     return v >= 0 ? v : any(k);
   }
 
   int same_shape(int k, const Shape& shape) const {
-    return newest(k, [&](const Info& i) { return i.shape == shape; });
+    return newest(k, [&](int u) { return info_[u].shape == shape; });
   }
 
   // Other values sharing v's storage (newest first, at most 6).
@@ -268,6 +276,18 @@ class Builder {
   Stmt& emit(Stmt s) {
     program_.stmts.push_back(std::move(s));
     return program_.stmts.back();
+  }
+
+  // Whether a value sharing this storage may retain grad (the generator does not read its .grad).
+  bool retains_grad(int storage) const {
+    return std::any_of(info_.begin(), info_.end(),
+                       [&](const Info& i) { return i.storage == storage && i.retains_grad; });
+  }
+
+  bool writable(int v) const {
+    return std::none_of(info_.begin(), info_.end(), [&](const Info& i) {
+      return i.storage == info_[v].storage && i.no_writes;
+    });
   }
 
   // ---- families ----
@@ -311,7 +331,11 @@ class Builder {
   }
 
   void inplace(const Move& m) {
-    const int t = (m.param & 1) ? differentiable(m.a) : any(m.a);
+    const bool any_target = !(m.param & 1);
+    const int t = newest(m.a, [&](int v) {
+      return (any_target || info_[v].requires_grad) && writable(v);
+    });
+    if (t < 0) return;
     const Shape shape = info_[t].shape;
     int src = -1;
     switch ((m.param >> 3) % 4) {
@@ -418,7 +442,13 @@ class Builder {
     s.retain_graph = (m.param >> 6) % 3 - 1;
     s.allow_unused = is_grad && ((m.param >> 8) & 1);
     if (is_grad) {
-      for (int in : s.inputs) s.results.push_back(new_value(info_[in].shape, s.create_graph));
+      for (int g : s.grad_outputs) {
+        if (g >= 0) info_[g].no_writes = true;
+      }
+      for (int in : s.inputs) {
+        s.results.push_back(new_value(info_[in].shape, s.create_graph));
+        info_.back().no_writes = true;
+      }
     } else {
       for (int in : s.inputs) info_[in].retains_grad = info_[in].retains_grad || !info_[in].is_leaf;
       for (int v = 0; v < count(); ++v) {
@@ -434,8 +464,11 @@ class Builder {
 
   void read_grad(const Move& m) {
     const bool any_differentiable = m.param & 1;
-    const int x = newest(m.a, [&](const Info& i) {
-      return !i.retains_grad && (any_differentiable ? i.requires_grad : i.is_leaf);
+    const int x = newest(m.a, [&](int v) {
+      const Info& i = info_[v];
+      // A grad() result may be the very tensor passed as grad_outputs (not writable, below).
+      return !retains_grad(i.storage) && writable(v) &&
+             (any_differentiable ? i.requires_grad : i.is_leaf);
     });
     if (x < 0) return;
     Stmt s;
@@ -453,9 +486,9 @@ class Builder {
     switch (m.param % 3) {
       case 0:
         break;  // .grad = None
-      case 1: {
+      case 1: {  // backward() may accumulate into it in place
         const int y = same_shape(m.b, info_[x].shape);
-        s.args.push_back(y >= 0 ? y : leaf(info_[x].shape, false));
+        s.args.push_back(y >= 0 && writable(y) ? y : leaf(info_[x].shape, false));
         break;
       }
       default:

@@ -23,6 +23,14 @@ Records Records::parse(const std::string& text) {
   return r;
 }
 
+std::string error_kind(const std::string& message) {
+  if (message.find("backward through the graph a second time") != std::string::npos) {
+    return " freed";
+  }
+  if (message.find("modified by an in") != std::string::npos) return " version";  // in-place, inplace
+  return "";
+}
+
 Digest digest(const std::vector<double>& values) {
   Digest g;
   for (size_t i = 0; i < values.size(); ++i) {

@@ -5,14 +5,19 @@
 //
 //   s4 ok                                   statement 4 ran (else "raise", or "skip" when it
 //                                           reads a value that is missing)
+//   s4 raise freed                          it raised because saved tensors were freed ("freed")
+//                                           or modified in place ("version"); "raise": other
 //   s4 v7 [2,3] rg=1 leaf=0 = 0.5 -1 ...    a result (or an in-place target) after the statement:
 //                                           shape, requires_grad, is_leaf, values ("none": absent)
+//   s4 v8 [2,3] rg=1 leaf=0 same=v7 = ...   ... that is the very tensor value 7 names (identity,
+//                                           not a copy or a view: as Python's `is`)
 //   s4 flags v3 rg=1 leaf=0                 requires_grad/is_leaf of a value aliasing the target
 //   s4 grad v0 [2,3] rg=0 leaf=1 = ...      a value's .grad ("none": no .grad)
 //   s4 needs s2 [1,0]                       a custom Function (created by statement 2) ran its
 //                                           backward during statement 4 and got needs 1, 0
 //   end v3 rg=1 leaf=0 d=1.25 a=2.5         every value at the end of the program: flags and a
-//   end v3 grad d=0.5 a=0.5                 digest of its values and of its .grad (below)
+//   end v3 grad d=0.5 a=0.5                 digest of its values and of its .grad (below; the
+//                                           .grad's records say same=vK too)
 //
 // A statement that raises or is skipped has no further lines. The `needs` lines of one statement
 // are sorted (engines may run independent nodes in another order).
@@ -23,6 +28,9 @@
 #include <vector>
 
 namespace ag::conformance {
+
+// " freed", " version" or "" for an error message (the same words in both engines).
+std::string error_kind(const std::string& message);
 
 struct Records {
   std::vector<std::string> lines;

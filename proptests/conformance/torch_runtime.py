@@ -94,43 +94,23 @@ def dropout2d(a, p, seed):
     return a * _mask(list(a.shape[:2]) + [1] * (a.dim() - 2), p, seed)
 
 
-# ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
+def add_scalar(a, s):
+    """a + s with s a number, as the engine's add(Tensor, double): PyTorch's `a + s` wraps s in a
+    tensor that its backward node saves (so a second backward would raise); aten's Scalar
+    overload keeps s as a number, as the engine does."""
+    return torch.ops.aten.add.Scalar(a, s)
 
 
-def sum_to(a, shape):
-    """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
-    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape)."""
-    if list(a.shape) == list(shape):
-        return a
-    return a.sum_to_size(shape)
-
-
-def broadcast_to(a, shape):
-    """ops::broadcast_to: a new tensor, not a view; `a` itself when it has the shape already
-    (copying-shape-ops)."""
-    if list(a.shape) == list(shape):
-        return a
-    return torch.broadcast_to(a, shape).clone()
-
-
-def transpose(a, dim0, dim1):
-    """ops::transpose: a new tensor, not a view (copying-shape-ops)."""
-    return torch.transpose(a, dim0, dim1).clone()
-
-
-def whole(src, target):
-    """`src` for an in-place op on `target`: a copy when it views target's memory with another
-    shape. This engine's views cover their whole base, so element i of one meets element i of
-    the other; PyTorch rejects such a partial overlap (DEVIATIONS.md, inplace-overlapping-views).
-    """
-    if (isinstance(src, torch.Tensor) and src.shape != target.shape
-            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
-        return src.clone()
-    return src
+def mul_scalar(a, s):
+    """a * s with s a number (see add_scalar)."""
+    return torch.ops.aten.mul.Scalar(a, s)
 
 
 def targets(values):
     return torch.tensor(values, dtype=torch.long)
+
+
+# ---- grad() and backward(), and the ideal needs_input_grad ------------------------------------
 
 
 class _Call:
@@ -183,20 +163,86 @@ def _ideal_needs(ctx):
     return [_edge_needed(node, nr) for node, nr in ctx.next_functions]
 
 
-def grad(outputs, inputs, grad_outputs, **kwargs):
+def _node(t):
+    return torch.autograd.graph.get_gradient_edge(t).node
+
+
+def _check_reachable(outputs, inputs):
+    """Raises unless every input's node is reachable from the outputs, before anything runs, as
+    the engine checks (unused-input-checked-first): PyTorch runs the graph first, freeing saved
+    tensors without retain_graph, and raises afterwards."""
+    seen, keep = set(), []
+    stack = [_node(t) for t in outputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        keep.append(node)
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.Tensor) and t.requires_grad and id(_node(t)) not in seen:
+            raise RuntimeError("grad(): input %d is not reachable from the outputs" % i)
+
+
+def grad(outputs, inputs, grad_outputs, allow_unused=False, **kwargs):
+    if not allow_unused:
+        _check_reachable(outputs, inputs)
     _begin_call(inputs)
     try:
-        return torch.autograd.grad(outputs, inputs, grad_outputs, **kwargs)
+        return torch.autograd.grad(outputs, inputs, grad_outputs, allow_unused=allow_unused,
+                                   **kwargs)
     finally:
         _begin_call([])
 
 
 def backward(tensors, grad_tensors, inputs=None, **kwargs):
+    # Copies of the caller's gradients: PyTorch's AccumulateGrad may keep a view of one as a
+    # leaf's .grad, sharing the caller's storage; the engine never does
+    # (backward-grad-tensors-copied).
+    grad_tensors = [g.clone() if isinstance(g, torch.Tensor) else g for g in grad_tensors]
     _begin_call(inputs)
     try:
         torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
     finally:
         _begin_call([])
+
+
+# ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
+
+
+def sum_to(a, shape):
+    """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
+    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape)."""
+    if list(a.shape) == list(shape):
+        return a
+    return a.sum_to_size(shape)
+
+
+def broadcast_to(a, shape):
+    """ops::broadcast_to: a new tensor, not a view; `a` itself when it has the shape already
+    (copying-shape-ops)."""
+    if list(a.shape) == list(shape):
+        return a
+    return torch.broadcast_to(a, shape).clone(memory_format=torch.contiguous_format)
+
+
+def transpose(a, dim0, dim1):
+    """ops::transpose: a new tensor, not a view (copying-shape-ops). Contiguous, as every tensor
+    here: PyTorch's clone() would keep the transposed strides, and see a view of it with other
+    strides as a partial overlap."""
+    return torch.transpose(a, dim0, dim1).clone(memory_format=torch.contiguous_format)
+
+
+def whole(src, target):
+    """`src` for an in-place op on `target`: a copy when it views target's memory with another
+    shape. This engine's views cover their whole base, so element i of one meets element i of
+    the other; PyTorch rejects such a partial overlap (DEVIATIONS.md, inplace-overlapping-views).
+    """
+    if (isinstance(src, torch.Tensor) and src.shape != target.shape
+            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
+        return src.clone()
+    return src
 
 
 # ---- custom Functions (the same formulas as custom_functions.cc) --------------------------------
@@ -244,14 +290,14 @@ class Split(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a):
         ctx.stmt = _run["stmt"]
-        out = (a * 2.0, -a)
+        out = (mul_scalar(a, 2.0), -a)
         ctx.mark_non_differentiable(out[1])
         return out
 
     @staticmethod
     def backward(ctx, g0, g1):
         needs = _log_needs(ctx)
-        return g0 * 2.0 if needs[0] else None
+        return mul_scalar(g0, 2.0) if needs[0] else None
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -273,13 +319,30 @@ def _values(t):
     return t.detach().reshape(-1).tolist()
 
 
-def _state(t, values):
+def _flags(t):
+    try:
+        return "%s rg=%d leaf=%d" % (_shape(t), t.requires_grad, t.is_leaf)
+    except RuntimeError:  # PyTorch forbids reading some views (a view made in no_grad mode
+        return None  # whose base was then modified in place)
+
+
+def _same(ns, names, t, self):
+    """"same=vK " when `t` is the very tensor value K names (K the smallest such, not `self`)."""
+    for name in names:
+        if ns.get(name) is t:
+            return "" if name == self else "same=%s " % name
+    return ""
+
+
+def _state(ns, names, t, self, values):
     if t is None:
         return "none"
-    try:
-        s = "%s rg=%d leaf=%d" % (_shape(t), t.requires_grad, t.is_leaf)
-    except RuntimeError:  # PyTorch forbids reading some views (a view made in no_grad mode
-        return "unreadable"  # whose base was then modified in place)
+    s = _flags(t)
+    if s is None:
+        return "unreadable"
+    same = _same(ns, names, t, self)
+    if same:
+        s += " " + same[:-1]
     if values:
         s += " =" + "".join(" " + _num(x) for x in _values(t))
     return s
@@ -304,6 +367,15 @@ class S:
         self.target, self.flags, self.grads = target, flags, grads
 
 
+def _error_kind(message):
+    """" freed", " version" or "" (records.h's error_kind)."""
+    if "backward through the graph a second time" in message:
+        return " freed"
+    if "modified by an in" in message:  # in-place, inplace
+        return " version"
+    return ""
+
+
 def _grad_of(t):
     return None if t is None else t.grad
 
@@ -319,6 +391,7 @@ def run_program(stmts):
     def present(name):
         return ns.get(name) is not None
 
+    names = sorted(names, key=lambda n: int(n[1:]))
     for i, s in enumerate(stmts):
         sid = "s%d" % i
         if not all(present(r) for r in s.reads):
@@ -332,31 +405,37 @@ def run_program(stmts):
         except Exception as e:  # noqa: BLE001 - any exception is "this statement raises"
             for r in s.results:
                 ns[r] = None
-            lines.append(sid + " raise" + (" # " + " ".join(str(e).split()) if _explain else ""))
+            message = " ".join(str(e).split())
+            if "INTERNAL ASSERT FAILED" in message:  # PyTorch's own bug: nothing to compare
+                lines.append(sid + " reference-failed" + (" # " + message if _explain else ""))
+                return lines
+            lines.append(sid + " raise" + _error_kind(message) +
+                         (" # " + message if _explain else ""))
             continue
         lines.append(sid + " ok")
         for r in s.results:
-            lines.append("%s %s %s" % (sid, r, _state(ns[r], s.values)))
+            lines.append("%s %s %s" % (sid, r, _state(ns, names, ns[r], r, s.values)))
         if s.target:
-            lines.append("%s %s %s" % (sid, s.target, _state(ns[s.target], True)))
+            lines.append("%s %s %s" % (sid, s.target, _state(ns, names, ns[s.target], s.target, True)))
         for v in s.flags:
-            lines.append("%s flags %s %s" % (sid, v, _state(ns.get(v), False)))
+            t = ns.get(v)
+            lines.append("%s flags %s %s" % (sid, v, "none" if t is None else _flags(t) or "unreadable"))
         for v in s.grads:
-            lines.append("%s grad %s %s" % (sid, v, _state(_grad_of(ns.get(v)), True)))
+            lines.append("%s grad %s %s" % (sid, v, _state(ns, names, _grad_of(ns.get(v)), None, True)))
         needs = ["%s needs s%d [%s]" % (sid, stmt, ",".join("1" if n else "0" for n in flags))
                  for stmt, flags in _run["needs"]]
         lines.extend(sorted(needs))
-    for v in sorted(names, key=lambda n: int(n[1:])):
+    for v in names:
         t = ns.get(v)
         if t is None:
             lines.append("end %s none" % v)
             continue
-        try:
-            lines.append("end %s rg=%d leaf=%d %s" % (v, t.requires_grad, t.is_leaf, _digest(t)))
-        except RuntimeError:
-            lines.append("end %s unreadable" % v)
+        flags = _flags(t)
+        lines.append("end %s %s" % (v, "unreadable" if flags is None else
+                                    "rg=%d leaf=%d %s" % (t.requires_grad, t.is_leaf, _digest(t))))
         g = t.grad
-        lines.append("end %s grad %s" % (v, "none" if g is None else _digest(g)))
+        lines.append("end %s grad %s" % (v, "none" if g is None else
+                                         _same(ns, names, g, None) + _digest(g)))
     return lines
 
 

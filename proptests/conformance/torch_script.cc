@@ -51,9 +51,9 @@ std::string op_expr(const Instr& in) {
     case Op::kPow:
       return "torch.pow(" + a[0] + ", " + a[1] + ")";
     case Op::kAddScalar:
-      return a[0] + " + " + s;
+      return "add_scalar(" + a[0] + ", " + s + ")";
     case Op::kMulScalar:
-      return a[0] + " * " + s;
+      return "mul_scalar(" + a[0] + ", " + s + ")";
     case Op::kPowScalar:
       return "torch.pow(" + a[0] + ", " + s + ")";
     case Op::kNeg:
@@ -171,9 +171,13 @@ std::string torch_code(const Stmt& s) {
       return results(s) + " = " + call + ")";
     }
     case StmtKind::kGrad:
+      // Deviation [unused-input-checked-first] (torch_runtime.grad)
+      if (!s.allow_unused) note_deviation("unused-input-checked-first", "");
       return results(s) + " = grad(" + py_names(s.outputs) + ", " + py_names(s.inputs) + ", " +
              py_names(s.grad_outputs) + autograd_flags(s) + ")";
     case StmtKind::kBackward:
+      // Deviation [backward-grad-tensors-copied] (torch_runtime.backward)
+      note_deviation("backward-grad-tensors-copied", "");
       return "backward(" + py_names(s.outputs) + ", " + py_names(s.grad_outputs) + ", inputs=" +
              (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) + ")";
     case StmtKind::kReadGrad:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "proptests/conformance/deviations.h"
 #include "proptests/conformance/text.h"
 
 namespace ag::conformance {
@@ -75,18 +76,20 @@ std::string mismatch_class(const Program& p, const Mismatch& m) {
     if (e[1] == "needs" || a[1] == "needs") return name + ": custom Function needs_input_grad";
     return name + ": different records";
   }
+  if (e.size() > 1 && e[1] == "raise" && e != a) return name + ": raises another error";
   if (e.size() > 1 && e[1] == "flags") return name + ": aliases' " + field_difference(e, a, 3);
   if (e.size() > 1 && e[1] == "grad") return name + ": .grad " + field_difference(e, a, 3);
   if (e.size() > 1 && e[1] == "needs") return name + ": custom Function needs_input_grad";
   return name + ": result " + field_difference(e, a, 2);
 }
 
-void Triage::add(int id, const Program& program, const Comparison& c) {
+void Triage::add(const std::string& id, const Program& program, const Comparison& c) {
   ++programs_;
   numbers_.numbers += c.numbers.numbers;
   numbers_.bitwise += c.numbers.bitwise;
   numbers_.max_error = std::max(numbers_.max_error, c.numbers.max_error);
   for (const auto& [id, n] : c.deviations) deviations_[id] += n;
+  if (!c.stopped_by.empty()) ++stopped_[c.stopped_by];
   if (c.ok()) return;
   ++mismatching_;
   classes_[mismatch_class(program, c.mismatches.front())].push_back(id);
@@ -98,13 +101,14 @@ std::string Triage::report() const {
   std::snprintf(line, sizeof(line), "%lld programs, %lld mismatching\n",
                 static_cast<long long>(programs_), static_cast<long long>(mismatching_));
   out += line;
-  std::vector<std::pair<std::string, std::vector<int>>> sorted(classes_.begin(), classes_.end());
+  std::vector<std::pair<std::string, std::vector<std::string>>> sorted(classes_.begin(),
+                                                                      classes_.end());
   std::sort(sorted.begin(), sorted.end(),
             [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
   for (const auto& [cls, ids] : sorted) {
     std::string examples;
     for (size_t i = 0; i < std::min<size_t>(5, ids.size()); ++i) {
-      examples += (i ? ", " : "") + std::to_string(ids[i]);
+      examples += (i ? ", " : "") + ids[i];
     }
     std::snprintf(line, sizeof(line), "  %5zu  %-58s e.g. %s\n", ids.size(), cls.c_str(),
                   examples.c_str());
@@ -120,8 +124,12 @@ std::string Triage::report() const {
                 numbers_.max_error);
   out += line;
   for (const auto& [id, n] : deviations_) {
-    std::snprintf(line, sizeof(line), "deviation %s excused %lld record lines\n", id.c_str(),
-                  static_cast<long long>(n));
+    const Explanation* x = find_explanation(id);
+    const auto stopped = stopped_.find(id);
+    std::snprintf(line, sizeof(line), "%s %-30s excused %5lld lines, ended %4lld programs early\n",
+                  x && x->kind == ExplanationKind::kOpenBug ? "open bug " : "deviation",
+                  id.c_str(), static_cast<long long>(n),
+                  static_cast<long long>(stopped == stopped_.end() ? 0 : stopped->second));
     out += line;
   }
   return out;

@@ -18,7 +18,7 @@ std::string mismatch_class(const Program& program, const Mismatch& mismatch);
 
 class Triage {
  public:
-  void add(int id, const Program& program, const Comparison& comparison);
+  void add(const std::string& id, const Program& program, const Comparison& comparison);
   int64_t programs() const { return programs_; }
   int64_t mismatches() const { return mismatching_; }
   // Counts per class with up to 5 example ids, then numbers compared, bitwise share, largest
@@ -28,8 +28,9 @@ class Triage {
  private:
   int64_t programs_ = 0, mismatching_ = 0;
   NumberStats numbers_;
-  std::map<std::string, int64_t> deviations_;
-  std::map<std::string, std::vector<int>> classes_;
+  std::map<std::string, int64_t> deviations_;  // explanation -> lines excused
+  std::map<std::string, int64_t> stopped_;     // explanation -> programs it ended early
+  std::map<std::string, std::vector<std::string>> classes_;
 };
 
 }  // namespace ag::conformance
