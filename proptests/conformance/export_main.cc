@@ -134,24 +134,6 @@ std::vector<CorpusEntry> handwritten_programs() {
   return out;
 }
 
-// Records of the program on both engines and how they compare.
-Comparison compare_engines(const Program& p, ForeignEngine& foreign) {
-  const Records expected = foreign.run(foreign.script(p, "reduce"));
-  const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
-  return compare(p, expected, actual);
-}
-
-// The smallest program (by dropping statements) that mismatches in the same class.
-Program reduce_mismatch(const Program& p, ForeignEngine& foreign) {
-  const Comparison c = compare_engines(p, foreign);
-  if (c.ok()) return p;
-  const std::string cls = mismatch_class(p, c.mismatches.front());
-  return reduce(p, [&](const Program& candidate) {
-    const Comparison k = compare_engines(candidate, foreign);
-    return !k.ok() && mismatch_class(candidate, k.mismatches.front()) == cls;
-  });
-}
-
 // Prints program `a.show`, its script and both records, marking the lines that differ. Raise
 // lines carry the error messages here (from `torch_runtime.py --explain` and the engine).
 int show(const Args& a, ForeignEngine& foreign) {

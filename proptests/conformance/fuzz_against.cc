@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/corpus.h"
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program_gen.h"
+#include "proptests/conformance/reduce.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/property.h"
 
@@ -19,6 +21,13 @@ namespace {
 std::unique_ptr<ForeignEngine>& foreign() {
   static std::unique_ptr<ForeignEngine> engine;
   return engine;
+}
+
+// RapidCheck shrinks by calling the property on smaller programs, so the last call that failed
+// holds the shrunk counterexample.
+std::optional<Program>& last_mismatch() {
+  static std::optional<Program> program;
+  return program;
 }
 
 void against_foreign_engine() {
@@ -33,6 +42,7 @@ void against_foreign_engine() {
   const Comparison c = compare(program, expected, actual);
   for (const auto& [id, n] : c.deviations) stats.record("explained by", id);
   if (!c.ok()) {
+    last_mismatch() = program;
     RC_FAIL(explain(c) + "\n" + foreign()->name() + " script (run with python3 " +
             foreign()->runtime_path() + " FILE):\n" + script);
   }
@@ -50,6 +60,18 @@ std::string register_against(const std::string& engine) {
   std::fprintf(stderr, "fuzz: against %s\n", foreign()->version().c_str());
   proptests::register_property("Conformance", "AgainstForeignEngine", &against_foreign_engine);
   return "Conformance.AgainstForeignEngine";
+}
+
+std::string reduced_last_mismatch() {
+  if (!last_mismatch()) return "";
+  const Program reduced = reduce_mismatch(*last_mismatch(), *foreign());
+  last_mismatch().reset();
+  const Comparison c = compare_engines(reduced, *foreign());
+  return "reduced to " + std::to_string(reduced.stmts.size()) + " statements:\n" +
+         to_text(reduced) + explain(c) +
+         "replay: write the program to repro.txt and run\n"
+         "  bazel run -c opt //proptests/conformance:export -- --file repro.txt --against " +
+         foreign()->name() + "\n";
 }
 
 }  // namespace ag::conformance

@@ -15,4 +15,9 @@ namespace ag::conformance {
 // exits with status 2 when the engine cannot be started (no PyTorch, unknown engine).
 std::string register_against(const std::string& engine);
 
+// After a failing batch: the batch's counterexample (the last program that mismatched, which
+// RapidCheck has shrunk) reduced further by dropping statements (reduce.h), with the command
+// that replays it; empty if nothing mismatched since the last call.
+std::string reduced_last_mismatch();
+
 }  // namespace ag::conformance

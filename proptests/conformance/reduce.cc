@@ -4,6 +4,9 @@
 #include <map>
 #include <set>
 
+#include "proptests/conformance/corpus.h"
+#include "proptests/conformance/triage.h"
+
 namespace ag::conformance {
 namespace {
 
@@ -71,6 +74,22 @@ Program reduce(const Program& program, const std::function<bool(const Program&)>
     }
   }
   return best;
+}
+
+Comparison compare_engines(const Program& program, ForeignEngine& foreign) {
+  const Records expected = foreign.run(foreign.script(program, "reduce"));
+  const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
+  return compare(program, expected, actual);
+}
+
+Program reduce_mismatch(const Program& program, ForeignEngine& foreign) {
+  const Comparison c = compare_engines(program, foreign);
+  if (c.ok()) return program;
+  const std::string cls = mismatch_class(program, c.mismatches.front());
+  return reduce(program, [&](const Program& candidate) {
+    const Comparison k = compare_engines(candidate, foreign);
+    return !k.ok() && mismatch_class(candidate, k.mismatches.front()) == cls;
+  });
 }
 
 }  // namespace ag::conformance
