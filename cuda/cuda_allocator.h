@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 
 namespace ag::cuda {
 

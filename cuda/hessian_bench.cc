@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "cuda/cuda.h"
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/options.h"
 #include "ops/ops.h"

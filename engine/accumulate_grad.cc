@@ -1,8 +1,8 @@
 #include "engine/accumulate_grad.h"
 
+#include "engine/engine_ops.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
-#include "ops/ops.h"
 
 namespace ag {
 
@@ -32,6 +32,10 @@ bool held_only_here(const Tensor& g) {
 
 }  // namespace
 
+// A leaf's destructor calls this (declared with TensorImpl, defined here, where AccumulateGrad
+// is known, so that tensors do not depend on nodes).
+void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(); }
+
 AccumulateGrad::AccumulateGrad(TensorImpl& variable) : variable_(&variable) {
   add_input_metadata({variable.shape, variable.dtype, variable.device});
 }
@@ -55,11 +59,12 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!leaf.requires_grad) return;
   Tensor old = read_grad(leaf);
   if (!old.defined()) {
-    write_grad(leaf, !grad_enabled() && held_only_here(grad) ? std::move(grad) : ops::clone(grad));
+    write_grad(leaf,
+               !grad_enabled() && held_only_here(grad) ? std::move(grad) : engine_ops::clone(grad));
   } else if (!grad_enabled()) {
-    ops::add_(old, grad);
+    engine_ops::add_in_place(old, grad);
   } else {
-    write_grad(leaf, ops::add(old, grad));
+    write_grad(leaf, engine_ops::add(old, grad));
   }
 }
 
@@ -83,7 +88,7 @@ std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
 void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad) {
   if (!grad.defined()) return;
   Tensor old = read_grad(*tensor.impl());
-  write_grad(*tensor.impl(), old.defined() ? ops::add(old, grad) : ops::clone(grad));
+  write_grad(*tensor.impl(), old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
 }
 
 }  // namespace ag

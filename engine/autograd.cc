@@ -2,20 +2,19 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/engine.h"
+#include "engine/engine_ops.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
-#include "ops/ops.h"
-#include "ops/views.h"
 
 namespace ag {
 
 namespace {
 
 // Everything is validated before the engine runs, so a bad call leaves the graph untouched.
+template <typename Args>
 ExecuteRequest make_request(const char* api, const TensorList& outputs,
-                            const TensorList& grad_outputs, std::optional<bool> retain_graph,
-                            bool create_graph, std::optional<EngineOptions> options) {
+                            const TensorList& grad_outputs, const Args& args) {
   AG_CHECK(!outputs.empty(), api, ": no tensors to differentiate");
   AG_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), api, ": got ",
            grad_outputs.size(), " gradients for ", outputs.size(), " tensors");
@@ -25,7 +24,6 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     AG_CHECK(out.defined(), api, ": tensor ", i, " is undefined");
-    ops::refresh_view(out);  // Note [In-place ops on views]
     AG_CHECK(out.requires_grad(), api, ": tensor ", i, " (", out.describe(),
              ") does not require grad and has no grad_fn");
     Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
@@ -34,7 +32,7 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
                ": grad can be implicitly created only for outputs with one "
                "element; tensor ",
                i, " has shape ", to_string(out.shape()), ", so pass a gradient for it");
-      g = ops::ones_like(out);
+      g = engine_ops::ones_like(out);
     } else {
       AG_CHECK(g.shape() == out.shape(), api, ": gradient ", i, " has shape ", to_string(g.shape()),
                " but tensor ", i, " has shape ", to_string(out.shape()));
@@ -46,9 +44,9 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
     request.roots.push_back(gradient_edge(out));
     request.root_grads.push_back(std::move(g));
   }
-  request.create_graph = create_graph;
-  request.keep_graph = retain_graph.value_or(create_graph);
-  request.options = options.value_or(current_options());
+  request.create_graph = args.create_graph();
+  request.keep_graph = args.retain_graph();
+  request.options = args.engine_options();
   return request;
 }
 
@@ -57,7 +55,6 @@ void add_targets(const char* api, ExecuteRequest& request, const TensorList& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
-    ops::refresh_view(in);
     AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
              ") does not require grad, so it has no gradient");
     request.targets.push_back(gradient_edge(in));
@@ -66,14 +63,11 @@ void add_targets(const char* api, ExecuteRequest& request, const TensorList& inp
 
 }  // namespace
 
-void backward(const TensorList& tensors, const TensorList& grad_tensors,
-              std::optional<bool> retain_graph, bool create_graph, const TensorList& inputs,
-              std::optional<EngineOptions> options) {
-  ExecuteRequest request =
-      make_request("backward", tensors, grad_tensors, retain_graph, create_graph, options);
+void backward(const TensorList& tensors, const BackwardArgs& args) {
+  ExecuteRequest request = make_request("backward", tensors, args.grad_tensors(), args);
   // A tensor named twice (or under two handles of one tensor) gets its gradient once.
   TensorList unique_inputs;
-  for (const Tensor& in : inputs) {
+  for (const Tensor& in : args.inputs()) {
     bool seen = false;
     for (const Tensor& u : unique_inputs) seen = seen || u.is_same(in);
     if (!seen) unique_inputs.push_back(in);
@@ -81,7 +75,7 @@ void backward(const TensorList& tensors, const TensorList& grad_tensors,
   add_targets("backward", request, unique_inputs);
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
   TensorList grads = execute(request);
-  GradModeGuard grad_mode(create_graph);  // as while the engine runs AccumulateGrad
+  GradModeGuard grad_mode(args.create_graph());  // as while the engine runs AccumulateGrad
   for (size_t i = 0; i < grads.size(); ++i) {
     const Tensor& in = unique_inputs[i];
     if (in.is_leaf()) {
@@ -92,19 +86,16 @@ void backward(const TensorList& tensors, const TensorList& grad_tensors,
   }
 }
 
-TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
-                std::optional<bool> retain_graph, bool create_graph, bool allow_unused,
-                std::optional<EngineOptions> options) {
-  ExecuteRequest request =
-      make_request("grad", outputs, grad_outputs, retain_graph, create_graph, options);
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradArgs& args) {
+  ExecuteRequest request = make_request("grad", outputs, args.grad_outputs(), args);
   AG_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
   add_targets("grad", request, inputs);
-  request.allow_unused = allow_unused;
+  request.allow_unused = args.allow_unused();
   TensorList grads = execute(request);
   // An input that was reached but got no gradient (e.g. a custom Function returned none for it)
   // gets zeros, unless the caller asked for undefined results.
   for (size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined() && !allow_unused) grads[i] = ops::zeros_like(inputs[i]);
+    if (!grads[i].defined() && !args.allow_unused()) grads[i] = engine_ops::zeros_like(inputs[i]);
   }
   return grads;
 }

@@ -1,33 +1,104 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 
 #include "engine/options.h"
 #include "engine/tensor.h"
 
 namespace ag {
 
+// The named arguments of grad() and backward(), PyTorch's keyword arguments as chainable setters:
+//   grad({y}, {x}, GradArgs().grad_outputs({v}).create_graph())
+//   backward({loss}, BackwardArgs().inputs({w, b}).retain_graph())
+// Each setter has a getter of the same name.
+template <typename Self>
+class AutogradArgs {
+ public:
+  // Keep the graph's saved values for another backward through it (default: create_graph).
+  Self& retain_graph(bool retain = true) {
+    retain_graph_ = retain;
+    return self();
+  }
+  // Record the backward pass itself, so that its results are differentiable again.
+  Self& create_graph(bool create = true) {
+    create_graph_ = create;
+    return self();
+  }
+  // Engine options for this call only (default: current_options()).
+  Self& engine_options(const EngineOptions& options) {
+    engine_options_ = options;
+    return self();
+  }
+
+  bool retain_graph() const { return retain_graph_.value_or(create_graph_); }
+  bool create_graph() const { return create_graph_; }
+  EngineOptions engine_options() const { return engine_options_.value_or(current_options()); }
+
+ private:
+  Self& self() { return static_cast<Self&>(*this); }
+  std::optional<bool> retain_graph_;
+  bool create_graph_ = false;
+  std::optional<EngineOptions> engine_options_;
+};
+
+class GradArgs : public AutogradArgs<GradArgs> {
+ public:
+  // One gradient per output (the vector in the vector-Jacobian product); an undefined or missing
+  // one means ones, for an output with one element.
+  GradArgs& grad_outputs(TensorList grads) {
+    grad_outputs_ = std::move(grads);
+    return *this;
+  }
+  // An input no output depends on gets an undefined gradient instead of an error.
+  GradArgs& allow_unused(bool allow = true) {
+    allow_unused_ = allow;
+    return *this;
+  }
+
+  const TensorList& grad_outputs() const { return grad_outputs_; }
+  bool allow_unused() const { return allow_unused_; }
+
+ private:
+  TensorList grad_outputs_;
+  bool allow_unused_ = false;
+};
+
+class BackwardArgs : public AutogradArgs<BackwardArgs> {
+ public:
+  // One gradient per tensor, as GradArgs::grad_outputs.
+  BackwardArgs& grad_tensors(TensorList grads) {
+    grad_tensors_ = std::move(grads);
+    return *this;
+  }
+  // Accumulate only into these tensors (leaves or not), running only the part of the graph that
+  // leads to them; their own grad_fn are not run.
+  BackwardArgs& inputs(TensorList tensors) {
+    inputs_ = std::move(tensors);
+    return *this;
+  }
+
+  const TensorList& grad_tensors() const { return grad_tensors_; }
+  const TensorList& inputs() const { return inputs_; }
+
+ private:
+  TensorList grad_tensors_;
+  TensorList inputs_;
+};
+
 // torch.autograd.backward: accumulates d(sum of tensors * grad_tensors)/d(leaf) into each leaf's
-// .grad. With `inputs`, accumulates only into those (leaves or not) and runs only the part of
-// the graph that leads to them; the inputs' own grad_fn are not run.
-// grad_tensors may be empty (every tensor must then have one element) or hold one entry per
-// tensor (an undefined entry means "ones" for a one-element tensor).
-// retain_graph defaults to create_graph. `options` defaults to current_options().
-// As in PyTorch, backward(create_graph=true) makes a leaf's .grad hold a graph that refers back to
-// the leaf, a reference cycle: reset it with set_grad(Tensor()) when done.
-void backward(const TensorList& tensors, const TensorList& grad_tensors = {},
-              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
-              const TensorList& inputs = {}, std::optional<EngineOptions> options = std::nullopt);
+// .grad (Note [Accumulating into .grad] in engine/accumulate_grad.h). A tensor named twice in
+// inputs gets its gradient once. As in PyTorch, backward with create_graph makes a leaf's .grad
+// hold a graph that refers back to the leaf, a reference cycle: reset it with set_grad(Tensor())
+// when done.
+void backward(const TensorList& tensors, const BackwardArgs& args = {});
+inline void backward(const Tensor& t, const BackwardArgs& args = {}) {
+  backward(TensorList{t}, args);
+}
 
 // torch.autograd.grad: returns d(sum of outputs * grad_outputs)/d(input) for each input, without
 // touching any .grad. An input no output depends on is an error unless allow_unused, in which
 // case its result is an undefined Tensor.
-TensorList grad(const TensorList& outputs, const TensorList& inputs,
-                const TensorList& grad_outputs = {},
-                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
-                bool allow_unused = false, std::optional<EngineOptions> options = std::nullopt);
-
-// Shorthand for backward({t}).
-inline void backward(const Tensor& t) { backward(TensorList{t}); }
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradArgs& args = {});
 
 }  // namespace ag

@@ -13,7 +13,7 @@ class ExecPlan {
  public:
   virtual ~ExecPlan() = default;
   // Whether the gradient sent along `edge` (into one input slot of its node) is used.
-  virtual bool receives_gradient(const Edge& edge) const = 0;
+  virtual bool gradient_used(const Edge& edge) const = 0;
 };
 
 // Note [Per-call view]
@@ -32,7 +32,7 @@ class Call {
     const Edge& e = node_.next_edge(i);
     if (!e.is_valid()) return false;
     if (!options_.per_call_needs_input_grad || plan_ == nullptr) return true;
-    return plan_->receives_gradient(e);
+    return plan_->gradient_used(e);
   }
   bool create_graph() const { return create_graph_; }
   const EngineOptions& options() const { return options_; }

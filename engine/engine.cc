@@ -1,125 +1,146 @@
+// The backward pass: one GraphTask per call of execute() (Note [The backward pass]).
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <memory>
 
 #include "engine/call.h"
 #include "engine/counters.h"
+#include "engine/engine_ops.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
-#include "engine/node_map.h"
-#include "ops/ops.h"
+#include "engine/memory/node_map.h"
+#include "engine/scratch_pool.h"
 
 namespace ag {
 
+// Note [The backward pass]
+// execute() runs one backward call over the graph that the outputs' grad_fn lead to. Its state
+// lives in a GraphTask, never in the nodes (Note [Per-call view]). Five phases, numbered on the
+// functions below:
+//
+//   1. mark_targets        each requested input is an edge (node, input slot): capture the
+//                          gradient that arrives there. Note the smallest topological number
+//                          among the targets' nodes and their signature bits, for the cuts.
+//   2. discover            depth-first from the roots. A node that a cut rules out (it cannot
+//                          reach a target: Note [Topological number], Note [Reachability
+//                          signature]) is recorded but not expanded; the others are expanded once
+//                          and listed in post-order (children before parents).
+//   3. mark_runs           in post-order: a node runs iff there are no targets (backward() into
+//                          every leaf), or one of its edges carries a used gradient: it leads to
+//                          a node that runs, or to a target's slot. (PyTorch's exec_info.)
+//   4. count_dependencies  each node waits for one gradient per used edge into it.
+//   5. run_ready_nodes     seed the roots' gradients; then, while a node is ready, take the one
+//                          with the highest sequence_nr (Note [Sequence number]), capture the
+//                          gradients its target slots hold, and if it runs: apply() it with a
+//                          Call, free its saved values unless retain_graph, and send each output
+//                          along its edge if that gradient is used, summing gradients that meet.
+//
+// Gradients a node does not receive stay undefined (no zeros are made for them), as in PyTorch.
+
 namespace {
 
-// Per-call state of one node. It lives in the graph task, never in the node (Note [Per-call view]).
+// What one backward call knows about one node.
 struct NodeState {
-  bool discovered = false;
-  bool needed = false;  // apply() runs: some child receives a gradient
-  bool queued = false;
-  int dependencies = 0;  // parents that will still send a gradient
-  TensorList buffer;     // gradients received so far, one slot per node input
-  std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index)
+  bool discovered = false;  // reached from a root (2); expanded unless a cut ruled it out
+  bool runs = false;        // apply() runs (3)
+  bool queued = false;      // pushed onto the ready heap (5)
+  int dependencies = 0;     // used gradients still to arrive (4)
+  TensorList buffer;        // the gradients received so far, one per input slot
+  std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index) (1)
 
   // Whether the gradient arriving in input slot `slot` is used: by apply(), or as a capture.
-  // Per slot, not per node: a node's other outputs may lie on no path to a target.
-  bool receives_gradient(uint32_t slot) const {
-    if (needed) return true;
+  // Per slot, not per node: a multi-output node's other outputs may lie on no path to a target.
+  bool uses_gradient(uint32_t slot) const {
+    if (runs) return true;
     for (const auto& capture : captures) {
       if (capture.first == slot) return true;
     }
     return false;
   }
-  bool receives_any_gradient() const { return needed || !captures.empty(); }
+  bool uses_any_gradient() const { return runs || !captures.empty(); }
 };
 
-// The containers one backward call needs, kept per thread and reused by the next call: on small
-// graphs, allocating them afresh was a large part of the engine's overhead. A backward started
-// from inside a node's apply() (a custom Function calling grad()) takes a second set.
+// The containers of one backward call, reused by the next one on this thread (scratch_pool.h).
 struct Scratch {
   NodeMap<NodeState> nodes;
-  std::vector<std::pair<Node*, size_t>> stack;  // discovery: (node, next child to look at)
+  std::vector<std::pair<Node*, size_t>> stack;  // discovery: (node, next edge to follow)
+  std::vector<Node*> post_order;                // expanded nodes, children before parents
   std::vector<Node*> ready;                     // a heap ordered by sequence_nr
-};
 
-class ScratchLease {
- public:
-  ScratchLease() {
-    if (pool().empty()) {
-      scratch_ = std::make_unique<Scratch>();
-    } else {
-      scratch_ = std::move(pool().back());
-      pool().pop_back();
-    }
+  void clear() {
+    nodes.clear();
+    stack.clear();
+    post_order.clear();
+    ready.clear();
   }
-  ~ScratchLease() {
-    scratch_->nodes.clear();
-    scratch_->stack.clear();
-    scratch_->ready.clear();
-    pool().push_back(std::move(scratch_));
-  }
-  ScratchLease(const ScratchLease&) = delete;
-  ScratchLease& operator=(const ScratchLease&) = delete;
-  Scratch& operator*() { return *scratch_; }
-
- private:
-  static std::vector<std::unique_ptr<Scratch>>& pool() {
-    thread_local std::vector<std::unique_ptr<Scratch>> free_list;
-    return free_list;
-  }
-  std::unique_ptr<Scratch> scratch_;
 };
 
 class GraphTask final : public ExecPlan {
  public:
   GraphTask(const ExecuteRequest& request, Scratch& scratch)
-      : request_(request), nodes_(scratch.nodes), stack_(scratch.stack), ready_(scratch.ready) {}
+      : request_(request),
+        nodes_(scratch.nodes),
+        stack_(scratch.stack),
+        post_order_(scratch.post_order),
+        ready_(scratch.ready) {}
 
-  TensorList run();
+  // Phases 1 to 3 only: which nodes discovery expands and which would run.
+  ExecutionPlan plan() {
+    mark_targets();
+    discover();
+    mark_runs();
+    ExecutionPlan plan;
+    for (Node* node : post_order_) {
+      plan.expanded.push_back(node);
+      if (state_of(node).runs) plan.runs.push_back(node);
+    }
+    return plan;
+  }
 
-  bool receives_gradient(const Edge& edge) const override {
+  TensorList run() {
+    mark_targets();
+    discover();
+    check_targets_reached();
+    mark_runs();
+    count_dependencies();
+    seed_roots();
+    run_ready_nodes();
+    return std::move(captured_);
+  }
+
+  bool gradient_used(const Edge& edge) const override {
     const NodeState* state = nodes_.find(edge.function.get());
-    return state != nullptr && state->receives_gradient(edge.input_nr);
+    return state != nullptr && state->uses_gradient(edge.input_nr);
   }
 
  private:
   void mark_targets();
   void discover();
-  bool skip_expansion(const Node& node) const;
+  bool cut(const Node& node) const;
+  void check_targets_reached() const;
+  void mark_runs();
   void count_dependencies();
   void seed_roots();
-  void execute_ready_nodes();
-  TensorList call_node(Node& node, TensorList&& grads);
+  void run_ready_nodes();
+  TensorList call(Node& node, TensorList&& grads);
   void send(const Node& from, TensorList&& outputs);
   void enqueue(Node* node, NodeState& state);
+  const NodeState& state_of(const Node* node) const { return *nodes_.find(node); }
 
   const ExecuteRequest& request_;
   NodeMap<NodeState>& nodes_;
   std::vector<std::pair<Node*, size_t>>& stack_;
+  std::vector<Node*>& post_order_;
   std::vector<Node*>& ready_;
-  uint64_t min_target_topo_nr_ = 0;
-  ReachSignature target_bits_;  // own bits of the targets
-  TensorList captured_;
-  static bool by_sequence_nr(const Node* a, const Node* b) {
-    return a->sequence_nr() < b->sequence_nr();
-  }
+  uint64_t min_target_topo_nr_ = UINT64_MAX;
+  ReachSignature target_bits_;  // the targets' own bits
+  TensorList captured_;         // the result: one gradient per target
 };
 
-TensorList GraphTask::run() {
-  mark_targets();
-  discover();
-  count_dependencies();
-  seed_roots();
-  execute_ready_nodes();
-  return std::move(captured_);
-}
-
+// 1.
 void GraphTask::mark_targets() {
   const EdgeList& targets = request_.targets;
   captured_.resize(targets.size());
-  min_target_topo_nr_ = UINT64_MAX;
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
     nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
@@ -128,9 +149,35 @@ void GraphTask::mark_targets() {
   }
 }
 
-// Discovery cuts (only when specific inputs are requested): a node that cannot reach any target
-// is recorded but its children are never visited.
-bool GraphTask::skip_expansion(const Node& node) const {
+// 2.
+void GraphTask::discover() {
+  auto visit = [&](Node* node) {
+    NodeState& state = nodes_[node];
+    if (state.discovered) return;
+    state.discovered = true;
+    if (cut(*node)) return;
+    ++counters().nodes_expanded;
+    stack_.emplace_back(node, 0);
+  };
+  for (const Edge& root : request_.roots) {
+    if (root.is_valid()) visit(root.function.get());
+    while (!stack_.empty()) {
+      Node* node = stack_.back().first;
+      size_t& next = stack_.back().second;
+      if (next == node->num_outputs()) {
+        post_order_.push_back(node);
+        stack_.pop_back();
+        continue;
+      }
+      const Edge& edge = node->next_edge(next++);
+      if (edge.is_valid()) visit(edge.function.get());  // may grow stack_: `next` is not used after
+    }
+  }
+}
+
+// Whether discovery leaves `node` unexpanded: it cannot reach any target. Only grad() and
+// backward(inputs=...) have targets to cut towards.
+bool GraphTask::cut(const Node& node) const {
   if (request_.targets.empty()) return false;
   const EngineOptions& o = request_.options;
   // Note [Topological number]
@@ -140,131 +187,110 @@ bool GraphTask::skip_expansion(const Node& node) const {
   return false;
 }
 
-// Phase 1: depth-first traversal from the roots. In post-order each node learns whether it is
-// needed: with no targets every node is; otherwise a node is needed iff one of its children
-// receives a gradient (is needed or is a target), i.e. iff it lies on a root-to-target path.
-void GraphTask::discover() {
-  const bool all_needed = request_.targets.empty();
-  auto& stack = stack_;
-  auto visit = [&](Node* node) {
-    NodeState& state = nodes_[node];
-    if (state.discovered) return;
-    state.discovered = true;
-    if (skip_expansion(*node)) return;
-    ++counters().nodes_discovered;
-    stack.emplace_back(node, 0);
-  };
-  for (const Edge& root : request_.roots) {
-    if (root.is_valid()) visit(root.function.get());
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next < node->num_outputs()) {
-        const Edge& edge = node->next_edge(next++);
-        if (edge.is_valid()) visit(edge.function.get());
-        continue;
-      }
-      NodeState& state = nodes_[node];
-      state.needed = all_needed;
-      for (const Edge& edge : node->next_edges()) {
-        if (state.needed) break;
-        state.needed =
-            edge.is_valid() && nodes_[edge.function.get()].receives_gradient(edge.input_nr);
-      }
-      stack.pop_back();
-    }
-  }
+void GraphTask::check_targets_reached() const {
   if (request_.allow_unused) return;
   for (size_t i = 0; i < request_.targets.size(); ++i) {
-    AG_CHECK(nodes_[request_.targets[i].function.get()].discovered, "grad(): input ", i,
+    AG_CHECK(state_of(request_.targets[i].function.get()).discovered, "grad(): input ", i,
              " is not reachable from the outputs (it was not used to compute them); pass "
-             "allow_unused=true to get an undefined gradient for it instead");
+             "allow_unused to get an undefined gradient for it instead");
   }
 }
 
-// Phase 2: each receiving node waits for one gradient per edge from a needed parent.
+// 3. Children come before their parents in post_order_, so theirs are settled first.
+void GraphTask::mark_runs() {
+  const bool every_node = request_.targets.empty();
+  for (Node* node : post_order_) {
+    bool runs = every_node;
+    for (const Edge& edge : node->next_edges()) {
+      if (runs) break;
+      runs = edge.is_valid() && state_of(edge.function.get()).uses_gradient(edge.input_nr);
+    }
+    nodes_[node].runs = runs;
+  }
+}
+
+// 4.
 void GraphTask::count_dependencies() {
-  for (auto& [node, state] : nodes_.entries()) {
-    if (!state.needed) continue;
+  for (Node* node : post_order_) {
+    if (!state_of(node).runs) continue;
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
       NodeState& child = nodes_[edge.function.get()];
-      if (child.receives_gradient(edge.input_nr)) ++child.dependencies;
+      if (child.uses_gradient(edge.input_nr)) ++child.dependencies;
     }
   }
 }
 
+// Adds `grad` into slot `slot` of a node's buffer; gradients that meet are summed with the
+// differentiable add (Note [The engine's ops]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   if (!grad.defined()) return;
   if (!buffer[slot].defined()) {
     buffer[slot] = std::move(grad);
   } else {
-    buffer[slot] = ops::add(buffer[slot], grad);
+    buffer[slot] = engine_ops::add(buffer[slot], grad);
   }
 }
+
+// The ready heap's order: the highest sequence_nr on top (Note [Sequence number]).
+bool runs_later(const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); }
 
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;
   state.queued = true;
   ready_.push_back(node);
-  std::push_heap(ready_.begin(), ready_.end(), by_sequence_nr);
+  std::push_heap(ready_.begin(), ready_.end(), runs_later);
 }
 
+// 5.
 void GraphTask::seed_roots() {
   for (size_t i = 0; i < request_.roots.size(); ++i) {
     const Edge& root = request_.roots[i];
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (!state.receives_gradient(root.input_nr)) continue;
+    if (!state.uses_gradient(root.input_nr)) continue;
     state.buffer.resize(root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }
   for (const Edge& root : request_.roots) {
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (state.receives_any_gradient() && state.dependencies == 0) {
-      enqueue(root.function.get(), state);
-    }
+    if (state.uses_any_gradient() && state.dependencies == 0) enqueue(root.function.get(), state);
   }
 }
 
-// Phase 3: run nodes in decreasing sequence_nr as their last gradient arrives.
-void GraphTask::execute_ready_nodes() {
+void GraphTask::run_ready_nodes() {
   while (!ready_.empty()) {
-    std::pop_heap(ready_.begin(), ready_.end(), by_sequence_nr);
+    std::pop_heap(ready_.begin(), ready_.end(), runs_later);
     Node* node = ready_.back();
     ready_.pop_back();
     NodeState& state = nodes_[node];
     TensorList grads = std::move(state.buffer);
     grads.resize(node->num_inputs());
     for (const auto& [slot, target] : state.captures) captured_[target] = grads[slot];
-    if (!state.needed) continue;
-    send(*node, call_node(*node, std::move(grads)));
+    if (!state.runs) continue;
+    send(*node, call(*node, std::move(grads)));
   }
 }
 
-TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
+TensorList GraphTask::call(Node& node, TensorList&& grads) {
   bool any_defined = false;
   for (const Tensor& g : grads) any_defined = any_defined || g.defined();
-  // Nothing flowed in (e.g. a custom Function returned no gradient): nothing flows out, and the
-  // node's saved values are freed like those of every node this call ran.
-  if (!any_defined) {
-    if (!request_.keep_graph) node.release_saved();
-    return TensorList(node.num_outputs());
+  TensorList outputs;
+  if (any_defined) {
+    Counters& c = counters();
+    ++c.nodes_executed;
+    if (c.trace_executed) c.executed.push_back(node.sequence_nr());
+    outputs =
+        node.apply(std::move(grads), Call(node, this, request_.create_graph, request_.options));
+    AG_CHECK(outputs.size() == node.num_outputs(), "Function '", node.name(), "' returned ",
+             outputs.size(), " gradients but expected ", node.num_outputs(),
+             " (one per forward input)");
+  } else {
+    // Nothing flowed in (e.g. a custom Function returned no gradient): nothing flows out.
+    outputs.resize(node.num_outputs());
   }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (grads[i].defined()) continue;
-    const TensorMeta& meta = node.input_metadata()[i];
-    grads[i] = ops::zeros(meta.shape, meta.dtype, meta.device);
-  }
-  Counters& c = counters();
-  ++c.nodes_executed;
-  if (c.trace_executed) c.executed.push_back(node.sequence_nr());
-  Call call(node, this, request_.create_graph, request_.options);
-  TensorList outputs = node.apply(std::move(grads), call);
   if (!request_.keep_graph) node.release_saved();
-  AG_CHECK(outputs.size() == node.num_outputs(), "Function '", node.name(), "' returned ",
-           outputs.size(), " gradients but expected ", node.num_outputs(),
-           " (one per forward input)");
   return outputs;
 }
 
@@ -273,7 +299,7 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
     const Edge& edge = from.next_edge(i);
     if (!edge.is_valid()) continue;
     NodeState& child = nodes_[edge.function.get()];
-    if (!child.receives_gradient(edge.input_nr)) continue;
+    if (!child.uses_gradient(edge.input_nr)) continue;
     Tensor& grad = outputs[i];
     if (grad.defined()) {
       const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];
@@ -292,9 +318,14 @@ void GraphTask::send(const Node& from, TensorList&& outputs) {
 
 }  // namespace
 
+ExecutionPlan plan_execution(const ExecuteRequest& request) {
+  ScratchLease<Scratch> scratch;
+  return GraphTask(request, *scratch).plan();
+}
+
 TensorList execute(const ExecuteRequest& request) {
   GradModeGuard grad_mode(request.create_graph);
-  ScratchLease scratch;
+  ScratchLease<Scratch> scratch;
   return GraphTask(request, *scratch).run();
 }
 

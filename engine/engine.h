@@ -19,9 +19,17 @@ struct ExecuteRequest {
   EngineOptions options;
 };
 
-// Runs one backward pass (see engine.cc for the three phases). Returns, for each target, the
+// Runs one backward pass (Note [The backward pass] in engine.cc). Returns, for each target, the
 // gradient that reached it (undefined if none did). With no targets, leaves accumulate into .grad
 // and the result is empty.
 TensorList execute(const ExecuteRequest& request);
+
+// What execute() would do with `request`, without running anything (phases 1 to 3): the nodes it
+// would expand and the nodes whose apply() it would call. root_grads may be empty.
+struct ExecutionPlan {
+  std::vector<const Node*> expanded;
+  std::vector<const Node*> runs;
+};
+ExecutionPlan plan_execution(const ExecuteRequest& request);
 
 }  // namespace ag

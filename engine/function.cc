@@ -1,7 +1,7 @@
 #include "engine/function.h"
 
 #include "engine/call.h"
-#include "engine/counters.h"
+#include "engine/engine_ops.h"
 #include "engine/error.h"
 
 namespace ag {
@@ -9,12 +9,10 @@ namespace ag {
 TensorList BackwardCtx::saved_tensors() const {
   TensorList out;
   out.reserve(state_.saved.size());
-  // unpack() needs the owner to re-attach saved outputs; the node is alive while it runs.
-  auto owner = std::const_pointer_cast<Node>(node_.shared_from_this());
   for (size_t i = 0; i < state_.saved.size(); ++i) {
     const SavedVariable& s = state_.saved[i];
     out.push_back(s.defined() || s.released()
-                      ? s.unpack(owner, node_.name(), "saved_tensors[" + std::to_string(i) + "]")
+                      ? s.unpack(node_, "saved_tensors", static_cast<int>(i))
                       : Tensor());
   }
   return out;
@@ -26,14 +24,31 @@ bool BackwardCtx::needs_input_grad(size_t i) const {
   return call_.needs_input_grad(i);
 }
 
-CustomFunctionNode::CustomFunctionNode(std::string name, BackwardFn backward, EdgeList edges)
-    : Node(std::move(edges)), name_(std::move(name)), backward_(backward) {}
+FunctionInfo::FunctionInfo(std::string name) : name_(std::move(name)) {
+  for (size_t i = 0; i < kPreinterned; ++i) keys_.emplace_back(name_ + ":" + std::to_string(i));
+}
+
+const CounterKey& FunctionInfo::gradient_key(size_t input) const {
+  if (input < kPreinterned) return keys_[input];  // never moves: written only at construction
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (keys_.size() <= input) keys_.emplace_back(name_ + ":" + std::to_string(keys_.size()));
+  return keys_[input];
+}
+
+CustomFunctionNode::CustomFunctionNode(const FunctionInfo& info, BackwardFn backward,
+                                       EdgeList edges)
+    : Node(std::move(edges)), info_(info), backward_(backward) {}
 
 TensorList CustomFunctionNode::apply(TensorList&& grads, const Call& call) {
+  if (state_.materialize_grads) {
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) grads[i] = engine_ops::zeros(input_metadata()[i]);
+    }
+  }
   BackwardCtx ctx(state_, *this, call);
   TensorList out = backward_(ctx, grads);
-  AG_CHECK(out.size() == num_outputs(), "Function '", name_, "' backward returned ", out.size(),
-           " gradients but its forward had ", num_outputs(), " inputs");
+  AG_CHECK(out.size() == num_outputs(), "Function '", info_.name(), "' backward returned ",
+           out.size(), " gradients but its forward had ", num_outputs(), " inputs");
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {
     if (!out[i].defined()) continue;
@@ -41,12 +56,20 @@ TensorList CustomFunctionNode::apply(TensorList&& grads, const Call& call) {
       out[i] = Tensor();
       continue;
     }
-    AG_CHECK(out[i].shape() == state_.input_shapes[i], "Function '", name_,
+    AG_CHECK(out[i].shape() == state_.input_shapes[i], "Function '", info_.name(),
              "' backward returned a gradient of shape ", to_string(out[i].shape()), " for input ",
              i, " of shape ", to_string(state_.input_shapes[i]));
     // For custom Functions, each gradient returned counts as one formula evaluated.
     ++c.formulas_evaluated;
-    ++c.formula_counts[name_ + ":" + std::to_string(i)];
+    c.count_formula(info_.gradient_key(i));
+  }
+  return out;
+}
+
+std::vector<Node::SavedValue> CustomFunctionNode::saved_values() const {
+  std::vector<SavedValue> out;
+  for (size_t i = 0; i < state_.saved.size(); ++i) {
+    out.push_back(state_.saved[i].describe_as("saved_tensors[" + std::to_string(i) + "]"));
   }
   return out;
 }
@@ -57,7 +80,7 @@ void CustomFunctionNode::release_saved() {
   }
 }
 
-TensorList wrap_custom_outputs(const std::string& name, BackwardFn backward,
+TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
                                const TensorList& inputs, TensorList outputs,
                                std::unique_ptr<FunctionState> state, TensorList to_save,
                                const TensorList& non_differentiable) {
@@ -67,7 +90,7 @@ TensorList wrap_custom_outputs(const std::string& name, BackwardFn backward,
 
   EdgeList edges;
   for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
-  auto node = std::make_shared<CustomFunctionNode>(name, backward, std::move(edges));
+  auto node = std::make_shared<CustomFunctionNode>(info, backward, std::move(edges));
   node->state() = std::move(*state);
   auto is_in = [](const Tensor& t, const TensorList& list) {
     for (const Tensor& x : list) {
@@ -76,7 +99,7 @@ TensorList wrap_custom_outputs(const std::string& name, BackwardFn backward,
     return false;
   };
   for (Tensor& out : outputs) {
-    AG_CHECK(out.defined(), "Function '", name, "' forward returned an undefined tensor");
+    AG_CHECK(out.defined(), "Function '", info.name(), "' forward returned an undefined tensor");
     // An input returned as is becomes a new tensor sharing its storage, so that the input's
     // own history is left untouched.
     if (is_in(out, inputs)) out = out.detach();

@@ -5,7 +5,6 @@
 #include <typeinfo>
 
 #include "engine/grad_mode.h"
-#include "ops/views.h"
 
 namespace ag {
 
@@ -24,7 +23,6 @@ template <typename F>
 TensorList Function<F>::apply(const TensorList& inputs) {
   auto state = std::make_unique<FunctionState>();
   for (const Tensor& t : inputs) {
-    ops::refresh_view(t);  // Note [In-place ops on views]
     state->input_requires_grad.push_back(t.defined() && t.requires_grad());
     state->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
   }
@@ -34,9 +32,9 @@ TensorList Function<F>::apply(const TensorList& inputs) {
     NoGradGuard no_grad;  // forward's own ops are not recorded: the node stands for them
     outputs = F::forward(ctx, inputs);
   }
-  return wrap_custom_outputs(detail::FunctionName<F>::get(), &F::backward, inputs,
-                             std::move(outputs), std::move(state), std::move(ctx.to_save_),
-                             ctx.non_differentiable_);
+  static const FunctionInfo info(detail::FunctionName<F>::get());
+  return wrap_custom_outputs(info, &F::backward, inputs, std::move(outputs), std::move(state),
+                             std::move(ctx.to_save_), ctx.non_differentiable_);
 }
 
 }  // namespace ag

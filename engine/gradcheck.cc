@@ -24,7 +24,7 @@ std::vector<std::vector<double>> analytical_row(const Tensor& out, int64_t j,
     std::vector<double> onehot(static_cast<size_t>(out.numel()), 0.0);
     onehot[j] = 1.0;
     Tensor v = ops::from_vector(onehot, out.shape(), out.dtype(), out.device());
-    grads = grad({out}, wrt, {v}, /*retain_graph=*/true, false, /*allow_unused=*/true);
+    grads = grad({out}, wrt, GradArgs().grad_outputs({v}).retain_graph().allow_unused());
   }
   size_t k = 0;
   for (const Tensor& in : inputs) {
@@ -104,7 +104,8 @@ GradcheckResult gradgradcheck(const DifferentiableFn& fn, const TensorList& inpu
   DifferentiableFn projected = [&](const TensorList& xs) {
     Tensor out = fn(xs);
     if (!out.requires_grad()) return ops::zeros({}, DType::kFloat64);
-    TensorList gs = grad({out}, wrt, {v}, true, /*create_graph=*/true, true);
+    TensorList gs =
+        grad({out}, wrt, GradArgs().grad_outputs({v}).retain_graph().create_graph().allow_unused());
     Tensor total = ops::zeros({}, DType::kFloat64);
     for (size_t i = 0; i < gs.size(); ++i) {
       if (gs[i].defined()) total = ops::add(total, ops::sum(ops::mul(gs[i], weights[i])));

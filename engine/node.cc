@@ -4,7 +4,6 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
-#include "ops/views.h"
 
 namespace ag {
 
@@ -44,7 +43,6 @@ uint32_t Node::add_input_metadata(TensorMeta meta) {
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
-  ops::refresh_view(t);  // Note [In-place ops on views]
   if (t.grad_fn()) return {t.grad_fn(), t.output_nr()};
   if (t.requires_grad()) return {grad_accumulator(t), 0};
   return {};

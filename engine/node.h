@@ -49,12 +49,23 @@ class Node : public std::enable_shared_from_this<Node> {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // Computes gradients for next_edges() from the gradients of this node's outputs. `call` tells,
-  // for this backward call only, which of those gradients are needed (Note [Per-call view]).
+  // Computes gradients for next_edges() from the gradients of this node's outputs; an output
+  // that got no gradient has an undefined one (at least one is defined). `call` tells, for this
+  // backward call only, which of the results are needed (Note [Per-call view]); an undefined
+  // result means "no gradient".
   virtual TensorList apply(TensorList&& grads, const Call& call) = 0;
   virtual std::string name() const = 0;
   // Drops saved tensors after a backward without retain_graph.
   virtual void release_saved() {}
+
+  // What the node keeps for its backward, for describe_graph(): one entry per value it may save.
+  struct SavedValue {
+    std::string name;
+    enum class State { kKept, kReleased, kNotKept } state;
+    std::string describe;  // "float32[2, 3]" while kept
+    size_t nbytes = 0;     // while kept
+  };
+  virtual std::vector<SavedValue> saved_values() const { return {}; }
 
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }

@@ -14,11 +14,36 @@ struct EngineOptions {
   // Note [Guarded saves]: ops save a value only if a formula that can run needs it.
   bool guard_saves = true;
 
-  static EngineOptions all_off() { return {false, false, false, false}; }
+  static EngineOptions all_off() {
+    return EngineOptions()
+        .with_prune_by_topo_nr(false)
+        .with_prune_by_reachability(false)
+        .with_per_call_needs_input_grad(false)
+        .with_guard_saves(false);
+  }
+  // Copies with one switch changed: EngineOptions().with_prune_by_reachability(false).
+  EngineOptions with_prune_by_topo_nr(bool on) const {
+    return with(&EngineOptions::prune_by_topo_nr, on);
+  }
+  EngineOptions with_prune_by_reachability(bool on) const {
+    return with(&EngineOptions::prune_by_reachability, on);
+  }
+  EngineOptions with_per_call_needs_input_grad(bool on) const {
+    return with(&EngineOptions::per_call_needs_input_grad, on);
+  }
+  EngineOptions with_guard_saves(bool on) const { return with(&EngineOptions::guard_saves, on); }
+
   bool operator==(const EngineOptions& o) const {
     return prune_by_topo_nr == o.prune_by_topo_nr &&
            prune_by_reachability == o.prune_by_reachability &&
            per_call_needs_input_grad == o.per_call_needs_input_grad && guard_saves == o.guard_saves;
+  }
+
+ private:
+  EngineOptions with(bool EngineOptions::*field, bool on) const {
+    EngineOptions copy = *this;
+    copy.*field = on;
+    return copy;
   }
 };
 

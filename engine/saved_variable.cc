@@ -16,24 +16,40 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
   data_ = is_output ? tensor.detach() : tensor;
 }
 
-Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner, const std::string& op,
-                             const std::string& slot) const {
-  AG_CHECK(!released_, "Trying to backward through the graph a second time: the value '", slot,
-           "' of shape ", to_string(saved_shape_), " saved by '", op,
-           "' was already freed. Pass retain_graph=true to the first backward()/grad() call if "
-           "you need to backward through the graph again.");
-  AG_CHECK(data_.version() == saved_version_,
-           "One of the tensors needed for gradient computation has been modified by an in-place "
-           "operation: the value '",
-           slot, "' of shape ", to_string(saved_shape_), " saved by '", op, "' is at version ",
-           data_.version(), "; expected version ", saved_version_, ".");
+namespace {
+std::string slot_name(const char* slot, int index) {
+  return index < 0 ? std::string(slot) : std::string(slot) + "[" + std::to_string(index) + "]";
+}
+}  // namespace
+
+Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) const {
+  if (released_) {
+    fail("Trying to backward through the graph a second time: the value '", slot_name(slot, index),
+         "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
+         "' was already freed. Pass retain_graph to the first backward()/grad() call if you need "
+         "to backward through the graph again.");
+  }
+  if (data_.version() != saved_version_) {
+    fail(
+        "One of the tensors needed for gradient computation has been modified by an in-place "
+        "operation: the value '",
+        slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
+        "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
+  }
   if (!is_output_ || !requires_grad_) return data_;
   // Re-attach the owner so double backward sees the output's history.
   Tensor t = data_.detach();
   t.impl()->requires_grad = true;
-  t.impl()->grad_fn = owner;
+  t.impl()->grad_fn = std::const_pointer_cast<Node>(owner.shared_from_this());
   t.impl()->output_nr = output_nr_;
   return t;
+}
+
+Node::SavedValue SavedVariable::describe_as(std::string name) const {
+  using State = Node::SavedValue::State;
+  if (released_) return {std::move(name), State::kReleased, "", 0};
+  if (!data_.defined()) return {std::move(name), State::kNotKept, "", 0};
+  return {std::move(name), State::kKept, data_.describe(), data_.nbytes()};
 }
 
 void SavedVariable::release() {

@@ -4,11 +4,10 @@
 #include <memory>
 #include <string>
 
+#include "engine/node.h"
 #include "engine/tensor.h"
 
 namespace ag {
-
-class Node;
 
 // A tensor saved by a forward op for its backward. Two rules:
 // - Version check: unpack() throws if the tensor was modified in place after it was saved.
@@ -19,13 +18,16 @@ class SavedVariable {
   SavedVariable() = default;
   SavedVariable(const Tensor& tensor, bool is_output);
 
-  // `owner` is the node that saved it; `op` and `slot` name it in error messages.
-  Tensor unpack(const std::shared_ptr<Node>& owner, const std::string& op,
-                const std::string& slot) const;
+  // `owner` is the node that saved it (a saved output gets it back as grad_fn). `slot`, with
+  // `index` if not -1, names the value in error messages ("other", "saved_tensors[1]"); the
+  // messages are only built when they are thrown.
+  Tensor unpack(const Node& owner, const char* slot, int index = -1) const;
   void release();
   bool defined() const { return data_.defined(); }
   bool released() const { return released_; }
   size_t nbytes() const { return data_.defined() ? data_.nbytes() : 0; }
+  // The entry describe_graph() shows for this value, under `name`.
+  Node::SavedValue describe_as(std::string name) const;
 
  private:
   Tensor data_;

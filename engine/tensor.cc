@@ -1,14 +1,11 @@
 #include "engine/tensor.h"
 
-#include "engine/accumulate_grad.h"
-#include "engine/allocator.h"
+#include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "engine/node.h"
-#include "ops/views.h"
 
 namespace ag {
-
-void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   int64_t numel = 1;  // checked and counted in one pass
@@ -66,7 +63,7 @@ void Tensor::set_grad(const Tensor& g) {
   impl_->grad = g.impl();
 }
 
-void Tensor::refresh_view_history() const { ops::refresh_view(*this); }
+void Tensor::refresh_view_history() const { engine_ops::refresh_view(*this); }
 
 Tensor Tensor::detach() const { return alias_with_shape(impl_->shape); }
 

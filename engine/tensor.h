@@ -9,10 +9,10 @@
 
 #include "engine/device.h"
 #include "engine/dtype.h"
-#include "engine/object_pool.h"
-#include "engine/ref.h"
-#include "engine/shape.h"
-#include "engine/storage.h"
+#include "engine/memory/object_pool.h"
+#include "engine/memory/ref.h"
+#include "engine/memory/shape.h"
+#include "engine/memory/storage.h"
 
 namespace ag {
 

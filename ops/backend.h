@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "engine/device.h"
-#include "engine/device_table.h"
+#include "engine/memory/device_table.h"
 #include "engine/tensor.h"
 #include "ops/kinds.h"
 

@@ -18,120 +18,180 @@ Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Ten
   return record(spec, {&a, &b}, std::move(out));
 }
 
-Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar = 0) {
+Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a) {
   check_defined(spec.name().c_str(), a, "input");
-  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar), [scalar] {
-    OpAttrs attrs;
-    attrs.scalar = scalar;
-    return attrs;
-  });
+  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, 0.0));
 }
 
-using Ctx = BackwardContext;
-enum { kSelf = 0, kOther = 1, kResult = 2 };
+Tensor scalar_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar) {
+  check_defined(spec.name().c_str(), a, "input");
+  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar),
+                [scalar] { return ScalarAttrs{scalar}; });
+}
 
-const OpSpec kAdd("add", {},
-                  {{"self", {}, [](const Ctx& c) { return c.grad(); }},
-                   {"other", {}, [](const Ctx& c) { return c.grad(); }}});
+// The derivatives, one struct per op: its inputs and result as named slots, then one formula
+// per input (Note [Derivative spec]). Binary ops: add(self, other) and the like.
+struct Binary {
+  static constexpr Input self{0, "self"}, other{1, "other"};
+};
+// Unary ops and ops with a scalar: exp(self) and the like.
+struct Unary {
+  static constexpr Input self{0, "self"};
+  static constexpr Result result{};
+};
 
-const OpSpec kSub("sub", {},
-                  {{"self", {}, [](const Ctx& c) { return c.grad(); }},
-                   {"other", {}, [](const Ctx& c) { return neg(c.grad()); }}});
+struct Add : Binary {
+  static const OpSpec spec;
+};
+const OpSpec Add::spec{"add",
+                       {{self, {}, [](const Ctx& c) { return c.grad(); }},
+                        {other, {}, [](const Ctx& c) { return c.grad(); }}}};
 
-const OpSpec kMul("mul", {{"self", 0}, {"other", 1}},
-                  {{"self", {kOther}, [](const Ctx& c) { return mul(c.grad(), c.saved(kOther)); }},
-                   {"other", {kSelf}, [](const Ctx& c) { return mul(c.grad(), c.saved(kSelf)); }}});
+struct Sub : Binary {
+  static const OpSpec spec;
+};
+const OpSpec Sub::spec{"sub",
+                       {{self, {}, [](const Ctx& c) { return c.grad(); }},
+                        {other, {}, [](const Ctx& c) { return -c.grad(); }}}};
 
-const OpSpec kDiv("div", {{"self", 0}, {"other", 1}},
-                  {{"self", {kOther}, [](const Ctx& c) { return div(c.grad(), c.saved(kOther)); }},
-                   {"other", {kSelf, kOther}, [](const Ctx& c) {
-                      Tensor other = c.saved(kOther);
-                      return neg(div(mul(c.grad(), c.saved(kSelf)), mul(other, other)));
-                    }}});
+struct Mul : Binary {
+  static const OpSpec spec;
+};
+const OpSpec Mul::spec{"mul",
+                       {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
+                        {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }}}};
 
-const OpSpec kPow("pow", {{"self", 0}, {"exponent", 1}, {"result", kFromResult}},
-                  {{"self",
-                    {kSelf, kOther},
-                    [](const Ctx& c) {
-                      Tensor e = c.saved(kOther);
-                      return mul(c.grad(), mul(e, pow(c.saved(kSelf), add(e, -1.0))));
-                    }},
-                   {"exponent", {kSelf, kResult}, [](const Ctx& c) {
-                      return mul(c.grad(), mul(c.saved(kResult), log(c.saved(kSelf))));
-                    }}});
+struct Div : Binary {
+  static const OpSpec spec;
+};
+const OpSpec Div::spec{"div",
+                       {{self, {other}, [](const Ctx& c) { return c.grad() / c[other]; }},
+                        {other, {self, other}, [](const Ctx& c) {
+                           return -c.grad() * c[self] / (c[other] * c[other]);
+                         }}}};
 
-const OpSpec kAddScalar("add_scalar", {}, {{"self", {}, [](const Ctx& c) { return c.grad(); }}});
+// pow(self, exponent) = result
+struct Pow {
+  static constexpr Input self{0, "self"}, exponent{1, "exponent"};
+  static constexpr Result result{};
+  static const OpSpec spec;
+};
+const OpSpec Pow::spec{
+    "pow",
+    {{self,
+      {self, exponent},
+      [](const Ctx& c) { return c.grad() * (c[exponent] * pow(c[self], c[exponent] - 1.0)); }},
+     {exponent, {self, result}, [](const Ctx& c) {
+        return c.grad() * (c[result] * log(c[self]));
+      }}}};
 
-const OpSpec kMulScalar("mul_scalar", {}, {{"self", {}, [](const Ctx& c) {
-                                              return mul(c.grad(), c.attrs().scalar);
-                                            }}});
+struct AddScalar : Unary {
+  static const OpSpec spec;
+};
+const OpSpec AddScalar::spec{"add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
 
-const OpSpec kPowScalar("pow_scalar", {{"self", 0}},
-                        {{"self", {kSelf}, [](const Ctx& c) {
-                            const double e = c.attrs().scalar;
-                            // PyTorch: x^0 has gradient 0 everywhere, not 0 * 0^-1 = NaN at 0,
-                            // and a constant one (no history under create_graph).
-                            if (e == 0.0) return zeros_like(c.grad());
-                            return mul(c.grad(), mul(pow(c.saved(kSelf), e - 1.0), e));
-                          }}});
+struct MulScalar : Unary {
+  static const OpSpec spec;
+};
+const OpSpec MulScalar::spec{
+    "mul_scalar",
+    {{self, {}, [](const Ctx& c) { return c.grad() * c.attrs<ScalarAttrs>().scalar; }}}};
 
-const OpSpec kNeg("neg", {}, {{"self", {}, [](const Ctx& c) { return neg(c.grad()); }}});
+struct PowScalar : Unary {
+  static const OpSpec spec;
+};
+const OpSpec PowScalar::spec{"pow_scalar", {{self, {self}, [](const Ctx& c) {
+                                               const double e = c.attrs<ScalarAttrs>().scalar;
+                                               // PyTorch: x^0 has gradient 0 everywhere (not
+                                               // 0 * 0^-1 = NaN at 0), a constant: no history.
+                                               if (e == 0.0) return zeros_like(c.grad());
+                                               return c.grad() * (e * pow(c[self], e - 1.0));
+                                             }}}};
 
-// For one-input ops the result is slot 0.
-const OpSpec kExp("exp", {{"result", kFromResult}},
-                  {{"self", {0}, [](const Ctx& c) { return mul(c.grad(), c.saved(0)); }}});
+struct Neg : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Neg::spec{"neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}}};
 
-const OpSpec kLog("log", {{"self", 0}},
-                  {{"self", {0}, [](const Ctx& c) { return div(c.grad(), c.saved(0)); }}});
+struct Exp : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Exp::spec{"exp",
+                       {{self, {result}, [](const Ctx& c) { return c.grad() * c[result]; }}}};
 
-const OpSpec kTanh("tanh", {{"result", kFromResult}},
-                   {{"self", {0}, [](const Ctx& c) {
-                       Tensor y = c.saved(0);
-                       return mul(c.grad(), add(neg(mul(y, y)), 1.0));  // 1 - tanh^2
-                     }}});
+struct Log : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Log::spec{"log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}}};
 
-const OpSpec kSigmoid("sigmoid", {{"result", kFromResult}},
-                      {{"self", {0}, [](const Ctx& c) {
-                          Tensor y = c.saved(0);
-                          return mul(c.grad(), mul(y, add(neg(y), 1.0)));  // y (1 - y)
-                        }}});
+struct Tanh : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Tanh::spec{
+    "tanh",
+    {{self, {result}, [](const Ctx& c) { return c.grad() * (1.0 - c[result] * c[result]); }}}};
 
-const OpSpec kRelu("relu", {{"result", kFromResult}}, {{"self", {0}, [](const Ctx& c) {
-                                                          return threshold_backward(c.grad(),
-                                                                                    c.saved(0));
-                                                        }}});
+struct Sigmoid : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Sigmoid::spec{
+    "sigmoid",
+    {{self, {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); }}}};
+
+struct Relu : Unary {
+  static const OpSpec spec;
+};
+const OpSpec Relu::spec{
+    "relu",
+    {{self, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }}}};
 
 // relu's derivative, grad * (result > 0), as an op of its own (PyTorch's threshold_backward).
 // Its derivative w.r.t. grad is the same mask; w.r.t. result it is zero, but recording that edge
 // keeps a relu gradient connected to relu's input, so grad(grad(y, x), x) on a ReLU network
 // returns (zero) gradients through the graph and a final backward reaches the weights, exactly
 // as in PyTorch, instead of failing with "not reachable".
-const OpSpec kThresholdBackward(
-    "threshold_backward", {{"result", 1}},
-    {{"grad", {0}, [](const Ctx& c) { return threshold_backward(c.grad(), c.saved(0)); }},
-     {"result", {}, [](const Ctx& c) { return zeros_like(c.grad()); }}});
+struct ThresholdBackward {
+  static constexpr Input grad{0, "grad"}, result{1, "result"};
+  static const OpSpec spec;
+};
+const OpSpec ThresholdBackward::spec{
+    "threshold_backward",
+    {{grad, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }},
+     {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}}};
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_op(kAdd, BinaryKind::kAdd, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(kSub, BinaryKind::kSub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(kMul, BinaryKind::kMul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op(kDiv, BinaryKind::kDiv, a, b); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary_op(Add::spec, BinaryKind::kAdd, a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary_op(Sub::spec, BinaryKind::kSub, a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary_op(Mul::spec, BinaryKind::kMul, a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return binary_op(Div::spec, BinaryKind::kDiv, a, b);
+}
 Tensor pow(const Tensor& base, const Tensor& exponent) {
-  return binary_op(kPow, BinaryKind::kPow, base, exponent);
+  return binary_op(Pow::spec, BinaryKind::kPow, base, exponent);
 }
 
-Tensor add(const Tensor& a, double s) { return unary_op(kAddScalar, UnaryKind::kAddScalar, a, s); }
-Tensor mul(const Tensor& a, double s) { return unary_op(kMulScalar, UnaryKind::kMulScalar, a, s); }
-Tensor pow(const Tensor& base, double exponent) {
-  return unary_op(kPowScalar, UnaryKind::kPowScalar, base, exponent);
+Tensor add(const Tensor& a, double s) {
+  return scalar_op(AddScalar::spec, UnaryKind::kAddScalar, a, s);
 }
-Tensor neg(const Tensor& a) { return unary_op(kNeg, UnaryKind::kNeg, a); }
-Tensor exp(const Tensor& a) { return unary_op(kExp, UnaryKind::kExp, a); }
-Tensor log(const Tensor& a) { return unary_op(kLog, UnaryKind::kLog, a); }
-Tensor tanh(const Tensor& a) { return unary_op(kTanh, UnaryKind::kTanh, a); }
-Tensor sigmoid(const Tensor& a) { return unary_op(kSigmoid, UnaryKind::kSigmoid, a); }
-Tensor relu(const Tensor& a) { return unary_op(kRelu, UnaryKind::kRelu, a); }
+Tensor mul(const Tensor& a, double s) {
+  return scalar_op(MulScalar::spec, UnaryKind::kMulScalar, a, s);
+}
+Tensor pow(const Tensor& base, double exponent) {
+  return scalar_op(PowScalar::spec, UnaryKind::kPowScalar, base, exponent);
+}
+Tensor neg(const Tensor& a) { return unary_op(Neg::spec, UnaryKind::kNeg, a); }
+Tensor exp(const Tensor& a) { return unary_op(Exp::spec, UnaryKind::kExp, a); }
+Tensor log(const Tensor& a) { return unary_op(Log::spec, UnaryKind::kLog, a); }
+Tensor tanh(const Tensor& a) { return unary_op(Tanh::spec, UnaryKind::kTanh, a); }
+Tensor sigmoid(const Tensor& a) { return unary_op(Sigmoid::spec, UnaryKind::kSigmoid, a); }
+Tensor relu(const Tensor& a) { return unary_op(Relu::spec, UnaryKind::kRelu, a); }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
   check_same_dtype_and_device("threshold_backward", grad, result);
@@ -139,7 +199,7 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
            to_string(grad.shape()), " does not match result shape ", to_string(result.shape()));
   Tensor out =
       backend_for(grad.device()).binary(BinaryKind::kThreshold, grad, result, grad.shape());
-  return record(kThresholdBackward, {&grad, &result}, out);
+  return record(ThresholdBackward::spec, {&grad, &result}, out);
 }
 
 }  // namespace ag::ops

@@ -1,6 +1,6 @@
 // Tensor factories, clone, detach and device copies.
-#include "engine/allocator.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/counter_rng.h"
@@ -43,27 +43,35 @@ Tensor uniform(const Shape& shape, double low, double high, uint64_t seed, DType
   return from_vector(values, shape, dtype, device);
 }
 
-const OpSpec kClone("clone", {}, {{"self", {}, [](const BackwardContext& c) { return c.grad(); }}});
+namespace {
+struct OfSelf {
+  static constexpr Input self{0, "self"};
+};
+
+struct Clone : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec Clone::spec{"clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
+
+// The gradient goes back to the input's device.
+struct To : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec To::spec{
+    "to", {{self, {}, [](const Ctx& c) { return to(c.grad(), c.attrs<DeviceAttrs>().device); }}}};
+}  // namespace
 
 Tensor clone(const Tensor& t) {
   check_defined("clone", t, "input");
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
   backend_for(t.device()).copy(out, t);
-  return record(kClone, {&t}, out);
+  return record(Clone::spec, {&t}, out);
 }
 
 Tensor detach(const Tensor& a) {
   check_defined("detach", a, "input");
   return a.detach();
 }
-
-const OpSpec kTo(
-    "to", {},
-    {{"self", {}, [](const BackwardContext& c) {
-        // The gradient goes back to the input's device (attrs.dim0).
-        Device d{static_cast<DeviceType>(c.attrs().dim0), static_cast<int>(c.attrs().dim1)};
-        return to(c.grad(), d);
-      }}});
 
 Tensor to(const Tensor& t, Device device) {
   check_defined("to", t, "input");
@@ -73,10 +81,7 @@ Tensor to(const Tensor& t, Device device) {
   std::vector<char> host(t.nbytes());
   allocator_for(t.device().type).copy_to_host(host.data(), t.raw_data(), host.size());
   allocator_for(device.type).copy_from_host(out.raw_data(), host.data(), host.size());
-  OpAttrs attrs;
-  attrs.dim0 = static_cast<int64_t>(t.device().type);
-  attrs.dim1 = t.device().index;
-  return record(kTo, {&t}, out, std::move(attrs));
+  return record(To::spec, {&t}, out, DeviceAttrs{t.device()});
 }
 
 }  // namespace ag::ops

@@ -14,24 +14,36 @@
 namespace ag::ops {
 namespace {
 
-using Ctx = BackwardContext;
+// add_(self, other)
+struct AddInplace {
+  static constexpr Input self{0, "self"}, other{1, "other"};
+  static const OpSpec spec;
+};
+const OpSpec AddInplace::spec{"add_",
+                              {{self, {}, [](const Ctx& c) { return c.grad(); }},
+                               {other, {}, [](const Ctx& c) { return c.grad(); }}}};
 
-const OpSpec kAddInplace("add_", {},
-                         {{"self", {}, [](const Ctx& c) { return c.grad(); }},
-                          {"other", {}, [](const Ctx& c) { return c.grad(); }}});
+// mul_(self, other). The old value of self is gone after the write, so mul_ saves a
+// differentiable copy of it, self_before, made only when that slot is kept (Note [Guarded saves]).
+struct MulInplace {
+  static constexpr Input self{0, "self"}, other{1, "other"};
+  static constexpr ForwardValue self_before{0, "self_before"};
+  static const OpSpec spec;
+};
+const OpSpec MulInplace::spec{
+    "mul_",
+    {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
+     {other, {self_before}, [](const Ctx& c) { return c.grad() * c[self_before]; }}}};
 
-// The old value of self is gone after the write, so mul_ saves a differentiable copy of it, made
-// only when its slot is kept (Note [Guarded saves]).
-enum { kSelfBefore = 0, kOther = 1 };
-const OpSpec kMulInplace(
-    "mul_", {{"self_before", kFromForward}, {"other", 1}},
-    {{"self", {kOther}, [](const Ctx& c) { return mul(c.grad(), c.saved(kOther)); }},
-     {"other", {kSelfBefore}, [](const Ctx& c) { return mul(c.grad(), c.saved(kSelfBefore)); }}});
-
-// The overwritten self gets a constant zero gradient (no history, as PyTorch's zeros_like).
-const OpSpec kCopyInplace("copy_", {},
-                          {{"self", {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
-                           {"src", {}, [](const Ctx& c) { return c.grad(); }}});
+// copy_(self, src). The overwritten self gets a constant zero gradient (no history, as PyTorch's
+// zeros_like).
+struct CopyInplace {
+  static constexpr Input self{0, "self"}, src{1, "src"};
+  static const OpSpec spec;
+};
+const OpSpec CopyInplace::spec{"copy_",
+                               {{self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
+                                {src, {}, [](const Ctx& c) { return c.grad(); }}}};
 
 void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(op, a, b);
@@ -46,7 +58,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.
 std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const Tensor& b) {
   if (!records_node({&a, &b})) return nullptr;
-  return make_node(spec, {&a, &b}, OpAttrs(), {}, /*written=*/&a);
+  return make_node(spec, {&a, &b}, NoAttrs(), {}, /*written=*/&a);
 }
 
 // After the write: bump the version, make `a` the node's output, rebase a view's base.
@@ -61,24 +73,26 @@ Tensor& finish_inplace(const std::shared_ptr<OpNode>& node, Tensor& a) {
 
 Tensor& add_(Tensor& a, const Tensor& b) {
   check_inplace("add_", a, b);
-  std::shared_ptr<OpNode> node = begin_inplace(kAddInplace, a, b);
+  std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
   return finish_inplace(node, a);
 }
 
 Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
-  std::shared_ptr<OpNode> node = begin_inplace(kMulInplace, a, b);
-  // clone() keeps self's history, so other's gradient stays differentiable in self (like
-  // PyTorch's original_self = self.clone()); a plain copy would cut double backward there.
-  if (node && node->keeps_slot(kSelfBefore)) node->save(kSelfBefore, clone(a), false);
+  std::shared_ptr<OpNode> node = begin_inplace(MulInplace::spec, a, b);
+  // The spec says whether self_before is kept. clone() keeps self's history, so other's
+  // gradient stays differentiable in self (like PyTorch's original_self = self.clone()); a plain
+  // copy would cut double backward there.
+  const int self_before = MulInplace::spec.slot_index(MulInplace::self_before);
+  if (node && node->keeps_slot(self_before)) node->save(self_before, clone(a), false);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
   return finish_inplace(node, a);
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src);
-  std::shared_ptr<OpNode> node = begin_inplace(kCopyInplace, a, src);
+  std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
   return finish_inplace(node, a);
 }

@@ -15,9 +15,6 @@
 namespace ag::ops {
 namespace {
 
-using Ctx = BackwardContext;
-enum { kMat1 = 0, kMat2 = 1 };
-
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb);
 
 // C = op(A) op(B):  dA = G op(B)^T (or its transpose),  dB = op(A)^T G (or its transpose).
@@ -28,30 +25,30 @@ Tensor grad_mat2(const OpSpec& spec, const Tensor& g, const Tensor& a, bool ta, 
   return tb ? product(spec, g, a, true, ta) : product(spec, a, g, !ta, false);
 }
 
-// mm and bmm share formulas; each formula multiplies with its own node's spec (c.spec()).
-OpSpec product_spec(const char* name) {
-  return OpSpec(
-      name, {{"self", 0}, {"mat2", 1}},
-      {{"self",
-        {kMat2},
-        [](const Ctx& c) {
-          return grad_mat1(c.spec(), c.grad(), c.saved(kMat2), c.attrs().flag0, c.attrs().flag1);
-        }},
-       {"mat2", {kMat1}, [](const Ctx& c) {
-          return grad_mat2(c.spec(), c.grad(), c.saved(kMat1), c.attrs().flag0, c.attrs().flag1);
-        }}});
-}
-
-const OpSpec kMm = product_spec("mm");
-const OpSpec kBmm = product_spec("bmm");
+// mm(self, mat2) and bmm(self, mat2) share formulas; each formula multiplies with its own node's
+// spec (c.spec()), so bmm's gradients are bmm's again.
+struct Product {
+  static constexpr Input self{0, "self"}, mat2{1, "mat2"};
+  static OpSpec spec_named(const char* name) {
+    return OpSpec(name,
+                  {{self,
+                    {mat2},
+                    [](const Ctx& c) {
+                      const auto& t = c.attrs<ProductAttrs>();
+                      return grad_mat1(c.spec(), c.grad(), c[mat2], t.transpose_a, t.transpose_b);
+                    }},
+                   {mat2, {self}, [](const Ctx& c) {
+                      const auto& t = c.attrs<ProductAttrs>();
+                      return grad_mat2(c.spec(), c.grad(), c[self], t.transpose_a, t.transpose_b);
+                    }}});
+  }
+};
+const OpSpec kMm = Product::spec_named("mm");
+const OpSpec kBmm = Product::spec_named("bmm");
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr), [=] {
-    OpAttrs attrs;
-    attrs.flag0 = ta;
-    attrs.flag1 = tb;
-    return attrs;
-  });
+  return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
+                ProductAttrs{ta, tb});
 }
 
 void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
@@ -65,19 +62,30 @@ void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t ran
            ": batch sizes differ: ", to_string(a.shape()), " and ", to_string(b.shape()));
 }
 
-// out = bias + mat1 @ mat2
-const OpSpec kAddmm(
-    "addmm", {{"mat1", 1}, {"mat2", 2}},
-    {{"self", {}, [](const Ctx& c) { return c.grad(); }},
-     {"mat1", {1}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(1), false, true); }},
-     {"mat2", {0}, [](const Ctx& c) { return product(kMm, c.saved(0), c.grad(), true, false); }}});
+// addmm(self, mat1, mat2) = self + mat1 @ mat2
+struct Addmm {
+  static constexpr Input self{0, "self"}, mat1{1, "mat1"}, mat2{2, "mat2"};
+  static const OpSpec spec;
+};
+const OpSpec Addmm::spec{
+    "addmm",
+    {{self, {}, [](const Ctx& c) { return c.grad(); }},
+     {mat1, {mat2}, [](const Ctx& c) { return product(kMm, c.grad(), c[mat2], false, true); }},
+     {mat2, {mat1}, [](const Ctx& c) { return product(kMm, c[mat1], c.grad(), true, false); }}}};
 
-// out = input @ weight^T + bias, input [N, in], weight [out, in], bias [out]
-const OpSpec kLinear(
-    "linear", {{"input", 0}, {"weight", 1}},
-    {{"input", {1}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(1), false, false); }},
-     {"weight", {0}, [](const Ctx& c) { return product(kMm, c.grad(), c.saved(0), true, false); }},
-     {"bias", {}, [](const Ctx& c) { return c.grad(); }}});
+// linear(input, weight, bias) = input @ weight^T + bias: input [N, in], weight [out, in],
+// bias [out]
+struct Linear {
+  static constexpr Input input{0, "input"}, weight{1, "weight"}, bias{2, "bias"};
+  static const OpSpec spec;
+};
+const OpSpec Linear::spec{
+    "linear",
+    {{input,
+      {weight},
+      [](const Ctx& c) { return product(kMm, c.grad(), c[weight], false, false); }},
+     {weight, {input}, [](const Ctx& c) { return product(kMm, c.grad(), c[input], true, false); }},
+     {bias, {}, [](const Ctx& c) { return c.grad(); }}}};
 
 // The broadcast of a's and b's batch dims (all but the last two), as matmul names them.
 Shape broadcast_batch(const Tensor& a, const Tensor& b) {
@@ -125,7 +133,7 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
     Backend& be = backend_for(a.device());
     result = be.binary(BinaryKind::kAdd, be.matmul(a, b, false, false, nullptr), bias, out);
   }
-  return record(kAddmm, {&bias, &a, &b}, result);
+  return record(Addmm::spec, {&bias, &a, &b}, result);
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
@@ -146,7 +154,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   }
   Tensor out = backend_for(input.device())
                    .matmul(input, weight, false, true, bias.defined() ? &bias : nullptr);
-  return record(kLinear, {&input, &weight, &bias}, out);
+  return record(Linear::spec, {&input, &weight, &bias}, out);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

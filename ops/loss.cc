@@ -8,14 +8,18 @@
 namespace ag::ops {
 namespace {
 
-using Ctx = BackwardContext;
-
-// d/dx log_softmax = g - softmax * sum(g) along dim; softmax = exp(result).
-const OpSpec kLogSoftmax("log_softmax", {{"result", kFromResult}},
-                         {{"self", {0}, [](const Ctx& c) {
-                             const int64_t dim = c.attrs().dim0;
-                             return sub(c.grad(), mul(exp(c.saved(0)), sum(c.grad(), dim, true)));
-                           }}});
+// log_softmax(self, dim) = result: d/dself = grad - softmax * sum(grad) along dim, where
+// softmax = exp(result).
+struct LogSoftmax {
+  static constexpr Input self{0, "self"};
+  static constexpr Result result{};
+  static const OpSpec spec;
+};
+const OpSpec LogSoftmax::spec{"log_softmax", {{self, {result}, [](const Ctx& c) {
+                                                 const int64_t dim = c.attrs<DimAttrs>().dim;
+                                                 return c.grad() -
+                                                        exp(c[result]) * sum(c.grad(), dim, true);
+                                               }}}};
 
 // loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
 // incoming gradient. The pattern needs only the targets and the shape.
@@ -28,31 +32,38 @@ Tensor nll_pattern(const Shape& shape, const std::vector<int64_t>& targets, DTyp
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
                          const std::vector<int64_t>& targets);
 
-enum { kSelf = 0 };
+// nll_loss(self, targets). The gradient is recorded as an op of its own with an edge to self
+// (PyTorch's nll_loss_backward), so it stays differentiable in self: its derivative there is
+// zero, and grad(grad(nll_loss(x), x), x) gives zeros, as in PyTorch, instead of "not
+// reachable". Self is saved only for that edge; it is log_softmax's saved result in
+// cross_entropy, so no new memory.
+struct NllLoss {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec NllLoss::spec{"nll_loss", {{self, {self}, [](const Ctx& c) {
+                                           return nll_loss_backward(
+                                               c.grad(), c[self], *c.attrs<TargetsAttrs>().targets);
+                                         }}}};
 
-// The gradient is recorded as an op of its own with an edge to self (PyTorch's
-// nll_loss_backward), so it stays differentiable in self: its derivative there is zero, and
-// grad(grad(nll_loss(x), x), x) gives zeros, as in PyTorch, instead of "not reachable". Self is
-// saved only for that edge; it is log_softmax's saved result in cross_entropy, so no new memory.
-const OpSpec kNllLoss("nll_loss", {{"self", 0}},
-                      {{"self", {kSelf}, [](const Ctx& c) {
-                          return nll_loss_backward(c.grad(), c.saved(kSelf), c.attrs().targets);
-                        }}});
-
-// out = pattern * grad, with grad a scalar: d/dgrad is nll_loss of the incoming gradient, and
-// d/dself is a constant zero.
-const OpSpec kNllLossBackward(
-    "nll_loss_backward", {},
-    {{"grad", {}, [](const Ctx& c) { return nll_loss(c.grad(), c.attrs().targets); }},
-     {"self", {}, [](const Ctx& c) { return zeros_like(c.grad()); }}});
+// nll_loss_backward(grad, self) = pattern * grad, with grad a scalar: d/dgrad is nll_loss of
+// the incoming gradient, and d/dself is a constant zero.
+struct NllLossBackward {
+  static constexpr Input grad{0, "grad"}, self{1, "self"};
+  static const OpSpec spec;
+};
+const OpSpec NllLossBackward::spec{
+    "nll_loss_backward",
+    {{grad, {}, [](const Ctx& c) { return nll_loss(c.grad(), *c.attrs<TargetsAttrs>().targets); }},
+     {self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}}};
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
                          const std::vector<int64_t>& targets) {
   const Tensor pattern = nll_pattern(self.shape(), targets, grad.dtype(), grad.device());
   Tensor out = backend_for(grad.device()).binary(BinaryKind::kMul, pattern, grad, self.shape());
-  OpAttrs attrs;
-  attrs.targets = targets;
-  return record(kNllLossBackward, {&grad, &self}, out, std::move(attrs));
+  return record(NllLossBackward::spec, {&grad, &self}, out, [&] {
+    return TargetsAttrs{std::make_shared<const std::vector<int64_t>>(targets)};
+  });
 }
 
 // Checks [N, C] inputs and N targets in [0, C), naming `op` (nll_loss or cross_entropy, so a
@@ -75,9 +86,7 @@ void check_classification(const char* op, const Tensor& input,
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   check_defined("log_softmax", a, "input");
   dim = normalize_dim("log_softmax", dim, a);
-  OpAttrs attrs;
-  attrs.dim0 = dim;
-  return record(kLogSoftmax, {&a}, backend_for(a.device()).log_softmax(a, dim), std::move(attrs));
+  return record(LogSoftmax::spec, {&a}, backend_for(a.device()).log_softmax(a, dim), DimAttrs{dim});
 }
 
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
@@ -87,9 +96,9 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {
   Backend& be = backend_for(log_probs.device());
   Tensor out = be.unary(UnaryKind::kMulScalar, be.sum_all(be.gather_rows(log_probs, targets)),
                         -1.0 / static_cast<double>(log_probs.shape()[0]));
-  OpAttrs attrs;
-  attrs.targets = targets;
-  return record(kNllLoss, {&log_probs}, out, std::move(attrs));
+  return record(NllLoss::spec, {&log_probs}, out, [&] {
+    return TargetsAttrs{std::make_shared<const std::vector<int64_t>>(targets)};
+  });
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets) {

@@ -88,14 +88,18 @@ Tensor& copy_(Tensor& a, const Tensor& src);
 }  // namespace ag::ops
 
 namespace ag {
-// Operators for readable tests and formulas.
+// Operators, so that tests and derivative formulas read like the math (each is one recorded op,
+// or two for `s - a`).
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return ops::mul(a, b); }
 inline Tensor operator/(const Tensor& a, const Tensor& b) { return ops::div(a, b); }
 inline Tensor operator-(const Tensor& a) { return ops::neg(a); }
 inline Tensor operator+(const Tensor& a, double s) { return ops::add(a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return ops::add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return ops::add(a, -s); }
+inline Tensor operator-(double s, const Tensor& a) { return ops::add(ops::neg(a), s); }
 inline Tensor operator*(const Tensor& a, double s) { return ops::mul(a, s); }
 inline Tensor operator*(double s, const Tensor& a) { return ops::mul(a, s); }
-inline Tensor operator-(const Tensor& a, double s) { return ops::add(a, -s); }
+inline Tensor operator/(const Tensor& a, double s) { return ops::mul(a, 1.0 / s); }
 }  // namespace ag

@@ -8,8 +8,6 @@
 namespace ag::ops {
 namespace {
 
-using Ctx = BackwardContext;
-
 // The shape `a` reduced over `dim` would have with keepdim.
 Shape keepdim_shape(const Shape& shape, int64_t dim) {
   Shape s = shape;
@@ -17,32 +15,46 @@ Shape keepdim_shape(const Shape& shape, int64_t dim) {
   return s;
 }
 
-const OpSpec kSum("sum", {}, {{"self", {}, [](const Ctx& c) {
-                                 return broadcast_to(c.grad(), c.input_shape(0));
-                               }}});
+// Reductions and broadcasts of one input, self.
+struct OfSelf {
+  static constexpr Input self{0, "self"};
+};
 
-const OpSpec kSumDim("sum_dim", {}, {{"self", {}, [](const Ctx& c) {
-                                        const Shape& in = c.input_shape(0);
-                                        Tensor g = c.grad();
-                                        if (!c.attrs().flag0) {
-                                          g = reshape(g, keepdim_shape(in, c.attrs().dim0));
-                                        }
-                                        return broadcast_to(g, in);
-                                      }}});
+struct Sum : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec Sum::spec{
+    "sum", {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
 
-const OpSpec kSumTo("sum_to", {}, {{"self", {}, [](const Ctx& c) {
-                                      return broadcast_to(c.grad(), c.input_shape(0));
-                                    }}});
+struct SumDim : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec SumDim::spec{"sum_dim", {{self, {}, [](const Ctx& c) {
+                                         const Shape& in = c.input_shape(self);
+                                         const auto& [dim, keepdim] = c.attrs<DimAttrs>();
+                                         Tensor g = c.grad();
+                                         if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
+                                         return broadcast_to(g, in);
+                                       }}}};
+
+struct SumTo : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec SumTo::spec{
+    "sum_to",
+    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
 
 // The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
-const OpSpec kBroadcastTo("broadcast_to", {},
-                          {{"self", {}, [](const Ctx& c) { return c.grad(); }}});
+struct BroadcastTo : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec BroadcastTo::spec{"broadcast_to", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
 
 }  // namespace
 
 Tensor sum(const Tensor& a) {
   check_defined("sum", a, "input");
-  return record(kSum, {&a}, backend_for(a.device()).sum_all(a));
+  return record(Sum::spec, {&a}, backend_for(a.device()).sum_all(a));
 }
 
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
@@ -55,10 +67,7 @@ Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
     squeezed.erase(squeezed.begin() + dim);
     out = out.alias_with_shape(squeezed);
   }
-  OpAttrs attrs;
-  attrs.dim0 = dim;
-  attrs.flag0 = keepdim;
-  return record(kSumDim, {&a}, out, std::move(attrs));
+  return record(SumDim::spec, {&a}, out, DimAttrs{dim, keepdim});
 }
 
 Tensor mean(const Tensor& a) {
@@ -77,14 +86,14 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("sum_to", shape, a.shape());
-  return record(kSumTo, {&a}, backend_for(a.device()).sum_to(a, shape));
+  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape));
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   check_defined("broadcast_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("broadcast_to", a.shape(), shape);
-  return record(kBroadcastTo, {&a}, backend_for(a.device()).broadcast_to(a, shape));
+  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape));
 }
 
 }  // namespace ag::ops

@@ -9,16 +9,21 @@
 namespace ag::ops {
 namespace {
 
-using Ctx = BackwardContext;
+struct Reshape {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec Reshape::spec{
+    "reshape", {{self, {}, [](const Ctx& c) { return reshape(c.grad(), c.input_shape(self)); }}}};
 
-const OpSpec kReshape("reshape", {}, {{"self", {}, [](const Ctx& c) {
-                                         return reshape(c.grad(), c.input_shape(0));
-                                       }}});
-
-const OpSpec kTranspose("transpose", {}, {{"self", {}, [](const Ctx& c) {
-                                             return transpose(c.grad(), c.attrs().dim0,
-                                                              c.attrs().dim1);
-                                           }}});
+struct Transpose {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec Transpose::spec{"transpose", {{self, {}, [](const Ctx& c) {
+                                              const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+                                              return transpose(c.grad(), dim0, dim1);
+                                            }}}};
 
 // Resolves one -1 entry and checks the element count.
 Shape infer_shape(const Tensor& a, const Shape& requested) {
@@ -49,7 +54,7 @@ Shape infer_shape(const Tensor& a, const Shape& requested) {
 Tensor reshape(const Tensor& a, const Shape& shape) {
   check_defined("reshape", a, "input");
   Shape resolved = infer_shape(a, shape);
-  Tensor out = record(kReshape, {&a}, a.alias_with_shape(resolved));
+  Tensor out = record(Reshape::spec, {&a}, a.alias_with_shape(resolved));
   mark_view(out, a);  // Note [In-place ops on views]
   return out;
 }
@@ -60,11 +65,8 @@ Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   check_defined("transpose", a, "input");
   dim0 = normalize_dim("transpose", dim0, a);
   dim1 = normalize_dim("transpose", dim1, a);
-  OpAttrs attrs;
-  attrs.dim0 = dim0;
-  attrs.dim1 = dim1;
-  return record(kTranspose, {&a}, backend_for(a.device()).transpose(a, dim0, dim1),
-                std::move(attrs));
+  return record(Transpose::spec, {&a}, backend_for(a.device()).transpose(a, dim0, dim1),
+                TransposeAttrs{dim0, dim1});
 }
 
 }  // namespace ag::ops

@@ -6,20 +6,59 @@
 #include "engine/grad_mode.h"
 #include "engine/options.h"
 #include "ops/ops.h"
-#include "ops/views.h"
 
 namespace ag::ops {
 
-OpSpec::OpSpec(const char* name, std::initializer_list<SlotSpec> slots,
-               std::initializer_list<FormulaSpec> formulas)
-    : name_(name), slots_(slots) {
+namespace {
+
+// Sets table[position] = index, growing the table with -1 (unused) as needed.
+void note_slot(std::vector<int8_t>& table, size_t position, int index) {
+  if (table.size() <= position) table.resize(position + 1, -1);
+  table[position] = static_cast<int8_t>(index);
+}
+
+}  // namespace
+
+OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas) : name_(name) {
   for (const FormulaSpec& f : formulas) {
+    AG_CHECK(f.input.position == formulas_.size(), "OpSpec '", name_, "': the formula for '",
+             f.input.name, "' is listed at position ", formulas_.size(),
+             "; formulas must follow the op's inputs");
     uint64_t mask = 0;
-    for (int slot : f.uses) mask |= uint64_t{1} << slot;
-    formulas_.push_back({f.input, mask, f.fn});
-    formula_keys_.push_back(name_ + ":" + f.input);
+    for (const Slot& used : f.uses) {
+      int j = slot_index(used);
+      if (j < 0) {  // first use: number it
+        j = static_cast<int>(slots_.size());
+        slots_.push_back(used);
+        slot_keys_.emplace_back(name_ + ":" + used.name);
+        switch (used.kind) {
+          case Slot::Kind::kInput:
+            note_slot(input_slot_, used.position, j);
+            break;
+          case Slot::Kind::kResult:
+            result_slot_ = static_cast<int8_t>(j);
+            break;
+          case Slot::Kind::kForward:
+            note_slot(forward_slot_, used.position, j);
+            break;
+        }
+      }
+      mask |= uint64_t{1} << j;
+    }
+    formulas_.push_back({f.input.name, mask, f.fn, CounterKey(name_ + ":" + f.input.name)});
   }
-  for (const SlotSpec& s : slots_) slot_keys_.push_back(name_ + ":" + s.name);
+}
+
+int OpSpec::slot_index(const Slot& slot) const {
+  switch (slot.kind) {
+    case Slot::Kind::kInput:
+      return slot.position < input_slot_.size() ? input_slot_[slot.position] : -1;
+    case Slot::Kind::kResult:
+      return result_slot_;
+    case Slot::Kind::kForward:
+      return slot.position < forward_slot_.size() ? forward_slot_[slot.position] : -1;
+  }
+  return -1;
 }
 
 bool OpSpec::slot_needed(size_t j, const std::vector<bool>& requires) const {
@@ -43,7 +82,14 @@ void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
   saved_[slot] = SavedVariable(value, is_output);
   Counters& c = counters();
   c.bytes_saved += static_cast<int64_t>(value.nbytes());
-  ++c.save_counts[spec_.slot_key(slot)];
+  c.count_save(spec_.slot_key(slot));
+}
+
+std::vector<Node::SavedValue> OpNode::saved_values() const {
+  std::vector<SavedValue> out;
+  for (size_t j = 0; j < saved_.size(); ++j)
+    out.push_back(saved_[j].describe_as(spec_.slot(j).name));
+  return out;
 }
 
 bool OpNode::keeps_slot(size_t j) const {
@@ -58,33 +104,44 @@ void OpNode::release_saved() {
 
 TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   TensorList out(num_outputs());
-  BackwardContext ctx(*this, grads[0]);
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
-    Tensor g = spec_.formula(i)(ctx);
+    Tensor g = spec_.formula(i)(BackwardContext(*this, grads[0], i));
     ++c.formulas_evaluated;
-    ++c.formula_counts[spec_.formula_key(i)];
+    c.count_formula(spec_.formula_key(i));
     out[i] = g.shape() == input_shapes_[i] ? std::move(g) : sum_to(g, input_shapes_[i]);
   }
   return out;
 }
 
-Tensor BackwardContext::saved(size_t slot) const {
-  const SavedVariable& s = node_.saved_[slot];
+Tensor BackwardContext::operator[](const Slot& slot) const {
+  const OpSpec& spec = node_.spec_;
+  const int j = spec.slot_index(slot);
+  // Note [Derivative spec]: the uses list is a contract, checked on every read.
+  if (j < 0 || !(spec.formula_uses(formula_) >> j & 1)) {
+    fail("internal error in '", spec.name(), "': the formula for '", spec.input_name(formula_),
+         "' reads '", slot.name, "', which its uses list does not name");
+  }
+  const SavedVariable& s = node_.saved_[j];
   // A formula only runs when its input requires grad, so its slots were saved (Note [Guarded
   // saves]) unless released; unpack() reports the released case.
   if (!s.defined() && !s.released()) {
-    fail("internal error: '", node_.spec_.slot_key(slot), "' was not saved but a formula needs it");
+    fail("internal error: '", spec.slot_key(j).name(), "' was not saved but a formula needs it");
   }
-  return s.unpack(node_.shared_from_this(), node_.spec_.name(), node_.spec_.slot(slot).name);
+  return s.unpack(node_, slot.name);
+}
+
+void BackwardContext::fail_attrs_type() const {
+  fail("internal error in '", node_.spec_.name(),
+       "': a formula reads attributes of another type "
+       "than the op recorded");
 }
 
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   for (const Tensor* t : inputs) {
-    refresh_view(*t);  // Note [In-place ops on views]
-    if (t->defined() && t->requires_grad()) return true;
+    if (t->defined() && t->requires_grad()) return true;  // a view refreshes itself here
   }
   return false;
 }
@@ -106,18 +163,18 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
   }
   auto node = std::make_shared<OpNode>(spec, std::move(edges), std::move(shapes), std::move(attrs),
                                        std::move(requires), current_options().guard_saves);
-  const Tensor* forward_values = from_forward.begin();
   for (size_t j = 0; j < spec.num_slots(); ++j) {
-    const int source = spec.slot(j).source;
-    if (source == kFromResult) continue;  // attach_output() saves these
+    const Slot& slot = spec.slot(j);
+    if (slot.kind == Slot::Kind::kResult) continue;  // attach_output() saves it
     // A value the forward hands over after the node exists (mul_'s copy of self) is saved by
     // the op itself.
-    if (source == kFromForward && forward_values == from_forward.end()) continue;
-    const Tensor* value = source == kFromForward ? forward_values++ : inputs.begin()[source];
-    if (!node->keeps_slot(j) || !value->defined()) continue;
+    if (slot.kind == Slot::Kind::kForward && slot.position >= from_forward.size()) continue;
+    const Tensor& value = slot.kind == Slot::Kind::kForward ? from_forward.begin()[slot.position]
+                                                            : *inputs.begin()[slot.position];
+    if (!node->keeps_slot(j) || !value.defined()) continue;
     const bool aliases_written =
-        written != nullptr && value->impl()->storage.get() == written->impl()->storage.get();
-    node->save(j, aliases_written ? value->detach() : *value, false);
+        written != nullptr && value.impl()->storage.get() == written->impl()->storage.get();
+    node->save(j, aliases_written ? value.detach() : value, false);
   }
   return node;
 }
@@ -127,10 +184,8 @@ void attach_output(OpNode& node, const Tensor& result) {
   out.requires_grad = true;
   out.grad_fn = node.shared_from_this();
   out.output_nr = node.add_input_metadata(TensorMeta::of(result));
-  const OpSpec& spec = node.spec();
-  for (size_t j = 0; j < spec.num_slots(); ++j) {
-    if (spec.slot(j).source == kFromResult && node.keeps_slot(j)) node.save(j, result, true);
-  }
+  const int j = node.spec().slot_index(Result());
+  if (j >= 0 && node.keeps_slot(j)) node.save(j, result, true);
 }
 
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,

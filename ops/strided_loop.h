@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/shape.h"
+#include "engine/memory/shape.h"
 
 namespace ag::ops {
 

@@ -6,7 +6,7 @@
 
 #include <Eigen/Core>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
 

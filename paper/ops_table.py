@@ -84,7 +84,7 @@ def main():
         "dominates at 1000 elements). At 1000 elements Eigen's time varies between repetitions "
         "with where glibc places its fresh output: an output a little above an input modulo "
         "4096 makes the kernel's loads wait on its stores (4K aliasing), which our allocator's "
-        "alignment rules out (Note [Data block alignment], engine/allocator.cc). The last column "
+        "alignment rules out (Note [Data block alignment], engine/memory/allocator.cc). The last column "
         "compares both sides at their fastest." % (time.strftime("%Y-%m-%d"), cpu_name(),
                                                     args.reps),
         "",

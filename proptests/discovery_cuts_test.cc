@@ -19,8 +19,7 @@ struct SuiteTotals {
 };
 
 const EngineOptions kCuts[3] = {EngineOptions::all_off(),
-                                {/*topo*/ true, /*reach*/ false, true, true},
-                                {/*topo*/ true, /*reach*/ true, true, true}};
+                                EngineOptions().with_prune_by_reachability(false), EngineOptions()};
 
 SuiteTotals run_suite(int graphs, uint64_t seed) {
   SuiteTotals totals;
@@ -36,8 +35,13 @@ SuiteTotals run_suite(int graphs, uint64_t seed) {
     for (const Tensor& o : g.outputs) grad_outputs.push_back(ops::ones_like(o));
     for (int c = 0; c < 3; ++c) {
       reset_counters();
-      grad(g.outputs, g.requested, grad_outputs, true, false, true, kCuts[c]);
-      totals.expanded[c] += counters().nodes_discovered;
+      grad(g.outputs, g.requested,
+           GradArgs()
+               .grad_outputs(grad_outputs)
+               .retain_graph()
+               .allow_unused()
+               .engine_options(kCuts[c]));
+      totals.expanded[c] += counters().nodes_expanded;
     }
   }
   return totals;

@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
     const char* name;
     EngineOptions options;
   } cuts[] = {{"no cut", EngineOptions::all_off()},
-              {"topological number", {true, false, true, true}},
-              {"topo number + reachability signature", {true, true, true, true}}};
+              {"topological number", EngineOptions().with_prune_by_reachability(false)},
+              {"topo number + reachability signature", EngineOptions()}};
   int64_t expanded[3] = {0, 0, 0};
   int64_t minimum = 0;
   const auto gen = rc::gen::arbitrary<GraphSpec>();
@@ -37,8 +37,13 @@ int main(int argc, char** argv) {
     for (const Tensor& o : g.outputs) grad_outputs.push_back(ops::ones_like(o));
     for (int c = 0; c < 3; ++c) {
       reset_counters();
-      grad(g.outputs, g.requested, grad_outputs, true, false, true, cuts[c].options);
-      expanded[c] += counters().nodes_discovered;
+      grad(g.outputs, g.requested,
+           GradArgs()
+               .grad_outputs(grad_outputs)
+               .retain_graph()
+               .allow_unused()
+               .engine_options(cuts[c].options));
+      expanded[c] += counters().nodes_expanded;
     }
   }
   std::printf("random-DAG suite: %d graphs (seed %llu, size 100)\n", cases,

@@ -1,9 +1,9 @@
-// The engine's properties on random graphs (DESIGN.md "Property-based tests"), each checked under
+// The engine's properties on random graphs, each checked under
 // every combination of the engine options. Reproduce a failure with RC_PARAMS="seed=N" (the seed
 // RapidCheck prints) and the shrunk graph it shows.
 #include <thread>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/error.h"
@@ -82,7 +82,8 @@ AG_PROPERTY(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths) 
     OptionsGuard off(EngineOptions::all_off());
     const BuiltGraph g = build_graph(spec);
     reference =
-        grad(g.outputs, g.requested, output_grads(g.outputs), true, false, /*allow_unused=*/true);
+        grad(g.outputs, g.requested,
+             GradArgs().grad_outputs(output_grads(g.outputs)).retain_graph().allow_unused());
   }
   for (const EngineOptions& options : all_option_combinations()) {
     record_options(options);
@@ -90,12 +91,14 @@ AG_PROPERTY(EngineProperties, PrunedExecutionMatchesFullAndRunsExactlyThePaths) 
     const BuiltGraph g = build_graph(spec);
     reset_counters();
     counters().trace_executed = true;
-    TensorList grads = grad(g.outputs, g.requested, output_grads(g.outputs), true, false, true);
+    TensorList grads =
+        grad(g.outputs, g.requested,
+             GradArgs().grad_outputs(output_grads(g.outputs)).retain_graph().allow_unused());
     const std::set<uint64_t> executed(counters().executed.begin(), counters().executed.end());
     RC_ASSERT(executed.size() == counters().executed.size());  // nothing ran twice
     RC_ASSERT(executed == nodes_on_paths_to(edges_of(g.outputs), edges_of(g.requested)));
     // Discovery expanded at least every node that can reach an input (soundness of the cuts).
-    RC_ASSERT(static_cast<size_t>(counters().nodes_discovered) >=
+    RC_ASSERT(static_cast<size_t>(counters().nodes_expanded) >=
               nodes_reaching(edges_of(g.outputs), edges_of(g.requested)).size());
     for (size_t i = 0; i < grads.size(); ++i) RC_ASSERT(bitwise_equal(grads[i], reference[i]));
   }
@@ -133,7 +136,8 @@ AG_PROPERTY(EngineProperties, CustomFunctionsSeeNeedsInputGradOfThisCall) {
     const BuiltGraph g = build_graph(spec);
     GradientUse use(edges_of(g.requested));
     custom_function_log().clear();
-    grad(g.outputs, g.requested, output_grads(g.outputs), true, false, true);
+    grad(g.outputs, g.requested,
+         GradArgs().grad_outputs(output_grads(g.outputs)).retain_graph().allow_unused());
     RC_CLASSIFY(!custom_function_log().empty(), "custom Function ran");
     for (const NeedsRecord& r : custom_function_log()) {
       const Node& node = *static_cast<const Node*>(r.node);
@@ -155,7 +159,9 @@ AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
   const BuiltGraph g = build_graph(spec);
   std::vector<TensorList> sequential;
   for (const Tensor& r : g.requested) {
-    sequential.push_back(grad(g.outputs, {r}, output_grads(g.outputs), true, false, true));
+    sequential.push_back(
+        grad(g.outputs, {r},
+             GradArgs().grad_outputs(output_grads(g.outputs)).retain_graph().allow_unused()));
   }
   const TensorList grad_outputs = output_grads(g.outputs);
   constexpr int kThreads = 4;
@@ -166,7 +172,9 @@ AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
       // Each thread walks the inputs in a different order.
       for (size_t k = 0; k < g.requested.size(); ++k) {
         size_t i = (k + static_cast<size_t>(t)) % g.requested.size();
-        results[t].push_back(grad(g.outputs, {g.requested[i]}, grad_outputs, true, false, true));
+        results[t].push_back(
+            grad(g.outputs, {g.requested[i]},
+                 GradArgs().grad_outputs(grad_outputs).retain_graph().allow_unused()));
       }
     });
   }
@@ -194,7 +202,7 @@ AG_PROPERTY(EngineProperties, BackwardFreesEverySavedValue) {
     leaves = g.leaves;
     outputs = g.outputs;
   }
-  backward(outputs, output_grads(outputs));
+  backward(outputs, BackwardArgs().grad_tensors(output_grads(outputs)));
   std::set<const Storage*> held;
   int64_t held_bytes = 0;
   auto hold = [&](const Tensor& t) {
@@ -218,8 +226,13 @@ AG_PROPERTY(EngineProperties, DiscoveryExpandsExactlyWhatTheCutsAllow) {
   for (const EngineOptions& options : all_option_combinations()) {
     record_options(options);
     reset_counters();
-    grad(g.outputs, g.requested, output_grads(g.outputs), true, false, true, options);
-    RC_ASSERT(counters().nodes_discovered == nodes_expanded_under_cuts(roots, targets, options));
+    grad(g.outputs, g.requested,
+         GradArgs()
+             .grad_outputs(output_grads(g.outputs))
+             .retain_graph()
+             .allow_unused()
+             .engine_options(options));
+    RC_ASSERT(counters().nodes_expanded == nodes_expanded_under_cuts(roots, targets, options));
   }
 }
 

@@ -61,7 +61,11 @@ inline void showValue(const GraphSpec& spec, std::ostream& os) { os << "\n" << d
 inline std::vector<EngineOptions> all_option_combinations() {
   std::vector<EngineOptions> out;
   for (int bits = 0; bits < 16; ++bits) {
-    out.push_back({(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0, (bits & 8) != 0});
+    out.push_back(EngineOptions()
+                      .with_prune_by_topo_nr((bits & 1) != 0)
+                      .with_prune_by_reachability((bits & 2) != 0)
+                      .with_per_call_needs_input_grad((bits & 4) != 0)
+                      .with_guard_saves((bits & 8) != 0));
   }
   return out;
 }

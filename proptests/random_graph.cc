@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "engine/describe_graph.h"
 #include "engine/function.h"
 #include "ops/ops.h"
 
@@ -219,6 +220,8 @@ std::string describe(const GraphSpec& spec) {
   os << "\nrequested inputs:";
   for (size_t id : g.requested_ids) os << " v" << id;
   os << "\nvalue_seed " << spec.value_seed << "\n";
+  // The autograd graph itself, and what grad(outputs, requested) runs (engine/describe_graph.h).
+  os << describe_graph(g.outputs, g.requested);
   return os.str();
 }
 

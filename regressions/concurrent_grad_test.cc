@@ -25,7 +25,7 @@ TEST(ConcurrentGrad, ThreadsAgreeWithSequentialCalls) {
   std::vector<int64_t> sequential_formulas;
   for (const Tensor& in : inputs) {
     reset_counters();
-    sequential.push_back(grad({y}, {in}, {}, /*retain_graph=*/true));
+    sequential.push_back(grad({y}, {in}, GradArgs().retain_graph()));
     sequential_formulas.push_back(counters().formulas_evaluated);
   }
 
@@ -38,7 +38,7 @@ TEST(ConcurrentGrad, ThreadsAgreeWithSequentialCalls) {
       for (int r = 0; r < kRounds; ++r) {
         const size_t i = static_cast<size_t>(t + r) % inputs.size();
         reset_counters();
-        got[t].push_back(grad({y}, {inputs[i]}, {}, true)[0].to_vector());
+        got[t].push_back(grad({y}, {inputs[i]}, GradArgs().retain_graph())[0].to_vector());
         formulas[t].push_back(counters().formulas_evaluated);
       }
     });

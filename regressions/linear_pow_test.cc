@@ -24,8 +24,8 @@ Result run(const EngineOptions& options) {
   Tensor y = ops::sum(ops::pow(ops::linear(x, w, b), 2.0));
   reset_counters();
   Result r;
-  r.y_x = grad({y}, {x}, {}, std::nullopt, true, false, options)[0];
-  r.y_xx = grad({ops::sum(r.y_x)}, {x}, {}, std::nullopt, true, false, options)[0];
+  r.y_x = grad({y}, {x}, GradArgs().create_graph().engine_options(options))[0];
+  r.y_xx = grad({ops::sum(r.y_x)}, {x}, GradArgs().create_graph().engine_options(options))[0];
   // linear's weight formula, and mm's second-operand formula (the weight side of y_x = G @ W).
   r.weight_matmuls =
       counters().formula_count("linear:weight") + counters().formula_count("mm:mat2");

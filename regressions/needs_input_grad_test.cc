@@ -63,13 +63,15 @@ TEST(NeedsInputGrad, MulComputesOnlyTheRequestedGradient) {
   Tensor b = leaf({2.0}, {1});
   Tensor out = Mul::apply({a, b})[0];
   reset();
-  Tensor ga = grad({out}, {a}, {}, true, /*create_graph=*/true)[0];
+  Tensor ga = grad({out}, {a}, GradArgs().retain_graph().create_graph())[0];
   expect_values(ga, {2.0});
   EXPECT_EQ(mul_inp1, 1);
   EXPECT_EQ(mul_inp2, 0);
 
   reset();
-  grad({out}, {a}, {}, true, true, false, EngineOptions{true, true, false, true});
+  grad({out}, {a},
+       GradArgs().retain_graph().create_graph().engine_options(
+           EngineOptions().with_per_call_needs_input_grad(false)));
   EXPECT_EQ(mul_inp1, 1);
   EXPECT_EQ(mul_inp2, 1);  // the old behaviour: needs_input_grad == requires_grad
 }
@@ -82,14 +84,14 @@ TEST(NeedsInputGrad, PowSecondCallSkipsTheExponentFormula) {
     Tensor exponent = leaf({2.0}, {1});
     Tensor out = Pow::apply({base, exponent})[0];
     reset();
-    Tensor gp = grad({out}, {exponent}, {}, std::nullopt, true, false, options)[0];
+    Tensor gp = grad({out}, {exponent}, GradArgs().create_graph().engine_options(options))[0];
     expect_values(gp, {std::pow(1.5, 2.0) * std::log(1.5)});
     EXPECT_EQ(pow_exponent, 1);
     EXPECT_EQ(pow_base, per_call ? 0 : 1);
 
     reset();
     // d/dbase (out * log(base)) = exponent * base^(e-1) * log(base) + out / base
-    Tensor gbgp = grad({gp}, {base}, {}, std::nullopt, true, false, options)[0];
+    Tensor gbgp = grad({gp}, {base}, GradArgs().create_graph().engine_options(options))[0];
     expect_values(gbgp, {2.0 * 1.5 * std::log(1.5) + 2.25 / 1.5}, 1e-12);
     EXPECT_EQ(pow_base, 1);
     EXPECT_EQ(pow_exponent, per_call ? 0 : 1) << "per_call " << per_call;

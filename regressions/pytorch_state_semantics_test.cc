@@ -53,10 +53,10 @@ TEST(GradAccumulation, CreateGraphBackwardIntoTheLeafItselfTwiceReturns) {
   Tensor x = leaf({1, 2}, {2});
   run_with_deadline(
       [&] {
-        backward({x}, {x}, std::nullopt, /*create_graph=*/true);
-        backward({x}, {x}, std::nullopt, /*create_graph=*/true);
+        backward({x}, BackwardArgs().grad_tensors({x}).create_graph());
+        backward({x}, BackwardArgs().grad_tensors({x}).create_graph());
       },
-      "backward(x, grad_tensors=x, create_graph) twice");
+      "backward(x, BackwardArgs().grad_tensors(grad_tensors=x).retain_graph(create_graph)) twice");
   expect_values(x.grad(), {2, 4});  // PyTorch: x.grad = x.clone() + x
   EXPECT_TRUE(x.grad().requires_grad());
   x.set_grad(Tensor());  // .grad's graph refers back to x
@@ -98,14 +98,14 @@ TEST(InplaceSaves, MulInplaceWithAnotherTensorIsUnchanged) {
 // Bug 3: an input listed twice gets its gradient once (PyTorch: inputs=[x, x] accumulates once).
 TEST(GradAccumulation, DuplicateBackwardInputsAccumulateOnce) {
   Tensor x = leaf({1, 2}, {2});
-  backward({ops::sum(ops::mul(x, x))}, {}, std::nullopt, false, {x, x});
+  backward({ops::sum(ops::mul(x, x))}, BackwardArgs().inputs({x, x}));
   expect_values(x.grad(), {2, 4});
 }
 
 TEST(GradAccumulation, OneTensorUnderTwoNamesAccumulatesOnce) {
   Tensor x = leaf({1, 2}, {2});
   Tensor same = ops::dropout(x, 0.0, /*train=*/true, 1);  // returns x itself
-  backward({ops::sum(ops::mul(x, x))}, {}, std::nullopt, false, {x, same});
+  backward({ops::sum(ops::mul(x, x))}, BackwardArgs().inputs({x, same}));
   expect_values(x.grad(), {2, 4});
 }
 
@@ -114,7 +114,7 @@ TEST(GradAccumulation, GradDoesNotAliasGradTensorsOrOtherLeaves) {
   Tensor x1 = leaf({1, 2}, {2});
   Tensor x2 = leaf({3, 4}, {2});
   Tensor g = values({1, 1}, {2});
-  backward({ops::add(x1, x2)}, {g});
+  backward({ops::add(x1, x2)}, BackwardArgs().grad_tensors({g}));
   EXPECT_FALSE(shares_storage(x1.grad(), g));
   EXPECT_FALSE(shares_storage(x1.grad(), x2.grad()));
   // Clipping one leaf's gradient in place leaves the other's and the caller's alone.
@@ -131,7 +131,8 @@ TEST(GradAccumulation, GradDoesNotAliasGradTensorsOrOtherLeaves) {
 TEST(GradAccumulation, GradDoesNotShareStorageWithAViewOfGradTensors) {
   Tensor x = leaf({1, 2, 3, 4}, {4});
   Tensor g = values({1, 1, 1, 1}, {2, 2});
-  backward({ops::reshape(x, {2, 2})}, {g});  // reshape's gradient is a view of g
+  backward({ops::reshape(x, {2, 2})},
+           BackwardArgs().grad_tensors({g}));  // reshape's gradient is a view of g
   EXPECT_FALSE(shares_storage(x.grad(), g));
   expect_values(x.grad(), {1, 1, 1, 1});
 }
@@ -139,9 +140,9 @@ TEST(GradAccumulation, GradDoesNotShareStorageWithAViewOfGradTensors) {
 TEST(GradAccumulation, AccumulatesInPlaceWithoutCreateGraph) {
   Tensor x = leaf({1, 2}, {2});
   Tensor g = values({1, 1}, {2});
-  backward({ops::add(x, 0.0)}, {g});
+  backward({ops::add(x, 0.0)}, BackwardArgs().grad_tensors({g}));
   Tensor held = x.grad();
-  backward({ops::add(x, 0.0)}, {g});
+  backward({ops::add(x, 0.0)}, BackwardArgs().grad_tensors({g}));
   EXPECT_TRUE(held.is_same(x.grad()));  // PyTorch: the same tensor, updated in place
   expect_values(held, {2, 2});
   expect_values(g, {1, 1});
@@ -150,12 +151,12 @@ TEST(GradAccumulation, AccumulatesInPlaceWithoutCreateGraph) {
 TEST(GradAccumulation, CreateGraphGradIsANewTensor) {
   Tensor x = leaf({1, 2}, {2});
   Tensor g = values({1, 1}, {2});
-  backward({ops::add(x, 0.0)}, {g}, std::nullopt, /*create_graph=*/true);
+  backward({ops::add(x, 0.0)}, BackwardArgs().grad_tensors({g}).create_graph());
   EXPECT_FALSE(x.grad().is_same(g));
   EXPECT_FALSE(shares_storage(x.grad(), g));
   EXPECT_FALSE(x.grad().requires_grad());  // g does not require grad (PyTorch: no grad_fn)
   Tensor held = x.grad();
-  backward({ops::add(x, 0.0)}, {g}, std::nullopt, /*create_graph=*/true);
+  backward({ops::add(x, 0.0)}, BackwardArgs().grad_tensors({g}).create_graph());
   EXPECT_FALSE(held.is_same(x.grad()));  // out of place under create_graph
   expect_values(held, {1, 1});
   expect_values(x.grad(), {2, 2});
@@ -165,10 +166,10 @@ TEST(GradAccumulation, InteriorInputGradIsACloneThenOutOfPlace) {
   Tensor x = leaf({1, 2}, {2});
   Tensor m = ops::mul(x, 2.0);
   Tensor g = values({1, 1}, {2});
-  backward({ops::add(m, 0.0)}, {g}, true, false, {m});
+  backward({ops::add(m, 0.0)}, BackwardArgs().grad_tensors({g}).retain_graph().inputs({m}));
   EXPECT_FALSE(shares_storage(m.grad(), g));
   Tensor held = m.grad();
-  backward({ops::add(m, 0.0)}, {g}, true, false, {m});
+  backward({ops::add(m, 0.0)}, BackwardArgs().grad_tensors({g}).retain_graph().inputs({m}));
   expect_values(held, {1, 1});  // PyTorch: a non-leaf's .grad is replaced, not updated
   expect_values(m.grad(), {2, 2});
 }
@@ -243,7 +244,7 @@ TEST(Views, InplaceThroughAViewMakesTheViewAFunctionOfTheBase) {
   EXPECT_TRUE(b.requires_grad());
   EXPECT_FALSE(b.is_leaf());
   Tensor y = ops::add(ops::sum(ops::mul(b, w1)), ops::sum(ops::mul(v, w2)));
-  TensorList g = grad({y}, {v, b}, {}, /*retain_graph=*/true);
+  TensorList g = grad({y}, {v, b}, GradArgs().retain_graph());
   expect_values(g[0], {10, 20, 30, 40});
   expect_values(g[1], {11, 22, 33, 44});
   expect_values(grad({y}, {x})[0], {11, 22, 33, 44});
@@ -292,7 +293,7 @@ TEST(PerCallNeeds, SiblingOutputOfAMultiOutputNodeIsNotNeeded) {
   Tensor q = leaf({3, 4}, {2});
   TensorList uw = Two::apply({p, q});
   Tensor y = ops::sum(Mul::apply({uw[0], uw[1]})[0]);
-  Tensor gu = grad({y}, {uw[0]}, {}, true)[0];
+  Tensor gu = grad({y}, {uw[0]}, GradArgs().retain_graph())[0];
   EXPECT_EQ(mul_needs, (std::vector<bool>{true, false}));
   expect_values(gu, {9, 12});  // w = 3q
   // Asking for p runs Two, which needs both of its incoming gradients.
@@ -328,7 +329,7 @@ TEST(Errors, AnErrorMidBackwardKeepsWhatRanBeforeIt) {
 // Whether a gradient requires grad under create_graph follows PyTorch op by op.
 TEST(CreateGraph, NllLossGradientStaysDifferentiable) {
   Tensor lp = leaf({-1, -2, -0.5}, {1, 3});
-  Tensor g1 = grad({ops::nll_loss(lp, {1})}, {lp}, {}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor g1 = grad({ops::nll_loss(lp, {1})}, {lp}, GradArgs().create_graph())[0];
   EXPECT_TRUE(g1.requires_grad());
   expect_values(g1, {0, -1, 0});
   Tensor g2 = grad({ops::sum(g1)}, {lp})[0];  // PyTorch: zeros
@@ -337,7 +338,7 @@ TEST(CreateGraph, NllLossGradientStaysDifferentiable) {
 
 TEST(CreateGraph, CrossEntropySecondDerivativeMatchesPyTorch) {
   Tensor x = leaf({0.1, 0.2, 0.7}, {1, 3});
-  Tensor g1 = grad({ops::cross_entropy(x, {1})}, {x}, {}, std::nullopt, true)[0];
+  Tensor g1 = grad({ops::cross_entropy(x, {1})}, {x}, GradArgs().create_graph())[0];
   Tensor g2 = grad({ops::sum(ops::mul(g1, g1))}, {x})[0];
   // torch.autograd.grad((g1 * g1).sum(), x) with g1 from cross_entropy(x, [1]), float64.
   expect_values(g2, {0.09001033674471334, -0.4482673391274817, 0.35825700238276836}, 1e-15);
@@ -348,12 +349,12 @@ TEST(CreateGraph, ConstantZeroGradientsHaveNoHistory) {
   Tensor s = leaf({3, 4}, {2});
   Tensor a = ops::mul(x, 1.0);
   ops::copy_(a, s);
-  TensorList g = grad({ops::sum(a)}, {x, s}, {}, std::nullopt, /*create_graph=*/true);
+  TensorList g = grad({ops::sum(a)}, {x, s}, GradArgs().create_graph());
   expect_values(g[0], {0, 0});
   EXPECT_FALSE(g[0].requires_grad());
   EXPECT_FALSE(g[1].requires_grad());
 
-  Tensor p = grad({ops::sum(ops::pow(x, 0.0))}, {x}, {}, std::nullopt, true)[0];
+  Tensor p = grad({ops::sum(ops::pow(x, 0.0))}, {x}, GradArgs().create_graph())[0];
   expect_values(p, {0, 0});
   EXPECT_FALSE(p.requires_grad());
 }

@@ -26,8 +26,8 @@ struct UnrolledSgd {
   int64_t step(const EngineOptions& options) {
     Tensor loss = ops::cross_entropy(ops::addmm(b, x, w), targets);
     reset_counters();
-    TensorList g = grad({loss}, {w, b}, {}, std::nullopt, /*create_graph=*/true, false, options);
-    const int64_t discovered = counters().nodes_discovered;
+    TensorList g = grad({loss}, {w, b}, GradArgs().create_graph().engine_options(options));
+    const int64_t discovered = counters().nodes_expanded;
     w = ops::sub(w, ops::mul(g[0], 0.1));
     b = ops::sub(b, ops::mul(g[1], 0.1));
     return discovered;
@@ -35,7 +35,8 @@ struct UnrolledSgd {
 };
 
 TEST(UnrolledLoop, DiscoveryPerStepIsConstantWithPruning) {
-  for (EngineOptions options : {EngineOptions{}, EngineOptions{true, false, true, true}}) {
+  for (EngineOptions options :
+       {EngineOptions{}, EngineOptions().with_prune_by_reachability(false)}) {
     UnrolledSgd sgd;
     std::vector<int64_t> discovered;
     for (int i = 1; i <= 2000; ++i) discovered.push_back(sgd.step(options));

@@ -1,5 +1,5 @@
 // The CUDA allocator's exact live/peak counters, device copies and device-mismatch errors.
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 
 #include <gtest/gtest.h>
 

@@ -36,9 +36,9 @@ HessianResult hessian(Device device, bool tanh) {
   const Tensor x = paper::make_hessian_input(config);
   HessianResult r;
   r.y = mlp.forward(x);
-  r.y_x = grad({r.y}, {x}, {ops::ones_like(r.y)}, std::nullopt, /*create_graph=*/true)[0];
-  r.y_xx = grad({r.y_x}, {x}, {ops::ones_like(r.y_x)}, std::nullopt, /*create_graph=*/true,
-                /*allow_unused=*/true)[0];
+  r.y_x = grad({r.y}, {x}, GradArgs().grad_outputs({ops::ones_like(r.y)}).create_graph())[0];
+  r.y_xx = grad({r.y_x}, {x},
+                GradArgs().grad_outputs({ops::ones_like(r.y_x)}).create_graph().allow_unused())[0];
   if (r.y_xx.defined()) {
     backward(ops::sum(r.y_xx));
     for (const Tensor& w : mlp.weights) r.weight_grads.push_back(w.grad());
@@ -91,7 +91,7 @@ TEST(CudaAutograd, UnrolledLoopMatchesTheCpu) {
     for (int step = 0; step < 5; ++step) {
       Tensor loss = ops::cross_entropy(ops::addmm(b, x, w), targets);
       losses.push_back(loss.item());
-      TensorList g = grad({loss}, {w, b}, {}, std::nullopt, /*create_graph=*/true);
+      TensorList g = grad({loss}, {w, b}, GradArgs().create_graph());
       w = ops::sub(w, ops::mul(g[0], 0.5));
       b = ops::sub(b, ops::mul(g[1], 0.5));
     }

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda/tests/cuda_test_util.h"
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/options.h"
 #include "ops/ops.h"

@@ -14,6 +14,10 @@
 //     %a : Tensor = aten::add_(%t, %y)
 //     prim::Print(%a)
 //     return (%a)
+//
+// Naming: engine/jit spells its names in camelCase (Graph::insertNode, AliasDb::mayAlias,
+// moveAfterTopologicallyValid), unlike the rest of the project, because it follows PyTorch's JIT
+// (torch/csrc/jit) name for name, so that a reader can hold the two side by side.
 #pragma once
 
 #include <cstddef>

@@ -1,14 +1,14 @@
 // Note [Per-thread byte accounting]: live bytes stay exact with tensors made on one thread and
 // freed on another, after threads end (their balance is retired), and with more threads than the
 // shard table holds; the peak of a single-threaded region is exact. Run under --config=tsan too.
-#include "engine/allocator_stats.h"
+#include "engine/memory/allocator_stats.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/tensor.h"
 
 namespace ag {

@@ -31,7 +31,7 @@ struct Graph {
   Tensor y = ops::mul(a, b);
   Tensor loss = ops::sum(y);
   void expect_still_usable() {
-    TensorList g = grad({loss}, {a}, {}, /*retain_graph=*/true);
+    TensorList g = grad({loss}, {a}, GradArgs().retain_graph());
     expect_values(g[0], {3, 4});
   }
 };
@@ -65,13 +65,15 @@ TEST(AutogradErrors, SecondBackwardThroughReleasedGraph) {
 
 TEST(AutogradErrors, GradOutputsOfWrongShapeOrDtypeOrCount) {
   Graph g;
-  expect_error([&] { grad({g.y}, {g.a}, {ops::ones({3}, DType::kFloat64)}); },
-               {"gradient 0 has shape [3]", "tensor 0 has shape [2]"});
-  expect_error([&] { grad({g.y}, {g.a}, {ops::ones({2}, DType::kFloat32)}); },
-               {"dtype float32", "float64"});
+  expect_error(
+      [&] { grad({g.y}, {g.a}, GradArgs().grad_outputs({ops::ones({3}, DType::kFloat64)})); },
+      {"gradient 0 has shape [3]", "tensor 0 has shape [2]"});
+  expect_error(
+      [&] { grad({g.y}, {g.a}, GradArgs().grad_outputs({ops::ones({2}, DType::kFloat32)})); },
+      {"dtype float32", "float64"});
   expect_error(
       [&] {
-        grad({g.y}, {g.a}, {ops::ones({2}), ops::ones({2})});
+        grad({g.y}, {g.a}, GradArgs().grad_outputs({ops::ones({2}), ops::ones({2})}));
       },
       {"2 gradients for 1 tensors"});
   g.expect_still_usable();

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "engine/accumulate_grad.h"
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/tests/test_util.h"
@@ -41,7 +41,7 @@ TEST(Backward, NonLeafTensorsGetNoGrad) {
 TEST(Backward, GradTensorsWeightNonScalarOutputs) {
   Tensor a = leaf({1, 2}, {2});
   Tensor y = ops::mul(a, a);
-  backward({y}, {ops::from_vector({10, 100}, {2}, DType::kFloat64)});
+  backward({y}, BackwardArgs().grad_tensors({ops::from_vector({10, 100}, {2}, DType::kFloat64)}));
   expect_values(a.grad(), {20, 400});
 }
 
@@ -57,7 +57,7 @@ TEST(Backward, WithInputsAccumulatesOnlyThereAndSkipsTheirGradFn) {
   Tensor h = ops::mul(a, 3.0);  // an interior input
   Tensor y = ops::sum(ops::mul(h, c));
   reset_counters();
-  backward({y}, {}, std::nullopt, false, {h, c});
+  backward({y}, BackwardArgs().inputs({h, c}));
   expect_values(h.grad(), {3, 4});  // dy/dh = c
   expect_values(c.grad(), {3, 6});  // dy/dc = h
   EXPECT_FALSE(a.grad().defined());
@@ -111,18 +111,18 @@ TEST(Grad, InteriorInputsAndOutputAsInput) {
   Tensor a = leaf({2}, {1});
   Tensor h = ops::mul(a, a);
   Tensor y = ops::mul(h, 5.0);
-  expect_values(grad({y}, {h}, {}, true)[0], {5});
-  expect_values(grad({y}, {y}, {}, true)[0], {1});
+  expect_values(grad({y}, {h}, GradArgs().retain_graph())[0], {5});
+  expect_values(grad({y}, {y}, GradArgs().retain_graph())[0], {1});
   expect_values(grad({a}, {a})[0], {1});
 }
 
 TEST(Grad, CreateGraphGivesDifferentiableGradients) {
   Tensor x = leaf({2}, {1});
   Tensor y = ops::mul(ops::mul(x, x), x);  // x^3
-  Tensor g = grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor g = grad({y}, {x}, GradArgs().create_graph())[0];
   expect_values(g, {12});  // 3x^2
   EXPECT_TRUE(g.requires_grad());
-  Tensor gg = grad({g}, {x}, {}, std::nullopt, true)[0];
+  Tensor gg = grad({g}, {x}, GradArgs().create_graph())[0];
   expect_values(gg, {12});  // 6x
   Tensor ggg = grad({gg}, {x})[0];
   expect_values(ggg, {6});
@@ -130,7 +130,7 @@ TEST(Grad, CreateGraphGivesDifferentiableGradients) {
 
 TEST(Grad, CreateGraphBackwardMakesDotGradDifferentiable) {
   Tensor x = leaf({3}, {1});
-  backward(TensorList{ops::mul(x, x)}, {}, std::nullopt, /*create_graph=*/true);
+  backward(TensorList{ops::mul(x, x)}, BackwardArgs().create_graph());
   Tensor g = x.grad();
   EXPECT_TRUE(g.requires_grad());
   expect_values(grad({g}, {x})[0], {2});
@@ -146,7 +146,7 @@ TEST(Grad, WithoutCreateGraphResultsCarryNoHistory) {
 TEST(Grad, AllowUnusedGivesUndefined) {
   Tensor a = leaf({1}, {1});
   Tensor unused = leaf({1}, {1});
-  TensorList g = grad({ops::mul(a, 2.0)}, {a, unused}, {}, std::nullopt, false, true);
+  TensorList g = grad({ops::mul(a, 2.0)}, {a, unused}, GradArgs().allow_unused());
   expect_values(g[0], {2});
   EXPECT_FALSE(g[1].defined());
 }

@@ -1,14 +1,14 @@
 // Note [Pooled tensor metadata]: blocks are recycled per thread, bounded, may be freed on another
 // thread than the one that took them, and are returned to the heap when a thread ends (the
 // LeakSanitizer run of --config=asan checks that last part).
-#include "engine/object_pool.h"
+#include "engine/memory/object_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/tensor.h"
 #include "ops/ops.h"
 

@@ -1,7 +1,7 @@
 // Note [Intrusive reference counts]: Ref counts owners exactly, deletes once, and stays exact when
 // threads copy and drop the same object concurrently (the TSan run of --config=tsan checks the
 // last part for races).
-#include "engine/ref.h"
+#include "engine/memory/ref.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/tests/test_util.h"
@@ -52,7 +52,7 @@ TEST(SavedVariable, SavedOutputsDoNotFormReferenceCycles) {
 TEST(SavedVariable, SavedOutputIsReattachedForDoubleBackward) {
   Tensor x = leaf({0.5}, {1});
   Tensor y = ops::exp(x);
-  Tensor g = grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor g = grad({y}, {x}, GradArgs().create_graph())[0];
   Tensor gg = grad({g}, {x})[0];  // d/dx exp(x) = exp(x)
   expect_values(gg, {std::exp(0.5)});
 }
@@ -60,7 +60,7 @@ TEST(SavedVariable, SavedOutputIsReattachedForDoubleBackward) {
 TEST(SavedVariable, ReleasedAfterBackwardUnlessRetained) {
   Tensor x = leaf({3}, {1});
   Tensor y = ops::mul(x, x);
-  backward(TensorList{y}, {}, /*retain_graph=*/true);
+  backward(TensorList{y}, BackwardArgs().retain_graph());
   expect_values(x.grad(), {6});
   backward(y);  // allowed: the graph was retained
   expect_values(x.grad(), {12});

@@ -1,6 +1,6 @@
 // Shape keeps up to Shape::kInline dimensions inside the object and spills to the heap beyond;
 // both representations must behave like std::vector<int64_t>.
-#include "engine/shape.h"
+#include "engine/memory/shape.h"
 
 #include <gtest/gtest.h>
 

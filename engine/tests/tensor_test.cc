@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/error.h"
 #include "engine/node.h"
 #include "engine/tests/test_util.h"

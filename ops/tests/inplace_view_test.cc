@@ -17,7 +17,7 @@ using testing::expect_values;
 using testing::leaf;
 
 TensorList grads(const Tensor& loss, const TensorList& inputs) {
-  return grad({loss}, inputs, {}, std::nullopt, false, /*allow_unused=*/true);
+  return grad({loss}, inputs, GradArgs().allow_unused());
 }
 
 // x = 2w; view(x) += y; loss = sum(x^2): dloss/dx = 2x = 2(2w + y).

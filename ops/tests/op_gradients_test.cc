@@ -155,8 +155,8 @@ TEST(OpGradients, ReluDoubleBackwardStaysConnected) {
   x.set_requires_grad(true);
   w.set_requires_grad(true);
   Tensor y = ops::sum(ops::relu(ops::linear(x, w)));
-  Tensor y_x = grad({y}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
-  Tensor y_xx = grad({ops::sum(y_x)}, {x}, {}, std::nullopt, true)[0];  // no allow_unused needed
+  Tensor y_x = grad({y}, {x}, GradArgs().create_graph())[0];
+  Tensor y_xx = grad({ops::sum(y_x)}, {x}, GradArgs().create_graph())[0];  // no allow_unused needed
   expect_values(y_xx, std::vector<double>(12, 0.0));
   EXPECT_TRUE(y_xx.requires_grad());
   backward(ops::sum(y_xx));

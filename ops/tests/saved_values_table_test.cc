@@ -316,7 +316,7 @@ std::vector<std::string> all_patterns(size_t n) {
 
 std::set<std::string> saved_keys() {
   std::set<std::string> keys;
-  for (const auto& [key, count] : counters().save_counts) {
+  for (const auto& [key, count] : counters().save_counts()) {
     EXPECT_EQ(count, 1) << key << " saved more than once";
     keys.insert(key);
   }

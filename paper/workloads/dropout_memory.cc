@@ -1,6 +1,6 @@
 #include "paper/workloads/dropout_memory.h"
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/counters.h"
 #include "ops/ops.h"
 

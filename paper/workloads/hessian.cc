@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/grad_mode.h"
@@ -50,8 +50,8 @@ Tensor make_hessian_input(const HessianConfig& c) {
 
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward) {
   Tensor y = mlp.forward(x);
-  Tensor y_x = grad({y}, {x}, {ops::ones_like(y)}, std::nullopt, /*create_graph=*/true)[0];
-  Tensor y_xx = grad({y_x}, {x}, {ops::ones_like(y_x)}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
+  Tensor y_xx = grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
   if (final_backward) {
     for (Tensor w : mlp.weights) w.set_grad(Tensor());
     for (Tensor b : mlp.biases) b.set_grad(Tensor());

@@ -17,7 +17,7 @@ TinyGraphInputs make_tiny_graph_inputs() {
 }
 
 double tiny_graph_call(const TinyGraphInputs& in) {
-  TensorList g = grad({in.a * in.b}, {in.a, in.b}, {in.gradient});
+  TensorList g = grad({in.a * in.b}, {in.a, in.b}, GradArgs().grad_outputs({in.gradient}));
   return static_cast<double>(g[0].data<float>()[0] + g[1].data<float>()[0]);
 }
 

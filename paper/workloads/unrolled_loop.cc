@@ -20,12 +20,12 @@ UnrolledLoopRun run_unrolled_loop(const UnrolledLoopConfig& c, const EngineOptio
   b.set_requires_grad(true);
 
   UnrolledLoopRun run;
-  const int64_t discovered_before = counters().nodes_discovered;
+  const int64_t discovered_before = counters().nodes_expanded;
   auto block_start = Clock::now();
   Tensor loss;
   for (int step = 1; step <= c.steps; ++step) {
     loss = ops::cross_entropy(ops::add(ops::matmul(x, w), b), targets);
-    TensorList g = grad({loss}, {w, b}, {}, std::nullopt, /*create_graph=*/true);
+    TensorList g = grad({loss}, {w, b}, GradArgs().create_graph());
     w = w - g[0] * c.lr;
     b = b - g[1] * c.lr;
     if (step % c.block == 0) {
@@ -34,7 +34,7 @@ UnrolledLoopRun run_unrolled_loop(const UnrolledLoopConfig& c, const EngineOptio
     }
   }
   run.final_loss = loss.item();
-  run.nodes_discovered = counters().nodes_discovered - discovered_before;
+  run.nodes_expanded = counters().nodes_expanded - discovered_before;
   return run;
 }
 

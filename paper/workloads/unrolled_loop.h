@@ -24,7 +24,7 @@ struct UnrolledLoopConfig {
 struct UnrolledLoopRun {
   std::vector<double> block_seconds;  // one entry per `block` steps
   double final_loss = 0;
-  long long nodes_discovered = 0;  // over the whole run (engine counters)
+  long long nodes_expanded = 0;  // over the whole run (engine counters)
 };
 
 UnrolledLoopRun run_unrolled_loop(const UnrolledLoopConfig& config, const EngineOptions& options);

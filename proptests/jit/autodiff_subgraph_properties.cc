@@ -1,6 +1,6 @@
 // Properties of AliasDb and create_autodiff_subgraphs on random IR graphs
-// (DESIGN.md property 6). A failure prints the graph's text form (the
-// counterexample, shrunk) and RapidCheck's seed; reproduce it with
+// (seed 002: AliasDb updated in place, PyTorch PR 42141). A failure prints the graph's text form
+// (the counterexample, shrunk) and RapidCheck's seed; reproduce it with
 //   bazel test //proptests/jit:autodiff_subgraph_props_test --test_env=RC_PARAMS="seed=N"
 
 #include "engine/jit/alias_db_lint.h"

@@ -6,7 +6,7 @@
 #include "ops/ops.h"
 #include "proptests/fuzz_stats.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 constexpr int kNumKinds = 28;
@@ -578,4 +578,4 @@ Plan pick_plan() {
   return plan;
 }
 
-}  // namespace ag::proptest
+}  // namespace ag::proptests

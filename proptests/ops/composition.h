@@ -18,7 +18,7 @@
 
 #include "engine/tensor.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 
 struct LeafSpec {
   int ones_mask = 0;  // dims of the base shape that become 1 (broadcast)
@@ -117,4 +117,4 @@ rc::Gen<Program> program_gen();
 Plan pick_plan();
 void showValue(const Program& program, std::ostream& os);  // RapidCheck prints the plan
 
-}  // namespace ag::proptest
+}  // namespace ag::proptests

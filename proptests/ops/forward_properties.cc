@@ -10,7 +10,7 @@
 #include "proptests/ops/reference.h"
 #include "proptests/property.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 // Normwise: every element within tol * (1 + the largest reference magnitude).
@@ -56,4 +56,4 @@ AG_PROPERTY(OpsForward, EachOpMatchesNaiveLoops) {
 }
 
 }  // namespace
-}  // namespace ag::proptest
+}  // namespace ag::proptests

@@ -6,7 +6,7 @@
 #include "proptests/ops/composition.h"
 #include "proptests/property.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 // A scalar of the composition's output: sum(out * w) for fixed random weights w.
@@ -32,4 +32,4 @@ AG_PROPERTY(OpsGradients, SecondOrderMatchesFiniteDifferences) {
 }
 
 }  // namespace
-}  // namespace ag::proptest
+}  // namespace ag::proptests

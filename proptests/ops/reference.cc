@@ -5,7 +5,7 @@
 
 #include "ops/counter_rng.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 // Multi-index <-> flat index, row-major.
@@ -256,4 +256,4 @@ RTensor reference(const Instr& in, const std::vector<RTensor>& x) {
   return {};
 }
 
-}  // namespace ag::proptest
+}  // namespace ag::proptests

@@ -9,7 +9,7 @@
 #include "engine/tensor.h"
 #include "proptests/ops/composition.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 
 struct RTensor {
   Shape shape;
@@ -20,4 +20,4 @@ RTensor to_reference(const Tensor& t);
 // The value of `instr` applied to `args`, computed by loops.
 RTensor reference(const Instr& instr, const std::vector<RTensor>& args);
 
-}  // namespace ag::proptest
+}  // namespace ag::proptests

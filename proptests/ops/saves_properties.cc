@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/options.h"
@@ -14,7 +14,7 @@
 #include "proptests/ops/composition.h"
 #include "proptests/property.h"
 
-namespace ag::proptest {
+namespace ag::proptests {
 namespace {
 
 // Visits every node reachable from `root`.
@@ -52,10 +52,10 @@ AG_PROPERTY(OpsSaves, OnlyNeededValuesAreRetained) {
       for (size_t j = 0; j < op->spec().num_slots(); ++j) {
         const SavedVariable& s = op->saved()[j];
         if (s.defined() != op->spec().slot_needed(j, requires)) {
-          RC_FAIL(op->spec().slot_key(j) +
+          RC_FAIL(op->spec().slot_key(j).name() +
                   (s.defined() ? " saved but not needed" : " needed but not saved"));
         }
-        if (s.defined()) held.insert(s.unpack(node, "", "").impl()->storage.get());
+        if (s.defined()) held.insert(s.unpack(*node, "").impl()->storage.get());
       }
     });
   }
@@ -84,7 +84,8 @@ AG_PROPERTY(OpsSaves, GuardsChangeNoGradient) {
     for (const Tensor& t : leaves) {
       if (t.requires_grad()) wrt.push_back(t);
     }
-    for (const Tensor& g : grad({ops::sum(ops::mul(out, w))}, wrt, {}, {}, false, true)) {
+    for (const Tensor& g :
+         grad({ops::sum(ops::mul(out, w))}, wrt, GradArgs().retain_graph({}).allow_unused())) {
       grads[on].push_back(g.defined() ? g.to_vector() : std::vector<double>{});
     }
   }
@@ -93,4 +94,4 @@ AG_PROPERTY(OpsSaves, GuardsChangeNoGradient) {
 }
 
 }  // namespace
-}  // namespace ag::proptest
+}  // namespace ag::proptests

@@ -1,4 +1,4 @@
-#include "engine/storage.h"
+#include "engine/memory/storage.h"
 
 #include "engine/error.h"
 

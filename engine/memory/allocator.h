@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/allocator_stats.h"
 #include "engine/device.h"
-#include "engine/device_table.h"
+#include "engine/memory/allocator_stats.h"
+#include "engine/memory/device_table.h"
 
 namespace ag {
 

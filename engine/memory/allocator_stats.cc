@@ -1,9 +1,9 @@
-#include "engine/allocator_stats.h"
+#include "engine/memory/allocator_stats.h"
 
 #include <mutex>
 #include <vector>
 
-#include "engine/thread_cache.h"
+#include "engine/memory/thread_cache.h"
 
 namespace ag {
 

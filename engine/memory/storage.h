@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/allocator.h"
 #include "engine/device.h"
-#include "engine/object_pool.h"
-#include "engine/ref.h"
+#include "engine/memory/allocator.h"
+#include "engine/memory/object_pool.h"
+#include "engine/memory/ref.h"
 
 namespace ag {
 

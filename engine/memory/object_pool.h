@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <new>
 
-#include "engine/thread_cache.h"
+#include "engine/memory/thread_cache.h"
 
 namespace ag {
 

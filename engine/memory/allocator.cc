@@ -1,4 +1,4 @@
-#include "engine/allocator.h"
+#include "engine/memory/allocator.h"
 
 #include <malloc.h>
 
@@ -9,7 +9,7 @@
 #include <new>
 
 #include "engine/error.h"
-#include "engine/thread_cache.h"
+#include "engine/memory/thread_cache.h"
 
 namespace ag {
 

@@ -1,0 +1,161 @@
+#include "engine/describe_graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/node.h"
+
+namespace ag {
+
+namespace {
+
+// One node as describe_graph shows it.
+struct NodeView {
+  const Node* node;
+  std::string status;  // "runs", "captures input 0", "expanded", "cut"
+  bool runs = false;
+  bool target = false;
+  bool cut = false;
+};
+
+struct GraphView {
+  std::vector<NodeView> nodes;  // newest first
+  size_t runs = 0;
+  size_t saved_bytes = 0;
+};
+
+GraphView view_of(const TensorList& outputs, const TensorList& inputs,
+                  const EngineOptions& options) {
+  ExecuteRequest request;
+  for (const Tensor& t : outputs) request.roots.push_back(gradient_edge(t));
+  for (const Tensor& t : inputs) request.targets.push_back(gradient_edge(t));
+  request.allow_unused = true;
+  request.options = options;
+  const ExecutionPlan plan = plan_execution(request);
+  const std::unordered_set<const Node*> expanded(plan.expanded.begin(), plan.expanded.end());
+  const std::unordered_set<const Node*> runs(plan.runs.begin(), plan.runs.end());
+
+  // Every node reachable from the outputs, whatever the cuts.
+  std::vector<const Node*> all;
+  std::unordered_set<const Node*> seen;
+  std::function<void(const Edge&)> walk = [&](const Edge& e) {
+    if (!e.is_valid() || !seen.insert(e.function.get()).second) return;
+    all.push_back(e.function.get());
+    for (const Edge& next : e.function->next_edges()) walk(next);
+  };
+  for (const Edge& root : request.roots) walk(root);
+  std::sort(all.begin(), all.end(),
+            [](const Node* a, const Node* b) { return a->sequence_nr() > b->sequence_nr(); });
+
+  GraphView view;
+  for (const Node* node : all) {
+    NodeView v{node, "", runs.count(node) > 0, false, false};
+    std::ostringstream status;
+    if (v.runs) status << "runs";
+    for (size_t i = 0; i < request.targets.size(); ++i) {
+      if (request.targets[i].function.get() != node) continue;
+      v.target = true;
+      status << (status.tellp() > 0 ? ", " : "") << "captures input " << i;
+    }
+    if (status.tellp() == 0) {
+      v.cut = expanded.count(node) == 0;
+      status << (v.cut ? "cut" : "expanded");
+    }
+    v.status = status.str();
+    view.runs += v.runs;
+    for (const Node::SavedValue& s : node->saved_values()) view.saved_bytes += s.nbytes;
+    view.nodes.push_back(std::move(v));
+  }
+  return view;
+}
+
+std::string saved_text(const Node& node) {
+  std::ostringstream os;
+  for (const Node::SavedValue& s : node.saved_values()) {
+    os << (os.tellp() > 0 ? ", " : "") << s.name << " ";
+    switch (s.state) {
+      case Node::SavedValue::State::kKept:
+        os << s.describe << " " << s.nbytes << " B";
+        break;
+      case Node::SavedValue::State::kReleased:
+        os << "released";
+        break;
+      case Node::SavedValue::State::kNotKept:
+        os << "not kept";
+        break;
+    }
+  }
+  return os.str();
+}
+
+std::string options_text(const EngineOptions& o) {
+  std::string s;
+  for (auto [on, name] : {std::pair{o.prune_by_topo_nr, "topo_nr"},
+                          std::pair{o.prune_by_reachability, "reachability"},
+                          std::pair{o.per_call_needs_input_grad, "per_call"},
+                          std::pair{o.guard_saves, "guard_saves"}}) {
+    if (on) s += s.empty() ? name : std::string(" ") + name;
+  }
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
+                           const EngineOptions& options) {
+  const GraphView view = view_of(outputs, inputs, options);
+  std::ostringstream os;
+  os << "autograd graph of " << outputs.size() << " output(s), "
+     << (inputs.empty() ? std::string("as backward() into every leaf")
+                        : "as grad() w.r.t. " + std::to_string(inputs.size()) + " input(s)")
+     << "; options: " << options_text(options) << "\n";
+  for (const NodeView& v : view.nodes) {
+    os << "  #" << v.node->sequence_nr() << " " << v.node->name() << "  topo "
+       << v.node->topological_nr() << "  " << v.status;
+    const std::string saved = saved_text(*v.node);
+    if (!saved.empty()) os << "  saved: " << saved;
+    os << "\n";
+    for (const Edge& e : v.node->next_edges()) {
+      if (!e.is_valid()) continue;
+      os << "      -> #" << e.function->sequence_nr() << " " << e.function->name() << " ["
+         << e.input_nr << "]\n";
+    }
+  }
+  os << view.nodes.size() << " node(s), " << view.runs << " would run; " << view.saved_bytes
+     << " B saved\n";
+  return os.str();
+}
+
+std::string describe_graph_dot(const TensorList& outputs, const TensorList& inputs,
+                               const EngineOptions& options) {
+  const GraphView view = view_of(outputs, inputs, options);
+  std::ostringstream os;
+  os << "digraph autograd {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const NodeView& v : view.nodes) {
+    const uint64_t id = v.node->sequence_nr();
+    os << "  n" << id << " [label=\"" << v.node->name() << " #" << id << "\\ntopo "
+       << v.node->topological_nr();
+    const std::string saved = saved_text(*v.node);
+    if (!saved.empty()) os << "\\nsaved: " << saved;
+    os << "\"";
+    if (v.runs) os << ", style=filled, fillcolor=\"#cfe2f3\"";
+    if (v.cut) os << ", style=dashed, fontcolor=gray";
+    if (v.target) os << ", penwidth=3";
+    os << "];\n";
+    for (const Edge& e : v.node->next_edges()) {
+      if (!e.is_valid()) continue;
+      os << "  n" << id << " -> n" << e.function->sequence_nr();
+      if (e.function->num_inputs() > 1) os << " [label=\"" << e.input_nr << "\"]";
+      os << ";\n";
+    }
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace ag

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+
+#include "engine/options.h"
+#include "engine/tensor.h"
+
+namespace ag {
+
+// The autograd graph behind `outputs`, for reading and for debugging: every node reachable from
+// them, newest first (the order backward runs them), with its sequence and topological numbers,
+// the values it keeps for backward (with their bytes), where its edges go, and what a
+// grad(outputs, inputs) call with `options` would do with it: run it, capture a requested input
+// there, expand it without running it, or cut it. With no inputs, as backward() would.
+//
+//   #7 mul  topo 2  runs  saved: self float64[3] 24 B, other float64[3] 24 B
+//      -> #5 AccumulateGrad [0]
+//      -> #6 tanh [0]
+std::string describe_graph(const TensorList& outputs, const TensorList& inputs = {},
+                           const EngineOptions& options = current_options());
+inline std::string describe_graph(const Tensor& output) {
+  return describe_graph(TensorList{output});
+}
+
+// The same graph in Graphviz's DOT language (`dot -Tpng`): nodes that run are filled, requested
+// inputs have a bold outline, cut nodes are dashed.
+std::string describe_graph_dot(const TensorList& outputs, const TensorList& inputs = {},
+                               const EngineOptions& options = current_options());
+
+}  // namespace ag

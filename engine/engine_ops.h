@@ -1,0 +1,24 @@
+#pragma once
+
+#include "engine/node.h"
+#include "engine/tensor.h"
+
+// Note [The engine's ops]
+// The engine sums the gradients that meet at a node with the differentiable add, so that under
+// create_graph the sums are recorded too (as PyTorch, tinygrad and autodidax do). It also copies
+// gradients into .grad, makes the default ones for a one-element output, and replays a view on
+// its base when the base was written (Note [In-place ops on views], ops/views.h). Those few ops
+// belong to the op set in ops/; this header is all the engine asks of it, and ops/engine_ops.cc
+// implements it. Nothing else in engine/ includes an ops/ header.
+namespace ag::engine_ops {
+
+Tensor add(const Tensor& a, const Tensor& b);   // recorded when grad mode is on
+void add_in_place(Tensor& a, const Tensor& b);  // a += b; grad mode must be off
+Tensor clone(const Tensor& t);                  // recorded when grad mode is on
+Tensor ones_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor zeros(const TensorMeta& meta);
+// Regenerates the history of a view whose base was written since it was recorded.
+void refresh_view(const Tensor& view);
+
+}  // namespace ag::engine_ops

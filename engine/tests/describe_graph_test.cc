@@ -1,0 +1,77 @@
+#include "engine/describe_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "engine/autograd.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::leaf;
+
+// The text line that describes the node called `name` (the first one, newest first).
+std::string line_of(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("  #", 0) == 0 && line.find(" " + name + "  topo") != std::string::npos) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+struct Graph {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor y = leaf({4, 5, 6}, {3});
+  Tensor a = ops::mul(x, y);
+  Tensor out = ops::add(ops::tanh(a), ops::exp(y));
+};
+
+TEST(DescribeGraph, ShowsNodesSavesAndWhatAGradCallWouldRun) {
+  Graph g;
+  // grad(out, {a}) with the topological cut only: a's node captures, add and tanh run, exp is
+  // expanded (as tall as mul) but does not run, the accumulators lie below the cut.
+  const std::string text =
+      describe_graph({g.out}, {g.a}, EngineOptions().with_prune_by_reachability(false));
+  SCOPED_TRACE(text);
+  EXPECT_TRUE(has(line_of(text, "add"), "runs"));
+  EXPECT_TRUE(has(line_of(text, "tanh"), "runs  saved: result float64[3] 24 B"));
+  const std::string mul = line_of(text, "mul");
+  EXPECT_TRUE(has(mul, "topo 1  captures input 0"));
+  EXPECT_TRUE(has(mul, "saved: other float64[3] 24 B, self float64[3] 24 B"));
+  EXPECT_TRUE(has(line_of(text, "exp"), "expanded"));
+  EXPECT_TRUE(has(line_of(text, "AccumulateGrad"), "topo 0  cut"));
+  EXPECT_TRUE(has(text, "6 node(s), 2 would run; 96 B saved"));
+}
+
+TEST(DescribeGraph, AfterBackwardSavesShowAsReleased) {
+  Graph g;
+  const Tensor total = ops::sum(g.out);
+  backward(total);
+  const std::string text = describe_graph(total);
+  SCOPED_TRACE(text);
+  EXPECT_TRUE(has(line_of(text, "mul"), "saved: other released, self released"));
+  EXPECT_TRUE(has(text, "0 B saved"));
+}
+
+TEST(DescribeGraph, DotMarksRunningTargetAndCutNodes) {
+  Graph g;
+  const std::string dot =
+      describe_graph_dot({g.out}, {g.a}, EngineOptions().with_prune_by_reachability(false));
+  EXPECT_EQ(dot.rfind("digraph autograd {", 0), 0u) << dot;
+  EXPECT_TRUE(has(dot, "fillcolor")) << dot;     // add, tanh
+  EXPECT_TRUE(has(dot, "penwidth=3")) << dot;    // mul, the requested input
+  EXPECT_TRUE(has(dot, "style=dashed")) << dot;  // the accumulators
+  EXPECT_TRUE(has(dot, " -> n")) << dot;         // edges, parent to child
+}
+
+}  // namespace
+}  // namespace ag

@@ -1,0 +1,17 @@
+// What the engine asks of the op set (Note [The engine's ops], engine/engine_ops.h).
+#include "engine/engine_ops.h"
+
+#include "ops/ops.h"
+#include "ops/views.h"
+
+namespace ag::engine_ops {
+
+Tensor add(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
+void add_in_place(Tensor& a, const Tensor& b) { ops::add_(a, b); }
+Tensor clone(const Tensor& t) { return ops::clone(t); }
+Tensor ones_like(const Tensor& t) { return ops::ones_like(t); }
+Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
+Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }
+void refresh_view(const Tensor& view) { ops::refresh_view(view); }
+
+}  // namespace ag::engine_ops
