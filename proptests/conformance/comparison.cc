@@ -122,7 +122,7 @@ class Context {
     v = tensor(v);
     const Stmt* s = producer(v);
     if (s && s->kind == StmtKind::kView) return view_root(s->args[0]);
-    if (s && s->kind == StmtKind::kOp && s->instr.op == proptest::Op::kReshape) {
+    if (s && s->kind == StmtKind::kOp && s->instr.op == proptests::Op::kReshape) {
       return view_root(s->instr.args[0]);
     }
     return v;
@@ -163,7 +163,7 @@ struct Pair {
   }
   // The kind of the expected error ("freed", "version", or "").
   std::string error() const { return e.size() == 3 && e[1] == "raise" ? e[2] : ""; }
-  bool op(proptest::Op o) const { return s && s->kind == StmtKind::kOp && s->instr.op == o; }
+  bool op(proptests::Op o) const { return s && s->kind == StmtKind::kOp && s->instr.op == o; }
   bool inputs_any(bool (*pred)(const Context&, int)) const {
     return s && std::any_of(s->inputs.begin(), s->inputs.end(), [&](int v) { return pred(c, v); });
   }
@@ -273,7 +273,7 @@ Excuse unused_input_zeros(const Pair& p) {
 }
 
 Excuse mean_of_empty_raises(const Pair& p) {
-  return (p.op(proptest::Op::kMean) || p.op(proptest::Op::kMeanDim)) && p.status("ok", "raise") &&
+  return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
                  std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
              ? Excuse::kStop
              : Excuse::kNone;
@@ -300,14 +300,14 @@ Excuse requires_grad_on_non_leaf(const Pair& p) {
 }
 
 Excuse reduce_0_dim(const Pair& p) {
-  return (p.op(proptest::Op::kSumDim) || p.op(proptest::Op::kMeanDim)) &&
+  return (p.op(proptests::Op::kSumDim) || p.op(proptests::Op::kMeanDim)) &&
                  p.c.rank(p.s->instr.args[0]) == 0 && p.status("ok", "raise")
              ? Excuse::kStop
              : Excuse::kNone;
 }
 
 Excuse linear_1d_weight(const Pair& p) {
-  return p.op(proptest::Op::kLinear) && p.c.rank(p.s->instr.args[1]) == 1 &&
+  return p.op(proptests::Op::kLinear) && p.c.rank(p.s->instr.args[1]) == 1 &&
                  p.status("ok", "raise")
              ? Excuse::kStop
              : Excuse::kNone;

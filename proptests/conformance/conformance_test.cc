@@ -136,7 +136,7 @@ TEST(Reduce, DropsWhatThePredicateDoesNotNeed) {
   // Keep programs that still take exp of something.
   const Program r = reduce(p, [](const Program& q) {
     for (const Stmt& s : q.stmts) {
-      if (s.kind == StmtKind::kOp && s.instr.op == proptest::Op::kExp) return true;
+      if (s.kind == StmtKind::kOp && s.instr.op == proptests::Op::kExp) return true;
     }
     return false;
   });

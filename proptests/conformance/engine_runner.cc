@@ -71,7 +71,8 @@ class Runner {
       add(id + " v" + std::to_string(s.args[0]) + " " + state(values_[s.args[0]], s.args[0], true));
     }
     for (int v : s.record_flags) {
-      add(id + " flags v" + std::to_string(v) + " " + (values_[v].defined() ? flags(values_[v]) : "none"));
+      add(id + " flags v" + std::to_string(v) + " " +
+          (values_[v].defined() ? flags(values_[v]) : "none"));
     }
     for (int v : s.record_grads) {
       add(id + " grad v" + std::to_string(v) + " " +
@@ -134,11 +135,11 @@ class Runner {
     };
     switch (s.kind) {
       case StmtKind::kLeaf:
-        set_results({ops::uniform(s.shape, -1.0, 1.0, s.seed, DType::kFloat64)
-                         .set_requires_grad(s.flag)});
+        set_results(
+            {ops::uniform(s.shape, -1.0, 1.0, s.seed, DType::kFloat64).set_requires_grad(s.flag)});
         return;
       case StmtKind::kOp:
-        set_results({proptest::run_instr(s.instr, gather(s.instr.args))});
+        set_results({proptests::run_instr(s.instr, gather(s.instr.args))});
         return;
       case StmtKind::kView:
         set_results({ops::view(args[0], s.shape)});
@@ -164,15 +165,23 @@ class Runner {
       case StmtKind::kGrad: {
         const std::optional<bool> retain =
             s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
-        set_results(grad(gather(s.outputs), gather(s.inputs), gather(s.grad_outputs), retain,
-                         s.create_graph, s.allow_unused));
+        GradArgs g;
+        g.grad_outputs(gather(s.grad_outputs))
+            .create_graph(s.create_graph)
+            .allow_unused(s.allow_unused);
+        if (retain) g.retain_graph(*retain);
+        set_results(grad(gather(s.outputs), gather(s.inputs), g));
         return;
       }
       case StmtKind::kBackward: {
         const std::optional<bool> retain =
             s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
-        backward(gather(s.outputs), gather(s.grad_outputs), retain, s.create_graph,
-                 gather(s.inputs));
+        BackwardArgs b;
+        b.grad_tensors(gather(s.grad_outputs))
+            .inputs(gather(s.inputs))
+            .create_graph(s.create_graph);
+        if (retain) b.retain_graph(*retain);
+        backward(gather(s.outputs), b);
         return;
       }
       case StmtKind::kReadGrad:

@@ -9,8 +9,8 @@
 namespace ag::conformance {
 namespace {
 
-using proptest::Instr;
-using proptest::Op;
+using proptests::Instr;
+using proptests::Op;
 
 const char* const kOpIds[] = {
     "leaf",    "add",          "sub",          "mul",       "div",         "pow",     "add_scalar",

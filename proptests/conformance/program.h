@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/shape.h"
+#include "engine/memory/shape.h"
 #include "proptests/ops/composition.h"
 
 namespace ag::conformance {
@@ -60,7 +60,7 @@ struct Stmt {
   uint64_t seed = 0;
   // kLeaf, kSetRequiresGrad: requires_grad; kInplace: under no_grad
   bool flag = false;
-  proptest::Instr instr;  // kOp
+  proptests::Instr instr;  // kOp
   InplaceKind inplace = InplaceKind::kAdd;
   CustomKind custom = CustomKind::kMul;
 
@@ -81,7 +81,7 @@ struct Program {
 };
 
 // Op names in the text form and the records (unique per composition Op, unlike op_name()).
-const char* op_id(proptest::Op op);
+const char* op_id(proptests::Op op);
 const char* inplace_name(InplaceKind kind);
 const char* custom_name(CustomKind kind);
 int num_results(CustomKind kind);

@@ -9,8 +9,8 @@
 namespace ag::conformance {
 namespace {
 
-using proptest::Instr;
-using proptest::Op;
+using proptests::Instr;
+using proptests::Op;
 
 enum class Family {
   kView,
@@ -109,15 +109,15 @@ struct Info {
 
 class Builder {
  public:
-  explicit Builder(const proptest::Program& ops) : seed_(ops.seed) {
-    proptest::Program leaves_only = ops;
+  explicit Builder(const proptests::Program& ops) : seed_(ops.seed) {
+    proptests::Program leaves_only = ops;
     leaves_only.steps.clear();
-    plan_ = proptest::build_plan(leaves_only);
+    plan_ = proptests::build_plan(leaves_only);
     absorb_plan();
   }
 
-  void op_step(const proptest::Step& step, int index) {
-    proptest::append_step(plan_, step, index);
+  void op_step(const proptests::Step& step, int index) {
+    proptests::append_step(plan_, step, index);
     absorb_plan();
   }
 
@@ -198,7 +198,7 @@ class Builder {
     s.kind = StmtKind::kLeaf;
     s.results = {v};
     s.shape = info_[v].shape;
-    s.seed = seed_ * 1000 + static_cast<uint64_t>(leaf_index);  // as proptest::make_leaves
+    s.seed = seed_ * 1000 + static_cast<uint64_t>(leaf_index);  // as proptests::make_leaves
     s.flag = plan_.leaf_requires_grad[leaf_index];
     info_[v].from_leaf_stmt = true;
     program_.stmts.push_back(s);
@@ -525,7 +525,7 @@ class Builder {
     }
     try {
       NoGradGuard no_grad;
-      shape = proptest::run_instr(in, zeros).shape();
+      shape = proptests::run_instr(in, zeros).shape();
     } catch (const Error&) {
       // It raises: later statements that use it are skipped.
     }
@@ -551,7 +551,7 @@ class Builder {
   }
 
   uint64_t seed_;
-  proptest::Plan plan_;
+  proptests::Plan plan_;
   size_t absorbed_ = 0;
   std::vector<Info> info_;
   int storages_ = 0;
@@ -578,7 +578,7 @@ rc::Gen<ProgramSpec> program_spec_gen() {
   });
   return rc::gen::exec([move] {
     ProgramSpec spec;
-    spec.ops = *proptest::program_gen();
+    spec.ops = *proptests::program_gen();
     spec.moves = *rc::gen::scale(0.3, rc::gen::container<std::vector<Move>>(move));
     return spec;
   });

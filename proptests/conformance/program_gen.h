@@ -35,7 +35,7 @@ struct Move {
 };
 
 struct ProgramSpec {
-  proptest::Program ops;
+  proptests::Program ops;
   std::vector<Move> moves;
 };
 

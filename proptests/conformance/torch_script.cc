@@ -8,8 +8,8 @@
 namespace ag::conformance {
 namespace {
 
-using proptest::Instr;
-using proptest::Op;
+using proptests::Instr;
+using proptests::Op;
 
 std::string name(int v) { return v < 0 ? "None" : "v" + std::to_string(v); }
 
