@@ -149,11 +149,12 @@ int show(const Args& a, ForeignEngine& foreign) {
   }
   if (a.reduce) p = reduce_mismatch(p, foreign);
   const std::string script = foreign.script(p, title);
+  // Written first: the script to run by hand if the foreign engine fails on it.
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "conformance_show.py";
+  write_file(tmp, script);
   const Records expected = foreign.run(script);
   const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
   Records expected_explained = expected, actual_explained = actual;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "conformance_show.py";
-  write_file(tmp, script);
   const std::string explained = foreign.explain(tmp.string());
   if (!explained.empty()) expected_explained = Records::parse(explained);
   if (actual.lines != hang_records().lines) actual_explained = run_on_engine(p, /*explain=*/true);

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,8 @@ class ScriptServer {
   ~ScriptServer();
   ScriptServer(const ScriptServer&) = delete;
   ScriptServer& operator=(const ScriptServer&) = delete;
-  std::string request(const std::string& script);
+  // The reply, or nothing when the server died on this script (it is restarted).
+  std::optional<std::string> request(const std::string& script);
 
  private:
   void start();

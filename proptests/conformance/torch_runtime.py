@@ -200,7 +200,12 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # Copies of the caller's gradients: PyTorch's AccumulateGrad may keep a view of one as a
     # leaf's .grad, sharing the caller's storage; the engine never does
     # (backward-grad-tensors-copied).
-    grad_tensors = [g.clone() if isinstance(g, torch.Tensor) else g for g in grad_tensors]
+    # Not a gradient that shares storage with a program value's .grad: accumulating into that
+    # .grad in place writes into the gradient in both engines, and a copy would hide the write.
+    held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
+            if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
+    grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
+                    g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
     _begin_call(inputs)
     try:
         torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
@@ -247,7 +252,7 @@ def whole(src, target):
 
 # ---- custom Functions (the same formulas as custom_functions.cc) --------------------------------
 
-_run = {"stmt": -1, "needs": []}
+_run = {"stmt": -1, "needs": [], "values": []}  # values: the program's, as the statement starts
 
 
 def _log_needs(ctx):
@@ -400,6 +405,7 @@ def run_program(stmts):
             lines.append(sid + " skip")
             continue
         _run["stmt"], _run["needs"] = i, []
+        _run["values"] = [ns.get(n) for n in names]
         try:
             exec(s.code, ns)
         except Exception as e:  # noqa: BLE001 - any exception is "this statement raises"

@@ -88,7 +88,10 @@ void Triage::add(const std::string& id, const Program& program, const Comparison
   numbers_.numbers += c.numbers.numbers;
   numbers_.bitwise += c.numbers.bitwise;
   numbers_.max_error = std::max(numbers_.max_error, c.numbers.max_error);
-  for (const auto& [id, n] : c.deviations) deviations_[id] += n;
+  for (const auto& [x, n] : c.deviations) {
+    deviations_[x] += n;
+    if (examples_[x].size() < 3) examples_[x].push_back(id);
+  }
   if (!c.stopped_by.empty()) ++stopped_[c.stopped_by];
   if (c.ok()) return;
   ++mismatching_;
@@ -126,10 +129,14 @@ std::string Triage::report() const {
   for (const auto& [id, n] : deviations_) {
     const Explanation* x = find_explanation(id);
     const auto stopped = stopped_.find(id);
-    std::snprintf(line, sizeof(line), "%s %-30s excused %5lld lines, ended %4lld programs early\n",
+    std::string examples;
+    for (const std::string& e : examples_.at(id)) examples += (examples.empty() ? "" : ", ") + e;
+    std::snprintf(line, sizeof(line),
+                  "%s %-30s excused %5lld lines, ended %4lld programs early, e.g. %s\n",
                   x && x->kind == ExplanationKind::kOpenBug ? "open bug " : "deviation",
                   id.c_str(), static_cast<long long>(n),
-                  static_cast<long long>(stopped == stopped_.end() ? 0 : stopped->second));
+                  static_cast<long long>(stopped == stopped_.end() ? 0 : stopped->second),
+                  examples.c_str());
     out += line;
   }
   return out;

@@ -30,6 +30,7 @@ class Triage {
   NumberStats numbers_;
   std::map<std::string, int64_t> deviations_;  // explanation -> lines excused
   std::map<std::string, int64_t> stopped_;     // explanation -> programs it ended early
+  std::map<std::string, std::vector<std::string>> examples_;  // explanation -> program ids
   std::map<std::string, std::vector<std::string>> classes_;
 };
 
