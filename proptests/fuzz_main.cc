@@ -35,16 +35,17 @@ struct Args {
   int batch = 100;
   int64_t batch_seed = -1;  // replay one batch
   bool list = false;
-  std::string against;  // a foreign engine: run only the conformance property against it
+  std::string against;      // a foreign engine: run only the conformance property against it
   bool keep_going = false;  // report a failing batch and go on with the next one
 };
 
 [[noreturn]] void usage(const char* error) {
-  std::fprintf(stderr,
-               "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
-               "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
-               "            [--keep-going]\n",
-               error);
+  std::fprintf(
+      stderr,
+      "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
+      "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
+      "            [--keep-going]\n",
+      error);
   std::exit(2);
 }
 

@@ -74,10 +74,6 @@ class Context {
     }
     if (t[1] == "raise" && s.kind == StmtKind::kBackward) backward_raised_ = true;
     if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
-    const bool frees = s.retain_graph != 1 && !(s.retain_graph < 0 && s.create_graph);
-    if (t[1] == "ok" && (s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) && frees) {
-      freed_graph_ = true;
-    }
     // A call after which PyTorch may have run (and, without retain_graph, freed) more nodes.
     if (t[1] == "ok" && (s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) &&
         s.retain_graph != 1 && !(s.retain_graph < 0 && s.create_graph)) {
@@ -91,7 +87,6 @@ class Context {
   bool extra_frees() const { return extra_frees_; }
   bool backward_raised() const { return backward_raised_; }
   bool recorded_inplace() const { return recorded_inplace_; }
-  bool freed_graph() const { return freed_graph_; }
 
   const Program& program() const { return program_; }
   const Stmt* stmt(int index) const {
@@ -145,7 +140,6 @@ class Context {
   bool extra_frees_ = false;           // PyTorch may have freed saved tensors the engine kept
   bool backward_raised_ = false;       // a backward() raised midway (in both engines)
   bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
-  bool freed_graph_ = false;           // a grad()/backward() ran without retaining its graph
 };
 
 enum class Excuse { kNone, kSkipExpected, kSkipActual, kSkipBoth, kStop };
@@ -242,15 +236,6 @@ Excuse version_check_per_formula(const Pair& p) {
         });
   }
   return !p.c.recorded_inplace() || unrequested_leaf ? Excuse::kStop : Excuse::kNone;
-}
-
-// A node that saved no tensor (its formulas need none, or only shapes) can run again after its
-// graph was freed; PyTorch's counterpart may have saved one (e.g. a view's backward inputs) and
-// raises "backward through the graph a second time".
-Excuse fewer_saved_values(const Pair& p) {
-  return autograd_call(p) && p.status("raise", "ok") && p.error() == "freed" && p.c.freed_graph()
-             ? Excuse::kStop
-             : Excuse::kNone;
 }
 
 // PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
@@ -354,6 +339,23 @@ bool view_before_requires_grad(const Context& c, int v, int before) {
   return false;
 }
 
+// Whether v is a result of grad() (PyTorch's may be a view of a grad_output, made by a view's
+// backward, or of another result) and requires_grad_() was called on one of that call's
+// grad_outputs or results before `before`.
+bool grad_result_before_requires_grad(const Context& c, int v, int before) {
+  const Stmt* made = c.producer(c.tensor(v));
+  if (!made || made->kind != StmtKind::kGrad) return false;
+  std::set<int> related;
+  for (int u : made->grad_outputs) related.insert(c.tensor(u));
+  for (int u : made->results) related.insert(c.tensor(u));
+  const int made_at = static_cast<int>(made - c.program().stmts.data());
+  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
+    const Stmt& s = c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
 // Only requires_grad/is_leaf differ, on a line about such a view or about the result of a
 // statement that reads one.
 Excuse view_flags_follow_base(const Pair& p) {
@@ -364,8 +366,10 @@ Excuse view_flags_follow_base(const Pair& p) {
   if (v < 0 || !agree_without(p, {"rg=", "leaf="})) return Excuse::kNone;
   std::vector<int> views = {v};
   if (p.result_line() && p.s) views = reads(*p.s);
-  const bool stale = std::any_of(views.begin(), views.end(),
-                                 [&](int u) { return view_before_requires_grad(p.c, u, p.index); });
+  const bool stale = std::any_of(views.begin(), views.end(), [&](int u) {
+    return view_before_requires_grad(p.c, u, p.index) ||
+           grad_result_before_requires_grad(p.c, u, p.index);
+  });
   if (!stale) return Excuse::kNone;
   return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
@@ -445,7 +449,6 @@ const Rule kRules[] = {
     {"extra-executions", extra_executions},
     {"backward-inputs-retain-grad", backward_inputs_retain_grad},
     {"version-check-per-formula", version_check_per_formula},
-    {"fewer-saved-values", fewer_saved_values},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
     {"set-grad-self", set_grad_self},

@@ -45,11 +45,11 @@ TEST(EngineRunner, RecordsResultsGradientsAndTheEnd) {
 }
 
 TEST(EngineRunner, RaisesAndSkips) {
-  const Records r = run_on_engine(parse_program(
-      "v0 = leaf [2] seed=1 requires_grad=0\n"
-      "v1 = grad outputs=v0 inputs=v0 grad_outputs=- retain_graph=- create_graph=0 "
-      "allow_unused=0\n"
-      "v2 = neg v1\n"));
+  const Records r = run_on_engine(
+      parse_program("v0 = leaf [2] seed=1 requires_grad=0\n"
+                    "v1 = grad outputs=v0 inputs=v0 grad_outputs=- retain_graph=- create_graph=0 "
+                    "allow_unused=0\n"
+                    "v2 = neg v1\n"));
   EXPECT_EQ(r.lines[2], "s1 raise");
   EXPECT_EQ(r.lines[3], "s2 skip");
 }
@@ -78,12 +78,12 @@ TEST(Comparison, CatchesEachKindOfDifference) {
   char off[64];
   std::snprintf(off, sizeof(off), "%.17g", xv * (1 + 1e-9));  // 1000x the tolerance
   const std::vector<std::pair<size_t, std::string>> edits = {
-      {3, std::string(v1).replace(v1.find(x), x.size(), off)},  // a value
+      {3, std::string(v1).replace(v1.find(x), x.size(), off)},   // a value
       {3, std::string(v1).replace(v1.find("rg=1"), 4, "rg=0")},  // a flag
       {3, std::string(v1).replace(v1.find("[2]"), 3, "[1,2]")},  // a shape
-      {2, "s1 raise"},                                            // raise or not
-      {9, "end v0 grad d=1 a=1"},                                 // a .grad
-      {7, actual.lines[7] + " 0"},                                // one value more
+      {2, "s1 raise"},                                           // raise or not
+      {9, "end v0 grad d=1 a=1"},                                // a .grad
+      {7, actual.lines[7] + " 0"},                               // one value more
   };
   for (const auto& [index, line] : edits) {
     EXPECT_FALSE(compare(p, edited(index, line), actual).ok()) << line;

@@ -14,8 +14,7 @@
 namespace ag::conformance {
 
 std::string format_entry(const std::string& id, const Program& program, const Records& expected) {
-  return "program " + id + "\n" + to_text(program) + "records\n" +
-         expected.text();
+  return "program " + id + "\n" + to_text(program) + "records\n" + expected.text();
 }
 
 std::vector<CorpusEntry> read_corpus_file(const std::string& path) {

@@ -3,6 +3,8 @@
 // is needed. A failure prints each mismatching program with its first differing record; rerun
 // one against a live PyTorch with
 //   bazel run -c opt //proptests/conformance:export -- --show ID [--reduce]
+#include "proptests/conformance/corpus.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,28 +13,32 @@
 #include <map>
 
 #include "proptests/conformance/comparison.h"
-#include "proptests/conformance/corpus.h"
 #include "proptests/conformance/deviations.h"
+#include "proptests/conformance/torch_script.h"
 
 namespace ag::conformance {
 namespace {
 
 struct CorpusRun {
   int programs = 0;
-  std::vector<std::string> failures;  // one report per mismatching program
+  std::vector<std::string> failures;   // one report per mismatching program
   std::map<std::string, int> excused;  // explanation id -> programs it excused something in
   NumberStats numbers;
 };
 
+std::vector<std::filesystem::path> corpus_files() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator("proptests/conformance/corpus")) {
+    if (f.path().extension() == ".txt") files.push_back(f.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 const CorpusRun& corpus_run() {
   static const CorpusRun run = [] {
     CorpusRun r;
-    std::vector<std::filesystem::path> files;
-    for (const auto& f : std::filesystem::directory_iterator("proptests/conformance/corpus")) {
-      if (f.path().extension() == ".txt") files.push_back(f.path());
-    }
-    std::sort(files.begin(), files.end());
-    for (const auto& file : files) {
+    for (const auto& file : corpus_files()) {
       for (const CorpusEntry& entry : read_corpus_file(file.string())) {
         ++r.programs;
         // A hang fails the program (the hung thread is left behind, blocked).
@@ -44,16 +50,18 @@ const CorpusRun& corpus_run() {
         r.numbers.max_error = std::max(r.numbers.max_error, c.numbers.max_error);
         for (const auto& [id, n] : c.deviations) ++r.excused[id];
         if (!c.ok()) {
-          r.failures.push_back("program " + entry.id + " (" + file.filename().string() +
-                               ")\n" + to_text(entry.program) + explain(c));
+          r.failures.push_back("program " + entry.id + " (" + file.filename().string() + ")\n" +
+                               to_text(entry.program) + explain(c));
         }
       }
     }
-    std::printf("%d programs; %lld numbers compared, %lld bitwise equal, largest difference "
-                "%.3g of the tolerance\n",
-                r.programs, static_cast<long long>(r.numbers.numbers),
-                static_cast<long long>(r.numbers.bitwise), r.numbers.max_error);
-    for (const auto& [id, n] : r.excused) std::printf("  %-30s excused lines in %d programs\n", id.c_str(), n);
+    std::printf(
+        "%d programs; %lld numbers compared, %lld bitwise equal, largest difference "
+        "%.3g of the tolerance\n",
+        r.programs, static_cast<long long>(r.numbers.numbers),
+        static_cast<long long>(r.numbers.bitwise), r.numbers.max_error);
+    for (const auto& [id, n] : r.excused)
+      std::printf("  %-30s excused lines in %d programs\n", id.c_str(), n);
     return r;
   }();
   return run;
@@ -78,8 +86,26 @@ TEST(Corpus, EveryComparisonRuleIsNeeded) {
     if (x.where != AppliedWhere::kComparing) continue;
     EXPECT_GT(r.excused.count(x.id), 0u)
         << x.id << " excuses nothing in the corpus: "
-        << (x.kind == ExplanationKind::kOpenBug ? "fixed? delete it from DEVIATIONS.md and deviations.cc"
-                                                : "delete it, or regenerate the corpus");
+        << (x.kind == ExplanationKind::kOpenBug
+                ? "fixed? delete it from DEVIATIONS.md and deviations.cc"
+                : "delete it, or regenerate the corpus");
+  }
+}
+
+// The deviations applied where the scripts are rendered: each shapes the script of some corpus
+// program (rendering needs no PyTorch), so none is dead.
+TEST(Corpus, EveryRenderingDeviationIsUsed) {
+  const std::map<std::string, int64_t> before = deviation_uses();
+  for (const auto& file : corpus_files()) {
+    for (const CorpusEntry& entry : read_corpus_file(file.string()))
+      torch_script(entry.program, entry.id);
+  }
+  const std::map<std::string, int64_t> after = deviation_uses();
+  for (const Explanation& x : explanations()) {
+    if (x.where != AppliedWhere::kRendering) continue;
+    const int64_t used =
+        (after.count(x.id) ? after.at(x.id) : 0) - (before.count(x.id) ? before.at(x.id) : 0);
+    EXPECT_GT(used, 0) << x.id << " shapes no script of the corpus";
   }
 }
 

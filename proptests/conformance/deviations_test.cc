@@ -1,11 +1,11 @@
 // DEVIATIONS.md and deviations.cc list the same entries, under the same headings.
+#include "proptests/conformance/deviations.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <set>
 #include <string>
-
-#include "proptests/conformance/deviations.h"
 
 namespace ag::conformance {
 namespace {

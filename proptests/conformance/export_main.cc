@@ -42,7 +42,7 @@ struct Args {
   std::string scripts;
   bool check = false;
   int show = -1;
-  std::string file;  // --file: show this program (text form) instead of a generated one
+  std::string file;     // --file: show this program (text form) instead of a generated one
   bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
   std::string engine = "pytorch";
   ForeignOptions foreign;
@@ -123,7 +123,8 @@ std::vector<CorpusEntry> handwritten_programs() {
   std::vector<CorpusEntry> out;
   std::filesystem::path dir = "proptests/conformance/programs";
   if (!std::filesystem::exists(dir)) {
-    if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY")) dir = std::filesystem::path(ws) / dir;
+    if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
+      dir = std::filesystem::path(ws) / dir;
   }
   std::vector<std::filesystem::path> files;
   for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path());
@@ -159,7 +160,8 @@ int show(const Args& a, ForeignEngine& foreign) {
   if (!explained.empty()) expected_explained = Records::parse(explained);
   if (actual.lines != hang_records().lines) actual_explained = run_on_engine(p, /*explain=*/true);
   std::printf("== program (this engine's case)\n");
-  for (size_t i = 0; i < p.stmts.size(); ++i) std::printf("s%-3zu %s\n", i, to_text(p.stmts[i]).c_str());
+  for (size_t i = 0; i < p.stmts.size(); ++i)
+    std::printf("s%-3zu %s\n", i, to_text(p.stmts[i]).c_str());
   std::printf("\n== %s script\n%s\n", foreign.name().c_str(), script.c_str());
   std::printf("== records (\"-\" %s only, \"+\" this engine only)\n", foreign.name().c_str());
   const Comparison c = compare(p, expected, actual);
@@ -185,9 +187,10 @@ int run(const Args& a) {
                static_cast<unsigned long long>(a.seed), version.c_str());
   if (!a.scripts.empty()) {
     std::filesystem::create_directories(user_path(a.scripts));
-    std::filesystem::copy_file(foreign->runtime_path(),
-                               user_path(a.scripts) / std::filesystem::path(foreign->runtime_path()).filename(),
-                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(
+        foreign->runtime_path(),
+        user_path(a.scripts) / std::filesystem::path(foreign->runtime_path()).filename(),
+        std::filesystem::copy_options::overwrite_existing);
   }
   std::vector<std::string> shards(static_cast<size_t>(a.shards));
   Triage triage;
@@ -225,17 +228,18 @@ int run(const Args& a) {
     for (int k = 0; k < a.shards; ++k) {
       char name[32];
       std::snprintf(name, sizeof(name), "programs_%02d.txt", k);
-      write_file(dir / name,
-                 "# Conformance corpus, part " + std::to_string(k + 1) + " of " +
-                     std::to_string(a.shards) + ": programs and the records " + version +
-                     " wrote for them.\n# Regenerate all parts: bazel run -c opt "
-                     "//proptests/conformance:export -- --write  (seed " +
-                     std::to_string(a.seed) + ", " + std::to_string(a.programs) +
-                     " programs)\n" + shards[static_cast<size_t>(k)]);
+      write_file(dir / name, "# Conformance corpus, part " + std::to_string(k + 1) + " of " +
+                                 std::to_string(a.shards) + ": programs and the records " +
+                                 version +
+                                 " wrote for them.\n# Regenerate all parts: bazel run -c opt "
+                                 "//proptests/conformance:export -- --write  (seed " +
+                                 std::to_string(a.seed) + ", " + std::to_string(a.programs) +
+                                 " programs)\n" + shards[static_cast<size_t>(k)]);
     }
     write_file(dir / "handwritten.txt",
                "# The hand-written programs (proptests/conformance/programs/) and the records " +
-                   version + " wrote for them.\n# Regenerate: bazel run -c opt "
+                   version +
+                   " wrote for them.\n# Regenerate: bazel run -c opt "
                    "//proptests/conformance:export -- --write\n" +
                    handwritten);
     std::fprintf(stderr, "wrote %d files to %s\n", a.shards + 1, dir.c_str());

@@ -37,8 +37,10 @@ std::string find_package_file(const std::string& file) {
   namespace fs = std::filesystem;
   const std::string rel = "proptests/conformance/" + file;
   std::vector<fs::path> candidates = {rel};
-  if (const char* r = std::getenv("RUNFILES_DIR")) candidates.push_back(fs::path(r) / "autograd" / rel);
-  if (const char* w = std::getenv("BUILD_WORKSPACE_DIRECTORY")) candidates.push_back(fs::path(w) / rel);
+  if (const char* r = std::getenv("RUNFILES_DIR"))
+    candidates.push_back(fs::path(r) / "autograd" / rel);
+  if (const char* w = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
+    candidates.push_back(fs::path(w) / rel);
   for (const fs::path& p : candidates) {
     if (fs::exists(p)) return fs::absolute(p).string();
   }
@@ -54,8 +56,9 @@ class PyTorchEngine final : public ForeignEngine {
 
   std::string name() const override { return "pytorch"; }
   std::string version() override {
-    return "torch " + capture(shell_quote(python_) + " -c 'import torch; print(torch.__version__)'") +
-           " (" + python_ + ")";
+    return "torch " +
+           capture(shell_quote(python_) + " -c 'import torch; print(torch.__version__)'") + " (" +
+           python_ + ")";
   }
   std::string script(const Program& p, const std::string& title) const override {
     return torch_script(p, title);
@@ -80,7 +83,8 @@ class PyTorchEngine final : public ForeignEngine {
     if (!given.empty()) pythons.push_back(given);
     if (const char* p = std::getenv("AG_PEER_PYTHON")) pythons.push_back(p);
     // The peers' venv that tools/setup.sh --peers makes (paper/peers/README.md).
-    if (const char* d = std::getenv("AG_PEERS_DIR")) pythons.push_back(std::string(d) + "/venv/bin/python");
+    if (const char* d = std::getenv("AG_PEERS_DIR"))
+      pythons.push_back(std::string(d) + "/venv/bin/python");
     const char* cache = std::getenv("XDG_CACHE_HOME");
     const char* home = std::getenv("HOME");
     if (cache || home) {

@@ -26,8 +26,8 @@ namespace ag::conformance {
 class ForeignEngine {
  public:
   virtual ~ForeignEngine() = default;
-  virtual std::string name() const = 0;     // "pytorch"
-  virtual std::string version() = 0;        // e.g. "torch 2.15.0 (python3 at ...)"
+  virtual std::string name() const = 0;  // "pytorch"
+  virtual std::string version() = 0;     // e.g. "torch 2.15.0 (python3 at ...)"
   virtual std::string script(const Program& program, const std::string& title) const = 0;
   virtual std::string runtime_path() const = 0;  // the helper module scripts import
   // Runs a script; throws std::runtime_error when the engine itself fails.

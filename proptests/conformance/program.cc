@@ -13,11 +13,12 @@ using proptests::Instr;
 using proptests::Op;
 
 const char* const kOpIds[] = {
-    "leaf",    "add",          "sub",          "mul",       "div",         "pow",     "add_scalar",
-    "mul_scalar", "pow_scalar", "neg",         "exp",       "log",         "tanh",    "sigmoid",
-    "relu",    "sum",          "sum_dim",      "mean",      "mean_dim",    "sum_to",  "broadcast_to",
-    "reshape", "transpose",    "mm",           "addmm",     "linear",      "bmm",     "matmul",
-    "log_softmax", "nll_loss", "cross_entropy", "dropout",  "dropout2d",   "clone"};
+    "leaf",          "add",        "sub",          "mul",     "div",         "pow",
+    "add_scalar",    "mul_scalar", "pow_scalar",   "neg",     "exp",         "log",
+    "tanh",          "sigmoid",    "relu",         "sum",     "sum_dim",     "mean",
+    "mean_dim",      "sum_to",     "broadcast_to", "reshape", "transpose",   "mm",
+    "addmm",         "linear",     "bmm",          "matmul",  "log_softmax", "nll_loss",
+    "cross_entropy", "dropout",    "dropout2d",    "clone"};
 constexpr int kNumOps = sizeof(kOpIds) / sizeof(kOpIds[0]);
 static_assert(kNumOps == static_cast<int>(Op::kClone) + 1);
 
@@ -288,8 +289,8 @@ std::string to_text(const Stmt& s) {
       const bool g = s.kind == StmtKind::kGrad;
       os << (g ? "grad outputs=" : "backward tensors=") << ids(s.outputs)
          << " inputs=" << ids(s.inputs) << (g ? " grad_outputs=" : " grad_tensors=")
-         << ids(s.grad_outputs) << " retain_graph="
-         << (s.retain_graph < 0 ? "-" : std::to_string(s.retain_graph))
+         << ids(s.grad_outputs)
+         << " retain_graph=" << (s.retain_graph < 0 ? "-" : std::to_string(s.retain_graph))
          << " create_graph=" << s.create_graph;
       if (g) os << " allow_unused=" << s.allow_unused;
       break;

@@ -220,10 +220,9 @@ class Builder {
       for (int a : in.args) info.requires_grad = info.requires_grad || info_[a].requires_grad;
       info.is_leaf = !info.requires_grad;
       // Views, and the ops that return their input itself when it has the shape already.
-      const bool same_tensor = (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) &&
-                               info_[in.args[0]].shape == in.shape;
-      info.storage =
-          in.op == Op::kReshape || same_tensor ? info_[in.args[0]].storage : storages_++;
+      const bool same_tensor =
+          (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) && info_[in.args[0]].shape == in.shape;
+      info.storage = in.op == Op::kReshape || same_tensor ? info_[in.args[0]].storage : storages_++;
       info_.push_back(info);
       Stmt s;
       s.kind = StmtKind::kOp;
@@ -332,9 +331,8 @@ class Builder {
 
   void inplace(const Move& m) {
     const bool any_target = !(m.param & 1);
-    const int t = newest(m.a, [&](int v) {
-      return (any_target || info_[v].requires_grad) && writable(v);
-    });
+    const int t =
+        newest(m.a, [&](int v) { return (any_target || info_[v].requires_grad) && writable(v); });
     if (t < 0) return;
     const Shape shape = info_[t].shape;
     int src = -1;
@@ -394,9 +392,8 @@ class Builder {
     s.args = kind == CustomKind::kSplit ? std::vector<int>{x} : std::vector<int>{x, y};
     bool rg = false;
     for (int a : s.args) rg = rg || info_[a].requires_grad;
-    const Shape shape = kind == CustomKind::kSplit
-                            ? info_[x].shape
-                            : broadcast(info_[x].shape, info_[y].shape);
+    const Shape shape =
+        kind == CustomKind::kSplit ? info_[x].shape : broadcast(info_[x].shape, info_[y].shape);
     s.results.push_back(new_value(shape, rg));
     if (kind != CustomKind::kMul) {
       s.results.push_back(new_value(shape, rg && kind == CustomKind::kTwo));
@@ -485,7 +482,7 @@ class Builder {
     s.args = {x};
     switch (m.param % 3) {
       case 0:
-        break;  // .grad = None
+        break;   // .grad = None
       case 1: {  // backward() may accumulate into it in place
         const int y = same_shape(m.b, info_[x].shape);
         s.args.push_back(y >= 0 && writable(y) ? y : leaf(info_[x].shape, false));
@@ -597,7 +594,8 @@ Program build_program(const ProgramSpec& spec) {
 }
 
 Program generate_program(uint64_t seed, int id) {
-  const uint64_t mixed = seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(id) * 0xBF58476D1CE4E5B9ull;
+  const uint64_t mixed =
+      seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(id) * 0xBF58476D1CE4E5B9ull;
   return build_program(program_spec_gen()(rc::Random(mixed), id % 101).value());
 }
 

@@ -28,8 +28,8 @@
 namespace ag::conformance {
 
 struct Move {
-  int family = 0;  // which kind of statement (a weighted table in program_gen.cc)
-  int at = 0;      // inserted before op step `at` (modulo the number of steps + 1)
+  int family = 0;           // which kind of statement (a weighted table in program_gen.cc)
+  int at = 0;               // inserted before op step `at` (modulo the number of steps + 1)
   int a = 0, b = 0, c = 0;  // operand choices, modulo what exists
   int param = 0;            // variant bits
 };

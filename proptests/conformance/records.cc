@@ -27,7 +27,8 @@ std::string error_kind(const std::string& message) {
   if (message.find("backward through the graph a second time") != std::string::npos) {
     return " freed";
   }
-  if (message.find("modified by an in") != std::string::npos) return " version";  // in-place, inplace
+  if (message.find("modified by an in") != std::string::npos)
+    return " version";  // in-place, inplace
   return "";
 }
 
@@ -54,8 +55,8 @@ std::pair<std::string, std::string> split_key(const std::string& token) {
 }
 
 bool is_number(const std::string& s, double* out) {
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' ||
-                     s == "nan" || s == "inf")) {
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s == "nan" ||
+                     s == "inf")) {
     return false;
   }
   try {

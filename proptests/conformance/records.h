@@ -56,8 +56,8 @@ struct Tolerance {
 
 // Counts over the numbers of the lines compared so far.
 struct NumberStats {
-  int64_t numbers = 0;  // numbers compared
-  int64_t bitwise = 0;  // ... of which bitwise equal
+  int64_t numbers = 0;   // numbers compared
+  int64_t bitwise = 0;   // ... of which bitwise equal
   double max_error = 0;  // largest |x - y| / (atol + rtol * scale) seen
 };
 

@@ -147,9 +147,9 @@ std::string torch_code(const Stmt& s) {
     case StmtKind::kLeaf:
       // Deviation [engine-random-numbers]
       return results(s) + " = " +
-             note_deviation("engine-random-numbers", "leaf(" + py_list(s.shape) + ", seed=" +
-                                                         std::to_string(s.seed) +
-                                                         ", requires_grad=" + py_bool(s.flag) + ")");
+             note_deviation("engine-random-numbers",
+                            "leaf(" + py_list(s.shape) + ", seed=" + std::to_string(s.seed) +
+                                ", requires_grad=" + py_bool(s.flag) + ")");
     case StmtKind::kOp:
       return results(s) + " = " + op_expr(s.instr);
     case StmtKind::kView:
@@ -178,8 +178,9 @@ std::string torch_code(const Stmt& s) {
     case StmtKind::kBackward:
       // Deviation [backward-grad-tensors-copied] (torch_runtime.backward)
       note_deviation("backward-grad-tensors-copied", "");
-      return "backward(" + py_names(s.outputs) + ", " + py_names(s.grad_outputs) + ", inputs=" +
-             (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) + ")";
+      return "backward(" + py_names(s.outputs) + ", " + py_names(s.grad_outputs) +
+             ", inputs=" + (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) +
+             ")";
     case StmtKind::kReadGrad:
       return results(s) + " = " + name(a[0]) + ".grad";
     case StmtKind::kSetGrad:

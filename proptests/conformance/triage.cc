@@ -105,7 +105,7 @@ std::string Triage::report() const {
                 static_cast<long long>(programs_), static_cast<long long>(mismatching_));
   out += line;
   std::vector<std::pair<std::string, std::vector<std::string>>> sorted(classes_.begin(),
-                                                                      classes_.end());
+                                                                       classes_.end());
   std::sort(sorted.begin(), sorted.end(),
             [](const auto& x, const auto& y) { return x.second.size() > y.second.size(); });
   for (const auto& [cls, ids] : sorted) {
@@ -131,12 +131,11 @@ std::string Triage::report() const {
     const auto stopped = stopped_.find(id);
     std::string examples;
     for (const std::string& e : examples_.at(id)) examples += (examples.empty() ? "" : ", ") + e;
-    std::snprintf(line, sizeof(line),
-                  "%s %-30s excused %5lld lines, ended %4lld programs early, e.g. %s\n",
-                  x && x->kind == ExplanationKind::kOpenBug ? "open bug " : "deviation",
-                  id.c_str(), static_cast<long long>(n),
-                  static_cast<long long>(stopped == stopped_.end() ? 0 : stopped->second),
-                  examples.c_str());
+    std::snprintf(
+        line, sizeof(line), "%s %-30s excused %5lld lines, ended %4lld programs early, e.g. %s\n",
+        x && x->kind == ExplanationKind::kOpenBug ? "open bug " : "deviation", id.c_str(),
+        static_cast<long long>(n),
+        static_cast<long long>(stopped == stopped_.end() ? 0 : stopped->second), examples.c_str());
     out += line;
   }
   return out;

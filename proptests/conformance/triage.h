@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "proptests/conformance/program.h"
 #include "proptests/conformance/comparison.h"
+#include "proptests/conformance/program.h"
 
 namespace ag::conformance {
 
