@@ -219,7 +219,8 @@ bool autograd_call(const Pair& p) {
 // raises in PyTorch even where no requested gradient needs it. Only where the program's in-place
 // ops all ran under no_grad (on leaves and their views): a recorded in-place op's own saves are
 // compared (issue 15's mul_(a, a) raises in both).
-// Where a recorded in-place op ran, only when a leaf created requiring grad is not requested:
+// Where a recorded in-place op ran, only when some leaf is not requested (one that does not
+// require grad counts: PyTorch's pow saves its result for the exponent's gradient even then):
 // then some node's formulas for an unrequested input may be all that reads the modified tensor.
 Excuse version_check_per_formula(const Pair& p) {
   if (!autograd_call(p) || !p.status("raise", "ok") || p.error() != "version") {
@@ -229,7 +230,7 @@ Excuse version_check_per_formula(const Pair& p) {
   bool unrequested_leaf = false;
   for (int i = 0; i < p.index && !all_leaves; ++i) {
     const Stmt& s = p.c.program().stmts[i];
-    if (s.kind != StmtKind::kLeaf || !s.flag) continue;
+    if (s.kind != StmtKind::kLeaf) continue;
     unrequested_leaf =
         unrequested_leaf || std::none_of(p.s->inputs.begin(), p.s->inputs.end(), [&](int v) {
           return p.c.tensor(v) == p.c.tensor(s.results[0]);
@@ -382,7 +383,14 @@ Excuse stale_view_of_leaf(const Pair& p) {
   std::set<int> roots;
   for (int i = 0; i < p.index; ++i) {
     const Stmt& s = p.c.program().stmts[i];
-    if (s.kind == StmtKind::kInplace && s.flag) roots.insert(p.c.view_root(s.args[0]));
+    if (s.kind != StmtKind::kInplace || !s.flag) continue;
+    // Through a detached alias too: PyTorch's detach() shares the version counter.
+    int target = s.args[0];
+    for (const Stmt* d = p.c.producer(p.c.tensor(target)); d && d->kind == StmtKind::kDetach;
+         d = p.c.producer(p.c.tensor(target))) {
+      target = d->args[0];
+    }
+    roots.insert(p.c.view_root(target));
   }
   std::vector<int> touched = p.s->inputs;
   touched.insert(touched.end(), p.s->outputs.begin(), p.s->outputs.end());
