@@ -432,7 +432,15 @@ Excuse needs_for_disabled_leaf(const Pair& p) {
 // After a backward() that raised in both engines, .grad differs: PyTorch runs AccumulateGrad
 // nodes as soon as they are ready (their sequence_nr is the largest), the engine in creation
 // order, so different leaves were reached before the error.
-Excuse accumulate_grad_order(const Pair& p) {
+// Likewise a call that meets both a freed and a modified saved value reports the one its order
+// reaches first, and the nodes that ran (and freed their saved values) before an earlier error
+// differ.
+Excuse node_order(const Pair& p) {
+  if (autograd_call(p) && p.status("raise", "raise") && p.a.size() == 3 &&
+      ((p.error() == "freed" && p.a[2] == "version") ||
+       (p.error() == "version" && p.a[2] == "freed"))) {
+    return Excuse::kStop;
+  }
   if (!p.c.backward_raised()) return Excuse::kNone;
   const bool grad_record = (p.e.size() > 2 && p.e[1] == "grad") ||
                            (p.e.size() > 2 && p.e[0] == "end" && p.e[2] == "grad") ||
@@ -468,7 +476,7 @@ const Rule kRules[] = {
     {"stale-view-of-leaf", stale_view_of_leaf},
     {"inplace-view-of-leaf-check", inplace_view_of_leaf_check},
     {"grad-returns-caller-tensor", grad_returns_caller_tensor},
-    {"accumulate-grad-order", accumulate_grad_order},
+    {"node-order", node_order},
 };
 
 }  // namespace

@@ -66,8 +66,9 @@ const std::vector<Explanation>& explanations() {
        "grad() returns the caller's tensor itself where PyTorch returns a new view"},
       {"needs-for-disabled-leaf", kOpenBug, kComparing,
        "backward()'s per-call needs count a leaf whose requires_grad was turned off"},
-      {"accumulate-grad-order", kOpenBug, kComparing,
-       "AccumulateGrad runs in creation order, so an error mid-backward leaves other .grad"},
+      {"node-order", kOpenBug, kComparing,
+       "nodes run in another order: an error mid-backward leaves other .grad and freed values, "
+       "and a call meeting a freed and a modified value may report the other one"},
   };
   return list;
 }
