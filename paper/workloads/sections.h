@@ -21,6 +21,7 @@ struct Context {
   std::vector<Condition> conditions;  // quiet first; busy ones with --busy
   Results* results = nullptr;
   Peers* peers = nullptr;
+  std::filesystem::path out;            // where this run writes its reports and figures
   std::filesystem::path saved_results;  // paper/results in the source tree (saved CUDA rows)
 };
 
@@ -33,5 +34,6 @@ void overhead_section(const Context& context, Report& report);       // seed 000
 void hessian_section(const Context& context, Report& report);        // seed 001
 void memory_section(const Context& context, Report& report);         // seed 003
 void jit_pass_section(const Context& context, Report& report);       // seed 002
+void graph_section(const Context& context, Report& report);          // seed 001's graph, drawn
 
 }  // namespace ag::paper
