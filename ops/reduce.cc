@@ -20,11 +20,18 @@ struct OfSelf {
   static constexpr Input self{0, "self"};
 };
 
+// PyTorch's expand(): a new tensor (a view of g) even at g's own shape, so sum's gradient is
+// never the incoming gradient itself and grad() never hands the caller's grad_outputs back
+// through a sum, as in PyTorch.
+Tensor expand(const Tensor& g, const Shape& shape) {
+  return g.shape() == shape ? view(g, shape) : broadcast_to(g, shape);
+}
+
 struct Sum : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec Sum::spec{
-    "sum", {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
+    "sum", {{self, {}, [](const Ctx& c) { return expand(c.grad(), c.input_shape(self)); }}}};
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
@@ -34,7 +41,7 @@ const OpSpec SumDim::spec{"sum_dim", {{self, {}, [](const Ctx& c) {
                                          const auto& [dim, keepdim] = c.attrs<DimAttrs>();
                                          Tensor g = c.grad();
                                          if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                                         return broadcast_to(g, in);
+                                         return expand(g, in);
                                        }}}};
 
 struct SumTo : OfSelf {

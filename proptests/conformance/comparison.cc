@@ -288,20 +288,6 @@ Excuse pytorch_internal_error(const Pair& p) {
 
 // ---- open bugs ---------------------------------------------------------------------------------
 
-Excuse set_grad_self(const Pair& p) {
-  return p.s && p.s->kind == StmtKind::kSetGrad && p.s->args.size() == 2 &&
-                 p.c.tensor(p.s->args[0]) == p.c.tensor(p.s->args[1]) && p.status("raise", "ok")
-             ? Excuse::kStop
-             : Excuse::kNone;
-}
-
-Excuse requires_grad_on_non_leaf(const Pair& p) {
-  return p.s && p.s->kind == StmtKind::kSetRequiresGrad && p.s->flag && !p.c.leaf(p.s->args[0]) &&
-                 p.status("ok", "raise")
-             ? Excuse::kSkipBoth
-             : Excuse::kNone;
-}
-
 Excuse reduce_0_dim(const Pair& p) {
   return (p.op(proptests::Op::kSumDim) || p.op(proptests::Op::kMeanDim)) &&
                  p.c.rank(p.s->instr.args[0]) == 0 && p.status("ok", "raise")
@@ -448,16 +434,6 @@ Excuse node_order(const Pair& p) {
   return grad_record ? Excuse::kStop : Excuse::kNone;
 }
 
-// The engine's result is the very tensor another value names (same=) where PyTorch's is not.
-Excuse grad_returns_caller_tensor(const Pair& p) {
-  if (!p.s || p.s->kind != StmtKind::kGrad || !p.result_line()) return Excuse::kNone;
-  const bool engine_same = std::any_of(p.a.begin(), p.a.end(),
-                                       [](const std::string& x) { return has_prefix(x, "same="); });
-  const bool torch_same = std::any_of(p.e.begin(), p.e.end(),
-                                      [](const std::string& x) { return has_prefix(x, "same="); });
-  return engine_same && !torch_same ? Excuse::kStop : Excuse::kNone;
-}
-
 // In order: the first rule that excuses a pair names it.
 const Rule kRules[] = {
     {"needs-for-disabled-leaf", needs_for_disabled_leaf},
@@ -467,15 +443,12 @@ const Rule kRules[] = {
     {"version-check-per-formula", version_check_per_formula},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
-    {"set-grad-self", set_grad_self},
-    {"requires-grad-on-non-leaf", requires_grad_on_non_leaf},
     {"reduce-0-dim", reduce_0_dim},
     {"linear-1d-weight", linear_1d_weight},
     {"no-grad-view-requires-grad", no_grad_view_requires_grad},
     {"view-flags-follow-base", view_flags_follow_base},
     {"stale-view-of-leaf", stale_view_of_leaf},
     {"inplace-view-of-leaf-check", inplace_view_of_leaf_check},
-    {"grad-returns-caller-tensor", grad_returns_caller_tensor},
     {"node-order", node_order},
 };
 

@@ -49,9 +49,6 @@ const std::vector<Explanation>& explanations() {
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
       // Open bugs.
-      {"set-grad-self", kOpenBug, kComparing, "x.grad = x is accepted (PyTorch raises)"},
-      {"requires-grad-on-non-leaf", kOpenBug, kComparing,
-       "requires_grad_(true) on a non-leaf raises (PyTorch: no-op)"},
       {"reduce-0-dim", kOpenBug, kComparing, "sum/mean over dim 0 or -1 of a 0-dim tensor raises"},
       {"linear-1d-weight", kOpenBug, kComparing, "linear with a 1-D weight raises"},
       {"no-grad-view-requires-grad", kOpenBug, kComparing,
@@ -62,8 +59,6 @@ const std::vector<Explanation>& explanations() {
        "a view of a leaf keeps its old history after the leaf is modified in place"},
       {"inplace-view-of-leaf-check", kOpenBug, kComparing,
        "in-place on a view of a leaf that required grad passes once the leaf's flag is off"},
-      {"grad-returns-caller-tensor", kOpenBug, kComparing,
-       "grad() returns the caller's tensor itself where PyTorch returns a new view"},
       {"needs-for-disabled-leaf", kOpenBug, kComparing,
        "backward()'s per-call needs count a leaf whose requires_grad was turned off"},
       {"node-order", kOpenBug, kComparing,
