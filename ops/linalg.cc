@@ -138,6 +138,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_and_device("linear", input, weight);
+  // PyTorch: a 1-D weight [in] without bias contracts input's last dim (input @ weight).
+  if (weight.dim() == 1 && !bias.defined() && input.dim() >= 1) return matmul(input, weight);
   AG_CHECK(weight.dim() == 2 && input.dim() >= 1 && input.shape().back() == weight.shape()[1],
            "linear: input ", input.describe(), " and weight ", weight.describe(),
            " do not match (expected input [..., in] and weight [out, in])");

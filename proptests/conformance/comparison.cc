@@ -288,20 +288,6 @@ Excuse pytorch_internal_error(const Pair& p) {
 
 // ---- open bugs ---------------------------------------------------------------------------------
 
-Excuse reduce_0_dim(const Pair& p) {
-  return (p.op(proptests::Op::kSumDim) || p.op(proptests::Op::kMeanDim)) &&
-                 p.c.rank(p.s->instr.args[0]) == 0 && p.status("ok", "raise")
-             ? Excuse::kStop
-             : Excuse::kNone;
-}
-
-Excuse linear_1d_weight(const Pair& p) {
-  return p.op(proptests::Op::kLinear) && p.c.rank(p.s->instr.args[1]) == 1 &&
-                 p.status("ok", "raise")
-             ? Excuse::kStop
-             : Excuse::kNone;
-}
-
 // A grad() result computed without create_graph through a view of a grad_output that requires
 // grad: PyTorch's no-grad view requires grad (and is a leaf), the engine's does not.
 Excuse no_grad_view_requires_grad(const Pair& p) {
@@ -443,8 +429,6 @@ const Rule kRules[] = {
     {"version-check-per-formula", version_check_per_formula},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
-    {"reduce-0-dim", reduce_0_dim},
-    {"linear-1d-weight", linear_1d_weight},
     {"no-grad-view-requires-grad", no_grad_view_requires_grad},
     {"view-flags-follow-base", view_flags_follow_base},
     {"stale-view-of-leaf", stale_view_of_leaf},

@@ -49,8 +49,6 @@ const std::vector<Explanation>& explanations() {
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
       // Open bugs.
-      {"reduce-0-dim", kOpenBug, kComparing, "sum/mean over dim 0 or -1 of a 0-dim tensor raises"},
-      {"linear-1d-weight", kOpenBug, kComparing, "linear with a 1-D weight raises"},
       {"no-grad-view-requires-grad", kOpenBug, kComparing,
        "a view made in no-grad mode of a tensor that requires grad does not require grad"},
       {"view-flags-follow-base", kOpenBug, kComparing,
