@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   }
 
   std::printf("create_autodiff_subgraphs on makeLayeredGraph(n), best of %d\n\n", repeats);
-  std::printf("| nodes | mode | pass s | s/node | AliasDb constructions | AliasDb elements | merges |\n");
+  std::printf(
+      "| nodes | mode | pass s | s/node | AliasDb constructions | AliasDb elements | merges |\n");
   std::printf("|---:|---|---:|---:|---:|---:|---:|\n");
   const Row* last_rebuild = nullptr;
   std::vector<Row> rows;
@@ -75,14 +76,16 @@ int main(int argc, char** argv) {
                               ? 0
                               : last_rebuild->seconds * (double(n) / double(last_rebuild->nodes)) *
                                     (double(n) / double(last_rebuild->nodes));
-        std::printf("| %zu | rebuild | skipped (~%.0f s by n^2 extrapolation) | | | | |\n", n, estimate);
+        std::printf("| %zu | rebuild | skipped (~%.0f s by n^2 extrapolation) | | | | |\n", n,
+                    estimate);
         continue;
       }
       rows.push_back(measure(n, mode, mode == AliasDbMode::kRebuild && n >= 10000 ? 1 : repeats));
       const Row& r = rows.back();
       if (mode == AliasDbMode::kRebuild) last_rebuild = &r;
-      std::printf("| %zu | %s | %.4f | %.3g | %zu | %zu | %zu |\n", r.nodes, ag::jit::modeName(r.mode), r.seconds,
-                  r.seconds / double(r.nodes), r.stats.alias_db_constructions, r.stats.alias_db_elements_created,
+      std::printf("| %zu | %s | %.4f | %.3g | %zu | %zu | %zu |\n", r.nodes,
+                  ag::jit::modeName(r.mode), r.seconds, r.seconds / double(r.nodes),
+                  r.stats.alias_db_constructions, r.stats.alias_db_elements_created,
                   r.stats.merges);
       std::fflush(stdout);
     }

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# CI smoke test of `reproduce --quick`: every table and every workload's figures are produced.
-# It never checks a timing. It passes with or without PyTorch and valgrind installed (their rows
-# then say 'not installed').
+# CI smoke test of `reproduce --quick --busy bursty,spin`: every table and every workload's figures
+# are produced, quiet and under both competing loads. It never checks a timing. Quick runs skip
+# the peers (and say so); it passes with or without valgrind installed.
 set -euo pipefail
 
 out="${TEST_TMPDIR:-$(mktemp -d)}/results"
 bin="paper/reproduce"
 [[ -x "$bin" ]] || bin="$(dirname "$0")/reproduce"
 
-"$bin" --quick --out "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "reproduce failed"; exit 1; }
+"$bin" --quick --busy bursty,spin --out "$out" > "$out.log" 2>&1 || { cat "$out.log"; echo "reproduce failed"; exit 1; }
 
 fail=0
 check() {  # check DESCRIPTION COMMAND...
@@ -32,14 +32,26 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'dropout_memory\tguard_saves off\textra live bytes' \
            $'dropout_memory\tguard_saves on\textra live bytes' \
            $'create_autodiff_subgraphs\trebuild\tpass time@nodes=' \
-           $'create_autodiff_subgraphs\tincremental\tpass time@nodes='; do
-  check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -q "^$row" "$out/figures.tsv"
+           $'create_autodiff_subgraphs\tincremental\tpass time@nodes=' \
+           $'unrolled_loop\tpruning on\tmedian block [busy: bursty]' \
+           $'tiny_graph\tpruning on\ttime per call [busy: spin]' \
+           $'scalar_chain\tpruning on\ttime per call [busy: bursty]' \
+           $'hessian_relu\tper-call on\tstep time, no final backward [busy: spin]' \
+           $'hessian_tanh\tper-call on\tstep time, with final backward [busy: bursty]'; do
+  check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
 # Each table is a Markdown table with the published figures beside ours.
 for f in "$out"/seed_*.md; do
   check "$(basename "$f") has a table" grep -q '^| --- |' "$f"
   check "$(basename "$f") names the peer or says it is missing" grep -q -E 'PyTorch' "$f"
+  check "$(basename "$f") says the peers were skipped" grep -q 'Peers: skipped in --quick runs' "$f"
 done
+# The busy conditions appear in the comparison tables, and each load was started and stopped.
+check "seed 001 has busy rows" grep -q '| busy: spin |' "$out/seed_001_needs_input_grad.md"
+check "seed 000 has busy rows" grep -q '| busy: bursty |' "$out/seed_000_topological_nr.md"
+check "load generators started" test "$(grep -c '^  load: busy: ' "$out.log")" -ge 8
+check "load generators stopped with a report" \
+  test "$(grep -c -E '^load_generator: (bursty|spin): [0-9]+ ' "$out.log")" -ge 8
 # Every row has six tab-separated columns and a numeric value.
 check "figures.tsv rows well-formed" awk -F'\t' 'NR > 1 && (NF != 6 || $4 !~ /^-?[0-9.e+-]+$|^nan$/) { bad = 1 } END { exit bad }' "$out/figures.tsv"
 # Progress lines for every workload.

@@ -1,23 +1,43 @@
 // A fuzz campaign as a sharded Bazel test: one GoogleTest case per (property, slice), so Bazel's
 // test sharding (shard_count, or --test_sharding_strategy and remote execution) spreads the
 // campaign over cores or machines with no scheduler of our own. Each slice runs
-// CAMPAIGN_CASES cases (default 20) with seed CAMPAIGN_SEED + slice (default 1):
+// CAMPAIGN_CASES cases (default 20) with RapidCheck seed CAMPAIGN_SEED * 1000 + slice
+// (CAMPAIGN_SEED defaults to 1):
 //   bazel test -c opt //proptests:campaign_test --test_env=CAMPAIGN_CASES=50000
 //       --test_env=CAMPAIGN_SEED=7
+//
+// Every slice records in the test's JUnit XML (GoogleTest properties) what it ran and covered:
+// property, slice, seed, cases, shard, the replay command and its coverage (graph sizes, op
+// kinds, option combinations). The XML comes back from remote execution like any test output,
+// and tools/remote/campaign_report.py merges the shards' into one report.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
+#include "proptests/fuzz_stats.h"
 #include "proptests/rapidcheck_runner.h"
 
 namespace ag::proptests {
 namespace {
 
 constexpr int kSlices = 4;
+constexpr int kMaxNodes = 100;  // RapidCheck's size: graphs of up to about this many nodes
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : fallback;
+}
+
+// "graphs=N;largest=N;CATEGORY/LABEL=N;..." (labels hold neither ';' nor '/').
+std::string encode_coverage(const FuzzStats::Snapshot& s) {
+  std::string out = "graphs=" + std::to_string(s.graphs) + ";largest=" + std::to_string(s.largest);
+  for (const auto& [category, labels] : s.counts) {
+    for (const auto& [label, n] : labels) {
+      out += ";" + category + "/" + label + "=" + std::to_string(n);
+    }
+  }
+  return out;
 }
 
 class Campaign : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
@@ -27,10 +47,21 @@ TEST_P(Campaign, Slice) {
   const NamedProperty* property = find_property(name);
   ASSERT_NE(property, nullptr);
   const uint64_t seed = static_cast<uint64_t>(env_int("CAMPAIGN_SEED", 1)) * 1000 + slice;
-  const BatchResult r = run_batch(*property, seed, env_int("CAMPAIGN_CASES", 20), 100);
-  EXPECT_TRUE(r.passed) << r.failure << "\nreplay: bazel run -c opt //proptests:fuzz -- --property "
-                        << name << " --batch-seed " << seed << " --batch "
-                        << env_int("CAMPAIGN_CASES", 20);
+  const int cases = env_int("CAMPAIGN_CASES", 20);
+  const std::string replay = "bazel run -c opt //proptests:fuzz -- --property " + name +
+                             " --batch-seed " + std::to_string(seed) + " --batch " +
+                             std::to_string(cases) + " --max-nodes " + std::to_string(kMaxNodes);
+  fuzz_stats().reset();
+  const BatchResult r = run_batch(*property, seed, cases, kMaxNodes);
+  const char* shard = std::getenv("TEST_SHARD_INDEX");  // set by Bazel when sharding
+  RecordProperty("property", name);
+  RecordProperty("slice", slice);
+  RecordProperty("seed", std::to_string(seed));
+  RecordProperty("cases", r.cases);
+  RecordProperty("shard", shard ? shard : "");
+  RecordProperty("replay", replay);
+  RecordProperty("coverage", encode_coverage(fuzz_stats().snapshot()));
+  EXPECT_TRUE(r.passed) << r.failure << "\nreplay: " << replay;
 }
 
 std::vector<std::tuple<std::string, int>> all_slices() {

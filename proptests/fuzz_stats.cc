@@ -24,6 +24,11 @@ FuzzStats::Snapshot FuzzStats::snapshot() const {
   return data_;
 }
 
+void FuzzStats::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  data_ = {};
+}
+
 FuzzStats& fuzz_stats() {
   static FuzzStats stats;
   return stats;

@@ -23,6 +23,8 @@ class FuzzStats {
     std::map<std::string, std::map<std::string, int64_t>> counts;  // category -> label -> n
   };
   Snapshot snapshot() const;
+  // Forgets everything recorded so far (the campaign test reports each slice on its own).
+  void reset();
 
  private:
   mutable std::mutex mutex_;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs (only) the missing Debian packages this project needs. Idempotent.
 #   tools/setup.sh           build/test dependencies
-#   tools/setup.sh --peers   additionally try PyTorch (CPU) for peer comparisons; never fatal
+#   tools/setup.sh --peers   additionally install PyTorch and JAX into the peers' venv (paper/peers/
+#                            README.md); never fatal
+#   tools/setup.sh --remote  additionally PostgreSQL, for tools/remote_campaign.sh's loopback cluster
 set -euo pipefail
 
 PACKAGES=(
@@ -21,8 +23,9 @@ peers=0
 for arg in "$@"; do
   case "$arg" in
     --peers) peers=1 ;;
-    -h|--help) sed -n '2,4p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown argument: $arg (expected --peers)" >&2; exit 2 ;;
+    --remote) PACKAGES+=(postgresql) ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument: $arg (expected --peers or --remote)" >&2; exit 2 ;;
   esac
 done
 
@@ -87,25 +90,10 @@ if ! python3 -c 'import matplotlib' 2>/dev/null && /usr/bin/python3 -c 'import m
   echo "setup.sh: note: matplotlib is importable from /usr/bin/python3, not from $(command -v python3); use /usr/bin/python3 for plots"
 fi
 
-# Optional peers (PyTorch CPU). Failures are reported, never fatal.
-torch_version() {  # torch_version PYTHON: prints torch's version, fails when not importable
-  "$1" -c 'import torch; print(torch.__version__)' 2>/dev/null
-}
+# Optional peers: PyTorch and JAX (CPU), newest from PyPI, in a venv under a cache folder that
+# paper/reproduce finds by the same rule (paper/peers/README.md). Failures are reported, never fatal.
 if [[ $peers -eq 1 ]]; then
-  py=$(command -v python3)
-  if v=$(torch_version "$py"); then
-    echo "setup.sh: peers: torch $v already importable from $py"
-  elif v=$(torch_version /usr/bin/python3); then
-    echo "setup.sh: peers: torch $v already importable from /usr/bin/python3"
-  elif "$py" -m pip install -q --retries 1 --timeout 30 torch >/dev/null 2>&1 \
-      && v=$(torch_version "$py"); then
-    echo "setup.sh: peers: pip installed torch $v (PyPI wheel) for $py"
-  elif apt_install python3-torch libopenblas0-pthread 2>/dev/null &&
-      v=$(torch_version /usr/bin/python3); then
-    echo "setup.sh: peers: pip failed; installed Debian python3-torch $v with OpenBLAS for /usr/bin/python3"
-  else
-    echo "setup.sh: peers: WARNING: could not install torch (pip and Debian python3-torch both failed);" \
-      "peer comparisons unavailable" >&2
-  fi
+  "$(dirname "${BASH_SOURCE[0]}")/install_peers.sh" || echo "setup.sh: peers: WARNING: peer install incomplete (see above);" \
+    "reproduce runs without the missing peers" >&2
 fi
 exit 0

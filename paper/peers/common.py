@@ -1,71 +1,38 @@
-"""Shared helpers for the PyTorch peers of paper/reproduce.
+"""The peer protocol of paper/reproduce (paper/peers/README.md), for the Python peers.
 
-Every peer script prints machine-readable lines on stdout, one per figure:
-    figure<TAB>variant<TAB>metric<TAB>value<TAB>unit
-plus one line naming the peer:
-    peer<TAB>PyTorch <version> (<details>)
-and exits 0. When torch cannot be imported it prints `unavailable<TAB><reason>` and exits 3.
+A peer is a long-running process. reproduce starts it once, reads its name, then sends one task
+per line on stdin and reads one answer per line on stdout, so that it can interleave every
+repetition of a peer with ours (and run them all under the same competing load):
+
+    peer -> reproduce   peer<TAB><description: version, BLAS, threads>   once, first
+                        ready                                            once, then tasks
+    reproduce -> peer   <task><TAB><arg>...                              one per line
+    peer -> reproduce   ok<TAB><value>[<TAB><value>...]                  one per task
+                        error<TAB><message>                              (the peer goes on)
+
+A peer that cannot run here prints `unavailable<TAB><reason>` and exits 3.
 """
 
 import argparse
-import statistics
+import os
 import sys
 import time
+import traceback
 
 
-def parse_args(description, add_arguments=None):
-    """--quick, plus whatever add_arguments(parser) adds for one script."""
+def parse_args(description):
+    """--threads N: the intra-op thread count, the same as our engine's in this run."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help="a small version of the workload")
-    if add_arguments:
-        add_arguments(parser)
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads")
     return parser.parse_args()
 
 
-def import_torch():
-    try:
-        import torch  # noqa: F401
-    except Exception as e:  # ImportError, or a broken install
-        print("unavailable\ttorch not importable by %s: %s" % (sys.executable, e))
-        sys.exit(3)
-    import torch
-
-    blas = "unknown BLAS"
-    try:
-        torch.ones(64, 64) @ torch.ones(64, 64)  # loads the BLAS library
-        with open("/proc/self/maps") as maps:
-            libs = maps.read()
-        for marker, name in (("openblas", "OpenBLAS"), ("libmkl", "MKL"), ("blis", "BLIS"),
-                             ("/blas/libblas", "reference BLAS")):
-            if marker in libs:
-                blas = name
-                break
-    except Exception:
-        pass
-    version = torch.__version__
-    try:
-        import subprocess
-
-        deb = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "python3-torch"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        if deb and torch.__file__.startswith("/usr/lib/python3/"):
-            version = "%s (Debian python3-torch %s)" % (version, deb)
-    except Exception:
-        pass
-    print(
-        "peer\tPyTorch %s, Python %d.%d, %s, %d intra-op threads"
-        % (version, sys.version_info[0], sys.version_info[1], blas, torch.get_num_threads())
-    )
-    sys.stdout.flush()
-    return torch
+def unavailable(reason):
+    print("unavailable\t%s" % reason.replace("\n", " "), flush=True)
+    sys.exit(3)
 
 
-def figure(variant, metric, value, unit):
-    print("figure\t%s\t%s\t%.6g\t%s" % (variant, metric, value, unit))
-    sys.stdout.flush()
-
-
-def timed(fn, iters):
+def seconds_per_call(fn, iters):
     """Mean seconds per call of fn() over iters calls."""
     start = time.perf_counter()
     for _ in range(iters):
@@ -73,5 +40,27 @@ def timed(fn, iters):
     return (time.perf_counter() - start) / iters
 
 
-def median_time(fn, iters, reps):
-    return statistics.median(timed(fn, iters) for _ in range(reps))
+def serve(description, tasks):
+    """Prints the peer line and `ready`, then answers tasks until EOF or `quit`.
+
+    tasks maps a task name to a function taking the task's string arguments and returning a
+    number or a list of numbers."""
+    print("peer\t%s" % description, flush=True)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        fields = line.rstrip("\n").split("\t")
+        if not fields[0] or fields[0] == "quit":
+            break
+        try:
+            task = tasks.get(fields[0])
+            if task is None:
+                raise ValueError("unknown task %r (known: %s)" % (fields[0], ", ".join(tasks)))
+            values = task(*fields[1:])
+            if not isinstance(values, (list, tuple)):
+                values = [values]
+            print("ok\t" + "\t".join("%.9g" % v for v in values), flush=True)
+        except Exception as e:  # report and keep serving: one failed task is one empty cell
+            message = "%s: %s" % (type(e).__name__, e)
+            if os.environ.get("AG_PEER_DEBUG"):
+                traceback.print_exc()
+            print("error\t%s" % message.replace("\n", " ").replace("\t", " "), flush=True)

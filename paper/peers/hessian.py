@@ -2,25 +2,45 @@
 Linear+activation layers of width 256, output 1 (ReLU as published, and Tanh); y_xx by two nested
 grad(create_graph=True) w.r.t. x, without and with a final backward to the weights.
 
-On the CPU (batch 1000) it is paper/reproduce's peer. With --device cuda (batch 10000) it is the
-peer of cuda/hessian_bench, run beside it by gpu_bin/run_all.sh: every step ends with a device
-synchronization, as ours does, and the times are medians of interleaved repetitions."""
+A standalone script: with --device cuda (batch 10000) it is the peer of cuda/hessian_bench, run
+beside it by gpu_bin/run_all.sh (tools/build_gpu_bundle.sh): every step ends with a device
+synchronization, as ours does, and the times are medians of interleaved repetitions. On the CPU,
+paper/reproduce interleaves torch_peer.py's hessian task with ours instead.
 
+Prints `peer<TAB>...` and one `figure<TAB>variant<TAB>metric<TAB>value<TAB>unit` line per figure."""
+
+import argparse
 import statistics
+import sys
 import time
 
-from common import figure, import_torch, parse_args, timed
+parser = argparse.ArgumentParser(description=__doc__)
+parser.add_argument("--quick", action="store_true", help="a small version of the workload")
+parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+parser.add_argument("--batch", type=int, default=0, help="default: 1000 on cpu, 10000 on cuda")
+parser.add_argument("--reps", type=int, default=0, help="repetitions (median is reported)")
+parser.add_argument("--tsv", help="append the figures here as paper/results/cuda/*.tsv rows")
+args = parser.parse_args()
+try:
+    import torch
+except Exception as e:  # ImportError, or a broken install
+    print("unavailable\ttorch not importable by %s: %s" % (sys.executable, e))
+    sys.exit(3)
+print("peer\tPyTorch %s, Python %d.%d, %d intra-op threads"
+      % (torch.__version__, sys.version_info[0], sys.version_info[1], torch.get_num_threads()))
 
 
-def add_arguments(parser):
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--batch", type=int, default=0, help="default: 1000 on cpu, 10000 on cuda")
-    parser.add_argument("--reps", type=int, default=0, help="repetitions (median is reported)")
-    parser.add_argument("--tsv", help="append the figures here as paper/results/cuda/*.tsv rows")
+def figure(variant, metric, value, unit):
+    print("figure\t%s\t%s\t%.6g\t%s" % (variant, metric, value, unit), flush=True)
 
 
-args = parse_args(__doc__, add_arguments)
-torch = import_torch()
+def timed(fn, iters):
+    """Mean seconds per call of fn() over iters calls."""
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - start) / iters
+
 device = torch.device(args.device)
 cuda = device.type == "cuda"
 if cuda and not torch.cuda.is_available():

@@ -1,0 +1,170 @@
+"""PyTorch from Python, the peer of every workload of paper/reproduce (protocol: common.py).
+
+Tasks (times in seconds):
+    tiny_graph ITERS                       grad(a*b, [a, b], ones) on 2x2 float32, per call
+    scalar_chain LENGTH ITERS              grad(y.sum(), [x]), y = x * 1.0001 LENGTH times, per call
+    hessian IMPL ACTIVATION FINAL BATCH HIDDEN
+                                           one hessian step (seed 001's MLP), IMPL:
+                                             autograd     y_x = grad(y, x, create_graph),
+                                                          y_xx = grad(y_x, x, create_graph)
+                                             func_hessian vmap(torch.func.hessian) per sample
+                                                          (= vmap(jacfwd(jacrev))), rows summed
+                                             func_hvp     torch.func.jvp(grad(f), x, ones): H @ 1,
+                                                          the same y_xx as autograd
+                                           FINAL=1 adds y_xx.sum().backward() into the weights
+    unrolled_loop STEPS BLOCK              differentiable SGD; seconds per BLOCK steps, a list
+    jit_pass IR_FILE                       torch._C._jit_pass_create_autodiff_subgraphs(g, 2) on
+                                           the TorchScript IR in IR_FILE (parse excluded)
+    saved_bytes                            bytes autograd saves for ((x + 2) * m).sum()
+"""
+
+import os
+import re
+import sys
+import time
+
+from common import parse_args, seconds_per_call, serve, unavailable
+
+args = parse_args(__doc__)
+try:
+    import torch
+except Exception as e:  # ImportError, or a broken install
+    unavailable("torch not importable by %s: %s" % (sys.executable, e))
+
+torch.set_num_threads(args.threads)
+
+
+def describe():
+    """'PyTorch 2.15.0 (Python 3.11), MKL 2024.2, 2 intra-op threads (OpenMP)', from torch's
+    own build configuration (not from whatever BLAS numpy loaded)."""
+    config = torch.__config__.show()
+    blas_info = re.search(r"BLAS_INFO=(\w+)", config)
+    blas = {"mkl": "MKL", "open": "OpenBLAS", "flexi": "FlexiBLAS", "blis": "BLIS",
+            "eigen": "Eigen", "accelerate": "Accelerate"}.get(
+        blas_info.group(1) if blas_info else "", blas_info.group(1) if blas_info else "no BLAS")
+    mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
+    if blas == "MKL" and mkl:
+        blas += " " + mkl.group(1)
+    backend = re.search(r"ATen parallel backend: (\w+)", torch.__config__.parallel_info())
+    source = "Debian python3-torch" if torch.__file__.startswith("/usr/lib/python3/") else "PyPI wheel"
+    # How idle OpenMP threads wait decides how PyTorch fares on a loaded machine: spinning workers
+    # take the cores its own main thread needs. Named when the environment sets it.
+    wait = os.environ.get("OMP_WAIT_POLICY")
+    return "PyTorch %s (%s, Python %d.%d), %s, %d intra-op threads (%s%s)" % (
+        torch.__version__.split("+")[0], source, sys.version_info[0], sys.version_info[1], blas,
+        torch.get_num_threads(), backend.group(1) if backend else "unknown backend",
+        ", OMP_WAIT_POLICY=" + wait if wait else "")
+
+
+def tiny_graph(iters):
+    a = torch.rand((2, 2), requires_grad=True)
+    b = torch.rand((2, 2), requires_grad=True)
+    gradient = torch.ones(2, 2)
+    return seconds_per_call(lambda: torch.autograd.grad(a * b, [a, b], gradient), int(iters))
+
+
+def scalar_chain(length, iters):
+    x = torch.rand(4, requires_grad=True)
+
+    def call():
+        y = x
+        for _ in range(int(length)):
+            y = y * 1.0001
+        torch.autograd.grad(y.sum(), [x])
+
+    return seconds_per_call(call, int(iters))
+
+
+_models = {}
+
+
+def mlp(activation, batch, hidden):
+    """Seed 001's MLP: 16 -> 6 x (Linear(hidden) + activation) -> Linear(1), and its input."""
+    key = (activation, batch, hidden)
+    if key not in _models:
+        torch.manual_seed(0)
+        act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
+        layers = [torch.nn.Linear(16, hidden), act()]
+        for _ in range(5):
+            layers += [torch.nn.Linear(hidden, hidden), act()]
+        layers += [torch.nn.Linear(hidden, 1)]
+        x = (torch.rand(batch, 16) * 2 - 1).requires_grad_()
+        _models[key] = (torch.nn.Sequential(*layers), x)
+    return _models[key]
+
+
+def hessian_autograd(model, x):
+    y = model(x)
+    y_x = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)[0]
+    return torch.autograd.grad(y_x, x, torch.ones_like(y_x), create_graph=True)[0]
+
+
+def hessian_func(model, x):
+    per_sample = torch.func.vmap(torch.func.hessian(lambda xi: model(xi).squeeze(-1)))(x)
+    return per_sample.sum(-1)  # [batch, 16, 16] -> the row sums y_xx of the nested grads
+
+
+def hessian_hvp(model, x):
+    y_x = torch.func.grad(lambda xx: model(xx).sum())
+    return torch.func.jvp(y_x, (x,), (torch.ones_like(x),))[1]
+
+
+HESSIANS = {"autograd": hessian_autograd, "func_hessian": hessian_func, "func_hvp": hessian_hvp}
+
+
+def hessian(impl, activation, final_backward, batch, hidden):
+    model, x = mlp(activation, int(batch), int(hidden))
+    compute = HESSIANS[impl]
+    start = time.perf_counter()
+    y_xx = compute(model, x)
+    if final_backward == "1":
+        model.zero_grad(set_to_none=True)
+        y_xx.sum().backward()
+    return time.perf_counter() - start
+
+
+def unrolled_loop(steps, block):
+    steps, block = int(steps), int(block)
+    torch.manual_seed(0)
+    x = torch.rand(300, 32) * 2 - 1
+    targets = torch.tensor([(i * 7 + 3) % 3 for i in range(300)])
+    w = ((torch.rand(32, 3) * 2 - 1) * 0.1).requires_grad_()
+    b = torch.zeros(3, requires_grad=True)
+    blocks = []
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        loss = torch.nn.functional.cross_entropy(x @ w + b, targets)
+        gw, gb = torch.autograd.grad(loss, [w, b], create_graph=True)
+        w = w - 1e-3 * gw
+        b = b - 1e-3 * gb
+        if step % block == 0:
+            blocks.append(time.perf_counter() - start)
+            start = time.perf_counter()
+    return blocks
+
+
+def jit_pass(ir_file):
+    with open(ir_file) as f:
+        graph = torch._C.parse_ir(f.read())
+    start = time.perf_counter()
+    torch._C._jit_pass_create_autodiff_subgraphs(graph, 2)
+    return time.perf_counter() - start
+
+
+def saved_bytes():
+    x = torch.randn(2, 3, 10, 10, requires_grad=True)
+    m = torch.randn(1, 3, 1, 1)
+    saved = []
+
+    def pack(t):
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        ((x + 2) * m).sum()
+    return sum(saved)
+
+
+serve(describe(), {"tiny_graph": tiny_graph, "scalar_chain": scalar_chain, "hessian": hessian,
+                   "unrolled_loop": unrolled_loop, "jit_pass": jit_pass,
+                   "saved_bytes": saved_bytes})

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The peers end to end (manual: needs `tools/setup.sh --peers` first, and HOME for the peers'
+# folder): `bazel test //paper:peers_test --test_env=HOME`. Runs reproduce --quick --peers and
+# checks that every peer measured every workload it runs, and one value (PyTorch saves 12 bytes
+# for ((x + 2) * m).sum(): m only). Fails when a peer is missing.
+set -euo pipefail
+out="${TEST_TMPDIR:-$(mktemp -d)}/results"
+bin="paper/reproduce"
+[[ -x "$bin" ]] || bin="$(dirname "$0")/reproduce"
+"$bin" --quick --peers --no-callgrind --no-plots --out "$out" >"$out.log" 2>&1 ||
+  { cat "$out.log"; echo "reproduce failed"; exit 1; }
+
+fail=0
+has() {  # has WORKLOAD VARIANT-PREFIX METRIC-PREFIX
+  if ! awk -F'\t' -v w="$1" -v v="$2" -v m="$3" \
+      '$1 == w && index($2, v) == 1 && index($3, m) == 1 && $4 == $4 + 0 { found = 1 }
+       END { exit !found }' "$out/figures.tsv"; then
+    echo "FAILED: no figure for $1 | $2... | $3..."
+    fail=1
+  fi
+}
+has unrolled_loop "PyTorch " "time per 100 steps@step=200"
+has tiny_graph "PyTorch " "time per call"
+has tiny_graph "libtorch " "time per call"
+has scalar_chain "libtorch " "time per call"
+for w in hessian_relu hessian_tanh; do
+  has "$w" "PyTorch" "step time, with final backward"
+  for impl in "autograd" "torch.func.hessian" "torch.func jvp(grad)"; do
+    grep -qF "$impl"$'\tstep time, no final backward\t' "$out/figures.tsv" ||
+      { echo "FAILED: no $impl figure"; fail=1; }
+  done
+  for impl in "jax.hessian, jit" "jax.hessian, no jit" "jvp(grad), jit"; do
+    grep -qF "$impl"$'\tstep time, with final backward\t' "$out/figures.tsv" ||
+      { echo "FAILED: no JAX $impl figure"; fail=1; }
+  done
+done
+has create_autodiff_subgraphs "PyTorch " "pass time@nodes=1000"
+grep -qP '^dropout_memory\tPyTorch [^\t]*\tbytes saved for backward\t12\tB\t' "$out/figures.tsv" ||
+  { echo "FAILED: PyTorch's saved bytes are not 12"; fail=1; }
+grep -q "MKL\|OpenBLAS" "$out/seed_001_needs_input_grad.md" ||
+  { echo "FAILED: the report does not name PyTorch's BLAS"; fail=1; }
+if [[ $fail -ne 0 ]]; then
+  grep '^peers:' "$out.log"
+  exit 1
+fi
+echo "every peer measured every workload it runs"

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Merges the shards of one //proptests:campaign_test run into one campaign report.
+
+Each shard's JUnit XML (bazel-testlogs/proptests/campaign_test/shard_K_of_N/test.xml) holds one
+test case per (property, slice) with the properties proptests/campaign_test.cc records: seed,
+cases, the replay command and the slice's coverage. This script checks that every expected slice
+came back exactly once (none lost, none run twice), sums the coverage, lists the failures with
+their shard, seed and replay command, prints the summary and writes it as Markdown.
+
+  campaign_report.py --testlogs DIR --expected LIST --cases N [--bazel-log LOG] [--bep JSON]
+                     [--out FILE.md] [--title T] [--note LINE]...
+
+--expected is the output of `campaign_test --gtest_list_tests` (the slices that must come back).
+Exit status: 0 all slices passed, 1 a slice failed, 2 a slice is missing, duplicated or short.
+"""
+
+import argparse
+import collections
+import glob
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+Slice = collections.namedtuple("Slice", "name property slice seed cases shard replay coverage failure")
+
+
+def read_expected(path):
+    """Test names ("Slice/P_0") from `--gtest_list_tests` output."""
+    names = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("  ") and line.strip():
+                names.append(line.split("#")[0].strip())
+    return names
+
+
+def read_shards(testlogs):
+    """{shard number (1-based): [Slice]} from every test.xml under `testlogs`."""
+    shards = {}
+    for xml in sorted(glob.glob(os.path.join(testlogs, "**", "test.xml"), recursive=True)):
+        m = re.search(r"shard_(\d+)_of_\d+", xml)
+        shard = int(m.group(1)) if m else 1
+        slices = []
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            props = {p.get("name"): p.get("value") for p in case.iter("property")}
+            failure = case.find("failure")
+            slices.append(Slice(
+                name=case.get("name"), property=props.get("property", "?"), slice=props.get("slice", "?"),
+                seed=props.get("seed", "?"), cases=int(props.get("cases", 0)), shard=shard,
+                replay=props.get("replay", ""), coverage=props.get("coverage", ""),
+                failure=None if failure is None else (failure.get("message") or failure.text or "failed")))
+        shards[shard] = slices
+    return shards
+
+
+def merge_coverage(slices):
+    graphs, largest, counts = 0, 0, collections.defaultdict(collections.Counter)
+    for s in slices:
+        for item in filter(None, s.coverage.split(";")):
+            key, _, value = item.rpartition("=")
+            if key == "graphs":
+                graphs += int(value)
+            elif key == "largest":
+                largest = max(largest, int(value))
+            else:
+                category, _, label = key.partition("/")
+                counts[category][label] += int(value)
+    return graphs, largest, counts
+
+
+def bep_attempts(path):
+    """{shard: (strategy, attempt, status)} of the final attempt of each shard in a BEP JSON file."""
+    out = {}
+    if not path or not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            event = json.loads(line)
+            if "testResult" in event:
+                tid = event["id"]["testResult"]
+                result = event["testResult"]
+                out[tid.get("shard", 1)] = (result.get("executionInfo", {}).get("strategy", "?"),
+                                            tid.get("attempt", 1), result.get("status", "?"))
+    return out
+
+
+def bazel_lines(path):
+    """Bazel's process summary ("N processes: ... N remote.") and elapsed-time lines."""
+    lines = []
+    if path and os.path.exists(path):
+        with open(path, errors="replace") as f:
+            lines = [l.strip() for l in f if re.match(r"INFO: (\d+ process|Elapsed time)", l)]
+    return lines
+
+
+def report(args):
+    shards = read_shards(args.testlogs)
+    slices = [s for shard in shards.values() for s in shard]
+    expected = read_expected(args.expected) if args.expected else [s.name for s in slices]
+    seen = collections.Counter(s.name for s in slices)
+    missing = [n for n in expected if seen[n] == 0]
+    duplicated = [n for n, k in seen.items() if k > 1]
+    short = [s for s in slices if s.failure is None and s.cases != args.cases]
+    failed = [s for s in slices if s.failure is not None]
+    total = sum(s.cases for s in slices)
+    attempts = bep_attempts(args.bep)
+
+    out = [f"# {args.title}", ""] + [f"{n}  " for n in args.note] + [""]
+    out += [f"Bazel: `{l}`  " for l in bazel_lines(args.bazel_log)] + [""]
+    lost = len(missing) + len(duplicated) + len(short)
+    out += [f"{total} cases in {len(slices)} slices of {len(expected)} expected ({args.cases} cases per slice), "
+            f"{len(shards)} shards: {len(failed)} failed, {len(missing)} missing, {len(duplicated)} duplicated, "
+            f"{len(short)} short.", ""]
+    out += ["| shard | slices | cases | failed | ran | attempt | status |", "|---|---|---|---|---|---|---|"]
+    for shard, ss in sorted(shards.items()):
+        strategy, attempt, status = attempts.get(shard, ("?", "?", "?"))
+        out.append(f"| {shard} | {len(ss)} | {sum(s.cases for s in ss)} | {sum(s.failure is not None for s in ss)} "
+                   f"| {strategy} | {attempt} | {status} |")
+    out.append("")
+    if failed or lost:
+        out += ["## Failures", ""]
+        for s in failed:
+            out += [f"- {s.property} slice {s.slice}, shard {s.shard}, seed {s.seed}: replay with `{s.replay}`",
+                    "", "```", s.failure.strip(), "```", ""]
+        out += [f"- missing: {n}" for n in missing] + [f"- ran more than once: {n}" for n in duplicated]
+        out += [f"- {s.name}: {s.cases} cases instead of {args.cases}" for s in short] + [""]
+
+    graphs, largest, counts = merge_coverage(slices)
+    per_property = collections.Counter()
+    for s in slices:
+        per_property[s.property] += s.cases
+    cov = [f"{total} cases, {len(failed)} failures", "cases per property:"]
+    cov += [f"  {p:<60} {n:>10}" for p, n in sorted(per_property.items())]
+    cov.append(f"graphs generated: {graphs}, largest: {largest}")
+    for category, labels in sorted(counts.items()):
+        cov.append(f"{category}:")
+        cov += [f"  {label:<50} {n:>10}" for label, n in sorted(labels.items())]
+    out += ["## Coverage (all shards merged)", "", "```"] + cov + ["```", ""]
+
+    text = "\n".join(out)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 2 if lost else 1 if failed else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--testlogs", required=True, help="bazel-testlogs/proptests/campaign_test of the run")
+    parser.add_argument("--expected", help="`campaign_test --gtest_list_tests` output")
+    parser.add_argument("--cases", type=int, required=True, help="CAMPAIGN_CASES of the run")
+    parser.add_argument("--bazel-log", help="Bazel's console output, for its process summary")
+    parser.add_argument("--bep", help="--build_event_json_file of the run, for how each shard ran")
+    parser.add_argument("--out", help="Markdown file to write")
+    parser.add_argument("--title", default="Remote fuzz campaign")
+    parser.add_argument("--note", action="append", default=[], help="a line for the report's header")
+    return report(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
