@@ -44,12 +44,14 @@ class DifferentiableGraphBackward final : public ag::Node {
 
 TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& call) {
   const Gradient& d = *gradient_;
-  const size_t num_inputs = num_outputs();
+  const size_t num_inputs = d.num_inputs;
   const size_t num_values = num_inputs + d.node_blocks.size();
   // Which values' gradients this call needs (forward order: a node's output is needed if one of
   // its formulas leads to a needed input) ...
   std::vector<char> needed(num_values, 0), defined(num_values, 0);
-  for (size_t i = 0; i < num_inputs; ++i) needed[i] = call.needs_input_grad(i);
+  for (size_t e = 0; e < d.contribution_input.size(); ++e) {
+    needed[d.contribution_input[e]] |= call.needs_input_grad(e);
+  }
   for (size_t k = 0; k < d.node_blocks.size(); ++k) {
     for (size_t b = d.node_blocks[k].first; b < d.node_blocks[k].second; ++b) {
       needed[num_inputs + k] |= needed[d.blocks[b].target];
@@ -90,9 +92,12 @@ TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& ca
   }
   d.code->run(frame, {}, &mask);
 
-  TensorList out(num_inputs);
-  for (size_t i = 0; i < num_inputs; ++i) {
-    if (needed[i] && d.input_gradient[i] >= 0) out[i] = std::get<Tensor>(frame[d.input_gradient[i]]);
+  // One result per contribution (Note [Contributions in eager order]).
+  TensorList out(d.contribution_input.size());
+  for (size_t e = 0; e < out.size(); ++e) {
+    if (needed[d.contribution_input[e]]) {
+      out[e] = std::get<Tensor>(frame[d.contribution_slot[e]]);  // a copy: slots may repeat
+    }
   }
   return out;
 }
@@ -250,8 +255,8 @@ void DifferentiableGraphOp::wire(const SegmentState& state, std::vector<IValue>&
   }
   std::shared_ptr<const Gradient> gradient = state.gradientFor(metas);
 
-  EdgeList edges;
-  for (size_t i = 0; i < seg.inputs.size(); ++i) {
+  EdgeList edges;  // one per contribution to an input (Note [Contributions in eager order])
+  for (int i : gradient->contribution_input) {
     edges.push_back(requires[i] ? gradient_edge(values[i]) : Edge());
   }
   auto node = std::make_shared<DifferentiableGraphBackward>(gradient, std::move(edges));

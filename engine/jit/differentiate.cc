@@ -55,9 +55,7 @@ class Differentiator {
     }
     addOutputs();
     d_->code = std::make_unique<Code>(*d_->graph);
-    for (int& out : d_->input_gradient) {
-      if (out >= 0) out = d_->code->slotOf(d_->graph->outputs()[out]);
-    }
+    for (const Value* out : d_->graph->outputs()) d_->contribution_slot.push_back(d_->code->slotOf(out));
     d_->instruction_block.reserve(d_->graph->numNodes());
     for (const Node* n : d_->graph->nodes()) {
       auto it = block_of_.find(n);
@@ -184,6 +182,11 @@ class Differentiator {
       }
     }
     for (const auto& [target, value] : contributions) {
+      if (static_cast<size_t>(target) < seg_.inputs.size()) {  // Note [Contributions in eager order]
+        d_->contribution_input.push_back(target);
+        contribution_values_.push_back(value);
+        continue;
+      }
       auto it = grad_of_.find(target);
       if (it == grad_of_.end()) {
         grad_of_[target] = value;
@@ -193,21 +196,18 @@ class Differentiator {
     }
   }
 
-  // One output per segment input that gets a gradient (input_gradient: its output index, until
-  // the code exists).
+  // One output per contribution to a segment input's gradient, in eager's order.
   void addOutputs() {
-    for (size_t i = 0; i < seg_.inputs.size(); ++i) {
-      auto it = grad_of_.find(static_cast<int>(i));
-      d_->input_gradient.push_back(
-          it == grad_of_.end() ? -1 : static_cast<int>(d_->graph->registerOutput(it->second)));
-    }
+    d_->num_inputs = seg_.inputs.size();
+    for (Value* v : contribution_values_) d_->graph->registerOutput(v);
   }
 
   const Segment& seg_;
   const std::vector<ValueMeta>& metas_;
   std::unique_ptr<Gradient> d_;
   std::vector<Value*> slot_inputs_, saved_inputs_;
-  std::unordered_map<int, Value*> grad_of_;    // value number -> its gradient so far
+  std::unordered_map<int, Value*> grad_of_;  // value number -> its gradient so far (not inputs)
+  std::vector<Value*> contribution_values_;  // per Gradient::contribution_input
   std::unordered_map<int, Tensor> placeholders_;
   std::unordered_map<const Node*, int> block_of_;
 };

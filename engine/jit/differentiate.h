@@ -23,6 +23,14 @@
 //    counts as one formula evaluated under the spec's own counter key, as eager does.
 // prim::AutogradAdd passes an undefined side through, as the engine's sum does.
 //
+// Note [Contributions in eager order]
+// Gradients of a segment's *inputs* are not summed inside the gradient graph: each block's
+// contribution to an input is a result of its own, with its own edge to the input's producer,
+// in the order eager backward would send them (newest node first, inputs in order). The engine
+// then sums them into the producer's buffer one at a time, as it sums eager nodes' results, so
+// the sum is associated exactly as in eager even when other nodes' gradients of the same tensor
+// arrive first (floating-point addition is not associative: (e + a) + b != e + (a + b)).
+//
 // A forward value that a formula reads and that the segment computes is a *temporary*. To keep
 // create_graph exact it becomes one more output of the autograd node (as PyTorch's autodiff
 // captures temporaries as outputs): unpacked in backward it has the node as grad_fn, so a
@@ -90,7 +98,12 @@ struct Gradient {
 
   std::unique_ptr<Graph> graph;  // the gradient graph
   std::unique_ptr<Code> code;
-  std::vector<int> input_gradient;     // per segment input: its slot in `code`'s frame, or -1
+  // The autograd node's results, one per contribution to a segment input's gradient, in the
+  // order eager backward sends them (Note [Contributions in eager order]): the input it is for,
+  // and its slot in `code`'s frame.
+  size_t num_inputs = 0;  // the segment's
+  std::vector<int> contribution_input;
+  std::vector<int> contribution_slot;
   std::vector<int> instruction_block;  // per instruction of `code`: its block, or -1 (a sum)
 };
 
