@@ -69,9 +69,9 @@ struct Div : Binary {
 };
 const OpSpec Div::spec{"div",
                        {{self, {other}, [](const Ctx& c) { return c.grad() / c[other]; }},
-                        {other, {self, other}, [](const Ctx& c) {
-                           return -c.grad() * c[self] / (c[other] * c[other]);
-                         }}},
+                        {other,
+                         {self, other},
+                         [](const Ctx& c) { return -c.grad() * c[self] / (c[other] * c[other]); }}},
                        binary_forward<div>()};
 
 // pow(self, exponent) = result
@@ -85,16 +85,16 @@ const OpSpec Pow::spec{
     {{self,
       {self, exponent},
       [](const Ctx& c) { return c.grad() * (c[exponent] * pow(c[self], c[exponent] - 1.0)); }},
-     {exponent, {self, result}, [](const Ctx& c) {
-        return c.grad() * (c[result] * log(c[self]));
-      }}},
+     {exponent,
+      {self, result},
+      [](const Ctx& c) { return c.grad() * (c[result] * log(c[self])); }}},
     binary_forward<pow>()};
 
 struct AddScalar : Unary {
   static const OpSpec spec;
 };
-const OpSpec AddScalar::spec{"add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}},
-                             scalar_forward<add>()};
+const OpSpec AddScalar::spec{
+    "add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, scalar_forward<add>()};
 
 struct MulScalar : Unary {
   static const OpSpec spec;
@@ -107,20 +107,23 @@ const OpSpec MulScalar::spec{
 struct PowScalar : Unary {
   static const OpSpec spec;
 };
-const OpSpec PowScalar::spec{"pow_scalar", {{self, {self}, [](const Ctx& c) {
-                                               const double e = c.attrs<ScalarAttrs>().scalar;
-                                               // PyTorch: x^0 has gradient 0 everywhere (not
-                                               // 0 * 0^-1 = NaN at 0), a constant: no history.
-                                               if (e == 0.0) return zeros_like(c.grad());
-                                               return c.grad() * (e * pow(c[self], e - 1.0));
-                                             }}},
+const OpSpec PowScalar::spec{"pow_scalar",
+                             {{self,
+                               {self},
+                               [](const Ctx& c) {
+                                 const double e = c.attrs<ScalarAttrs>().scalar;
+                                 // PyTorch: x^0 has gradient 0 everywhere (not
+                                 // 0 * 0^-1 = NaN at 0), a constant: no history.
+                                 if (e == 0.0) return zeros_like(c.grad());
+                                 return c.grad() * (e * pow(c[self], e - 1.0));
+                               }}},
                              scalar_forward<pow>()};
 
 struct Neg : Unary {
   static const OpSpec spec;
 };
-const OpSpec Neg::spec{"neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}},
-                       unary_forward<neg>()};
+const OpSpec Neg::spec{
+    "neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}}, unary_forward<neg>()};
 
 struct Exp : Unary {
   static const OpSpec spec;
@@ -132,8 +135,8 @@ const OpSpec Exp::spec{"exp",
 struct Log : Unary {
   static const OpSpec spec;
 };
-const OpSpec Log::spec{"log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}},
-                       unary_forward<log>()};
+const OpSpec Log::spec{
+    "log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}}, unary_forward<log>()};
 
 struct Tanh : Unary {
   static const OpSpec spec;

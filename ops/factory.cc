@@ -49,8 +49,8 @@ struct OfSelf {
 struct Clone : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec Clone::spec{"clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}},
-                         unary_forward<clone>()};
+const OpSpec Clone::spec{
+    "clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, unary_forward<clone>()};
 
 // The gradient goes back to the input's device.
 struct To : OfSelf {

@@ -38,7 +38,9 @@ struct Product {
                       const auto& t = c.attrs<ProductAttrs>();
                       return grad_mat1(c.spec(), c.grad(), c[mat2], t.transpose_a, t.transpose_b);
                     }},
-                   {mat2, {self}, [](const Ctx& c) {
+                   {mat2,
+                    {self},
+                    [](const Ctx& c) {
                       const auto& t = c.attrs<ProductAttrs>();
                       return grad_mat2(c.spec(), c.grad(), c[self], t.transpose_a, t.transpose_b);
                     }}},
@@ -56,8 +58,8 @@ Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bo
 }
 
 // Checks op(a) @ op(b), where op transposes the last two dims when ta (tb) is set.
-void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank,
-                   bool ta = false, bool tb = false) {
+void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank, bool ta = false,
+                   bool tb = false) {
   check_same_dtype_and_device(op, a, b);
   AG_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",
            a.describe(), " and ", b.describe());

@@ -15,11 +15,13 @@ struct LogSoftmax {
   static constexpr Result result{};
   static const OpSpec spec;
 };
-const OpSpec LogSoftmax::spec{"log_softmax", {{self, {result}, [](const Ctx& c) {
-                                                 const int64_t dim = c.attrs<DimAttrs>().dim;
-                                                 return c.grad() -
-                                                        exp(c[result]) * sum(c.grad(), dim, true);
-                                               }}},
+const OpSpec LogSoftmax::spec{"log_softmax",
+                              {{self,
+                                {result},
+                                [](const Ctx& c) {
+                                  const int64_t dim = c.attrs<DimAttrs>().dim;
+                                  return c.grad() - exp(c[result]) * sum(c.grad(), dim, true);
+                                }}},
                               {AliasKind::kPure, DimAttrs{1}, [](const OpArgs& a) {
                                  return log_softmax(a[self], a.attrs<DimAttrs>().dim);
                                }}};
@@ -44,13 +46,15 @@ struct NllLoss {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec NllLoss::spec{"nll_loss", {{self, {self}, [](const Ctx& c) {
-                                           return nll_loss_backward(
-                                               c.grad(), c[self], *c.attrs<TargetsAttrs>().targets);
-                                         }}},
-                           {AliasKind::kPure, TargetsAttrs{}, [](const OpArgs& a) {
-                              return nll_loss(a[self], *a.attrs<TargetsAttrs>().targets);
-                            }}};
+const OpSpec NllLoss::spec{
+    "nll_loss",
+    {{self,
+      {self},
+      [](const Ctx& c) {
+        return nll_loss_backward(c.grad(), c[self], *c.attrs<TargetsAttrs>().targets);
+      }}},
+    {AliasKind::kPure, TargetsAttrs{},
+     [](const OpArgs& a) { return nll_loss(a[self], *a.attrs<TargetsAttrs>().targets); }}};
 
 // nll_loss_backward(grad, self) = pattern * grad, with grad a scalar: d/dgrad is nll_loss of
 // the incoming gradient, and d/dself is a constant zero.

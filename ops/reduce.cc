@@ -31,13 +31,16 @@ const OpSpec Sum::spec{
 struct SumDim : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec SumDim::spec{"sum_dim", {{self, {}, [](const Ctx& c) {
-                                         const Shape& in = c.input_shape(self);
-                                         const auto& [dim, keepdim] = c.attrs<DimAttrs>();
-                                         Tensor g = c.grad();
-                                         if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                                         return broadcast_to(g, in);
-                                       }}},
+const OpSpec SumDim::spec{"sum_dim",
+                          {{self,
+                            {},
+                            [](const Ctx& c) {
+                              const Shape& in = c.input_shape(self);
+                              const auto& [dim, keepdim] = c.attrs<DimAttrs>();
+                              Tensor g = c.grad();
+                              if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
+                              return broadcast_to(g, in);
+                            }}},
                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();
                              return sum(a[self], dim, keepdim);
@@ -56,11 +59,11 @@ const OpSpec SumTo::spec{
 struct BroadcastTo : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec BroadcastTo::spec{
-    "broadcast_to",
-    {{self, {}, [](const Ctx& c) { return c.grad(); }}},
-    {AliasKind::kPure, ShapeAttrs{},
-     [](const OpArgs& a) { return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const OpSpec BroadcastTo::spec{"broadcast_to",
+                               {{self, {}, [](const Ctx& c) { return c.grad(); }}},
+                               {AliasKind::kPure, ShapeAttrs{}, [](const OpArgs& a) {
+                                  return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape);
+                                }}};
 
 }  // namespace
 

@@ -23,10 +23,13 @@ struct Transpose {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec Transpose::spec{"transpose", {{self, {}, [](const Ctx& c) {
-                                              const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
-                                              return transpose(c.grad(), dim0, dim1);
-                                            }}},
+const OpSpec Transpose::spec{"transpose",
+                             {{self,
+                               {},
+                               [](const Ctx& c) {
+                                 const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+                                 return transpose(c.grad(), dim0, dim1);
+                               }}},
                              {AliasKind::kPure, TransposeAttrs{0, 1}, [](const OpArgs& a) {
                                 const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
                                 return transpose(a[self], dim0, dim1);

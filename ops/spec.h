@@ -159,7 +159,7 @@ class OpArgs {
 
 struct OpForward {
   AliasKind alias = AliasKind::kPure;
-  OpAttrs attrs;                          // a value of the op's attribute struct (values unused)
+  OpAttrs attrs;                            // a value of the op's attribute struct (values unused)
   Tensor (*call)(const OpArgs&) = nullptr;  // null: the JIT cannot call the op
 };
 
@@ -317,7 +317,7 @@ class BackwardContext {
   size_t formula_;
   const std::vector<Shape>& input_shapes_;
   const OpAttrs& attrs_;
-  OpNode* node_ = nullptr;                  // reading a node's saved values, or
+  OpNode* node_ = nullptr;               // reading a node's saved values, or
   const Tensor* slot_values_ = nullptr;  // values given by slot number
 };
 

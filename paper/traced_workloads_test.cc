@@ -57,7 +57,8 @@ TEST(TracedWorkloadsTest, ExecutorHessianStepEqualsEagerBitwise) {
 
 TEST(TracedWorkloadsTest, TracedGraphsConvertToTorchScriptIr) {
   const HessianConfig c = small();
-  const std::string mlp_ir = to_torchscript_ir(*trace_hessian_forward(make_mlp(c), make_hessian_input(c)));
+  const std::string mlp_ir =
+      to_torchscript_ir(*trace_hessian_forward(make_mlp(c), make_hessian_input(c)));
   EXPECT_EQ(count(mlp_ir, "aten::linear("), 4u) << mlp_ir;
   UnrolledLoopConfig u;
   u.batch = 10;

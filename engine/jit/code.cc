@@ -45,9 +45,12 @@ IValue constantOf(const Node& n) {
 
 bool hasType(const Value* v, const IValue& value) {
   switch (v->type()) {
-    case Type::Tensor: return std::holds_alternative<Tensor>(value);
-    case Type::TensorList: return std::holds_alternative<TensorList>(value);
-    case Type::Float: return std::holds_alternative<double>(value);
+    case Type::Tensor:
+      return std::holds_alternative<Tensor>(value);
+    case Type::TensorList:
+      return std::holds_alternative<TensorList>(value);
+    case Type::Float:
+      return std::holds_alternative<double>(value);
   }
   return false;
 }
@@ -98,7 +101,8 @@ void Code::run(std::vector<IValue>& frame, const RunOptions& options,
     const Instruction& in = instructions_[i];
     execute(in, frame, options);
     if (options.observe) {
-      for (size_t k = 0; k < in.out.size(); ++k) options.observe(in.node->output(k), frame[in.out[k]]);
+      for (size_t k = 0; k < in.out.size(); ++k)
+        options.observe(in.node->output(k), frame[in.out[k]]);
     }
   }
 }

@@ -104,8 +104,8 @@ TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& ca
 
 // Values that a node of [first, last) reads and that are defined before `first`, in order of
 // first use; and values defined in [first, last) that are read after `last` or returned.
-Segment makeSegment(const Graph& body, const std::vector<Node*>& nodes, size_t first,
-                    size_t last, const std::unordered_map<const Node*, size_t>& position) {
+Segment makeSegment(const Graph& body, const std::vector<Node*>& nodes, size_t first, size_t last,
+                    const std::unordered_map<const Node*, size_t>& position) {
   auto inside = [&](const Node* n) {
     auto it = position.find(n);
     return it != position.end() && it->second >= first && it->second < last;
@@ -151,8 +151,8 @@ std::vector<Segment> segmentsOf(const Graph& body) {
       for (const Value* v : nodes[i]->outputs()) {
         bool read_inside = false, escapes = false;
         for (const Use& u : v->uses()) {
-          const bool same = u.user != body.returnNode() &&
-                            segment_of[position.at(u.user)] == segment_of[i];
+          const bool same =
+              u.user != body.returnNode() && segment_of[position.at(u.user)] == segment_of[i];
           (same ? read_inside : escapes) = true;
         }
         if (read_inside && escapes) {

@@ -29,9 +29,9 @@ const Value* Segment::value(int i) const {
 }
 
 bool ValueMeta::operator==(const ValueMeta& o) const {
-  return defined == o.defined && (!defined || (meta.shape == o.meta.shape &&
-                                               meta.dtype == o.meta.dtype &&
-                                               meta.device == o.meta.device));
+  return defined == o.defined &&
+         (!defined || (meta.shape == o.meta.shape && meta.dtype == o.meta.dtype &&
+                       meta.device == o.meta.device));
 }
 
 namespace {
@@ -55,7 +55,8 @@ class Differentiator {
     }
     addOutputs();
     d_->code = std::make_unique<Code>(*d_->graph);
-    for (const Value* out : d_->graph->outputs()) d_->contribution_slot.push_back(d_->code->slotOf(out));
+    for (const Value* out : d_->graph->outputs())
+      d_->contribution_slot.push_back(d_->code->slotOf(out));
     d_->instruction_block.reserve(d_->graph->numNodes());
     for (const Node* n : d_->graph->nodes()) {
       auto it = block_of_.find(n);
@@ -144,7 +145,8 @@ class Differentiator {
   }
 
   void bindSaved(TracingState& tracer) {
-    for (size_t j = 0; j < d_->saved.size(); ++j) tracer.bind(placeholder(d_->saved[j]), saved_inputs_[j]);
+    for (size_t j = 0; j < d_->saved.size(); ++j)
+      tracer.bind(placeholder(d_->saved[j]), saved_inputs_[j]);
   }
 
   void differentiateNode(size_t k, TracingState& tracer) {
@@ -182,7 +184,8 @@ class Differentiator {
       }
     }
     for (const auto& [target, value] : contributions) {
-      if (static_cast<size_t>(target) < seg_.inputs.size()) {  // Note [Contributions in eager order]
+      if (static_cast<size_t>(target) <
+          seg_.inputs.size()) {  // Note [Contributions in eager order]
         d_->contribution_input.push_back(target);
         contribution_values_.push_back(value);
         continue;

@@ -53,9 +53,9 @@ namespace ag::jit {
 // A run of aten nodes (of one group's body) that runs as one autograd node. Its values are
 // numbered: its inputs first, then the output of each node in order.
 struct Segment {
-  std::vector<const Node*> nodes;     // in order
-  std::vector<const Value*> inputs;   // read by the nodes, defined before them
-  std::vector<const Value*> outputs;  // defined by them, read after them or returned
+  std::vector<const Node*> nodes;             // in order
+  std::vector<const Value*> inputs;           // read by the nodes, defined before them
+  std::vector<const Value*> outputs;          // defined by them, read after them or returned
   std::vector<std::vector<int>> node_inputs;  // per node: its inputs' value numbers
 
   Segment(std::vector<const Node*> nodes, std::vector<const Value*> inputs,
@@ -91,8 +91,8 @@ struct Gradient {
   std::vector<int> slots;  // value numbers
   // The forward values some formula reads (value numbers): the gradient graph's next inputs.
   std::vector<int> saved;
-  std::vector<std::string> saved_names;  // for messages and describe_graph
-  std::vector<Block> blocks;             // by node, in forward order
+  std::vector<std::string> saved_names;                // for messages and describe_graph
+  std::vector<Block> blocks;                           // by node, in forward order
   std::vector<std::pair<size_t, size_t>> node_blocks;  // per node: its blocks [first, last)
   std::vector<TensorMeta> slot_meta;                   // per slot
 

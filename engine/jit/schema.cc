@@ -90,7 +90,7 @@ OpSchema fromSpec(const ops::OpSpec& spec) {
   }
   // Only ops that write nothing and have a derivative can run inside a differentiable group.
   s.differentiable = spec.has_derivative() && (spec.forward().alias == ops::AliasKind::kPure ||
-                                                spec.forward().alias == ops::AliasKind::kView);
+                                               spec.forward().alias == ops::AliasKind::kView);
   s.spec = &spec;
   return s;
 }
@@ -172,10 +172,14 @@ const std::vector<const OpSchema*>& allSchemas() { return registry().sorted; }
 
 const char* attributeKindName(AttributeKind k) {
   switch (k) {
-    case AttributeKind::Int: return "int";
-    case AttributeKind::Float: return "float";
-    case AttributeKind::Ints: return "int[]";
-    case AttributeKind::Tensor: return "Tensor";
+    case AttributeKind::Int:
+      return "int";
+    case AttributeKind::Float:
+      return "float";
+    case AttributeKind::Ints:
+      return "int[]";
+    case AttributeKind::Tensor:
+      return "Tensor";
   }
   return "?";
 }

@@ -47,7 +47,8 @@ TracingScope::TracingScope(const TensorList& inputs) : graph_(std::make_unique<G
     AG_CHECK(t.defined(), "trace: input ", i, " is undefined");
     for (size_t j = 0; j < i; ++j) {
       AG_CHECK(t.impl()->storage.get() != inputs[j].impl()->storage.get(), "trace: inputs ", j,
-               " and ", i, " share memory; pass distinct tensors (AliasDb assumes inputs do not "
+               " and ", i,
+               " share memory; pass distinct tensors (AliasDb assumes inputs do not "
                "alias)");
     }
     state_->bind(t, graph_->addInput(Type::Tensor, "x" + std::to_string(i)));

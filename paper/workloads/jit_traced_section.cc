@@ -57,21 +57,21 @@ void pass_table(const Context& context, std::ostringstream& s) {
     if (with_peer) std::ofstream(ir_file) << to_torchscript_ir(*traced.graph);
     JitPassRun inc, reb;
     const std::vector<std::optional<double>> med = interleaved(
-        rounds, {{"incremental",
-                  [&] {
-                    inc = run_jit_pass(*traced.graph, jit::AliasDbMode::kIncremental);
-                    return std::optional<double>(inc.seconds * 1e3);
-                  }},
-                 {"rebuild",
-                  [&] {
-                    reb = run_jit_pass(*traced.graph, jit::AliasDbMode::kRebuild);
-                    return std::optional<double>(reb.seconds * 1e3);
-                  }},
-                 {peer, [&]() -> std::optional<double> {
-                    const auto v = with_peer ? torch->value({"jit_pass", ir_file.string()})
-                                             : std::nullopt;
-                    return v ? std::optional<double>(*v * 1e3) : std::nullopt;
-                  }}});
+        rounds,
+        {{"incremental",
+          [&] {
+            inc = run_jit_pass(*traced.graph, jit::AliasDbMode::kIncremental);
+            return std::optional<double>(inc.seconds * 1e3);
+          }},
+         {"rebuild",
+          [&] {
+            reb = run_jit_pass(*traced.graph, jit::AliasDbMode::kRebuild);
+            return std::optional<double>(reb.seconds * 1e3);
+          }},
+         {peer, [&]() -> std::optional<double> {
+            const auto v = with_peer ? torch->value({"jit_pass", ir_file.string()}) : std::nullopt;
+            return v ? std::optional<double>(*v * 1e3) : std::nullopt;
+          }}});
     const std::string w = "create_autodiff_subgraphs traced";
     const std::string at = "@" + traced.name;
     results.add(w, "incremental", "pass time" + at, *med[0], "ms");
@@ -103,29 +103,27 @@ void executor_table(const Context& context, std::ostringstream& s) {
   const Tensor x = make_hessian_input(c);
   const CompiledHessian compiled(mlp, x);
   double eager_sum = 0, compiled_sum = 0;
-  const std::vector<std::optional<double>> med = interleaved(
-      rounds, {{"eager",
-                [&] {
-                  const auto start = Clock::now();
-                  eager_sum = hessian_step(mlp, x, true);
-                  return std::optional<double>(seconds_since(start) * 1e3);
-                }},
-               {"executor", [&] {
-                  const auto start = Clock::now();
-                  compiled_sum = compiled.step(true);
-                  return std::optional<double>(seconds_since(start) * 1e3);
-                }}});
+  const std::vector<std::optional<double>> med =
+      interleaved(rounds, {{"eager",
+                            [&] {
+                              const auto start = Clock::now();
+                              eager_sum = hessian_step(mlp, x, true);
+                              return std::optional<double>(seconds_since(start) * 1e3);
+                            }},
+                           {"executor", [&] {
+                              const auto start = Clock::now();
+                              compiled_sum = compiled.step(true);
+                              return std::optional<double>(seconds_since(start) * 1e3);
+                            }}});
   const std::string w = "traced hessian step";
   context.results->add(w, "eager", "step time", *med[0], "ms");
   context.results->add(w, "executor", "step time", *med[1], "ms");
   const bool same = eager_sum == compiled_sum;
   std::cout << "  traced hessian step: eager " << format(*med[0]) << " ms, executor "
             << format(*med[1]) << " ms, same y_xx: " << (same ? "yes" : "NO") << std::endl;
-  Table t({"workload", "eager", "through the executor", "executor / eager",
-           "same y_xx bits"});
-  t.row({"traced hessian step (batch " + std::to_string(c.batch) + ", " +
-             std::to_string(c.layers) + " hidden layers of " + std::to_string(c.hidden) +
-             ", final backward)",
+  Table t({"workload", "eager", "through the executor", "executor / eager", "same y_xx bits"});
+  t.row({"traced hessian step (batch " + std::to_string(c.batch) + ", " + std::to_string(c.layers) +
+             " hidden layers of " + std::to_string(c.hidden) + ", final backward)",
          with_unit(*med[0], "ms"), with_unit(*med[1], "ms"), ratio(*med[1], *med[0]),
          same ? "yes" : "no"});
   s << "A training step of seed 001's hessian workload (y = mlp(x), two nested grad with "

@@ -49,8 +49,8 @@ CompiledHessian::CompiledHessian(const Mlp& mlp, const Tensor& x)
 
 double CompiledHessian::step(bool final_backward) const {
   const TensorList inputs = mlp_inputs(mlp_, x_);
-  return hessian_step(
-      mlp_, x_, final_backward, [&](const Tensor&) { return exec_->run(inputs)[0]; });
+  return hessian_step(mlp_, x_, final_backward,
+                      [&](const Tensor&) { return exec_->run(inputs)[0]; });
 }
 
 }  // namespace ag::paper

@@ -3,9 +3,9 @@
 // (the counterexample, shrunk) and RapidCheck's seed; reproduce it with
 //   bazel test //proptests/jit:autodiff_subgraph_props_test --test_env=RC_PARAMS="seed=N"
 
+#include "engine/error.h"
 #include "engine/jit/alias_db_lint.h"
 #include "engine/jit/create_autodiff_subgraphs.h"
-#include "engine/error.h"
 #include "engine/jit/executor.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/verifier.h"

@@ -19,8 +19,8 @@
 #include <ostream>
 #include <vector>
 
-#include "engine/jit/ir.h"
 #include "engine/jit/executor.h"
+#include "engine/jit/ir.h"
 
 namespace ag::jit::proptest {
 

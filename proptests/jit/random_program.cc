@@ -12,8 +12,27 @@ namespace ag::jit::proptest {
 namespace {
 
 enum class Op {
-  Add, Sub, Mul, Neg, Exp, Tanh, Sigmoid, Relu, MulScalar, AddScalar, PowScalar,
-  Reshape, Transpose, Detach, Clone, Sum, SumDim, Mm, AddInPlace, MulInPlace, Constant,
+  Add,
+  Sub,
+  Mul,
+  Neg,
+  Exp,
+  Tanh,
+  Sigmoid,
+  Relu,
+  MulScalar,
+  AddScalar,
+  PowScalar,
+  Reshape,
+  Transpose,
+  Detach,
+  Clone,
+  Sum,
+  SumDim,
+  Mm,
+  AddInPlace,
+  MulInPlace,
+  Constant,
   kCount
 };
 
@@ -54,9 +73,9 @@ class Runner {
       case Op::Sigmoid:
       case Op::Relu: {
         const Tensor x = use(pick(s.a, any));
-        define(op == Op::Neg     ? ops::neg(x)
-               : op == Op::Exp   ? ops::exp(ops::tanh(x))  // bounded: no overflow to inf
-               : op == Op::Tanh  ? ops::tanh(x)
+        define(op == Op::Neg       ? ops::neg(x)
+               : op == Op::Exp     ? ops::exp(ops::tanh(x))  // bounded: no overflow to inf
+               : op == Op::Tanh    ? ops::tanh(x)
                : op == Op::Sigmoid ? ops::sigmoid(x)
                                    : ops::relu(x));
         return;
@@ -149,7 +168,8 @@ class Runner {
     // Each tensor once (an in-place op's self may also be the last one).
     TensorList unique;
     for (const Tensor& t : out) {
-      if (std::none_of(unique.begin(), unique.end(), [&](const Tensor& u) { return u.is_same(t); })) {
+      if (std::none_of(unique.begin(), unique.end(),
+                       [&](const Tensor& u) { return u.is_same(t); })) {
         unique.push_back(t);
       }
     }

@@ -153,7 +153,8 @@ AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEvery
     TensorList expected_second, actual_second;
     const std::string expected = observe(eager, spec, wanted, &expected_second);
     const std::string actual = observe(replay, spec, wanted, &actual_second);
-    if (expected != actual || text(expected_second, "") != text(actual_second, "")) fail("the traced graph differs from eager", options, *traced, expected, actual);
+    if (expected != actual || text(expected_second, "") != text(actual_second, ""))
+      fail("the traced graph differs from eager", options, *traced, expected, actual);
   }
   size_t groups = 0;
   for (AliasDbMode mode : {AliasDbMode::kIncremental, AliasDbMode::kRebuild}) {
