@@ -1,4 +1,4 @@
-"""Instruction-set flags for the CPU kernels, shared by //engine and the Eigen baselines."""
+"""Instruction-set flags for the CPU kernels (see Note [Kernel instruction sets], ops/cpu/isa.h)."""
 
 # Note [Kernel loop alignment]
 # Loop heads start on 64-byte boundaries. On this project's CPUs a short vectorized loop (an
@@ -8,29 +8,39 @@
 # that differed elsewhere. Aligned, both sides of every comparison run at their best. (A per-file
 # `#pragma GCC optimize` would be narrower, but it stops GCC from inlining Eigen's small
 # functions.)
+_ALIGN = ["-falign-loops=64"]
+
 _AVX2 = [
     "-mavx2",
     "-mfma",
-    "-falign-loops=64",
 ]
 
-def cpu_isa_copts():
-    """Flags by build mode.
+# GCC 12 reports false "uninitialized" warnings inside its own AVX-512 intrinsics headers when
+# Eigen inlines them.
+_AVX512 = _AVX2 + [
+    "-mavx512f",
+    "-mavx512vl",
+    "-mavx512dq",
+    "-mavx512bw",
+    "-Wno-maybe-uninitialized",
+    "-Wno-uninitialized",
+]
 
-    Optimized builds (-c opt: benchmarks, fuzzing) target this project's machine kind, whose CPUs
-    have AVX-512; --define=ag_isa=avx2 builds for AVX2 machines (tools/build_gpu_bundle.sh does,
-    for GPU hosts of unknown CPU). The default build stays portable. GCC 12 reports false
-    "uninitialized" warnings inside its own AVX-512 intrinsics headers when Eigen inlines them.
-    """
+# Each instruction set the CPU kernels are compiled for, with its flags. ops/cpu/isa.cc checks the
+# same CPU features before using a copy.
+CPU_KERNEL_ISAS = {
+    "baseline": _ALIGN,
+    "avx2": _AVX2 + _ALIGN,
+    "avx512": _AVX512 + _ALIGN,
+}
+
+def cpu_isa_copts():
+    """Flags for code outside //engine that is compared against the kernels (paper/ops_bench's
+    plain-Eigen baselines): in optimized builds, the kernels' best instruction set on this
+    project's machine kind (AVX-512), or AVX2 with --define=ag_isa=avx2. Such a binary needs that
+    instruction set, unlike //engine, which picks its kernels at run time."""
     return select({
-        "//engine:opt_avx2": _AVX2,
-        "//engine:opt": _AVX2 + [
-            "-mavx512f",
-            "-mavx512vl",
-            "-mavx512dq",
-            "-mavx512bw",
-            "-Wno-maybe-uninitialized",
-            "-Wno-uninitialized",
-        ],
+        "//engine:opt_avx2": _AVX2 + _ALIGN,
+        "//engine:opt": _AVX512 + _ALIGN,
         "//conditions:default": [],
     })

@@ -27,6 +27,13 @@ struct GraphView {
   std::vector<NodeView> nodes;  // newest first
   size_t runs = 0;
   size_t saved_bytes = 0;
+  // Edges out of running nodes whose gradient the call computes: with per-call needs_input_grad
+  // only those it uses, without it every edge into a node that requires grad.
+  std::set<std::pair<const Node*, size_t>> computed_edges;
+
+  bool computes(const NodeView& v, size_t edge) const {
+    return v.runs && computed_edges.count({v.node, edge}) > 0;
+  }
 };
 
 GraphView view_of(const TensorList& outputs, const TensorList& inputs,
@@ -53,6 +60,15 @@ GraphView view_of(const TensorList& outputs, const TensorList& inputs,
             [](const Node* a, const Node* b) { return a->sequence_nr() > b->sequence_nr(); });
 
   GraphView view;
+  if (options.per_call_needs_input_grad) {
+    view.computed_edges.insert(plan.used_edges.begin(), plan.used_edges.end());
+  } else {
+    for (const Node* node : plan.runs) {
+      for (size_t i = 0; i < node->num_outputs(); ++i) {
+        if (node->next_edge(i).is_valid()) view.computed_edges.emplace(node, i);
+      }
+    }
+  }
   for (const Node* node : all) {
     NodeView v{node, "", runs.count(node) > 0, false, false};
     std::ostringstream status;
@@ -120,10 +136,13 @@ std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
     const std::string saved = saved_text(*v.node);
     if (!saved.empty()) os << "  saved: " << saved;
     os << "\n";
-    for (const Edge& e : v.node->next_edges()) {
+    for (size_t i = 0; i < v.node->num_outputs(); ++i) {
+      const Edge& e = v.node->next_edge(i);
       if (!e.is_valid()) continue;
       os << "      -> #" << e.function->sequence_nr() << " " << e.function->name() << " ["
-         << e.input_nr << "]\n";
+         << e.input_nr << "]";
+      if (v.runs && !view.computes(v, i)) os << "  not computed";
+      os << "\n";
     }
   }
   os << view.nodes.size() << " node(s), " << view.runs << " would run; " << view.saved_bytes
@@ -147,11 +166,13 @@ std::string describe_graph_dot(const TensorList& outputs, const TensorList& inpu
     if (v.cut) os << ", style=dashed, fontcolor=gray";
     if (v.target) os << ", penwidth=3";
     os << "];\n";
-    for (const Edge& e : v.node->next_edges()) {
+    for (size_t i = 0; i < v.node->num_outputs(); ++i) {
+      const Edge& e = v.node->next_edge(i);
       if (!e.is_valid()) continue;
-      os << "  n" << id << " -> n" << e.function->sequence_nr();
-      if (e.function->num_inputs() > 1) os << " [label=\"" << e.input_nr << "\"]";
-      os << ";\n";
+      os << "  n" << id << " -> n" << e.function->sequence_nr() << " [";
+      if (e.function->num_inputs() > 1) os << "label=\"" << e.input_nr << "\", ";
+      // Gradients the call computes are solid; those it skips (or never reaches) dotted.
+      os << (view.computes(v, i) ? "style=solid" : "style=dotted, color=gray") << "];\n";
     }
   }
   os << "}\n";

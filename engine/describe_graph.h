@@ -14,8 +14,10 @@ namespace ag {
 // there, expand it without running it, or cut it. With no inputs, as backward() would.
 //
 //   #7 mul  topo 2  runs  saved: self float64[3] 24 B, other float64[3] 24 B
-//      -> #5 AccumulateGrad [0]
+//      -> #5 AccumulateGrad [0]  not computed
 //      -> #6 tanh [0]
+// ("not computed": the node runs but this call does not need that input's gradient, so with
+// per-call needs_input_grad its formula is skipped.)
 std::string describe_graph(const TensorList& outputs, const TensorList& inputs = {},
                            const EngineOptions& options = current_options());
 inline std::string describe_graph(const Tensor& output) {
@@ -23,7 +25,7 @@ inline std::string describe_graph(const Tensor& output) {
 }
 
 // The same graph in Graphviz's DOT language (`dot -Tpng`): nodes that run are filled, requested
-// inputs have a bold outline, cut nodes are dashed.
+// inputs have a bold outline, cut nodes are dashed, edges whose gradient is not computed dotted.
 std::string describe_graph_dot(const TensorList& outputs, const TensorList& inputs = {},
                                const EngineOptions& options = current_options());
 

@@ -92,7 +92,11 @@ class GraphTask final : public ExecPlan {
     ExecutionPlan plan;
     for (Node* node : post_order_) {
       plan.expanded.push_back(node);
-      if (state_of(node).runs) plan.runs.push_back(node);
+      if (!state_of(node).runs) continue;
+      plan.runs.push_back(node);
+      for (size_t i = 0; i < node->num_outputs(); ++i) {
+        if (gradient_used(node->next_edge(i))) plan.used_edges.emplace_back(node, i);
+      }
     }
     return plan;
   }

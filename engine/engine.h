@@ -29,6 +29,9 @@ TensorList execute(const ExecuteRequest& request);
 struct ExecutionPlan {
   std::vector<const Node*> expanded;
   std::vector<const Node*> runs;
+  // The edges out of running nodes whose gradient the call uses (what per-call needs_input_grad
+  // answers true for; Note [Per-call view]), as (node, index of the edge).
+  std::vector<std::pair<const Node*, size_t>> used_edges;
 };
 ExecutionPlan plan_execution(const ExecuteRequest& request);
 

@@ -91,6 +91,7 @@ int reproduce(const Options& options) {
             << "; threads: " << context.threads << "; conditions: " << info.conditions
             << "; writing to " << options.out << std::endl;
   fs::create_directories(options.out);
+  context.out = options.out;
   context.saved_results = options.out;
   if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
     context.saved_results = fs::path(ws) / "paper" / "results";
@@ -117,6 +118,7 @@ int reproduce(const Options& options) {
     reports[1].file = "seed_001_needs_input_grad.md";
     reports[1].title = "Seed 001: per-call needs_input_grad (issue 56500, PR 82544)";
     hessian_section(context, reports[1]);
+    graph_section(context, reports[1]);
   }
   if (wanted("003")) {
     reports[3].file = "seed_003_guarded_saves.md";

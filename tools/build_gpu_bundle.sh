@@ -14,8 +14,11 @@ tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_t
 targets=(//cuda:hessian_bench)
 for t in "${tests[@]}"; do targets+=("//cuda/tests:$t"); done
 
-# GPU hosts have unknown CPUs: AVX2 kernels, not AVX-512 (engine/copts.bzl).
-"$bazel" build -c opt --define=ag_isa=avx2 --strip=always "$@" "${targets[@]}"
+# The CPU kernels pick their instruction set at run time (ops/cpu/isa.h); --define=ag_isa=avx2
+# leaves the AVX-512 copy out of these binaries all the same. The binaries look for oneTBB's
+# shared library (the CPU kernels' parallel runtime; Debian ships no static one) beside themselves.
+link_flags=(--define=ag_isa=avx2 --linkopt='-Wl,-rpath,$ORIGIN')
+"$bazel" build -c opt "${link_flags[@]}" --strip=always "$@" "${targets[@]}"
 
 # Stub binaries would only report "built without CUDA": refuse to bundle them.
 defs="$("$bazel" info output_base)/external/cuda_config/defs.bzl"
@@ -24,21 +27,28 @@ if ! grep -q "^CUDA_AVAILABLE = True" "$defs"; then
   exit 1
 fi
 
-bin="$("$bazel" info -c opt --define=ag_isa=avx2 bazel-bin)"
+bin="$("$bazel" info -c opt "${link_flags[@]}" bazel-bin)"
 rm -rf "$out"
 mkdir -p "$out"
 cp "$bin/cuda/hessian_bench" "$out/"
 for t in "${tests[@]}"; do cp "$bin/cuda/tests/$t" "$out/"; done
+tbb=$(ldd "$out/hessian_bench" | awk '$1 ~ /^libtbb\.so/ { print $3 }')
+if [[ -z "$tbb" || ! -f "$tbb" ]]; then
+  echo "build_gpu_bundle.sh: cannot find the oneTBB library hessian_bench links" >&2
+  exit 1
+fi
+cp "$tbb" "$out/"
 chmod u+w "$out"/*
 # The PyTorch peer of the benchmark, run beside ours where the GPU machine has torch.
 mkdir -p "$out/peers"
 cp paper/peers/common.py paper/peers/hessian.py "$out/peers/"
 
-# Self-contained: only the C/C++ runtime may be loaded dynamically (the driver's libcuda and
-# cuBLAS are opened at run time with dlopen).
+# Self-contained: only the C/C++ runtime may be loaded dynamically, and oneTBB from gpu_bin/ itself
+# (the driver's libcuda and cuBLAS are opened at run time with dlopen).
 allowed='linux-vdso|libc\.so|libm\.so|libstdc\+\+|libgcc_s|ld-linux|libdl\.so|libpthread|librt\.so'
+here=$(cd "$out" && pwd)
 for f in "$out"/*_test "$out"/hessian_bench; do
-  extra=$(ldd "$f" | grep -vE "$allowed" || true)
+  extra=$(ldd "$f" | grep -vE "$allowed" | grep -vE "^\s*libtbb\.so\.[0-9]+ => $here/" || true)
   if [[ -n "$extra" ]]; then
     echo "build_gpu_bundle.sh: $f needs more shared libraries than libc/libstdc++:" >&2
     echo "$extra" >&2

@@ -14,8 +14,10 @@ PACKAGES=(
   libgtest-dev
   libgmock-dev
   libbenchmark-dev
+  libtbb-dev          # oneTBB: the CPU kernels' parallel runtime
   clang-format
   valgrind
+  qemu-user           # emulated AVX2-only / plain x86-64 CPUs for //ops/tests:avx2_cpu_test
   python3-matplotlib  # plots for paper/
 )
 

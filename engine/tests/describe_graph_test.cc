@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/autograd.h"
+#include "engine/node.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -71,6 +72,34 @@ TEST(DescribeGraph, DotMarksRunningTargetAndCutNodes) {
   EXPECT_TRUE(has(dot, "penwidth=3")) << dot;    // mul, the requested input
   EXPECT_TRUE(has(dot, "style=dashed")) << dot;  // the accumulators
   EXPECT_TRUE(has(dot, " -> n")) << dot;         // edges, parent to child
+}
+
+// The lines under the node called `name`: its edges.
+std::string edges_of(const std::string& text, const std::string& name) {
+  const size_t at = text.find(line_of(text, name));
+  const size_t end = text.find("\n  #", at + 1);
+  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// grad(out, {x}): mul's gradient for y is not needed. With per-call needs_input_grad the call does
+// not compute it; without, mul computes both (y requires grad).
+TEST(DescribeGraph, MarksTheGradientsACallDoesNotCompute) {
+  Graph g;
+  const std::string on = describe_graph({g.out}, {g.x}, EngineOptions());
+  const std::string off =
+      describe_graph({g.out}, {g.x}, EngineOptions().with_per_call_needs_input_grad(false));
+  SCOPED_TRACE(on + off);
+  const std::string y_edge = "-> #" + std::to_string(gradient_edge(g.y).function->sequence_nr());
+  const std::string x_edge = "-> #" + std::to_string(gradient_edge(g.x).function->sequence_nr());
+  const std::string mul_on = edges_of(on, "mul"), mul_off = edges_of(off, "mul");
+  EXPECT_TRUE(has(mul_on, y_edge + " AccumulateGrad [0]  not computed"));
+  EXPECT_TRUE(has(mul_on, x_edge + " AccumulateGrad [0]\n"));
+  EXPECT_FALSE(has(mul_off, "not computed"));
+  // exp does not run at all: its edge is not marked (only running nodes compute gradients).
+  EXPECT_FALSE(has(edges_of(on, "exp"), "not computed"));
+
+  const std::string dot = describe_graph_dot({g.out}, {g.x}, EngineOptions());
+  EXPECT_TRUE(has(dot, "style=dotted")) << dot;
 }
 
 }  // namespace

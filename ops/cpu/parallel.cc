@@ -1,107 +1,100 @@
 #include "ops/cpu/parallel.h"
 
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+
+#include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <cstdlib>
 #include <thread>
 #include <vector>
+
+#include "engine/error.h"
+
+// Note [Parallel runtime]
+// Kernels split large work over threads with oneTBB (Debian's libtbb), chosen over GCC's OpenMP
+// (libgomp) and the hand-made spinning pool it replaced by measuring the CPU hessian both ways,
+// interleaved, quiet and beside competing loads (paper/runtime_compare.py; figures in
+// paper/results/cpu_runtime.md). Two properties matter on a machine where other programs' threads
+// come and go:
+// - A helper thread may be descheduled at any moment. Work is cut into several chunks per thread
+//   (kChunksPerThread in cpu_backend.cc), and chunks are taken dynamically: the calling thread
+//   takes whatever the others have not started, so a missing worker delays the step by at most
+//   one chunk, never by a static half of it. An OpenMP team, even with schedule(dynamic), waits at
+//   its closing barrier for every member, started or not; so did the old pool, which also split
+//   products in halves.
+// - Waiting threads back off and sleep instead of spinning, leaving the core to whoever needs
+//   it, including the descheduled worker the caller is waiting for.
+// The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
+// paper/runtime_compare.py); it is not a supported configuration.
+// Under ThreadSanitizer the chunks run on plain threads instead, taken from an atomic counter in
+// the same way: Debian's libtbb is not instrumented, so TSan cannot see its hand-offs and would
+// report every input a worker reads as a race. The kernels' own sharing is what TSan checks.
 
 namespace ag::ops {
 namespace {
 
-class Pool {
- public:
-  Pool() {
-    const unsigned hw = std::thread::hardware_concurrency();
-    for (unsigned i = 1; i < hw; ++i) workers_.emplace_back([this] { work(); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
+// AG_NUM_THREADS caps oneTBB's threads for the whole process (the calling thread counts as one).
+int configured_threads() {
+  const int available = tbb::info::default_concurrency();
+  const char* env = std::getenv("AG_NUM_THREADS");
+  if (env == nullptr || *env == '\0') return available;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  AG_CHECK(*end == '\0' && n >= 1, "AG_NUM_THREADS=", env, ": expected a positive integer");
+  return static_cast<int>(std::min<long>(n, available));
+}
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
-
-  void run(int64_t n, const std::function<void(int64_t)>& fn) {
-    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-    if (!busy.owns_lock() || workers_.empty() || n <= 1) {
-      for (int64_t i = 0; i < n; ++i) fn(i);
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      fn_ = &fn;
-      n_ = n;
-      next_.store(0);
-      active_.store(static_cast<int>(workers_.size()));
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    drain();
-    // The workers' share is usually done moments later: spin before sleeping (as in work()).
-    for (int spin = 0; spin < kSpins && active_.load(std::memory_order_acquire) > 0; ++spin) {
-      __builtin_ia32_pause();
-    }
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return active_.load() == 0; });
-    fn_ = nullptr;
-  }
-
- private:
-  // Takes indices until none are left (callers and workers alike).
-  void drain() {
-    for (int64_t i = next_.fetch_add(1); i < n_; i = next_.fetch_add(1)) (*fn_)(i);
-  }
-
-  void work() {
-    uint64_t seen = 0;
-    while (true) {
-      // Kernels come in bursts (one training step calls dozens), and waking a sleeping thread
-      // costs tens of microseconds here: spin briefly for the next job before sleeping.
-      for (int spin = 0; spin < kSpins && generation_.load(std::memory_order_acquire) == seen;
-           ++spin) {
-        __builtin_ia32_pause();
-      }
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
-        if (stop_) return;
-        seen = generation_.load();
-      }
-      drain();
-      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_one();
-      }
-    }
-  }
-
-  std::vector<std::thread> workers_;
-  std::mutex busy_;   // held by the one parallel_for running on the pool
-  std::mutex mutex_;  // guards the job fields below
-  std::condition_variable wake_, done_;
-  const std::function<void(int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> active_{0};  // workers still on the current job
-  std::atomic<uint64_t> generation_{0};
-  static constexpr int kSpins = 20000;  // about 50 us of pause instructions
-  bool stop_ = false;
+struct Runtime {
+  int threads = configured_threads();
+  tbb::global_control limit{tbb::global_control::max_allowed_parallelism,
+                            static_cast<size_t>(threads)};
 };
 
-Pool& pool() {
-  static Pool p;
-  return p;
+const Runtime& runtime() {
+  static const Runtime r;
+  return r;
 }
 
 }  // namespace
 
-void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) { pool().run(n, fn); }
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t chunks = (n + grain - 1) / grain;
+  if (chunks <= 1 || runtime().threads == 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  auto run_chunk = [&](int64_t c) { fn(c * grain, std::min(n, (c + 1) * grain)); };
+#if defined(__SANITIZE_THREAD__)
+  std::atomic<int64_t> next{0};
+  auto drain = [&] {
+    for (int64_t c = next++; c < chunks; c = next++) run_chunk(c);
+  };
+  std::vector<std::thread> helpers;
+  for (int64_t t = 1; t < std::min<int64_t>(runtime().threads, chunks); ++t) {
+    helpers.emplace_back(drain);
+  }
+  drain();
+  for (std::thread& helper : helpers) helper.join();
+#elif defined(AG_PARALLEL_OPENMP)
+  // libgomp, for paper/runtime_compare.py only: the same chunks, handed out one at a time.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(runtime().threads)
+  for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
+#else
+  // One task per chunk (simple_partitioner, grain 1): chunk boundaries stay multiples of `grain`,
+  // which the elementwise kernels rely on for alignment.
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, chunks, 1),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t c = r.begin(); c < r.end(); ++c) run_chunk(c);
+      },
+      tbb::simple_partitioner());
+#endif
+}
 
-int parallel_threads() { return pool().threads(); }
+int parallel_threads() { return runtime().threads; }
 
 }  // namespace ag::ops

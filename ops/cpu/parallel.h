@@ -5,13 +5,15 @@
 
 namespace ag::ops {
 
-// Runs fn(i) for every i in [0, n), spread over the calling thread and a small process-wide pool
-// (one worker per extra hardware thread), and returns when all are done. If the pool is busy
-// (another thread's parallel_for, or a nested call), the caller simply runs every i itself, so
-// this never blocks on other work and never deadlocks.
-void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
+// Runs fn(begin, end) for the chunks [c * grain, min(n, (c + 1) * grain)) of [0, n), each once,
+// on the calling thread and oneTBB's workers, and returns when all are done; with one thread (or
+// one chunk), as a single call fn(0, n). Chunks are taken as threads come free, so a thread that
+// the OS deschedules holds back at most the chunk it is in; see Note [Parallel runtime] in
+// parallel.cc. Safe to call from several threads at once and from inside fn.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
-// How many threads parallel_for can use (1 on a single-core machine).
+// How many threads parallel_for can use: the CPUs this process may run on, or fewer when
+// AG_NUM_THREADS says so (1 runs everything on the calling thread).
 int parallel_threads();
 
 }  // namespace ag::ops

@@ -1,13 +1,18 @@
-// parallel_for and the kernels that use it: every index runs exactly once, concurrent and nested
-// calls fall back to the caller without deadlock, and split products and elementwise ops equal
-// naive loops (run it under --config=tsan as well).
+// parallel_for and the kernels that use it: every chunk runs exactly once with the promised
+// bounds, concurrent and nested calls complete, and split products and elementwise ops equal naive
+// loops (run it under --config=tsan as well).
 #include "ops/cpu/parallel.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/grad_mode.h"
@@ -16,10 +21,38 @@
 namespace ag::ops {
 namespace {
 
-TEST(ParallelFor, RunsEveryIndexOnce) {
-  std::vector<std::atomic<int>> hits(1000);
-  parallel_for(1000, [&](int64_t i) { hits[i].fetch_add(1); });
-  for (const auto& h : hits) EXPECT_EQ(h.load(), 1);
+TEST(ParallelFor, RunsEveryIndexOnceInGrainAlignedChunks) {
+  for (int64_t grain : {1, 7, 64, 1000, 5000}) {
+    const int64_t n = 1000;
+    std::vector<std::atomic<int>> hits(n);
+    std::mutex mutex;
+    std::set<std::pair<int64_t, int64_t>> chunks;
+    parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        chunks.emplace(begin, end);
+      }
+      for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1) << "grain " << grain;
+    // The chunks are exactly [c * grain, min(n, (c + 1) * grain)), or [0, n) on one thread.
+    if (parallel_threads() == 1) {
+      EXPECT_EQ(chunks, (std::set<std::pair<int64_t, int64_t>>{{0, n}}));
+      continue;
+    }
+    const int64_t expected = (n + grain - 1) / grain;
+    ASSERT_EQ(static_cast<int64_t>(chunks.size()), expected) << "grain " << grain;
+    for (const auto& [begin, end] : chunks) {
+      EXPECT_EQ(begin % grain, 0) << "grain " << grain;
+      EXPECT_EQ(end, std::min(n, begin + grain)) << "grain " << grain;
+    }
+  }
+}
+
+TEST(ParallelFor, EmptyRangesRunNothing) {
+  int calls = 0;
+  parallel_for(0, 4, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(ParallelFor, ConcurrentAndNestedCallsComplete) {
@@ -28,12 +61,33 @@ TEST(ParallelFor, ConcurrentAndNestedCallsComplete) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int r = 0; r < 50; ++r) {
-        parallel_for(8, [&](int64_t) { parallel_for(4, [&](int64_t) { total.fetch_add(1); }); });
+        parallel_for(8, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            parallel_for(4, 1, [&](int64_t bb, int64_t ee) { total.fetch_add(ee - bb); });
+          }
+        });
       }
     });
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(total.load(), 4 * 50 * 8 * 4);
+}
+
+// parallel_one_thread_test runs this file with AG_NUM_THREADS=1.
+TEST(ParallelFor, ThreadCountFollowsAgNumThreads) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  const char* env = std::getenv("AG_NUM_THREADS");
+  if (env == nullptr) {
+    EXPECT_GE(parallel_threads(), 1);
+    EXPECT_LE(parallel_threads(), static_cast<int>(hardware));
+    return;
+  }
+  EXPECT_EQ(parallel_threads(), std::min(std::atoi(env), static_cast<int>(hardware)));
+  if (parallel_threads() == 1) {
+    std::set<std::thread::id> ids;
+    parallel_for(100, 1, [&](int64_t, int64_t) { ids.insert(std::this_thread::get_id()); });
+    EXPECT_EQ(ids, std::set<std::thread::id>{std::this_thread::get_id()});
+  }
 }
 
 TEST(ParallelKernels, LargeProductsAndElementwiseMatchNaiveLoops) {

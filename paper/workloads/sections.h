@@ -21,6 +21,7 @@ struct Context {
   std::vector<Condition> conditions;  // quiet first; busy ones with --busy
   Results* results = nullptr;
   Peers* peers = nullptr;
+  std::filesystem::path out;            // where this run writes its reports and figures
   std::filesystem::path saved_results;  // paper/results in the source tree (saved CUDA rows)
 };
 
@@ -34,5 +35,6 @@ void hessian_section(const Context& context, Report& report);        // seed 001
 void memory_section(const Context& context, Report& report);         // seed 003
 void jit_pass_section(const Context& context, Report& report);       // seed 002
 void jit_traced_tables(const Context& context, Report& report);      // seed 002, traced programs
+void graph_section(const Context& context, Report& report);          // seed 001's graph, drawn
 
 }  // namespace ag::paper

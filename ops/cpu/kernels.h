@@ -1,0 +1,55 @@
+// The CPU kernels that an instruction set speeds up, on raw contiguous arrays. Each instruction
+// set has its own table of them (Note [Kernel instruction sets], ops/cpu/isa.h); every kernel runs
+// on the calling thread, and ops/cpu/cpu_backend.cc splits large work over threads.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/kinds.h"
+
+namespace ag::ops {
+
+// A row-major product C = op(A) op(B): A is [a_rows, a_cols], B is [b_rows, b_cols], op transposes
+// when asked, and C is [m, n] = [op(A) rows, op(B) cols].
+struct MatmulShape {
+  int64_t a_rows, a_cols, b_rows, b_cols;
+  bool trans_a, trans_b;
+  int64_t m() const { return trans_a ? a_cols : a_rows; }
+  int64_t n() const { return trans_b ? b_rows : b_cols; }
+  int64_t k() const { return trans_a ? a_rows : a_cols; }
+};
+
+template <typename T>
+struct CpuKernelsFor {
+  // out[i] = a[i] (kind) b[i]
+  void (*binary)(BinaryKind kind, const T* a, const T* b, T* out, int64_t n);
+  // out[i] = a[i] (kind) b
+  void (*binary_scalar)(BinaryKind kind, const T* a, T b, T* out, int64_t n);
+  // out[i] = (kind)(in[i]), with `scalar` for the *Scalar kinds
+  void (*unary)(UnaryKind kind, const T* in, T* out, int64_t n, double scalar);
+  void (*fill)(T* out, int64_t n, T value);
+  T (*sum)(const T* a, int64_t n);
+  // out[c] = sum over r of a[r, c], for a row-major [rows, cols] array.
+  void (*column_sum)(const T* a, int64_t rows, int64_t cols, T* out);
+  // Rows [r0, r0 + rows) of C = op(A) op(B), plus the bias row (n values) when bias is not null.
+  void (*matmul_rows)(const T* a, const T* b, const T* bias, T* c, const MatmulShape& shape,
+                      int64_t r0, int64_t rows);
+};
+
+struct CpuKernels {
+  CpuKernelsFor<float> f32;
+  CpuKernelsFor<double> f64;
+};
+
+// Each instruction set's table (ops/cpu/kernels.cc, compiled once per instruction set).
+namespace cpu_baseline {
+const CpuKernels& kernels();
+}
+namespace cpu_avx2 {
+const CpuKernels& kernels();
+}
+namespace cpu_avx512 {
+const CpuKernels& kernels();
+}
+
+}  // namespace ag::ops
