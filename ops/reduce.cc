@@ -31,31 +31,46 @@ struct Sum : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec Sum::spec{
-    "sum", {{self, {}, [](const Ctx& c) { return expand(c.grad(), c.input_shape(self)); }}}};
+    "sum",
+    {{self, {}, [](const Ctx& c) { return expand(c.grad(), c.input_shape(self)); }}},
+    unary_forward<sum>()};
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec SumDim::spec{"sum_dim", {{self, {}, [](const Ctx& c) {
-                                         const Shape& in = c.input_shape(self);
-                                         const auto& [dim, keepdim] = c.attrs<DimAttrs>();
-                                         Tensor g = c.grad();
-                                         if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                                         return expand(g, in);
-                                       }}}};
+const OpSpec SumDim::spec{"sum_dim",
+                          {{self,
+                            {},
+                            [](const Ctx& c) {
+                              const Shape& in = c.input_shape(self);
+                              const auto& [dim, keepdim] = c.attrs<DimAttrs>();
+                              Tensor g = c.grad();
+                              if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
+                              return expand(g, in);
+                            }}},
+                          {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+                             const auto& [dim, keepdim] = a.attrs<DimAttrs>();
+                             return sum(a[self], dim, keepdim);
+                           }}};
 
 struct SumTo : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec SumTo::spec{
     "sum_to",
-    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
+    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}},
+    {AliasKind::kPure, ShapeAttrs{},
+     [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
 
 // The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
 struct BroadcastTo : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec BroadcastTo::spec{"broadcast_to", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
+const OpSpec BroadcastTo::spec{"broadcast_to",
+                               {{self, {}, [](const Ctx& c) { return c.grad(); }}},
+                               {AliasKind::kPure, ShapeAttrs{}, [](const OpArgs& a) {
+                                  return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape);
+                                }}};
 
 }  // namespace
 
@@ -104,14 +119,16 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("sum_to", shape, a.shape());
-  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape));
+  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape),
+                [&] { return ShapeAttrs{shape}; });
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   check_defined("broadcast_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("broadcast_to", a.shape(), shape);
-  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape));
+  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape),
+                [&] { return ShapeAttrs{shape}; });
 }
 
 }  // namespace ag::ops
