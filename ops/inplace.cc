@@ -21,7 +21,8 @@ struct AddInplace {
 };
 const OpSpec AddInplace::spec{"add_",
                               {{self, {}, [](const Ctx& c) { return c.grad(); }},
-                               {other, {}, [](const Ctx& c) { return c.grad(); }}}};
+                               {other, {}, [](const Ctx& c) { return c.grad(); }}},
+                              in_place_forward<add_>()};
 
 // copy_(self, src). The overwritten self gets a constant zero gradient (no history, as PyTorch's
 // zeros_like).
@@ -31,7 +32,8 @@ struct CopyInplace {
 };
 const OpSpec CopyInplace::spec{"copy_",
                                {{self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
-                                {src, {}, [](const Ctx& c) { return c.grad(); }}}};
+                                {src, {}, [](const Ctx& c) { return c.grad(); }}},
+                               in_place_forward<copy_>()};
 
 void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(op, a, b);
@@ -49,11 +51,14 @@ std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const
   return make_node(spec, {&a, &b}, NoAttrs(), {}, /*written=*/&a);
 }
 
-// After the write: bump the version, make `a` the node's output, rebase a view's base.
-Tensor& finish_inplace(const std::shared_ptr<OpNode>& node, Tensor& a) {
+// After the write: bump the version, make `a` the node's output, rebase a view's base, and
+// report the op to an active trace (Note [Tracing hook]).
+Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, Tensor& a,
+                       const Tensor& b) {
   a.bump_version();
   if (node) attach_output(*node, a);
   rebase_history_after_inplace(a);
+  trace(spec, {&a, &b}, a);
   return a;
 }
 
@@ -63,7 +68,7 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   check_inplace("add_", a, b);
   std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
-  return finish_inplace(node, a);
+  return finish_inplace(AddInplace::spec, node, a, b);
 }
 
 Tensor& mul_(Tensor& a, const Tensor& b) {
@@ -71,14 +76,14 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
   // mul's spec says what to save; self is saved as it is before the write (Note [In-place saves]).
   std::shared_ptr<OpNode> node = begin_inplace(mul_inplace_spec(), a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
-  return finish_inplace(node, a);
+  return finish_inplace(mul_inplace_spec(), node, a, b);
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src);
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
-  return finish_inplace(node, a);
+  return finish_inplace(CopyInplace::spec, node, a, src);
 }
 
 }  // namespace ag::ops

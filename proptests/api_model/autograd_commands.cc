@@ -1,0 +1,302 @@
+// Commands that drive autograd: requires_grad, .grad, backward() and grad().
+#include <optional>
+
+#include "engine/autograd.h"
+#include "ops/ops.h"
+#include "proptests/api_model/command_gens.h"
+#include "proptests/api_model/command_util.h"
+
+namespace ag::api_model {
+namespace {
+
+class SetRequiresGrad final : public ApiCommand {
+ public:
+  SetRequiresGrad(int x, bool flag) : x_(x), flag_(flag) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE(m.has(x_));
+    // A view's requires_grad follows its base, so neither may be toggled (PyTorch allows it,
+    // with effects on the view that the engine does not model).
+    RC_PRE((!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_))));
+    // A leaf is saved as itself: once it requires grad, a create_graph gradient that reads it
+    // depends on it, though the op that saved it recorded no edge to it. The model's values do
+    // not follow that dependence (README.md).
+    RC_PRE((!flag_ || !m.saved_while_not_requiring_grad(m.impl_of(x_))));
+  }
+  Outcome step(Model& m) const override { return m.set_requires_grad(x_, flag_); }
+  void exec(Sut& sut, const Model&) const override { sut.tensors.at(x_).set_requires_grad(flag_); }
+  std::string text() const override {
+    return tname(x_) + ".requires_grad_(" + (flag_ ? "True" : "False") + ")";
+  }
+
+ private:
+  int x_;
+  bool flag_;
+};
+
+class SetGrad final : public ApiCommand {
+ public:
+  SetGrad(int x, int value) : x_(x), value_(value) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((m.has(x_) && (value_ < 0 || m.has(value_))));
+  }
+  Outcome step(Model& m) const override { return m.set_grad(x_, value_); }
+  void exec(Sut& sut, const Model&) const override {
+    sut.tensors.at(x_).set_grad(value_ < 0 ? Tensor() : sut.tensors.at(value_));
+  }
+  std::string text() const override { return tname(x_) + ".grad = " + tname(value_); }
+
+ private:
+  int x_, value_;
+};
+
+class TakeGrad final : public ApiCommand {
+ public:
+  TakeGrad(int name, int of) : name_(name), of_(of) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_)));
+    const int g = m.impl(m.impl_of(of_)).grad;
+    RC_PRE((g >= 0 && !m.impl(g).dead));
+  }
+  Outcome step(Model& m) const override { return m.take_grad(name_, of_); }
+  void exec(Sut& sut, const Model&) const override {
+    sut.tensors[name_] = sut.tensors.at(of_).grad();
+  }
+  std::string text() const override { return tname(name_) + " = " + tname(of_) + ".grad"; }
+
+ private:
+  int name_, of_;
+};
+
+TensorList tensors(const Sut& sut, const std::vector<int>& names) {
+  TensorList out;
+  for (int n : names) out.push_back(n < 0 ? Tensor() : sut.tensors.at(n));
+  return out;
+}
+
+std::string retain_str(int retain) { return retain < 0 ? "None" : retain ? "True" : "False"; }
+
+void check_args(const Model& m, const CallArgs& a) {
+  RC_PRE(!a.roots.empty());
+  for (int n : a.roots) RC_PRE(m.has(n));
+  for (int n : a.grad_tensors) RC_PRE((n < 0 || m.has(n)));
+  for (int n : a.inputs) RC_PRE(m.has(n));
+  // The model predicts histories of second derivatives, not third ones.
+  RC_PRE((!a.create_graph || !m.reaches_grad_node(a.roots)));
+}
+
+class Backward final : public ApiCommand {
+ public:
+  explicit Backward(CallArgs args) : args_(std::move(args)) {}
+  void checkPreconditions(const Model& m) const override { check_args(m, args_); }
+  Outcome step(Model& m) const override { return m.backward(args_); }
+  void exec(Sut& sut, const Model&) const override {
+    BackwardArgs args;
+    args.grad_tensors(tensors(sut, args_.grad_tensors))
+        .inputs(tensors(sut, args_.inputs))
+        .create_graph(args_.create_graph);
+    if (args_.retain_graph >= 0) args.retain_graph(args_.retain_graph == 1);
+    backward(tensors(sut, args_.roots), args);
+  }
+  std::string text() const override {
+    std::string s = "torch.autograd.backward(" + tlist(args_.roots);
+    if (!args_.grad_tensors.empty()) s += ", grad_tensors=" + tlist(args_.grad_tensors);
+    if (args_.retain_graph >= 0) s += ", retain_graph=" + retain_str(args_.retain_graph);
+    if (args_.create_graph) s += ", create_graph=True";
+    if (!args_.inputs.empty()) s += ", inputs=" + tlist(args_.inputs);
+    return s + ")";
+  }
+
+ private:
+  CallArgs args_;
+};
+
+class Grad final : public ApiCommand {
+ public:
+  Grad(CallArgs args, int first_name) : args_(std::move(args)), first_(first_name) {}
+  std::vector<int> results() const {
+    std::vector<int> out;
+    for (size_t k = 0; k < args_.inputs.size(); ++k) out.push_back(first_ + static_cast<int>(k));
+    return out;
+  }
+  void checkPreconditions(const Model& m) const override {
+    check_args(m, args_);
+    RC_PRE(!args_.inputs.empty());
+    for (int n : results()) RC_PRE(fresh(m, n));
+  }
+  Outcome step(Model& m) const override { return m.grad(args_, results()); }
+  void exec(Sut& sut, const Model& after) const override {
+    GradArgs args;
+    args.grad_outputs(tensors(sut, args_.grad_tensors))
+        .create_graph(args_.create_graph)
+        .allow_unused(args_.allow_unused);
+    if (args_.retain_graph >= 0) args.retain_graph(args_.retain_graph == 1);
+    TensorList got = grad(tensors(sut, args_.roots), tensors(sut, args_.inputs), args);
+    // Gradients for different inputs may be one object or share memory (PyTorch's do: a view's
+    // and its base's, a passed-through buffer), and one tensor named twice may get two objects;
+    // none of that is part of the contract, so the runner makes it one object per input tensor.
+    // Like PyTorch, the engine returns a grad_outputs tensor itself where the gradient passes
+    // through unchanged; the model (and the contract) expects a new tensor, with the
+    // same history under create_graph and none otherwise (README.md).
+    const TensorList gos = tensors(sut, args_.grad_tensors);
+    for (Tensor& g : got) {
+      for (const Tensor& go : gos) {
+        if (g.defined() && go.defined() && g.impl()->storage == go.impl()->storage) {
+          g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
+          break;
+        }
+      }
+    }
+    const TensorList inputs = tensors(sut, args_.inputs);
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (!got[k].defined()) continue;
+      size_t j = 0;
+      while (j < k && !inputs[j].is_same(inputs[k])) ++j;
+      if (j < k) {
+        got[k] = got[j];
+        continue;
+      }
+      for (j = 0; j < k; ++j) {
+        if (got[j].defined() && got[j].impl()->storage == got[k].impl()->storage) {
+          got[k] = ops::clone(got[k]);
+          break;
+        }
+      }
+    }
+    sut.returned = got;
+    const std::vector<int> names = results();
+    for (size_t k = 0; k < got.size() && k < names.size(); ++k) {
+      if (after.handles().count(names[k])) sut.tensors[names[k]] = got[k];
+    }
+  }
+  void verify(const Outcome& expected, const Sut& sut) const override {
+    const TensorList& got = sut.returned;
+    RC_ASSERT(got.size() == expected.grads.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      const ExpectedGrad& e = expected.grads[k];
+      const std::string who = "result " + std::to_string(k) + " of " + text();
+      if (!e.defined) {
+        if (got[k].defined()) {
+          RC_FAIL(who + " is defined; PyTorch returns None (input not reached, allow_unused)");
+        }
+        continue;
+      }
+      if (!got[k].defined()) RC_FAIL(who + " is undefined; the model has a gradient");
+      // Also checked with the rest of the state, unless the model cannot follow it further.
+      const std::vector<double> v = got[k].to_vector();
+      for (size_t i = 0; i < e.value.size(); ++i) {
+        if (i >= v.size() || !close(v[i], e.value[i])) {
+          RC_FAIL(who + " element " + std::to_string(i) + " is " +
+                  (i < v.size() ? std::to_string(v[i]) : "missing") + ", model " +
+                  std::to_string(e.value[i]));
+        }
+      }
+      if (got[k].requires_grad() != e.requires_grad) {
+        RC_FAIL(who + (e.requires_grad ? " does not require grad" : " requires grad") +
+                "; the model says the opposite");
+      }
+    }
+  }
+  std::string text() const override {
+    std::string lhs;
+    for (int n : results()) lhs += tname(n) + ", ";
+    std::string s =
+        lhs + "= torch.autograd.grad(" + tlist(args_.roots) + ", " + tlist(args_.inputs);
+    if (!args_.grad_tensors.empty()) s += ", grad_outputs=" + tlist(args_.grad_tensors);
+    if (args_.retain_graph >= 0) s += ", retain_graph=" + retain_str(args_.retain_graph);
+    if (args_.create_graph) s += ", create_graph=True";
+    if (args_.allow_unused) s += ", allow_unused=True";
+    return s + ")";
+  }
+
+ private:
+  CallArgs args_;
+  int first_;
+};
+
+// Roots, grad_tensors, inputs and flags for backward()/grad().
+std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
+  CallArgs a;
+  auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
+  auto scalar_rg = [&](int n) { return rg(n) && count(m.shape(n)) == 1; };
+  const int roots = *rc::gen::weightedElement<int>({{4, 1}, {1, 2}});
+  for (int r = 0; r < roots; ++r) {
+    int root = *rc::gen::weightedElement<int>({{3, 0}, {2, 1}, {1, 2}}) == 0 ? pick(m, scalar_rg)
+               : *rc::gen::inRange(0, 20) > 0                                ? pick(m, rg)
+                                                                             : pick_any(m);
+    if (root < 0) root = pick(m, rg);
+    if (root < 0) return std::nullopt;
+    a.roots.push_back(root);
+  }
+  if (*rc::gen::weightedElement<int>({{1, 0}, {1, 1}})) {
+    for (int root : a.roots) {
+      const Dims& s = m.shape(root);
+      int g = -1;
+      if (count(s) != 1 || *rc::gen::arbitrary<bool>()) {
+        g = *rc::gen::inRange(0, 20) > 0 ? pick(m, [&](int n) { return m.shape(n) == s; })
+                                         : pick_any(m);
+      }
+      a.grad_tensors.push_back(g);
+    }
+  }
+  const int inputs = for_grad ? *rc::gen::inRange(1, 4)
+                              : *rc::gen::weightedElement<int>({{4, 0}, {2, 1}, {2, 2}, {1, 3}});
+  for (int i = 0; i < inputs; ++i) {
+    int x = *rc::gen::inRange(0, 20) > 0 ? pick(m, rg) : pick_any(m);
+    if (x < 0) return std::nullopt;
+    a.inputs.push_back(x);
+  }
+  a.retain_graph = *rc::gen::weightedElement<int>({{2, -1}, {1, 0}, {2, 1}});
+  a.create_graph = *rc::gen::weightedElement<bool>({{3, false}, {1, true}});
+  if (a.create_graph && m.reaches_grad_node(a.roots)) a.create_graph = false;
+  a.allow_unused = for_grad && *rc::gen::arbitrary<bool>();
+  return a;
+}
+
+}  // namespace
+
+CommandPtr make_set_requires_grad(const Model& m) {
+  auto allowed = [&](int n) { return !m.is_view(m.impl_of(n)) && !m.has_views(m.impl_of(n)); };
+  // Mostly a leaf some graph already uses: turning it off (or moving it into the graph's
+  // interior next) is what AccumulateGrad must notice.
+  int x = -1;
+  if (*rc::gen::weightedElement<int>({{2, 0}, {1, 1}}) == 0) {
+    x = pick(m, [&](int n) { return allowed(n) && m.impl(m.impl_of(n)).accumulator >= 0; });
+  }
+  if (x < 0) x = pick(m, allowed);
+  if (x < 0) return nullptr;
+  return std::make_shared<SetRequiresGrad>(x, *rc::gen::arbitrary<bool>());
+}
+
+CommandPtr make_set_grad(const Model& m) {
+  const int x = pick_any(m);
+  if (x < 0) return nullptr;
+  int value = -1;
+  if (*rc::gen::arbitrary<bool>()) {  // zero it or hand it a tensor of the caller's
+    value = *rc::gen::inRange(0, 20) > 0 ? pick(m, [&](int n) { return m.shape(n) == m.shape(x); })
+                                         : pick_any(m);
+  }
+  return std::make_shared<SetGrad>(x, value);
+}
+
+CommandPtr make_take_grad(const Model& m) {
+  const int x = pick(m, [&](int n) {
+    const int g = m.impl(m.impl_of(n)).grad;
+    return g >= 0 && !m.impl(g).dead;
+  });
+  if (x < 0) return nullptr;
+  return std::make_shared<TakeGrad>(m.next_name(), x);
+}
+
+CommandPtr make_backward(const Model& m) {
+  std::optional<CallArgs> a = gen_args(m, false);
+  if (!a) return nullptr;
+  return std::make_shared<Backward>(std::move(*a));
+}
+
+CommandPtr make_grad(const Model& m) {
+  std::optional<CallArgs> a = gen_args(m, true);
+  if (!a) return nullptr;
+  return std::make_shared<Grad>(std::move(*a), m.next_name());
+}
+
+}  // namespace ag::api_model

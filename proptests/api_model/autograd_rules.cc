@@ -1,0 +1,461 @@
+// The model's backward() and grad(): which nodes a call runs, what they unpack, when the call
+// must raise, what every gradient is, and how `.grad` accumulates. Deliberate differences from
+// PyTorch are the engine's documented ones (proptests/api_model/README.md).
+#include <algorithm>
+#include <set>
+
+#include "proptests/api_model/model.h"
+#include "proptests/api_model/op_rules.h"
+
+namespace ag::api_model {
+
+// One call's walk of the recorded graph.
+struct Model::Plan {
+  std::vector<Use> roots, gos;
+  std::vector<int> go_impls;  // -1: implicit ones
+  std::vector<Ref> targets;   // the requested edges
+  bool all = false;           // backward() without inputs: everything reachable runs
+  std::vector<char> reachable, needed;
+  std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
+
+  bool is_target(const Ref& e) const {
+    return std::find(targets.begin(), targets.end(), e) != targets.end();
+  }
+  // The nodes recorded when the call began; the gradients it records come after them.
+  int planned() const { return static_cast<int>(reachable.size()); }
+  bool is_target_node(int n) const {
+    return std::any_of(targets.begin(), targets.end(), [&](const Ref& t) { return t.node == n; });
+  }
+  // Per edge, not per node (a multi-output node's sibling outputs may lie on no path): the gradient
+  // along e is needed iff e is requested or leads to a node on a path to a requested edge.
+  bool edge_needed(const Ref& e) const { return all || is_target(e) || needed[e.node]; }
+};
+
+namespace {
+
+bool bit(uint32_t mask, size_t i) { return (mask >> i) & 1u; }
+
+// Whether node n's backward unpacks slot s in a call that needs the edges `needed`. The engine
+// evaluates only the formulas of needed edges and unpacks only what they read (a constant
+// formula reads nothing); PyTorch unpacks every saved value of a node that runs.
+template <typename EdgeNeeded>
+bool unpacks(const Semantics& sem, const Node& node, const SavedSlot& s, EdgeNeeded edge_needed) {
+  if (node.unpack_all || !sem.unpacks_only_what_formulas_read) return true;
+  const uint32_t constant = op_rules(node.kind, node.attrs).constant_formulas;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Use& in = node.inputs[i];
+    if (bit(s.used_by & ~constant, i) && in.tracked && edge_needed(in.ref)) return true;
+  }
+  return false;
+}
+
+void raise_or_maybe(Outcome& out, bool certain, const std::string& rule) {
+  if (certain) {
+    if (out.expect != Expect::kRaise) out.rule = rule;
+    out.expect = Expect::kRaise;
+  } else if (out.expect == Expect::kOk) {
+    out.expect = Expect::kMaybe;
+    out.rule = rule;
+  }
+}
+
+}  // namespace
+
+Outcome Model::validate(const char* api, const CallArgs& args) {
+  const std::string a = api;
+  for (size_t r = 0; r < args.roots.size(); ++r) {
+    const int i = impl_of(args.roots[r]);
+    if (!requires_grad(i)) return Outcome::raise(a + ": a root does not require grad");
+    const int g = args.grad_tensors.empty() ? -1 : args.grad_tensors[r];
+    if (g < 0 && count(impls_[i].shape) != 1) {
+      return Outcome::raise(a + ": grad can be implicitly created only for scalar outputs");
+    }
+    if (g >= 0 && shape(g) != impls_[i].shape) return Outcome::raise(a + ": mismatch in shape");
+  }
+  for (int name : args.inputs) {
+    const int i = impl_of(name);
+    if (!requires_grad(i)) {
+      return Outcome::raise(a + ": one of the differentiated tensors does not require grad");
+    }
+    // PyTorch's backward() retains a non-leaf input's gradient before it checks the next input.
+    if (a == "backward" && !is_leaf(i)) impls_[i].pytorch_retains_grad = true;
+  }
+  return {};
+}
+
+Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
+  Plan p;
+  p.targets = targets;
+  for (int name : args.roots) p.roots.push_back(use_of(impl_of(name), true));
+  for (size_t r = 0; r < args.roots.size(); ++r) {
+    const int g = args.grad_tensors.empty() ? -1 : args.grad_tensors[r];
+    p.go_impls.push_back(g < 0 ? -1 : impl_of(g));
+    if (g >= 0) {
+      p.gos.push_back(use_of(impl_of(g), args.create_graph));
+    } else {
+      Use ones;
+      ones.shape = p.roots[r].shape;
+      ones.snapshot.assign(count(ones.shape), 1.0);
+      p.gos.push_back(ones);
+    }
+  }
+  const int size = program_.size();
+  p.reachable.assign(size, 0);
+  std::vector<int> stack;
+  for (const Use& r : p.roots) {
+    stack.push_back(r.ref.node);
+    p.reached_edges.insert(r.ref);
+  }
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (p.reachable[n]) continue;
+    p.reachable[n] = 1;
+    for (const auto& [i, e] : program_.edges(n)) {
+      p.reached_edges.insert(e);
+      stack.push_back(e.node);
+    }
+  }
+  p.needed.assign(size, 0);
+  const bool per_edge = sem_.runs_only_paths_to_requested_edges;
+  for (int n = 0; n < size; ++n) {  // children come before their parents
+    if (!p.reachable[n]) continue;
+    for (const auto& [i, e] : program_.edges(n)) {
+      const bool requested = per_edge ? p.is_target(e) : p.is_target_node(e.node);
+      if (requested || p.needed[e.node]) p.needed[n] = 1;
+    }
+  }
+  return p;
+}
+
+Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
+  Outcome out;
+  auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
+  for (int n = 0; n < p.planned(); ++n) {
+    const bool runs = p.all ? p.reachable[n] : p.needed[n];
+    if (!runs) continue;
+    const Node& node = program_.node(n);
+    if (node.kind == OpKind::kGrad) {
+      // Its backward graph saved values the model does not itemize (Note [Uncertain state]).
+      bool written = false;
+      for (const auto& [s, v] : program_.watch(n)) {
+        written = written || storages_[s].version != v || storages_[s].unknown;
+      }
+      if (written || program_.released(n) != Released::kNo) {
+        raise_or_maybe(out, false, "a create_graph gradient's graph was written to or freed");
+      }
+      continue;
+    }
+    if (node.kind == OpKind::kInplaceOnView && !sem_.copy_slices_runs_after_release &&
+        program_.released(n) != Released::kNo) {
+      raise_or_maybe(out, program_.released(n) == Released::kYes,
+                     "Trying to backward through the graph a second time (CopySlices, the "
+                     "history of a base written through a view, was freed)");
+    }
+    for (const SavedSlot& s : node.saved) {
+      if (!unpacks(sem_, node, s, edge_needed)) continue;
+      if (program_.released(n) != Released::kNo) {
+        raise_or_maybe(out, program_.released(n) == Released::kYes,
+                       std::string("Trying to backward through the graph a second time (") +
+                           op_name(node.kind) + "'s saved values were freed)");
+      }
+      if (s.storage >= 0 && storages_[s.storage].unknown) {
+        raise_or_maybe(out, false,
+                       std::string("a value saved by ") + op_name(node.kind) +
+                           " may have been written by a backward that failed");
+      } else if (s.storage >= 0 && storages_[s.storage].version != s.version) {
+        raise_or_maybe(out, s.certain,
+                       std::string("a value saved by ") + op_name(node.kind) +
+                           " has been modified by an inplace operation");
+      }
+      if (written.count(s.storage)) {  // the call's own accumulation may write it first
+        raise_or_maybe(out, false,
+                       std::string("a value saved by ") + op_name(node.kind) +
+                           " is a .grad this backward adds into in place");
+      }
+    }
+  }
+  // AccumulateGrad checks the leaf as it is now.
+  for (const Ref& t : p.targets) {
+    const Node& node = program_.node(t.node);
+    if (node.kind == OpKind::kLeaf && p.reached_edges.count(t) &&
+        impls_[node.leaf_impl].grad_fn.node >= 0) {
+      raise_or_maybe(out, true, "leaf variable has been moved into the graph interior");
+    }
+  }
+  return out;
+}
+
+void Model::release(const Plan& p, const CallArgs& args, bool certain) {
+  const bool retain = args.retain_graph < 0 ? args.create_graph : args.retain_graph == 1;
+  if (retain) return;
+  for (int n = 0; n < p.planned(); ++n) {
+    const bool ran = p.all ? p.reachable[n] : p.needed[n];
+    if (!ran) continue;
+    const bool sure = certain && program_.node(n).kind != OpKind::kGrad;
+    if (sure) {
+      program_.set_released(n, Released::kYes);
+    } else if (program_.released(n) == Released::kNo) {
+      program_.set_released(n, Released::kMaybe);
+    }
+  }
+}
+
+namespace {
+
+// The custom Function nodes a call runs and the needs_input_grad each must see.
+template <typename RunsFn, typename EdgeNeeded>
+std::map<int, std::vector<bool>> custom_needs(const Program& program, RunsFn runs,
+                                              EdgeNeeded edge_needed) {
+  std::map<int, std::vector<bool>> out;
+  for (int n = 0; n < program.size(); ++n) {
+    const Node& node = program.node(n);
+    if (!runs(n) || (node.kind != OpKind::kCustomMul && node.kind != OpKind::kCustomTwo)) {
+      continue;
+    }
+    std::vector<bool> needs;
+    for (const Use& in : node.inputs) needs.push_back(in.tracked && edge_needed(in.ref));
+    out[n] = needs;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The history a create_graph gradient for target t hangs on: the incoming gradients that require
+// grad and, for every formula on a path from the roots to t, the saved values it reads that
+// require grad (a constant formula cuts everything above it). Also the storages its graph may
+// have saved, for Note [Uncertain state].
+Ref Model::grad_history(const Plan& p, const Ref& t, Watch* watch, bool* through_other_target) {
+  const int size = program_.size();
+  std::vector<char> need(size, 0);
+  for (int n = 0; n < p.planned(); ++n) {
+    if (!p.reachable[n]) continue;
+    for (const auto& [i, e] : program_.edges(n)) {
+      if (e == t || need[e.node]) need[n] = 1;
+    }
+  }
+  auto edge_needed = [&](const Ref& e) { return e == t || need[e.node]; };
+  // Another requested tensor on the way to t: t's gradient is computed from that one's (the
+  // same tensor grad() returns for it), a link the sets below do not record.
+  *through_other_target = false;
+  for (const Ref& other : p.targets) {
+    if (!(other == t) && need[other.node]) *through_other_target = true;
+  }
+  std::vector<std::set<Ref>> in(size);
+  std::set<Ref> deps;
+  for (size_t r = 0; r < p.roots.size(); ++r) {
+    std::set<Ref>& into = p.roots[r].ref == t ? deps : in[p.roots[r].ref.node];
+    if (p.gos[r].tracked) into.insert(p.gos[r].ref);
+    if (p.go_impls[r] >= 0)
+      watch->emplace_back(impls_[p.go_impls[r]].storage, version_of(p.go_impls[r]));
+  }
+  for (int n = size - 1; n >= 0; --n) {
+    if (!need[n]) continue;
+    const Node& node = program_.node(n);
+    const OpRules rules = op_rules(node.kind, node.attrs);
+    for (const auto& [i, e] : program_.edges(n)) {
+      if (!edge_needed(e)) continue;
+      std::set<Ref>& into = e == t ? deps : in[e.node];
+      if (bit(rules.constant_formulas, i)) continue;
+      into.insert(in[n].begin(), in[n].end());
+      for (const SavedSlot& s : node.saved) {
+        const bool used = bit(s.used_by, i);
+        const bool fixed = s.via_view && sem_.internal_views_fix_requires_grad;
+        if (used && s.leaf_impl >= 0 && !fixed) {
+          if (is_leaf(s.leaf_impl) && requires_grad(s.leaf_impl)) into.insert(edge(s.leaf_impl));
+        } else if (used && s.producer.node >= 0) {
+          into.insert(s.producer);
+        }
+        if ((used || node.unpack_all) && s.storage >= 0) watch->emplace_back(s.storage, s.version);
+      }
+    }
+  }
+  if (deps.empty()) return {};
+  Node g;
+  g.kind = OpKind::kGrad;
+  g.grad = {p.roots, p.gos, t};
+  g.grad_edges.assign(deps.begin(), deps.end());
+  return add_node(std::move(g));
+}
+
+void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool create_graph) {
+  const int old = impls_[x].grad;
+  const Dims shape = impls_[x].shape;
+  auto fresh = [&](const std::vector<double>& values, Ref fn) {
+    const int i = new_impl(shape, new_storage(values));
+    storages_[impls_[i].storage].version_from_zero = false;
+    impls_[i].grad_fn = fn;
+    impls_[x].grad = i;
+  };
+  if (old < 0) {  // PyTorch steals or clones the incoming gradient: never shared
+    fresh(g, history);
+    return;
+  }
+  // A leaf's .grad is updated in place unless grad mode is on (create_graph); a non-leaf's
+  // (backward(inputs=...) retains it) is always replaced.
+  const bool leaf = impls_[x].grad_fn.node < 0;
+  if (leaf && !create_graph) {
+    StorageState& s = storages_[impls_[old].storage];
+    for (size_t k = 0; k < g.size(); ++k) s.values[k] += g[k];
+    ++s.version;
+    return;
+  }
+  Node sum;
+  sum.kind = OpKind::kAdd;
+  sum.inputs.push_back(use_of(old, create_graph));
+  Use incoming;
+  incoming.shape = shape;
+  incoming.snapshot = g;
+  incoming.tracked = history.node >= 0;
+  incoming.ref = history;
+  sum.inputs.push_back(incoming);
+  std::vector<double> total = Program::forward(OpKind::kAdd, {}, sum.inputs)[0].v;
+  const bool tracked = sum.inputs[0].tracked || sum.inputs[1].tracked;
+  fresh(total, tracked ? add_node(std::move(sum)) : Ref{});
+}
+
+// Note [Uncertain state]: `targets` are the impls the call may have accumulated into.
+void Model::forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets) {
+  for (int x : targets) {
+    const int g = impls_[x].grad;
+    if (g >= 0 && !args.create_graph) kill_storage(impls_[g].storage);  // maybe added into
+    impls_[x].grad = -1;
+    out.dropped.push_back(x);
+  }
+}
+
+Outcome Model::backward(const CallArgs& args) {
+  Outcome out = validate("backward", args);
+  if (out.expect == Expect::kRaise) return out;
+  std::vector<int> target_impls;
+  for (int name : args.inputs) {  // each tensor once, however often it is named
+    const int i = impl_of(name);
+    if (std::find(target_impls.begin(), target_impls.end(), i) == target_impls.end()) {
+      target_impls.push_back(i);
+    }
+  }
+  std::vector<Ref> targets;
+  for (int i : target_impls) targets.push_back(edge(i));
+  Plan p = plan(args, targets);
+  if (args.inputs.empty()) {  // every leaf the roots reach
+    p.all = true;
+    for (int n = 0; n < program_.size(); ++n) {
+      if (p.reachable[n] && program_.node(n).kind == OpKind::kLeaf) {
+        p.targets.push_back({n, 0});
+        target_impls.push_back(program_.node(n).leaf_impl);
+      }
+    }
+  }
+  // The .grads this call adds into in place: their storages change while the pass runs.
+  std::set<int> written;
+  for (size_t k = 0; k < p.targets.size(); ++k) {
+    const ImplState& x = impls_[target_impls[k]];
+    if (!args.create_graph && p.reached_edges.count(p.targets[k]) && x.grad_fn.node < 0 &&
+        x.leaf_requires_grad && x.grad >= 0) {
+      written.insert(impls_[x.grad].storage);
+    }
+  }
+  out = execute_checks(p, written);
+  if (out.expect != Expect::kOk) {
+    forget_grads(out, args, target_impls);
+    release(p, args, false);
+    return out;
+  }
+  // An incoming gradient that is one of those .grads: what is added depends on the order.
+  bool order_dependent = false;
+  for (int g : p.go_impls)
+    order_dependent = order_dependent || (g >= 0 && written.count(impls_[g].storage));
+  auto runs = [&](int n) { return p.all ? p.reachable[n] != 0 : p.needed[n] != 0; };
+  out.needs = custom_needs(program_, runs, [&](const Ref& e) { return p.edge_needed(e); });
+  Watch watch;
+  std::vector<int> grad_nodes;
+  for (size_t k = 0; k < p.targets.size(); ++k) {
+    const Ref t = p.targets[k];
+    const int x = target_impls[k];
+    if (!p.reached_edges.count(t)) continue;  // nothing flows there: .grad stays as it is
+    if (impls_[x].grad_fn.node < 0 && !impls_[x].leaf_requires_grad) continue;  // turned off
+    Ref history;
+    bool nested = false;  // a .grad's history is a copy's: the link does not matter there
+    if (args.create_graph) history = grad_history(p, t, &watch, &nested);
+    const std::vector<double> g =
+        history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, t});
+    if (history.node >= 0) grad_nodes.push_back(history.node);
+    accumulate(x, g, history, args.create_graph);
+    const int now = impls_[x].grad;
+    watch.emplace_back(impls_[now].storage, version_of(now));
+  }
+  for (int n : grad_nodes) program_.set_watch(n, watch);
+  release(p, args, true);
+  if (order_dependent) forget_grads(out, args, target_impls);
+  return out;
+}
+
+Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) {
+  for (int name : result_names) reserve(name);
+  Outcome out = validate("grad", args);
+  if (out.expect == Expect::kRaise) return out;
+  std::vector<Ref> targets;
+  for (int name : args.inputs) targets.push_back(edge(impl_of(name)));
+  Plan p = plan(args, targets);
+  for (const Ref& t : targets) {
+    const bool reached =
+        sem_.reached_node_gives_zeros ? p.reachable[t.node] != 0 : p.reached_edges.count(t) > 0;
+    if (!reached && !args.allow_unused) {
+      // The engine finds this before running anything (PyTorch runs the graph first).
+      return Outcome::raise("grad: one of the differentiated tensors was not used in the graph");
+    }
+  }
+  out = execute_checks(p, {});
+  if (out.expect != Expect::kOk) {
+    release(p, args, false);
+    return out;
+  }
+  out.needs = custom_needs(
+      program_, [&](int n) { return p.needed[n] != 0; },
+      [&](const Ref& e) { return p.edge_needed(e); });
+  Watch watch;
+  std::vector<int> grad_nodes;
+  std::map<Ref, int> returned;  // a tensor named twice gets the same gradient object twice
+  for (size_t k = 0; k < targets.size(); ++k) {
+    ExpectedGrad e;
+    // Not reached: undefined (allow_unused). The engine's "reached" is per node: an output of
+    // a node the roots reach whose own edge gets nothing (a multi-output node's other output)
+    // gets zeros; PyTorch treats it as not reached (README.md).
+    const bool reached = p.reached_edges.count(targets[k]) > 0;
+    if (!reached && (args.allow_unused || !p.reachable[targets[k].node])) {
+      out.grads.push_back(e);
+      continue;
+    }
+    if (returned.count(targets[k])) {
+      const int i = returned[targets[k]];
+      bind(result_names[k], i);
+      out.grads.push_back(
+          out.grads[std::find(targets.begin(), targets.end(), targets[k]) - targets.begin()]);
+      continue;
+    }
+    Ref history;
+    bool nested = false;
+    if (args.create_graph) history = grad_history(p, targets[k], &watch, &nested);
+    e.defined = true;
+    e.value =
+        history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, targets[k]});
+    e.requires_grad = history.node >= 0;
+    const int i = new_impl(program_.shape(targets[k]), new_storage(e.value));
+    storages_[impls_[i].storage].version_from_zero = false;
+    impls_[i].grad_fn = history;
+    if (history.node >= 0) grad_nodes.push_back(history.node);
+    watch.emplace_back(impls_[i].storage, 0u);
+    // Its history goes through another result's, which the model does not record: checked now
+    // (Grad::verify), never used again.
+    impls_[i].dead = nested && history.node >= 0;
+    bind(result_names[k], i);
+    returned[targets[k]] = i;
+    out.grads.push_back(e);
+  }
+  for (int n : grad_nodes) program_.set_watch(n, watch);
+  release(p, args, true);
+  return out;
+}
+
+}  // namespace ag::api_model

@@ -1,0 +1,25 @@
+#pragma once
+
+// The generators of each kind of command (inside rc::gen::exec). Each returns a command valid in
+// `m`, or null when the state offers nothing for it (gen_command then draws another kind).
+
+#include "proptests/api_model/commands.h"
+
+namespace ag::api_model {
+
+// tensor_commands.cc
+CommandPtr make_leaf(const Model& m);
+CommandPtr make_op(const Model& m);  // elementwise, scalar, reductions, transpose, products, clone
+CommandPtr make_view(const Model& m);
+CommandPtr make_alias(const Model& m);  // detach, dropout returning its input
+CommandPtr make_inplace(const Model& m);
+CommandPtr make_custom(const Model& m);
+
+// autograd_commands.cc
+CommandPtr make_set_requires_grad(const Model& m);
+CommandPtr make_set_grad(const Model& m);
+CommandPtr make_take_grad(const Model& m);
+CommandPtr make_backward(const Model& m);
+CommandPtr make_grad(const Model& m);
+
+}  // namespace ag::api_model

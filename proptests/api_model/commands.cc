@@ -1,0 +1,153 @@
+#include "proptests/api_model/commands.h"
+
+#include "engine/error.h"
+#include "proptests/api_model/command_gens.h"
+#include "proptests/api_model/custom_functions.h"
+
+namespace ag::api_model {
+
+namespace {
+
+std::string needs_str(const std::vector<bool>& needs) {
+  std::string s = "(";
+  for (size_t i = 0; i < needs.size(); ++i)
+    s += (i ? ", " : "") + std::string(needs[i] ? "1" : "0");
+  return s + ")";
+}
+
+// The custom Functions that ran, and what each saw as needs_input_grad, against the model.
+void check_needs(const Outcome& expected, const std::string& call) {
+  const std::map<int, std::vector<bool>>& seen = custom_needs_log();
+  for (const auto& [tag, needs] : expected.needs) {
+    auto it = seen.find(tag);
+    if (it == seen.end()) {
+      RC_FAIL("the custom Function recorded as node " + std::to_string(tag) +
+              " did not run; it lies on a path to a requested input\n  in: " + call);
+    }
+    if (it->second != needs) {
+      RC_FAIL("the custom Function recorded as node " + std::to_string(tag) +
+              " saw needs_input_grad " + needs_str(it->second) + ", the ideal is " +
+              needs_str(needs) +
+              " (input i is needed iff its edge leads to a requested input)\n  in: " + call);
+    }
+  }
+  for (const auto& [tag, needs] : seen) {
+    if (!expected.needs.count(tag)) {
+      RC_FAIL("the custom Function recorded as node " + std::to_string(tag) +
+              " ran, though no requested input lies beyond it\n  in: " + call);
+    }
+  }
+}
+
+// Coverage labels: which rules a sequence exercised.
+void note_events(const std::string& call, const Outcome& expected, Sut& sut) {
+  if (expected.expect == Expect::kRaise) {
+    const std::string& r = expected.rule;
+    sut.events.insert(r.find("inplace operation") != std::string::npos ? "raised: version"
+                      : r.find("second time") != std::string::npos     ? "raised: freed graph"
+                      : r.find("interior") != std::string::npos        ? "raised: leaf moved"
+                      : r.find("not used") != std::string::npos        ? "raised: not reached"
+                                                                       : "raised: other");
+  }
+  if (expected.expect == Expect::kMaybe) sut.events.insert("may raise");
+  if (call.find("create_graph=True") != std::string::npos) sut.events.insert("create_graph");
+  if (call.find("Two.apply") != std::string::npos) sut.events.insert("two-output Function");
+  if (call.find("_(") != std::string::npos) sut.events.insert("in-place op");
+}
+
+}  // namespace
+
+void ApiCommand::run(const Model& before, Sut& sut) const {
+  Model after = before;
+  const Outcome expected = step(after);
+  const std::string call = text();
+  sut.shown.push_back(call);
+  custom_needs_log().clear();
+  bool raised = false;
+  std::string error;
+  {
+    HangGuard guard(sut, 120.0);
+    try {
+      exec(sut, after);
+    } catch (const Error& e) {
+      raised = true;
+      error = e.what();
+    } catch (const std::exception& e) {
+      RC_FAIL(call + " threw " + e.what() + ", which is not an ag::Error");
+    }
+  }
+  if (raised && expected.expect == Expect::kOk) {
+    RC_FAIL(call + " raised, but PyTorch's rules say it succeeds. It said: " + error);
+  }
+  if (!raised && expected.expect == Expect::kRaise) {
+    RC_FAIL(call + " succeeded, but must raise: " + expected.rule);
+  }
+  if (!raised && expected.expect == Expect::kOk) {
+    verify(expected, sut);
+    check_needs(expected, call);
+  }
+  note_events(call, expected, sut);
+  // Note [Uncertain state] (model.h).
+  for (int impl : expected.dropped) sut.tensor_of(after, impl).set_grad(Tensor());
+  sut.check(after, call);
+}
+
+rc::Gen<CommandPtr> gen_command(const Model& m) {
+  auto model = std::make_shared<const Model>(m);
+  // At full size whatever the test's size: that only sets how long sequences are.
+  return rc::gen::resize(100, rc::gen::exec([model] {
+                           const Model& s = *model;
+                           if (s.names().empty()) return make_leaf(s);
+                           for (;;) {
+                             CommandPtr c;
+                             switch (*rc::gen::weightedElement<int>({{14, 0},
+                                                                     {38, 1},
+                                                                     {6, 2},
+                                                                     {5, 3},
+                                                                     {12, 4},
+                                                                     {4, 5},
+                                                                     {5, 6},
+                                                                     {3, 7},
+                                                                     {3, 8},
+                                                                     {9, 9},
+                                                                     {9, 10}})) {
+                               case 0:
+                                 c = make_leaf(s);
+                                 break;
+                               case 1:
+                                 c = make_op(s);
+                                 break;
+                               case 2:
+                                 c = make_view(s);
+                                 break;
+                               case 3:
+                                 c = make_alias(s);
+                                 break;
+                               case 4:
+                                 c = make_inplace(s);
+                                 break;
+                               case 5:
+                                 c = make_custom(s);
+                                 break;
+                               case 6:
+                                 c = make_set_requires_grad(s);
+                                 break;
+                               case 7:
+                                 c = make_set_grad(s);
+                                 break;
+                               case 8:
+                                 c = make_take_grad(s);
+                                 break;
+                               case 9:
+                                 c = make_backward(s);
+                                 break;
+                               default:
+                                 c = make_grad(s);
+                                 break;
+                             }
+                             if (c) return c;
+                           }
+                         }));
+}
+
+}  // namespace ag::api_model

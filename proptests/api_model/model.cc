@@ -1,0 +1,407 @@
+// The model's tensor transitions: leaves, ops, views, in-place writes, requires_grad, .grad.
+// Note [Model state] (model.h). Backward and grad live in autograd_rules.cc.
+#include "proptests/api_model/model.h"
+
+#include <algorithm>
+
+#include "proptests/api_model/op_rules.h"
+
+namespace ag::api_model {
+
+bool Model::has(int name) const {
+  auto it = handles_.find(name);
+  return it != handles_.end() && !impls_[it->second].dead;
+}
+
+std::vector<int> Model::names() const {
+  std::vector<int> out;
+  for (const auto& [name, i] : handles_) {
+    if (!impls_[i].dead) out.push_back(name);
+  }
+  return out;
+}
+
+const std::vector<double>& Model::values_of(int impl) const {
+  return storages_[impls_[impl].storage].values;
+}
+
+bool Model::requires_grad(int i) const {
+  const ImplState& t = impls_[i];
+  // PyTorch: a differentiable view requires grad if it has a history or its base requires grad.
+  if (t.view_base >= 0) return t.grad_fn.node >= 0 || requires_grad(t.view_base);
+  return t.grad_fn.node >= 0 || t.leaf_requires_grad;
+}
+
+bool Model::is_leaf(int i) const {
+  const ImplState& t = impls_[i];
+  if (t.view_base >= 0 && version_of(i) != t.seen_version && regenerates(i)) {
+    return false;  // its history is regenerated when looked at
+  }
+  return t.grad_fn.node < 0;
+}
+
+bool Model::regenerates(int i) const {
+  const ImplState& t = impls_[i];
+  if (sem_.views_regenerate_only_from_a_base_with_history)
+    return impls_[t.view_base].grad_fn.node >= 0;
+  return t.grad_fn.node >= 0 || requires_grad(t.view_base);
+}
+
+bool Model::has_views(int i) const {
+  return std::any_of(impls_.begin(), impls_.end(),
+                     [&](const ImplState& t) { return t.view_base == i; });
+}
+
+bool Model::saved_while_not_requiring_grad(int i) const {
+  for (int n = 0; n < program_.size(); ++n) {
+    for (const SavedSlot& s : program_.node(n).saved) {
+      if (s.leaf_impl == i && s.producer.node < 0) return true;
+    }
+  }
+  return false;
+}
+
+bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
+  std::vector<int> stack;
+  std::vector<char> seen(program_.size(), 0);
+  for (int name : root_names) {
+    const ImplState& t = impls_[impl_of(name)];
+    int base = t.view_base >= 0 ? t.view_base : impl_of(name);
+    for (int i : {impl_of(name), base}) {
+      if (impls_[i].grad_fn.node >= 0) stack.push_back(impls_[i].grad_fn.node);
+    }
+  }
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (seen[n]) continue;
+    seen[n] = 1;
+    if (program_.node(n).kind == OpKind::kGrad) return true;
+    for (const auto& [i, e] : program_.edges(n)) stack.push_back(e.node);
+  }
+  return false;
+}
+
+int Model::new_storage(std::vector<double> values) {
+  storages_.push_back({std::move(values), 0});
+  return static_cast<int>(storages_.size()) - 1;
+}
+
+int Model::new_impl(Dims shape, int storage) {
+  ImplState t;
+  t.shape = std::move(shape);
+  t.storage = storage;
+  impls_.push_back(std::move(t));
+  return num_impls() - 1;
+}
+
+void Model::bind(int name, int impl) {
+  handles_[name] = impl;
+  reserve(name);
+}
+
+Ref Model::add_node(Node node) { return {program_.add(std::move(node)), 0}; }
+
+void Model::refresh_view(int i) {
+  const ImplState& t = impls_[i];
+  if (t.view_base < 0 || version_of(i) == t.seen_version) return;
+  if (!regenerates(i)) {  // keeps its history (or stays a leaf)
+    if (sem_.views_regenerate_only_from_a_base_with_history) impls_[i].seen_version = version_of(i);
+    return;
+  }
+  Node n;
+  n.kind = OpKind::kReshape;
+  n.attrs.shape = t.shape;
+  n.inputs = {use_of(t.view_base, true)};
+  const Ref history = add_node(std::move(n));
+  impls_[i].grad_fn = history;
+  impls_[i].seen_version = version_of(i);
+}
+
+Ref Model::edge(int i) {
+  refresh_view(i);
+  if (impls_[i].grad_fn.node >= 0) return impls_[i].grad_fn;
+  if (impls_[i].accumulator < 0) {
+    Node n;
+    n.kind = OpKind::kLeaf;
+    n.out_shapes = {impls_[i].shape};
+    n.leaf_impl = i;
+    impls_[i].accumulator = program_.add(std::move(n));
+  }
+  return {impls_[i].accumulator, 0};
+}
+
+Use Model::use_of(int i, bool track) {
+  refresh_view(i);
+  Use u;
+  u.shape = impls_[i].shape;
+  u.snapshot = values_of(i);
+  u.tracked = track && requires_grad(i);
+  if (u.tracked) u.ref = edge(i);
+  return u;
+}
+
+// Saves what the node's formulas need (Note [Guarded saves] in ops/spec.h: a slot is kept only
+// if some formula using it belongs to an input that requires grad). `impls` are the operands'
+// impls; a kFromResult slot lives in `result_storage`. Versions are read now, before any write.
+void Model::add_saves(Node& node, const std::vector<int>& impls) {
+  const OpRules rules = op_rules(node.kind, node.attrs);
+  node.unpack_all = rules.unpack_all;
+  uint32_t tracked = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].tracked) tracked |= 1u << i;
+  }
+  // Batched matmul: which operand PyTorch folds into a copy differs from the engine.
+  bool certain = true;
+  if (node.kind == OpKind::kMatmul && node.attrs.dim0 == 0) {
+    const Dims &a = node.inputs[0].shape, &b = node.inputs[1].shape;
+    certain = (a.size() <= 2 && b.size() <= 2) || b.size() <= 2 ||
+              (a.size() >= 3 && b.size() >= 3 &&
+               Dims(a.begin(), a.end() - 2) == Dims(b.begin(), b.end() - 2));
+  }
+  // Which operands the engine's matmul and linear reshape before saving them (ops/linalg.cc).
+  auto viewed = [&](int source) {
+    if (node.kind == OpKind::kLinear) return source == 0 && node.inputs[0].shape.size() != 2;
+    if (node.kind != OpKind::kMatmul || node.attrs.dim0 != 0) return false;
+    const size_t da = node.inputs[0].shape.size(), db = node.inputs[1].shape.size();
+    if (da == 1 && db == 1) return false;
+    return source == 0 ? !(da == 2 && db <= 2) : db != 2;
+  };
+  for (const SlotRule& rule : rules.slots) {
+    if (!rules.unpack_all && (rule.used_by & tracked) == 0) continue;
+    SavedSlot s;
+    s.used_by = rule.used_by;
+    s.certain = certain;
+    if (rule.source >= 0) {
+      const int impl = impls[rule.source];
+      s.storage = impls_[impl].storage;
+      s.version = version_of(impl);
+      if (node.inputs[rule.source].tracked) s.producer = node.inputs[rule.source].ref;
+      if (impls_[impl].grad_fn.node < 0) s.leaf_impl = impl;
+      s.via_view = viewed(rule.source);
+    } else if (rule.source == kFromResult) {
+      s.storage = -2;  // filled in by the caller once the result has a storage
+      s.producer = {program_.size(), 0};
+    } else {  // kSelfBefore: a private clone, which keeps self's history
+      if (node.inputs[0].tracked) s.producer = node.inputs[0].ref;
+    }
+    node.saved.push_back(s);
+  }
+}
+
+void Model::kill_storage(int storage) {
+  storages_[storage].unknown = true;
+  for (ImplState& t : impls_) {
+    if (t.storage == storage) t.dead = true;
+  }
+}
+
+Outcome Model::leaf(int name, const Dims& shape, const std::vector<double>& values, bool rg) {
+  const int i = new_impl(shape, new_storage(values));
+  impls_[i].leaf_requires_grad = rg;
+  bind(name, i);
+  return {};
+}
+
+namespace {
+
+// Whether the engine accepts these operand shapes (otherwise it must raise ag::Error).
+bool shapes_valid(OpKind kind, const OpAttrs& attrs, const std::vector<Dims>& s) {
+  Dims out;
+  switch (kind) {
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+      return broadcast_dims(s[0], s[1], &out);
+    case OpKind::kMatmul:
+      if (attrs.dim0 == 1) return s[0].size() == 2 && s[1].size() == 2 && s[0][1] == s[1][0];
+      if (attrs.dim0 == 2) {
+        return s[0].size() == 3 && s[1].size() == 3 && s[0][0] == s[1][0] && s[0][2] == s[1][1];
+      }
+      return matmul_dims(s[0], s[1], &out);
+    case OpKind::kLinear:
+      return s[1].size() == 2 && !s[0].empty() && s[0].back() == s[1][1] &&
+             (s.size() < 3 || s[2] == Dims{s[1][0]});
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+std::vector<Val<double>> Model::preview(OpKind kind, const OpAttrs& attrs,
+                                        const std::vector<int>& operands) const {
+  std::vector<Use> uses;
+  std::vector<Dims> shapes;
+  for (int o : operands) {
+    Use u;
+    u.shape = shape(o);
+    u.snapshot = values_of(impl_of(o));
+    shapes.push_back(u.shape);
+    uses.push_back(std::move(u));
+  }
+  if (!shapes_valid(kind, attrs, shapes)) return {};
+  return Program::forward(kind, attrs, uses);
+}
+
+Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector<int>& operands) {
+  reserve(name);  // a call that raises still spends its name
+  std::vector<Dims> shapes;
+  for (int o : operands) shapes.push_back(shape(o));
+  if (!shapes_valid(kind, attrs, shapes)) return Outcome::raise("shapes do not match");
+  Node n;
+  n.kind = kind;
+  n.attrs = attrs;
+  std::vector<int> impls;
+  bool tracked_any = false;
+  for (int o : operands) {
+    impls.push_back(impl_of(o));
+    n.inputs.push_back(use_of(impl_of(o), true));
+    tracked_any = tracked_any || n.inputs.back().tracked;
+  }
+  std::vector<Val<double>> out = Program::forward(kind, attrs, n.inputs);
+  const int storage = new_storage(out[0].v);
+  // PyTorch's matmul and linear end in in-place reshapes of their result for some shapes.
+  storages_[storage].version_from_zero = kind != OpKind::kMatmul && kind != OpKind::kLinear;
+  const int result = new_impl(out[0].shape, storage);
+  if (tracked_any) {
+    add_saves(n, impls);
+    for (SavedSlot& s : n.saved) {
+      if (s.storage == -2) s.storage = storage;
+    }
+    impls_[result].grad_fn = add_node(std::move(n));
+  }
+  bind(name, result);
+  return {};
+}
+
+Outcome Model::view(int name, int of, const Dims& shape) {
+  reserve(name);
+  const int base = impl_of(of);
+  if (count(shape) != count(impls_[base].shape)) return Outcome::raise("reshape: wrong size");
+  Use u = use_of(base, true);
+  const int i = new_impl(shape, impls_[base].storage);
+  impls_[i].view_base = impls_[base].view_base >= 0 ? impls_[base].view_base : base;
+  impls_[i].seen_version = version_of(base);
+  if (u.tracked) {
+    Node n;
+    n.kind = OpKind::kReshape;
+    n.attrs.shape = shape;
+    n.inputs = {std::move(u)};
+    impls_[i].grad_fn = add_node(std::move(n));
+  }
+  bind(name, i);
+  return {};
+}
+
+Outcome Model::alias(int name, int of) {
+  bind(name, impl_of(of));
+  return {};
+}
+
+Outcome Model::detach(int name, int of) {
+  const int i = impl_of(of);
+  bind(name, new_impl(impls_[i].shape, impls_[i].storage));
+  return {};
+}
+
+Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
+  const int a = impl_of(self), b = impl_of(other);
+  if (!broadcasts_to(impls_[b].shape, impls_[a].shape)) {
+    return Outcome::raise("the other operand does not broadcast to self's shape");
+  }
+  const int base = impls_[a].view_base;
+  if (!no_grad && is_leaf(a) && requires_grad(a)) {
+    return Outcome::raise("a leaf Variable that requires grad is being used in an in-place op");
+  }
+  if (!no_grad && base >= 0 && is_leaf(base) && requires_grad(base)) {
+    return Outcome::raise("a view of a leaf Variable that requires grad is used in an in-place op");
+  }
+  const bool record = !no_grad && (requires_grad(a) || requires_grad(b));
+  // Everything the node records is read before the write.
+  Node n;
+  n.kind = base >= 0 ? OpKind::kInplaceOnView : kind;
+  n.attrs.inner = kind;
+  n.attrs.shape = impls_[a].shape;
+  Use self_use = use_of(a, false);
+  if (record) {
+    n.inputs = {use_of(base >= 0 ? base : a, true), use_of(b, true)};
+    add_saves(n, {base >= 0 ? base : a, b});
+  }
+  Use other_use = use_of(b, false);
+  std::vector<double> written = Program::forward(kind, {}, {self_use, other_use})[0].v;
+  StorageState& storage = storages_[impls_[a].storage];
+  storage.values = std::move(written);
+  ++storage.version;
+  if (!record) {
+    // The engine takes a view written without a record as current (Semantics).
+    if (base >= 0 && sem_.views_regenerate_only_from_a_base_with_history) {
+      impls_[a].seen_version = storage.version;
+    }
+    return {};
+  }
+  if (base < 0) {
+    impls_[a].grad_fn = add_node(std::move(n));
+    return {};
+  }
+  // CopySlices: the base's history absorbs the write; the view becomes a view of that.
+  impls_[base].grad_fn = add_node(std::move(n));
+  Node v;
+  v.kind = OpKind::kReshape;
+  v.attrs.shape = impls_[a].shape;
+  v.inputs = {use_of(base, true)};
+  impls_[a].grad_fn = add_node(std::move(v));
+  impls_[a].seen_version = version_of(a);
+  return {};
+}
+
+Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int q) {
+  Node n;
+  n.kind = kind;
+  n.inputs = {use_of(impl_of(p), true), use_of(impl_of(q), true)};
+  const bool tracked_any = n.inputs[0].tracked || n.inputs[1].tracked;
+  std::vector<Val<double>> out = Program::forward(kind, {}, n.inputs);
+  std::vector<int> results;
+  for (const Val<double>& v : out) results.push_back(new_impl(v.shape, new_storage(v.v)));
+  if (tracked_any) {
+    add_saves(n, {impl_of(p), impl_of(q)});
+    const int node = program_.add(std::move(n));
+    for (size_t k = 0; k < results.size(); ++k) {
+      impls_[results[k]].grad_fn = {node, static_cast<int>(k)};
+    }
+  }
+  for (size_t k = 0; k < results.size(); ++k) bind(out_names[k], results[k]);
+  return {};
+}
+
+Outcome Model::set_requires_grad(int name, bool rg) {
+  const int i = impl_of(name);
+  if (!is_leaf(i)) {
+    if (rg) return {};  // it does already: a no-op
+    return Outcome::raise("you can only change requires_grad flags of leaf variables");
+  }
+  impls_[i].leaf_requires_grad = rg;
+  return {};
+}
+
+Outcome Model::set_grad(int name, int value) {
+  const int i = impl_of(name);
+  if (value < 0) {
+    impls_[i].grad = -1;
+    return {};
+  }
+  if (shape(value) != impls_[i].shape) return Outcome::raise("assigned grad has a different size");
+  if (impl_of(value) == i) {
+    return Outcome::raise("can't assign Variable as its own grad");
+  }
+  impls_[i].grad = impl_of(value);
+  return {};
+}
+
+Outcome Model::take_grad(int name, int of) {
+  bind(name, impls_[impl_of(of)].grad);
+  return {};
+}
+
+}  // namespace ag::api_model

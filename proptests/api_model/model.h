@@ -1,0 +1,218 @@
+#pragma once
+
+// The API model: what PyTorch's rules say the state of every tensor the user holds is after
+// each call (values, requires_grad, is_leaf, versions, which tensors share storage, `.grad`),
+// which calls must raise, and what every gradient must be. It never calls the engine; the state
+// machine (commands.h) runs each call on the engine and on the model and compares.
+//
+// Note [Model state]
+// Storages hold values and a version counter. Impls are tensor objects: a shape over a storage,
+// autograd metadata, and `.grad` (another impl). The user holds handles: names bound to impls
+// (two names may be one impl: dropout(t, 0) returns t). Histories are nodes of a Program
+// (program.h) that mirror the nodes PyTorch records.
+// Views (reshape/view) are differentiable views of a root base, as in PyTorch: an in-place op
+// through a view gives the base a new history (CopySlices, here kInplaceOnView) and the view a
+// fresh reshape of it; a view whose storage version moved since its history was recorded gets a
+// regenerated history (a new node) when next used, and reports requires_grad/is_leaf as if it
+// had been regenerated already. detach() is a non-differentiable alias: same storage and version
+// counter, no view relation.
+//
+// Note [Uncertain state]
+// A backward that raises part way (a stale saved value, a freed graph, a leaf moved into the
+// graph's interior) may already have accumulated into some `.grad` and freed some saved values;
+// where a raise is only possible (kMaybe) the model does not know either. Instead of guessing,
+// the model makes both sides agree again: the runner drops the `.grad` of every tensor the call
+// could have accumulated into (Outcome::dropped), tensors sharing storage with a `.grad` that may
+// have been written in place become unknown ("dead": never checked or used again), and saved
+// values the call may have freed become "maybe freed" (a later backward through them may raise).
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proptests/api_model/program.h"
+
+namespace ag::api_model {
+
+struct StorageState {
+  std::vector<double> values;
+  uint32_t version = 0;
+  // False for the storages backward() and grad() create: PyTorch's own buffers may already have
+  // been written in place, so only the version's changes from then on are part of the contract.
+  bool version_from_zero = true;
+  bool unknown = false;  // Note [Uncertain state]: values and version no longer known
+};
+
+struct ImplState {
+  Dims shape;
+  int storage = -1;
+  int view_base = -1;         // a differentiable view: its root base (an impl)
+  uint32_t seen_version = 0;  // a view: the version its history reflects
+  Ref grad_fn;                // node -1: a leaf
+  bool leaf_requires_grad = false;
+  int accumulator = -1;  // a leaf's kLeaf node, once something recorded an edge to it
+  int grad = -1;         // the impl held as .grad
+  bool dead = false;     // Note [Uncertain state]
+  // PyTorch only (model_vs_pytorch.cc): backward(inputs=[this non-leaf]) made PyTorch retain its
+  // gradient in every later call; the engine has no retain_grad (README.md).
+  bool pytorch_retains_grad = false;
+};
+
+// Where the engine's rules differ from PyTorch's on purpose (or for now), one switch each; the
+// README lists them with their reasons. The state machine checks the engine against engine();
+// model_vs_pytorch checks the model itself against PyTorch with pytorch().
+struct Semantics {
+  // Formulas read saved values lazily: a backward call unpacks (version-checks, and finds freed)
+  // only what the formulas it evaluates read. PyTorch unpacks every saved value of a node it runs.
+  bool unpacks_only_what_formulas_read = true;
+  // After a write to its storage, a view gets a new history (a node reading its base) only if
+  // the write was recorded through the view itself, or, for a write elsewhere, if its base has a
+  // history; otherwise it keeps its history (ops/views.h). PyTorch regenerates it after any
+  // write, so grad() with respect to it no longer reaches uses made before.
+  bool views_regenerate_only_from_a_base_with_history = true;
+  // grad() of an output of a node the roots reach, whose own edge gets nothing (a multi-output
+  // node's other output): zeros; PyTorch: not used in the graph (error or None).
+  bool reached_node_gives_zeros = true;
+  // matmul and linear reshape some operands before their product saves them. The engine's view
+  // of a leaf keeps the requires_grad the leaf had then; PyTorch's view follows its base. So a
+  // create_graph gradient reading such a saved leaf depends on it iff it required grad when
+  // the op ran (PyTorch: when the gradient is computed).
+  bool internal_views_fix_requires_grad = true;
+  // A grad()/backward(inputs=...) call runs a node iff one of its edges leads to a requested
+  // edge (node and output slot): per-call needs per edge. PyTorch runs every node with a path to
+  // the node a requested tensor comes from, whichever of its outputs that tensor is, so it also
+  // unpacks (and version-checks) what those extra nodes saved.
+  bool runs_only_paths_to_requested_edges = true;
+  // A base written through a view (CopySlices, kInplaceOnView) can be differentiated again
+  // after a backward without retain_graph, unless the in-place op itself saved a value that was
+  // freed (found by this model, reported). PyTorch's CopySlices drops the in-place op's backward
+  // on release and refuses to run again ("backward through the graph a second time").
+  bool copy_slices_runs_after_release = true;
+  // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
+  // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
+  // model_vs_pytorch.
+
+  static Semantics engine() { return {}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false}; }
+};
+
+enum class Expect { kOk, kRaise, kMaybe };
+
+// One gradient grad() returns.
+struct ExpectedGrad {
+  bool defined = false;
+  std::vector<double> value;
+  bool requires_grad = false;
+};
+
+// What the model predicts for one call.
+struct Outcome {
+  Expect expect = Expect::kOk;
+  std::string rule;                        // why it raises (or may), for failure messages
+  std::vector<ExpectedGrad> grads;         // grad(): one per input
+  std::map<int, std::vector<bool>> needs;  // custom Function node -> needs_input_grad it sees
+  std::vector<int> dropped;                // impls whose .grad the runner drops afterwards
+  static Outcome raise(std::string why) { return {Expect::kRaise, std::move(why), {}, {}, {}}; }
+};
+
+// The arguments of one backward() or grad() call, by name (the model's side of ag::BackwardArgs and
+// ag::GradArgs).
+struct CallArgs {
+  std::vector<int> roots;         // names
+  std::vector<int> grad_tensors;  // names, -1 for "none" (implicit ones); empty: all none
+  std::vector<int> inputs;        // names; backward(): empty means every leaf
+  int retain_graph = -1;          // -1: default (= create_graph), 0, 1
+  bool create_graph = false;
+  bool allow_unused = false;  // grad() only
+};
+
+class Model {
+ public:
+  explicit Model(Semantics semantics = Semantics::engine()) : sem_(semantics) {}
+  const Semantics& semantics() const { return sem_; }
+
+  // Queries on handles (names) and impls.
+  bool has(int name) const;  // bound and not dead
+  int impl_of(int name) const { return handles_.at(name); }
+  const ImplState& impl(int i) const { return impls_[i]; }
+  int num_impls() const { return static_cast<int>(impls_.size()); }
+  const std::map<int, int>& handles() const { return handles_; }
+  std::vector<int> names() const;  // usable names in order
+  int next_name() const { return next_name_; }
+  const Dims& shape(int name) const { return impls_[impl_of(name)].shape; }
+  const std::vector<double>& values_of(int impl) const;
+  uint32_t version_of(int impl) const { return storages_[impls_[impl].storage].version; }
+  bool version_from_zero(int impl) const {
+    return storages_[impls_[impl].storage].version_from_zero;
+  }
+  bool requires_grad(int impl) const;
+  bool is_leaf(int impl) const;
+  bool is_view(int impl) const { return impls_[impl].view_base >= 0; }
+  bool has_views(int impl) const;
+  // Whether an op saved this leaf while it did not require grad.
+  bool saved_while_not_requiring_grad(int impl) const;
+  // Whether a backward/grad from these roots with create_graph would differentiate through a
+  // create_graph gradient (the model does not predict histories of third derivatives).
+  bool reaches_grad_node(const std::vector<int>& root_names) const;
+  const Program& program() const { return program_; }
+  // The values an op (any kind but kLeaf and kGrad; in-place kinds: the written self) would
+  // compute from these handles now; nothing if the call must raise for their shapes.
+  std::vector<Val<double>> preview(OpKind kind, const OpAttrs& attrs,
+                                   const std::vector<int>& operands) const;
+
+  // Transitions. Each updates the state as the call does and says what the call must do.
+  Outcome leaf(int name, const Dims& shape, const std::vector<double>& values, bool requires_grad);
+  Outcome op(int name, OpKind kind, const OpAttrs& attrs, const std::vector<int>& operands);
+  Outcome view(int name, int of, const Dims& shape);
+  Outcome alias(int name, int of);  // an op that returns its input itself
+  Outcome detach(int name, int of);
+  Outcome inplace(OpKind kind, int self, int other, bool no_grad);
+  Outcome custom(OpKind kind, const std::vector<int>& out_names, int p, int q);
+  Outcome set_requires_grad(int name, bool requires_grad);
+  Outcome set_grad(int name, int value);  // value -1: None
+  Outcome take_grad(int name, int of);
+  Outcome backward(const CallArgs& args);
+  Outcome grad(const CallArgs& args, const std::vector<int>& result_names);
+
+  // The node that ran custom Function `out`'s forward (for the runner's needs_input_grad log).
+  int grad_fn_node(int name) const { return impls_[impl_of(name)].grad_fn.node; }
+
+ private:
+  struct Plan;  // one backward call's graph walk (autograd_rules.cc)
+
+  void reserve(int name) { next_name_ = std::max(next_name_, name + 1); }
+  int new_storage(std::vector<double> values);
+  int new_impl(Dims shape, int storage);
+  void bind(int name, int impl);
+  // The impl's history edge, regenerating a stale view's first and creating a leaf's
+  // accumulator on first use.
+  Ref edge(int impl);
+  void refresh_view(int impl);
+  // Whether a stale view gets a new history (a node reading its base) when next used.
+  bool regenerates(int impl) const;
+  // The impl as an op input: tracked when `track` and it requires grad.
+  Use use_of(int impl, bool track);
+  Ref add_node(Node node);
+  void add_saves(Node& node, const std::vector<int>& operand_impls);
+  void kill_storage(int storage);
+
+  Outcome validate(const char* api, const CallArgs& args);
+  Plan plan(const CallArgs& args, const std::vector<Ref>& targets);
+  // What the call must raise, given the storages it writes itself while running.
+  Outcome execute_checks(const Plan& plan, const std::set<int>& written);
+  void release(const Plan& plan, const CallArgs& args, bool certain);
+  void forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets);
+  Ref grad_history(const Plan& plan, const Ref& target, Watch* watch, bool* through_other_target);
+  void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
+
+  Semantics sem_;
+  std::vector<StorageState> storages_;
+  std::vector<ImplState> impls_;
+  std::map<int, int> handles_;
+  int next_name_ = 0;
+  Program program_;
+};
+
+}  // namespace ag::api_model

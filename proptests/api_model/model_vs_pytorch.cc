@@ -1,0 +1,348 @@
+// Checks the API model itself against PyTorch: prints random command sequences as one Python
+// script that runs each under PyTorch and asserts, after every call, what the model predicts
+// (raise or not, values, requires_grad, is_leaf, versions, .grad, shared storage, identity).
+//   bazel run //proptests/api_model:model_vs_pytorch -- --seed 1 --sequences 300 > /tmp/check.py
+//   python3 /tmp/check.py            # needs torch; prints each disagreement and a summary
+// The engine is not involved. Disagreements are either model bugs or the engine's deliberate
+// differences from PyTorch (README.md lists them; the script tags the known ones).
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "proptests/api_model/command_util.h"
+#include "proptests/api_model/commands.h"
+
+namespace ag::api_model {
+namespace {
+
+std::string py_list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + num(v[i]);
+  return s + "]";
+}
+
+const char* py_bool(bool b) { return b ? "True" : "False"; }
+
+// The call as PyTorch should run it to end in the engine's state: a grad() that the engine
+// refuses before running (an input not reached) runs in PyTorch with retain_graph=True, since
+// PyTorch raises only after running the graph, which frees it (README.md).
+std::string pytorch_call(const std::string& text, const Outcome& out) {
+  if (out.expect != Expect::kRaise || out.rule.find("not used") == std::string::npos) return text;
+  std::string t = text;
+  for (const char* r : {", retain_graph=False", ", retain_graph=True"}) {
+    const size_t at = t.find(r);
+    if (at != std::string::npos) t.erase(at, std::string(r).size());
+  }
+  return t.substr(0, t.size() - 1) + ", retain_graph=True)";
+}
+
+// For a grad() call "tA, tB, = torch.autograd.grad(..., grad_outputs=[tC, None], ...)": a
+// Python statement that flags PyTorch returning one of the grad_outputs.
+std::string grad_outputs_check(const std::string& text) {
+  const size_t call = text.find("= torch.autograd.grad(");
+  const size_t gos = text.find("grad_outputs=[");
+  if (call == std::string::npos || gos == std::string::npos) return "";
+  std::string results = text.substr(0, call);
+  const size_t open = gos + std::string("grad_outputs=").size();
+  const std::string list = text.substr(open, text.find(']', open) - open + 1);
+  const bool create_graph = text.find("create_graph=True") != std::string::npos;
+  return "    if not raised: " + results + "= returned_grad_outputs([" + results + "], " + list +
+         ", " + (create_graph ? "True" : "False") + ")\n";
+}
+
+// The names in a printed list "[t1, None, t3]" that follows `key`.
+std::vector<std::string> names_after(const std::string& text, const std::string& key) {
+  std::vector<std::string> out;
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return out;
+  std::istringstream list(text.substr(at + key.size(), text.find(']', at) - at - key.size()));
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    if (!item.empty() && item != "None") out.push_back(item);
+  }
+  return out;
+}
+
+int name_of(const std::string& t) { return std::stoi(t.substr(1)); }
+
+// Python that keeps PyTorch and the engine comparable after a call, or that flags the
+// differences the engine makes on purpose (README.md).
+std::string after_call(const Model& m, const std::string& text) {
+  std::string s;
+  if (text.find("= torch.autograd.grad(") != std::string::npos) {
+    s += grad_outputs_check(text);
+    const std::string results = text.substr(0, text.find("= torch.autograd.grad("));
+    const size_t inputs = text.find("], [") + 3;
+    s += "    if not raised: " + results + "= norm([" + results + "], " +
+         text.substr(inputs, text.find(']', inputs) - inputs + 1) + ")\n";
+  }
+  if (text.rfind("torch.autograd.backward(", 0) == 0) {
+    std::vector<std::string> targets = names_after(text, "inputs=[");
+    if (targets.empty()) {
+      for (int n : m.names()) targets.push_back(tname(n));
+    }
+    std::string list;
+    for (const std::string& t : targets) list += t + ", ";
+    s += "    if not raised: stole_grad_tensors([" + list + "], [" + [&] {
+      std::string g;
+      for (const std::string& t : names_after(text, "grad_tensors=[")) g += t + ", ";
+      return g;
+    }() + "])\n";
+  }
+  return s;
+}
+
+// Whether PyTorch does more than the engine in this call, in ways the sequence cannot recover
+// from: then the sequence stops here. PyTorch keeps a non-leaf's .grad updated in every call
+// after backward(inputs=[it]) (retain_grad), so its .grad taken as a tensor differs; and
+// backward(inputs=[non-leaf]) also runs that input's own grad_fn (PyTorch issue 92331), which
+// can free or version-check what it saved.
+std::string pytorch_diverges(const Model& m, const std::string& text) {
+  const size_t dot = text.rfind(".grad");
+  if (dot != std::string::npos && dot + 5 == text.size() && text.find(" = ") != std::string::npos) {
+    const int of = name_of(text.substr(text.find(" = ") + 3));
+    if (m.has(of) && m.impl(m.impl_of(of)).pytorch_retains_grad) return "retained .grad taken";
+    return "";
+  }
+  if (text.rfind("torch.autograd.backward(", 0) != 0) return "";
+  for (const std::string& t : names_after(text, "inputs=[")) {
+    const int n = name_of(t);
+    if (!m.has(n)) continue;
+    const Ref fn = m.impl(m.impl_of(n)).grad_fn;
+    if (fn.node >= 0 && !m.program().node(fn.node).saved.empty())
+      return "the own grad_fn of an input runs";
+  }
+  return "";
+}
+
+// A version Python checks exactly, or as a change from when it first saw the storage.
+std::string version(const Model& m, int impl) {
+  if (m.version_from_zero(impl)) return std::to_string(m.version_of(impl));
+  return "(" + std::to_string(m.impl(impl).storage) + ", " + std::to_string(m.version_of(impl)) +
+         ")";
+}
+
+// Python statements asserting the model's state.
+// `retained`: impls that were the .grad of a tensor PyTorch retains gradients for.
+std::string state_checks(const Model& m, int line, std::set<int>& retained) {
+  std::ostringstream os;
+  std::vector<std::pair<std::string, int>> live;  // (expression, impl)
+  for (int i = 0; i < m.num_impls(); ++i) {
+    if (m.impl(i).pytorch_retains_grad && m.impl(i).grad >= 0) retained.insert(m.impl(i).grad);
+  }
+  for (const auto& [name, impl] : m.handles()) {
+    const ImplState& s = m.impl(impl);
+    if (s.dead || retained.count(impl)) continue;
+    const std::string t = tname(name);
+    os << "    chk(" << line << ", '" << t << "', " << t << ", " << py_list(m.values_of(impl))
+       << ", " << py_bool(m.requires_grad(impl)) << ", " << py_bool(m.is_leaf(impl)) << ", "
+       << version(m, impl) << ")\n";
+    live.emplace_back(t, impl);
+    if (s.pytorch_retains_grad) continue;  // PyTorch keeps updating it; the engine does not
+    if (s.grad < 0) {
+      os << "    nograd(" << line << ", '" << t << "', " << t << ")\n";
+    } else if (!m.impl(s.grad).dead) {
+      os << "    chk(" << line << ", '" << t << ".grad', " << t << ".grad, "
+         << py_list(m.values_of(s.grad)) << ", " << py_bool(m.requires_grad(s.grad)) << ", "
+         << py_bool(m.is_leaf(s.grad)) << ", " << version(m, s.grad) << ")\n";
+      live.emplace_back(t + ".grad", s.grad);
+    }
+  }
+  for (size_t a = 0; a < live.size(); ++a) {
+    for (size_t b = a + 1; b < live.size(); ++b) {
+      const int ia = live[a].second, ib = live[b].second;
+      os << "    rel(" << line << ", '" << live[a].first << "', '" << live[b].first << "', "
+         << live[a].first << ", " << live[b].first << ", "
+         << py_bool(m.impl(ia).storage == m.impl(ib).storage) << ", " << py_bool(ia == ib) << ")\n";
+    }
+  }
+  return os.str();
+}
+
+const char* kHelpers = R"PY(
+import sys
+sys.path.insert(0, 'proptests/api_model')
+from replay_prelude import *
+
+class Mismatch(Exception):
+    pass
+
+def same_memory(a, b):
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+def norm(results, inputs):
+    """One gradient object per input tensor of a grad() call, contiguous (as the engine's runner
+    makes them): which results share memory, or are one object, is not part of the contract."""
+    out = list(results)
+    for k in range(len(out)):
+        if out[k] is None:
+            continue
+        if not out[k].is_contiguous():  # e.g. an expanded ones: the engine's are contiguous
+            out[k] = out[k].contiguous()
+        if out[k]._is_view():  # made by a view op in backward (no_grad): the engine has none
+            out[k] = out[k].clone()
+        same = [j for j in range(k) if inputs[j] is inputs[k]]
+        if same:
+            out[k] = out[same[0]]
+        elif any(out[j] is not None and same_memory(out[j], out[k]) for j in range(k)):
+            out[k] = out[k].clone()
+    return out
+
+def stole_grad_tensors(targets, gts):
+    """PyTorch's AccumulateGrad steals an incoming gradient nobody else references, even when it
+    is a view of a caller's grad_tensors entry: then .grad shares its memory. The contract (and
+    the engine) never lets .grad share memory with the caller's tensors (README.md)."""
+    for t in targets:
+        for g in gts:
+            if t.grad is not None and g is not None and same_memory(t.grad, g):
+                raise Deviation('.grad shares memory with a grad_tensors entry')
+
+def close(a, b):
+    if a != a or b != b:
+        return a != a and b != b
+    return abs(a - b) <= 1e-8 * max(1.0, abs(a), abs(b))
+
+def chk(line, name, t, values, rg, leaf, version):
+    got = t.detach().flatten().tolist()
+    if len(got) != len(values) or not all(close(x, y) for x, y in zip(got, values)):
+        raise Mismatch(f"line {line}: {name} = {got}, model {values}")
+    if t.requires_grad != rg:
+        raise Mismatch(f"line {line}: {name}.requires_grad = {t.requires_grad}, model {rg}")
+    if t.is_leaf != leaf:
+        raise Mismatch(f"line {line}: {name}.is_leaf = {t.is_leaf}, model {leaf}")
+    if isinstance(version, tuple):  # (storage, version): only changes are checked
+        version = version[1] + offsets.setdefault(version[0], t._version - version[1])
+    if t._version != version:
+        raise Mismatch(f"line {line}: {name}._version = {t._version}, model {version}")
+
+def nograd(line, name, t):
+    if t.grad is not None:
+        raise Mismatch(f"line {line}: {name}.grad is defined, model None")
+
+def rel(line, a, b, ta, tb, same_storage, same_object):
+    if (ta is tb) != same_object:
+        raise Mismatch(f"line {line}: {a} is {b}: {ta is tb}, model {same_object}")
+    if True:
+        s = same_memory(ta, tb)
+        if s != same_storage:
+            raise Mismatch(f"line {line}: {a} and {b} share storage: {s}, model {same_storage}")
+
+def expect(line, raised, want, rule):
+    if want == 'ok' and raised:
+        raise Mismatch(f"line {line}: raised '{raised}', model: succeeds")
+    if want == 'raise' and not raised:
+        raise Mismatch(f"line {line}: succeeded, model: raises ({rule})")
+    results['calls compared'] += 1
+
+class Deviation(Exception):
+    pass
+
+def returned_grad_outputs(results, gos, create_graph):
+    """The engine never returns the caller's grad_outputs; PyTorch does when the gradient
+    passes through unchanged (README.md). Replace such results by what the engine returns: a
+    new tensor, with the same history under create_graph and none otherwise."""
+    out = list(results)
+    for k, r in enumerate(out):
+        if r is not None and any(g is not None and (r is g or same_memory(r, g)) for g in gos):
+            out[k] = r.clone() if create_graph else r.detach().clone()
+    return out
+
+offsets = {}
+deviations = {}
+results = {'ok': 0, 'mismatch': 0, 'deviation': 0, 'calls compared': 0}
+def run(seq, lines):
+    offsets.clear()
+    try:
+        seq()
+        results['ok'] += 1
+    except Deviation as e:
+        results['deviation'] += 1
+        reason = str(e).split(':')[0]
+        deviations[reason] = deviations.get(reason, 0) + 1
+    except (Mismatch, TypeError, NameError, AttributeError) as e:
+        results['mismatch'] += 1
+        print('---- mismatch:', e)
+        for i, l in enumerate(lines):
+            print(f'{i:3d}  {l}')
+)PY";
+
+int main_impl(int argc, char** argv) {
+  uint64_t seed = 1;
+  int sequences = 100, size = 40;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--seed") seed = std::strtoull(argv[i + 1], nullptr, 10);
+    if (flag == "--sequences") sequences = std::atoi(argv[i + 1]);
+    if (flag == "--size") size = std::atoi(argv[i + 1]);
+  }
+  std::cout << kHelpers;
+  const auto gen = rc::state::gen::commands(Model(Semantics::pytorch()), &gen_command);
+  rc::Random random(seed);
+  for (int k = 0; k < sequences; ++k) {
+    const auto commands = gen(random.split(), size).value();
+    Model m(Semantics::pytorch());
+    std::set<int> retained;
+    std::ostringstream body, lines;
+    int line = 0;
+    std::vector<std::string> texts;
+    for (const auto& c : commands) {
+      const auto& cmd = static_cast<const ApiCommand&>(*c);
+      const std::string text = cmd.text();
+      texts.push_back(text);
+      const std::string diverges = pytorch_diverges(m, text);
+      if (!diverges.empty()) {
+        body << "    raise Deviation(\"" << diverges << ": " << text << "\")\n";
+        break;
+      }
+      Outcome out;
+      try {
+        out = cmd.step(m);
+      } catch (const std::exception& e) {
+        std::cerr << "the model failed (" << e.what() << ") in:\n";
+        for (const std::string& t : texts) std::cerr << "  " << t << "\n";
+        return 1;
+      }
+      body << "    raised = None\n    try:\n        " << pytorch_call(text, out)
+           << "\n    except RuntimeError as e:\n        raised = str(e).splitlines()[0]\n";
+      const char* want = out.expect == Expect::kOk      ? "ok"
+                         : out.expect == Expect::kRaise ? "raise"
+                                                        : "maybe";
+      std::string rule = out.rule;
+      for (char& ch : rule) {
+        if (ch == '\'') ch = '"';
+      }
+      body << "    expect(" << line << ", raised, '" << want << "', '" << rule << "')\n";
+      body << after_call(m, text);
+      for (int impl : out.dropped) {
+        for (const auto& [name, i] : m.handles()) {
+          if (i == impl) {
+            body << "    " << tname(name) << ".grad = None\n";
+            break;
+          }
+        }
+      }
+      body << state_checks(m, line, retained);
+      std::string quoted = text;
+      for (char& ch : quoted) {
+        if (ch == '\'') ch = '"';
+      }
+      lines << "'" << quoted << "', ";
+      ++line;
+    }
+    std::cout << "\ndef seq" << k << "():\n" << body.str() << "    pass\n";
+    std::cout << "run(seq" << k << ", [" << lines.str() << "])\n";
+  }
+  std::cout << "print(results)\nprint(deviations)\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace ag::api_model
+
+int main(int argc, char** argv) { return ag::api_model::main_impl(argc, argv); }

@@ -1,0 +1,38 @@
+#include "proptests/api_model/op_rules.h"
+
+namespace ag::api_model {
+
+OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
+  constexpr uint32_t kSelf = 1, kOther = 2;
+  switch (kind) {
+    // mul: self's gradient is grad * other, other's is grad * self.
+    case OpKind::kMul:
+    case OpKind::kMatmul:
+    case OpKind::kLinear:  // input: grad @ weight; weight: grad^T @ input; bias: grad
+      return {{{0, kOther}, {1, kSelf}}};
+    case OpKind::kCustomMul:
+    case OpKind::kCustomTwo:
+      return {{{0, kOther}, {1, kSelf}}, 0, /*unpack_all=*/true};
+    case OpKind::kDiv:  // self: grad / other; other: -grad * self / other^2
+      return {{{0, kOther}, {1, kSelf | kOther}}};
+    case OpKind::kPowScalar:  // e x^(e-1); constant zeros for e == 0
+      return {{{0, kSelf}}, attrs.scalar == 0.0 ? kSelf : 0u};
+    case OpKind::kLog:
+      return {{{0, kSelf}}};
+    case OpKind::kExp:
+    case OpKind::kTanh:
+    case OpKind::kSigmoid:
+    case OpKind::kRelu:
+      return {{{kFromResult, kSelf}}};
+    case OpKind::kMulInplace:  // other's gradient needs self's value before the write
+      return {{{kSelfBefore, kOther}, {1, kSelf}}};
+    case OpKind::kCopyInplace:  // the overwritten self gets zeros
+      return {{}, kSelf};
+    case OpKind::kInplaceOnView:
+      return op_rules(attrs.inner, attrs);
+    default:
+      return {};
+  }
+}
+
+}  // namespace ag::api_model

@@ -1,0 +1,417 @@
+// Note [Expected gradients] (program.h).
+#include "proptests/api_model/program.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <type_traits>
+
+namespace ag::api_model {
+namespace {
+
+template <typename T>
+using Vals = std::vector<std::vector<Val<T>>>;  // [node][output]
+
+template <typename T>
+Val<T> inplace_result(OpKind kind, const Val<T>& self, const Val<T>& other) {
+  const Val<T> o = expand(other, self.shape);
+  switch (kind) {
+    case OpKind::kAddInplace:
+      return binary(self, o, [](const T& x, const T& y) { return x + y; });
+    case OpKind::kMulInplace:
+      return binary(self, o, [](const T& x, const T& y) { return x * y; });
+    case OpKind::kCopyInplace:
+      return o;
+    default:
+      throw std::logic_error("inplace_result: not an in-place op");
+  }
+}
+
+// The forward of every kind but kLeaf and kGrad, at scalar type T.
+template <typename T>
+std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Val<T>>& in) {
+  auto un = [&](auto f) { return std::vector<Val<T>>{unary(in[0], f)}; };
+  auto bin = [&](auto f) { return std::vector<Val<T>>{binary(in[0], in[1], f)}; };
+  switch (kind) {
+    case OpKind::kNeg:
+      return un([](const T& x) { return -x; });
+    case OpKind::kExp:
+      return un([](const T& x) { return exp_of(x); });
+    case OpKind::kLog:
+      return un([](const T& x) { return log_of(x); });
+    case OpKind::kTanh:
+      return un([](const T& x) { return tanh_of(x); });
+    case OpKind::kSigmoid:
+      return un([](const T& x) { return sigmoid_of(x); });
+    case OpKind::kRelu:
+      return un([](const T& x) { return relu_of(x); });
+    case OpKind::kAdd:
+      return bin([](const T& x, const T& y) { return x + y; });
+    case OpKind::kSub:
+      return bin([](const T& x, const T& y) { return x - y; });
+    case OpKind::kMul:
+    case OpKind::kCustomMul:
+      return bin([](const T& x, const T& y) { return x * y; });
+    case OpKind::kDiv:
+      return bin([](const T& x, const T& y) { return x / y; });
+    case OpKind::kAddScalar:
+      return un([&](const T& x) { return x + T(a.scalar); });
+    case OpKind::kMulScalar:
+      return un([&](const T& x) { return x * T(a.scalar); });
+    case OpKind::kPowScalar:
+      return un([&](const T& x) { return pow_of(x, a.scalar); });
+    case OpKind::kSum:
+      return {sum_all(in[0])};
+    case OpKind::kSumDim:
+      return {sum_dim(in[0], a.dim0, a.keepdim)};
+    case OpKind::kMean:
+      return {scale(sum_all(in[0]), 1.0 / static_cast<double>(count(in[0].shape)))};
+    case OpKind::kMeanDim:
+      return {
+          scale(sum_dim(in[0], a.dim0, a.keepdim), 1.0 / static_cast<double>(in[0].shape[a.dim0]))};
+    case OpKind::kReshape:
+      return {reshape(in[0], a.shape)};
+    case OpKind::kTranspose:
+      return {transpose(in[0], a.dim0, a.dim1)};
+    case OpKind::kMatmul:
+      return {matmul(in[0], in[1])};
+    case OpKind::kLinear:
+      return {linear(in[0], in[1], in.size() > 2 ? &in[2] : nullptr)};
+    case OpKind::kClone:
+      return {in[0]};
+    case OpKind::kAddInplace:
+    case OpKind::kMulInplace:
+    case OpKind::kCopyInplace:
+      return {inplace_result(kind, in[0], in[1])};
+    case OpKind::kInplaceOnView: {
+      const Val<T> written = inplace_result(a.inner, reshape(in[0], a.shape), in[1]);
+      return {reshape(written, in[0].shape)};
+    }
+    case OpKind::kCustomTwo:
+      return {binary(in[0], in[1], [](const T& x, const T& y) { return x * y; }),
+              binary(in[0], in[1], [](const T& x, const T& y) { return x + y; })};
+    case OpKind::kLeaf:
+    case OpKind::kGrad:
+      break;
+  }
+  throw std::logic_error("apply_op: no forward for this kind");
+}
+
+bool reads_result(OpKind kind) {
+  return kind == OpKind::kExp || kind == OpKind::kTanh || kind == OpKind::kSigmoid ||
+         kind == OpKind::kRelu;
+}
+
+// y = f(x) + delta, with the derivative each formula computes from y.
+template <typename T>
+T result_op(OpKind kind, const T& x, const T& delta) {
+  switch (kind) {
+    case OpKind::kExp:
+      return from_result(
+          x, delta, [](double v) { return exp_of(v); }, [](const auto& y) { return y; });
+    case OpKind::kTanh:
+      return from_result(
+          x, delta, [](double v) { return tanh_of(v); },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return Y(1.0) - y * y;
+          });
+    case OpKind::kSigmoid:
+      return from_result(
+          x, delta, [](double v) { return sigmoid_of(v); },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return y * (Y(1.0) - y);
+          });
+    default:  // relu: the gradient passes where the result is positive
+      return from_result(
+          x, delta, [](double v) { return v > 0 ? v : 0.0; },
+          [](const auto& y) {
+            using Y = std::decay_t<decltype(y)>;
+            return primal(y) > 0 ? Y(1.0) : Y(0.0);
+          });
+  }
+}
+
+// A tracked input's value: its producer's value shifted by what was written behind autograd's
+// back since (Note [Expected gradients]).
+template <typename T>
+Val<T> input_value(const Program& p, const Use& u, const Vals<T>& vals) {
+  if (!u.tracked) return lift<T>(u.shape, u.snapshot);
+  Val<T> out = vals[u.ref.node][u.ref.slot];
+  const std::vector<double>& recorded = p.value(u.ref);
+  out.shape = u.shape;
+  for (size_t i = 0; i < out.v.size(); ++i) out.v[i] += T(u.snapshot[i] - recorded[i]);
+  return out;
+}
+
+// A perturbation: `delta` added to one element of a node's output wherever it is evaluated.
+// An enclosing derivative's seed must survive when an inner one re-evaluates that node.
+template <typename T>
+struct Seed {
+  Ref at;
+  size_t elem;
+  T delta;
+};
+template <typename T>
+using Seeds = std::vector<Seed<T>>;
+
+template <typename T>
+Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds);
+
+template <typename T>
+std::vector<Val<T>> eval_node(const Program& p, int n, const Vals<T>& vals, const Seeds<T>& seeds) {
+  const Node& node = p.node(n);
+  std::vector<Val<T>> out;
+  if (node.kind == OpKind::kLeaf) {
+    out = {lift<T>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
+  } else if (node.kind == OpKind::kGrad) {
+    if constexpr (DualDepth<T>::value < Program::kMaxDepth) {
+      out = {vjp_at<T>(p, node.grad, vals, seeds)};
+    } else {
+      throw std::logic_error("eval_node: gradients nested deeper than Program::kMaxDepth");
+    }
+  } else if (reads_result(node.kind)) {  // Note [Derivatives read from the result]
+    const Val<T> x = input_value(p, node.inputs[0], vals);
+    std::vector<T> delta(x.v.size(), T(0.0));
+    for (const Seed<T>& s : seeds) {
+      if (s.at.node == n) delta[s.elem] += s.delta;
+    }
+    out = {{x.shape, {}}};
+    for (size_t e = 0; e < x.v.size(); ++e)
+      out[0].v.push_back(result_op(node.kind, x.v[e], delta[e]));
+    return out;
+  } else {
+    std::vector<Val<T>> in;
+    in.reserve(node.inputs.size());
+    for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
+    out = apply_op<T>(node.kind, node.attrs, in);
+  }
+  for (const Seed<T>& s : seeds) {
+    if (s.at.node == n) out[s.at.slot].v[s.elem] += s.delta;
+  }
+  return out;
+}
+
+// The nodes a definition reads (its roots and incoming gradients): 1 + the last one.
+int end_of(const GradDef& def) {
+  int end = 0;
+  for (const Use& r : def.roots) end = std::max(end, r.ref.node + 1);
+  for (const Use& g : def.gos) {
+    if (g.tracked) end = std::max(end, g.ref.node + 1);
+  }
+  return end;
+}
+
+// The nodes whose value a node reads directly.
+template <typename F>
+void for_each_value_dep(const Node& node, F f) {
+  const std::vector<Use>* lists[] = {&node.inputs, &node.grad.roots, &node.grad.gos};
+  for (const std::vector<Use>* list : lists) {
+    for (const Use& u : *list) {
+      if (u.tracked) f(u.ref.node);
+    }
+  }
+}
+
+// The nodes between the target and the roots: those whose value depends on the target and that
+// the roots' values depend on, in order. Only these change when the target is perturbed.
+std::vector<int> cone(const Program& p, const GradDef& def) {
+  const int target = def.target.node, end = end_of(def);
+  std::vector<char> upstream(end, 0);  // the roots depend on it
+  for (const Use& r : def.roots) upstream[r.ref.node] = 1;
+  for (int n = end - 1; n > target; --n) {
+    if (upstream[n]) for_each_value_dep(p.node(n), [&](int d) { upstream[d] = 1; });
+  }
+  std::vector<char> downstream(end, 0);  // depends on the target
+  std::vector<int> out;
+  downstream[target] = 1;
+  for (int n = target + 1; n < end; ++n) {
+    for_each_value_dep(p.node(n), [&](int d) { downstream[n] = downstream[n] || downstream[d]; });
+    if (downstream[n] && upstream[n]) out.push_back(n);
+  }
+  return out;
+}
+
+template <typename T>
+Val<Dual<T>> to_dual(const Val<T>& x) {
+  Val<Dual<T>> out{x.shape, {}};
+  out.v.reserve(x.v.size());
+  for (const T& e : x.v) out.v.push_back(Dual<T>(e, T(0.0)));
+  return out;
+}
+
+// `vals` hold every node's value at level T, `seeds` the perturbations they include.
+template <typename T>
+Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds) {
+  using D = Dual<T>;
+  const Ref t = def.target;
+  const int end = end_of(def);
+  Val<T> out{p.shape(t), std::vector<T>(count(p.shape(t)), T(0.0))};
+  if (t.node >= end) return out;  // no root can depend on it
+  std::vector<Val<T>> gos;
+  for (const Use& g : def.gos) gos.push_back(input_value(p, g, vals));
+  Vals<D> dv(end);
+  for (int n = 0; n < end; ++n) {
+    for (const Val<T>& v : vals[n]) dv[n].push_back(to_dual(v));
+  }
+  const std::vector<int> nodes = cone(p, def);
+  const Vals<D> pristine = dv;
+  Seeds<D> inner;
+  for (const Seed<T>& s : seeds) inner.push_back({s.at, s.elem, D(s.delta, T(0.0))});
+  inner.push_back({t, 0, D(T(0.0), T(1.0))});
+  for (size_t e = 0; e < out.v.size(); ++e) {
+    dv[t.node][t.slot].v[e].d = T(1.0);
+    inner.back().elem = e;
+    for (int n : nodes) dv[n] = eval_node<D>(p, n, dv, inner);
+    T acc(0.0);
+    for (size_t r = 0; r < def.roots.size(); ++r) {
+      const Ref root = def.roots[r].ref;
+      const Val<D>& rv = dv[root.node][root.slot];
+      for (size_t k = 0; k < rv.v.size(); ++k) acc += gos[r].v[k] * rv.v[k].d;
+    }
+    out.v[e] = acc;
+    dv[t.node][t.slot] = pristine[t.node][t.slot];
+    for (int n : nodes) dv[n] = pristine[n];
+  }
+  return out;
+}
+
+Vals<double> recorded_values(const Program& p, int end) {
+  Vals<double> vals(end);
+  for (int n = 0; n < end; ++n) {
+    const Node& node = p.node(n);
+    for (size_t s = 0; s < node.values.size(); ++s) {
+      vals[n].push_back({node.out_shapes[s], node.values[s]});
+    }
+  }
+  return vals;
+}
+
+}  // namespace
+
+std::vector<Val<double>> Program::forward(OpKind kind, const OpAttrs& attrs,
+                                          const std::vector<Use>& inputs) {
+  std::vector<Val<double>> in;
+  for (const Use& u : inputs) in.push_back({u.shape, u.snapshot});
+  return apply_op<double>(kind, attrs, in);
+}
+
+int Program::add(Node node) {
+  if (node.kind == OpKind::kGrad) {
+    node.depth = vjp_depth(node.grad);
+    node.out_shapes = {shape(node.grad.target)};
+    node.values = {vjp(node.grad)};
+  } else if (node.kind == OpKind::kLeaf) {
+    node.values = {std::vector<double>(count(node.out_shapes[0]), 0.0)};
+  } else {
+    node.out_shapes.clear();
+    node.values.clear();
+    for (Val<double>& v : forward(node.kind, node.attrs, node.inputs)) {
+      node.out_shapes.push_back(std::move(v.shape));
+      node.values.push_back(std::move(v.v));
+    }
+  }
+  nodes_.push_back(std::make_shared<const Node>(std::move(node)));
+  released_.push_back(Released::kNo);
+  return size() - 1;
+}
+
+const Watch& Program::watch(int n) const {
+  static const Watch none;
+  auto it = watch_.find(n);
+  return it == watch_.end() ? none : it->second;
+}
+
+std::vector<std::pair<int, Ref>> Program::edges(int n) const {
+  std::vector<std::pair<int, Ref>> out;
+  const Node& node = *nodes_[n];
+  if (node.kind == OpKind::kGrad) {
+    for (size_t i = 0; i < node.grad_edges.size(); ++i) out.emplace_back(i, node.grad_edges[i]);
+    return out;
+  }
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].tracked) out.emplace_back(i, node.inputs[i].ref);
+  }
+  return out;
+}
+
+std::vector<double> Program::vjp(const GradDef& def) const {
+  const int end = std::max(end_of(def), def.target.node + 1);
+  return vjp_at<double>(*this, def, recorded_values(*this, end), {}).v;
+}
+
+int Program::vjp_depth(const GradDef& def) const {
+  int inner = 0;
+  if (def.target.node < end_of(def)) {
+    for (int n : cone(*this, def)) inner = std::max(inner, nodes_[n]->depth);
+  }
+  return 1 + inner;
+}
+
+const char* op_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kLeaf:
+      return "AccumulateGrad";
+    case OpKind::kNeg:
+      return "neg";
+    case OpKind::kExp:
+      return "exp";
+    case OpKind::kLog:
+      return "log";
+    case OpKind::kTanh:
+      return "tanh";
+    case OpKind::kSigmoid:
+      return "sigmoid";
+    case OpKind::kRelu:
+      return "relu";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kSub:
+      return "sub";
+    case OpKind::kMul:
+      return "mul";
+    case OpKind::kDiv:
+      return "div";
+    case OpKind::kAddScalar:
+      return "add";
+    case OpKind::kMulScalar:
+      return "mul";
+    case OpKind::kPowScalar:
+      return "pow";
+    case OpKind::kSum:
+      return "sum";
+    case OpKind::kSumDim:
+      return "sum";
+    case OpKind::kMean:
+      return "mean";
+    case OpKind::kMeanDim:
+      return "mean";
+    case OpKind::kReshape:
+      return "reshape";
+    case OpKind::kTranspose:
+      return "transpose";
+    case OpKind::kMatmul:
+      return "matmul";
+    case OpKind::kLinear:
+      return "linear";
+    case OpKind::kClone:
+      return "clone";
+    case OpKind::kAddInplace:
+      return "add_";
+    case OpKind::kMulInplace:
+      return "mul_";
+    case OpKind::kCopyInplace:
+      return "copy_";
+    case OpKind::kInplaceOnView:
+      return "CopySlices";
+    case OpKind::kCustomMul:
+      return "CMul";
+    case OpKind::kCustomTwo:
+      return "Two";
+    case OpKind::kGrad:
+      return "grad";
+  }
+  return "?";
+}
+
+}  // namespace ag::api_model

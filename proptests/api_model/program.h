@@ -1,0 +1,166 @@
+#pragma once
+
+// The program the API model records: one node per autograd node PyTorch would create, with the
+// values each op saw, so that expected gradients can be computed without the engine.
+//
+// Note [Expected gradients]
+// A node's inputs are Uses: either a constant (an input that did not require grad, or any input
+// under no_grad) or a tracked edge to the node that produced the input, together with a snapshot
+// of the input's value when the op ran. d(roots)/d(target) is computed by forward mode: seed one
+// element of the target node with a dual tangent, re-evaluate every node that depends on it, and
+// read the tangents of the roots (one pass per target element). A tracked input's value is its
+// producer's value shifted by (snapshot - producer's recorded value): writes made behind
+// autograd's back (no_grad, detached aliases) change values but not derivatives, as in
+// PyTorch. A create_graph gradient is itself a node (kGrad) whose value is such a
+// vector-Jacobian product; differentiating through it evaluates it one Dual level deeper, so
+// second and third derivatives come out exact too.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proptests/api_model/values.h"
+
+namespace ag::api_model {
+
+enum class OpKind : uint8_t {
+  kLeaf,  // a leaf's gradient accumulator; its value is zero (uses add their snapshots)
+  kNeg,
+  kExp,
+  kLog,
+  kTanh,
+  kSigmoid,
+  kRelu,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kAddScalar,
+  kMulScalar,
+  kPowScalar,
+  kSum,
+  kSumDim,
+  kMean,
+  kMeanDim,
+  kReshape,  // also the regenerated history of a view
+  kTranspose,
+  kMatmul,  // mm, bmm and matmul: one definition
+  kLinear,
+  kClone,
+  kAddInplace,  // inputs: self before the write, other
+  kMulInplace,
+  kCopyInplace,
+  kInplaceOnView,  // a base written through a view: attrs.inner on reshape(base, attrs.shape)
+  kCustomMul,      // custom Functions (proptests/api_model/custom_functions.h)
+  kCustomTwo,      // two outputs: p * q and p + q
+  kGrad,           // a gradient computed with create_graph
+};
+
+const char* op_name(OpKind kind);
+
+struct OpAttrs {
+  double scalar = 0;
+  int64_t dim0 = 0, dim1 = 0;
+  bool keepdim = false;
+  Dims shape;                          // kReshape: target shape; kInplaceOnView: the view's shape
+  OpKind inner = OpKind::kAddInplace;  // kInplaceOnView: the in-place op
+};
+
+struct Ref {
+  int node = -1;
+  int slot = 0;
+  bool operator==(const Ref& o) const { return node == o.node && slot == o.slot; }
+  bool operator<(const Ref& o) const { return node < o.node || (node == o.node && slot < o.slot); }
+};
+
+struct Use {
+  bool tracked = false;
+  Ref ref;  // when tracked
+  Dims shape;
+  std::vector<double> snapshot;  // the value when the op ran
+};
+
+// A value a node keeps for its backward. Unpacking it in a backward call raises if its storage
+// was written since (version check) or if a backward without retain_graph released it.
+struct SavedSlot {
+  int storage = -1;  // -1: a private copy nobody else can write (mul_'s old self)
+  uint32_t version = 0;
+  uint32_t used_by = 0;  // bit i: input i's formula uses this slot
+  bool certain = true;   // false: PyTorch and the engine decompose the op differently
+  Ref producer;          // the value's history when it requires grad (node -1 otherwise)
+  // A leaf is saved as itself (as in PyTorch): a create_graph gradient reading it depends on it
+  // iff it requires grad when the gradient is computed, not when it was saved.
+  int leaf_impl = -1;
+  bool via_view = false;  // saved as a view the op made of it (Semantics::internal_views_...)
+};
+
+enum class Released : uint8_t { kNo, kMaybe, kYes };
+
+// A create_graph gradient: sum over roots r of d(roots[r] * gos[r])/d(target).
+struct GradDef {
+  std::vector<Use> roots;
+  std::vector<Use> gos;
+  Ref target;
+};
+
+struct Node {
+  OpKind kind = OpKind::kLeaf;
+  OpAttrs attrs;
+  std::vector<Use> inputs;
+  std::vector<Dims> out_shapes;
+  std::vector<std::vector<double>> values;  // per output, when the node was recorded
+  std::vector<SavedSlot> saved;
+  bool unpack_all = false;  // custom Functions unpack every saved tensor whenever they run
+  // kGrad: its definition and the values its backward graph hangs on (its edges).
+  GradDef grad;
+  std::vector<Ref> grad_edges;
+  int depth = 0;       // Dual levels its evaluation needs (kGrad: 1 + those of its cone)
+  int leaf_impl = -1;  // kLeaf: the leaf it accumulates into
+};
+
+// (storage, version) pairs: values a create_graph gradient's backward graph may have saved.
+using Watch = std::vector<std::pair<int, uint32_t>>;
+
+// Nodes never change once added (they are shared between copies of the model, which RapidCheck
+// makes often); what a backward call changes lives beside them.
+class Program {
+ public:
+  const Node& node(int n) const { return *nodes_[n]; }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const std::vector<double>& value(const Ref& r) const { return nodes_[r.node]->values[r.slot]; }
+  const Dims& shape(const Ref& r) const { return nodes_[r.node]->out_shapes[r.slot]; }
+
+  Released released(int n) const { return released_[n]; }
+  void set_released(int n, Released r) { released_[n] = r; }
+  // kGrad nodes: whether any value their graph may have saved has been written since.
+  const Watch& watch(int n) const;
+  void set_watch(int n, Watch w) { watch_[n] = std::move(w); }
+
+  // Appends a node, computing its shapes and values (and, for kGrad, its depth) from its inputs
+  // (kLeaf: from out_shapes).
+  int add(Node node);
+
+  // The graph edges of node n: (input index, edge), tracked inputs only (kGrad: grad_edges).
+  std::vector<std::pair<int, Ref>> edges(int n) const;
+
+  // d(sum_r roots[r] * gos[r]) / d(target) at the recorded values (Note [Expected gradients]).
+  std::vector<double> vjp(const GradDef& def) const;
+
+  // The Dual levels evaluating `def` needs; at most kMaxDepth can be evaluated.
+  int vjp_depth(const GradDef& def) const;
+  static constexpr int kMaxDepth = 2;
+
+  // Values an op computes from its inputs' snapshots (the forward of every kind but kLeaf and
+  // kGrad).
+  static std::vector<Val<double>> forward(OpKind kind, const OpAttrs& attrs,
+                                          const std::vector<Use>& inputs);
+
+ private:
+  std::vector<std::shared_ptr<const Node>> nodes_;
+  std::vector<Released> released_;
+  std::map<int, Watch> watch_;
+};
+
+}  // namespace ag::api_model

@@ -1,0 +1,82 @@
+# Helpers that make the API state machine's printed command lists run under PyTorch:
+#   python3 -i proptests/api_model/replay_prelude.py   then paste the failing commands, or
+#   python3 proptests/api_model/replay_prelude.py failing_commands.txt
+# Then inspect tensors (t3, t3.grad, t3.requires_grad, t3.is_leaf, t3._version).
+# The engine's deliberate differences from PyTorch are listed in README.md next to this file.
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def leaf(shape, values, requires_grad):
+    # clone(): reshape returns a view, and a leaf must not be a view of another tensor
+    t = torch.tensor(values, dtype=torch.float64).reshape(shape).clone()
+    return t.requires_grad_(requires_grad)
+
+
+class _MulScalar(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.s = s
+        return x * s
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.s, None
+
+
+def mul_scalar(x, s):
+    """x * s as the engine records it: its backward keeps no tensor. PyTorch's x * s keeps s as
+    a saved 0-d tensor, so a second backward through a freed graph raises there (README.md)."""
+    return _MulScalar.apply(x, s)
+
+
+class CMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, q):
+        ctx.save_for_backward(p, q)
+        return p * q
+
+    @staticmethod
+    def backward(ctx, g):
+        p, q = ctx.saved_tensors
+        return g * q, g * p
+
+
+class Two(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, p, q):
+        ctx.save_for_backward(p, q)
+        return p * q, p + q
+
+    @staticmethod
+    def backward(ctx, gu, gw):
+        p, q = ctx.saved_tensors
+        return gu * q + gw, gu * p + gw
+
+
+def show(names):
+    """Prints what the state machine compares for each named tensor."""
+    for name in names:
+        t = globals().get(name)
+        if t is None:
+            continue
+        g = t.grad
+        print(f"{name}: {t.detach().flatten().tolist()} requires_grad={t.requires_grad} "
+              f"is_leaf={t.is_leaf} version={t._version} "
+              f"grad={None if g is None else g.detach().flatten().tolist()}")
+
+
+if __name__ == "__main__" and len(sys.argv) > 1:
+    lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+    for line in lines:
+        print(">>>", line)
+        try:
+            exec(line, globals())
+        except Exception as e:  # noqa: BLE001  the state machine expects some calls to raise
+            print("raised:", type(e).__name__, str(e).splitlines()[0])
+    show(sorted({w for l in lines for w in l.replace("(", " ").replace(",", " ").split()
+                 if w.startswith("t") and w[1:].isdigit()}, key=lambda s: int(s[1:])))

@@ -1,0 +1,579 @@
+// Commands that make and write tensors: leaves, ops, views, aliases, in-place ops, custom
+// Functions.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "engine/grad_mode.h"
+#include "ops/ops.h"
+#include "proptests/api_model/command_gens.h"
+#include "proptests/api_model/command_util.h"
+#include "proptests/api_model/custom_functions.h"
+
+namespace ag::api_model {
+namespace {
+
+Shape to_shape(const Dims& d) { return Shape(d.begin(), d.end()); }
+
+// ---- leaves ----------------------------------------------------------------------------------
+
+// Small shapes, often related to one already held (equal, broadcastable, or one that multiplies
+// with it), with size-1 and sometimes zero-size dims.
+Dims gen_shape(const Model& m) {
+  auto dim = [] { return *rc::gen::weightedElement<int64_t>({{3, 1}, {4, 2}, {3, 3}, {1, 0}}); };
+  const int other = pick_any(m);
+  const int mode = other < 0 ? 0 : *rc::gen::weightedElement<int>({{3, 0}, {3, 1}, {2, 2}, {2, 3}});
+  Dims shape;
+  if (mode == 1) {
+    shape = m.shape(other);
+  } else if (mode == 2) {  // broadcasts with `other`: some dims 1, maybe fewer leading dims
+    shape = m.shape(other);
+    if (!shape.empty() && *rc::gen::inRange(0, 3) == 0) shape.erase(shape.begin());
+    for (int64_t& d : shape) {
+      if (*rc::gen::inRange(0, 5) < 2) d = 1;
+    }
+  } else if (mode == 3 && !m.shape(other).empty()) {  // multiplies with `other`
+    const Dims& s = m.shape(other);
+    const int64_t k = s.back(), n = dim();
+    switch (*rc::gen::inRange(0, 4)) {
+      case 0:
+        shape = {k};
+        break;
+      case 1:
+        shape = {k, n};
+        break;
+      case 2:
+        shape = {n, k};
+        break;  // a linear weight
+      default:
+        shape = Dims(s.begin(), s.end() - std::min<size_t>(s.size(), 2));
+        shape.push_back(k);
+        shape.push_back(n);
+    }
+  } else {
+    const int rank = *rc::gen::weightedElement<int>({{1, 0}, {3, 1}, {3, 2}, {2, 3}});
+    for (int i = 0; i < rank; ++i) shape.push_back(dim());
+  }
+  if (count(shape) > 12) shape = {dim(), dim()};
+  return shape;
+}
+
+class MakeLeaf final : public ApiCommand {
+ public:
+  explicit MakeLeaf(const Model& m) : name_(m.next_name()), shape_(gen_shape(m)) {
+    for (int64_t i = 0; i < count(shape_); ++i) values_.push_back(*rc::gen::inRange(-16, 17) / 8.0);
+    requires_grad_ = *rc::gen::weightedElement<bool>({{3, true}, {1, false}});
+  }
+  void checkPreconditions(const Model& m) const override { RC_PRE(fresh(m, name_)); }
+  Outcome step(Model& m) const override { return m.leaf(name_, shape_, values_, requires_grad_); }
+  void exec(Sut& sut, const Model&) const override {
+    Tensor t = ops::from_vector(values_, to_shape(shape_), DType::kFloat64);
+    t.set_requires_grad(requires_grad_);
+    sut.tensors[name_] = t;
+  }
+  std::string text() const override {
+    std::string v = "[";
+    for (size_t i = 0; i < values_.size(); ++i) v += (i ? ", " : "") + num(values_[i]);
+    return tname(name_) + " = leaf(" + dims_py(shape_) + ", " + v +
+           "], requires_grad=" + (requires_grad_ ? "True" : "False") + ")";
+  }
+
+ private:
+  int name_;
+  Dims shape_;
+  std::vector<double> values_;
+  bool requires_grad_;
+};
+
+// ---- out-of-place ops ------------------------------------------------------------------------
+
+enum Product { kMatmul = 0, kMm = 1, kBmm = 2, kLinearNoBias = 3, kLinearBias = 4 };
+
+class OpCall final : public ApiCommand {
+ public:
+  OpCall(int name, OpKind kind, OpAttrs attrs, std::vector<int> operands)
+      : name_(name), kind_(kind), attrs_(std::move(attrs)), operands_(std::move(operands)) {}
+
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE(fresh(m, name_));
+    for (int o : operands_) RC_PRE(m.has(o));
+    const Dims& s = m.shape(operands_[0]);
+    const int64_t rank = static_cast<int64_t>(s.size());
+    switch (kind_) {
+      case OpKind::kSumDim:
+      case OpKind::kMeanDim:
+        RC_PRE(attrs_.dim0 < rank);
+        RC_PRE((kind_ == OpKind::kSumDim || s[attrs_.dim0] > 0));
+        break;
+      case OpKind::kMean:
+        RC_PRE(count(s) > 0);  // the engine raises where PyTorch returns nan (README.md)
+        break;
+      case OpKind::kTranspose:
+        RC_PRE((attrs_.dim0 < rank && attrs_.dim1 < rank));
+        break;
+      case OpKind::kLog:
+        RC_PRE(all_values(m, operands_[0], [](double v) { return v >= 0.25; }));
+        break;
+      case OpKind::kDiv:
+        RC_PRE(all_values(m, operands_[1], [](double v) { return std::abs(v) >= 0.25; }));
+        break;
+      case OpKind::kPowScalar:
+        if (attrs_.scalar == 0.5) {
+          RC_PRE(all_values(m, operands_[0], [](double v) { return v >= 0.25; }));
+        }
+        if (attrs_.scalar < 0) {
+          RC_PRE(all_values(m, operands_[0], [](double v) { return std::abs(v) >= 0.25; }));
+        }
+        break;
+      default:
+        break;
+    }
+    // Keep values moderate (invalid shapes give nothing to look at: the call must raise).
+    for (const Val<double>& v : m.preview(kind_, attrs_, operands_)) {
+      RC_PRE((tame(v.v) && count(v.shape) <= 48));
+    }
+  }
+  Outcome step(Model& m) const override { return m.op(name_, kind_, attrs_, operands_); }
+  void exec(Sut& sut, const Model&) const override {
+    std::vector<Tensor> in;
+    for (int o : operands_) in.push_back(sut.tensors.at(o));
+    sut.tensors[name_] = compute(in);
+  }
+  std::string text() const override;
+
+ private:
+  Tensor compute(const std::vector<Tensor>& in) const;
+
+  int name_;
+  OpKind kind_;
+  OpAttrs attrs_;
+  std::vector<int> operands_;
+};
+
+Tensor OpCall::compute(const std::vector<Tensor>& in) const {
+  switch (kind_) {
+    case OpKind::kNeg:
+      return ops::neg(in[0]);
+    case OpKind::kExp:
+      return ops::exp(in[0]);
+    case OpKind::kLog:
+      return ops::log(in[0]);
+    case OpKind::kTanh:
+      return ops::tanh(in[0]);
+    case OpKind::kSigmoid:
+      return ops::sigmoid(in[0]);
+    case OpKind::kRelu:
+      return ops::relu(in[0]);
+    case OpKind::kAdd:
+      return ops::add(in[0], in[1]);
+    case OpKind::kSub:
+      return ops::sub(in[0], in[1]);
+    case OpKind::kMul:
+      return ops::mul(in[0], in[1]);
+    case OpKind::kDiv:
+      return ops::div(in[0], in[1]);
+    case OpKind::kAddScalar:
+      return ops::add(in[0], attrs_.scalar);
+    case OpKind::kMulScalar:
+      return ops::mul(in[0], attrs_.scalar);
+    case OpKind::kPowScalar:
+      return ops::pow(in[0], attrs_.scalar);
+    case OpKind::kSum:
+      return ops::sum(in[0]);
+    case OpKind::kSumDim:
+      return ops::sum(in[0], attrs_.dim0, attrs_.keepdim);
+    case OpKind::kMean:
+      return ops::mean(in[0]);
+    case OpKind::kMeanDim:
+      return ops::mean(in[0], attrs_.dim0, attrs_.keepdim);
+    case OpKind::kTranspose:
+      return ops::transpose(in[0], attrs_.dim0, attrs_.dim1);
+    case OpKind::kClone:
+      return ops::clone(in[0]);
+    case OpKind::kMatmul:
+      if (attrs_.dim0 == kMm) return ops::mm(in[0], in[1]);
+      if (attrs_.dim0 == kBmm) return ops::bmm(in[0], in[1]);
+      return ops::matmul(in[0], in[1]);
+    case OpKind::kLinear:
+      return ops::linear(in[0], in[1], in.size() > 2 ? in[2] : Tensor());
+    default:
+      throw std::logic_error("OpCall: not an out-of-place op");
+  }
+}
+
+std::string OpCall::text() const {
+  const std::string out = tname(name_) + " = ";
+  const std::string x = tname(operands_[0]);
+  const std::string y = operands_.size() > 1 ? tname(operands_[1]) : "";
+  const std::string kd = attrs_.keepdim ? ", keepdim=True)" : ")";
+  switch (kind_) {
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+      return out + "torch." + op_name(kind_) + "(" + x + ", " + y + ")";
+    case OpKind::kAddScalar:
+    case OpKind::kPowScalar:
+      return out + "torch." + op_name(kind_) + "(" + x + ", " + num(attrs_.scalar) + ")";
+    case OpKind::kSumDim:
+    case OpKind::kMeanDim:
+      return out + x + "." + op_name(kind_) + "(" + std::to_string(attrs_.dim0) + kd;
+    case OpKind::kSum:
+    case OpKind::kMean:
+    case OpKind::kClone:
+      return out + x + "." + op_name(kind_) + "()";
+    case OpKind::kTranspose:  // the engine's transpose is a contiguous copy (README.md)
+      return out + x + ".transpose(" + std::to_string(attrs_.dim0) + ", " +
+             std::to_string(attrs_.dim1) + ").clone(memory_format=torch.contiguous_format)";
+    case OpKind::kMulScalar:  // see replay_prelude.py
+      return out + "mul_scalar(" + x + ", " + num(attrs_.scalar) + ")";
+    case OpKind::kMatmul: {
+      const char* f = attrs_.dim0 == kMm ? "mm" : attrs_.dim0 == kBmm ? "bmm" : "matmul";
+      return out + "torch." + f + "(" + x + ", " + y + ")";
+    }
+    case OpKind::kLinear:
+      return out + "F.linear(" + x + ", " + y +
+             (operands_.size() > 2 ? ", " + tname(operands_[2]) : "") + ")";
+    default:
+      return out + "torch." + op_name(kind_) + "(" + x + ")";
+  }
+}
+
+bool broadcastable(const Model& m, int a, int b) {
+  Dims out;
+  return broadcast_dims(m.shape(a), m.shape(b), &out);
+}
+
+// A partner for `a` satisfying `ok` most of the time; any tensor now and then (the call must
+// then raise).
+int partner(const Model& m, const std::function<bool(int)>& ok) {
+  if (*rc::gen::inRange(0, 100) < 8) return pick_any(m);
+  return pick(m, ok);
+}
+
+}  // namespace
+
+CommandPtr make_op(const Model& m) {
+  const int x = pick_any(m);
+  if (x < 0) return nullptr;
+  const int name = m.next_name();
+  const Dims& s = m.shape(x);
+  const int64_t rank = static_cast<int64_t>(s.size());
+  OpAttrs attrs;
+  auto one = [&](OpKind kind, std::vector<int> operands) {
+    return std::make_shared<OpCall>(name, kind, attrs, std::move(operands));
+  };
+  switch (
+      *rc::gen::weightedElement<int>({{6, 0}, {10, 1}, {4, 2}, {8, 3}, {2, 4}, {6, 5}, {2, 6}})) {
+    case 0:
+      return one(*rc::gen::element(OpKind::kNeg, OpKind::kExp, OpKind::kLog, OpKind::kTanh,
+                                   OpKind::kSigmoid, OpKind::kRelu),
+                 {x});
+    case 1: {
+      const int y = partner(m, [&](int b) { return broadcastable(m, x, b); });
+      if (y < 0) return nullptr;
+      return one(*rc::gen::element(OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv), {x, y});
+    }
+    case 2: {
+      const OpKind kind =
+          *rc::gen::element(OpKind::kAddScalar, OpKind::kMulScalar, OpKind::kPowScalar);
+      attrs.scalar = kind == OpKind::kPowScalar ? *rc::gen::element(2.0, 3.0, 0.0, 1.0, 0.5, -1.0)
+                                                : *rc::gen::element(0.5, -1.5, 2.0, 0.0);
+      return one(kind, {x});
+    }
+    case 3: {
+      if (rank == 0 || *rc::gen::inRange(0, 3) == 0) {
+        return one(*rc::gen::element(OpKind::kSum, OpKind::kSum, OpKind::kMean), {x});
+      }
+      attrs.dim0 = *rc::gen::inRange<int64_t>(0, rank);
+      attrs.keepdim = *rc::gen::arbitrary<bool>();
+      return one(*rc::gen::element(OpKind::kSumDim, OpKind::kMeanDim), {x});
+    }
+    case 4:
+      if (rank < 2) return nullptr;
+      attrs.dim0 = *rc::gen::inRange<int64_t>(0, rank);
+      attrs.dim1 = *rc::gen::inRange<int64_t>(0, rank);
+      return one(OpKind::kTranspose, {x});
+    case 5: {
+      const int variant = *rc::gen::weightedElement<int>(
+          {{4, kMatmul}, {2, kMm}, {1, kBmm}, {2, kLinearNoBias}, {2, kLinearBias}});
+      attrs.dim0 = variant;
+      Dims out;
+      auto fits = [&](int b) {
+        const Dims& t = m.shape(b);
+        switch (variant) {
+          case kMatmul:
+            return matmul_dims(s, t, &out);
+          case kMm:
+            return rank == 2 && t.size() == 2 && s[1] == t[0];
+          case kBmm:
+            return rank == 3 && t.size() == 3 && s[0] == t[0] && s[2] == t[1];
+          default:
+            return rank >= 1 && t.size() == 2 && t[1] == s.back();
+        }
+      };
+      // A linear weight is 2-D (PyTorch also takes a 1-D one; the engine does not: README.md).
+      const bool any = *rc::gen::inRange(0, 100) < 8;
+      const int y = variant < kLinearNoBias ? partner(m, fits) : pick(m, [&](int b) {
+        return m.shape(b).size() == 2 && (any || fits(b));
+      });
+      if (y < 0) return nullptr;
+      if (variant < kLinearNoBias) return one(OpKind::kMatmul, {x, y});
+      if (variant == kLinearNoBias) return one(OpKind::kLinear, {x, y});
+      // PyTorch also takes a bias that merely broadcasts; the engine wants [out] (README.md).
+      const int64_t out_features = m.shape(y)[0];
+      const int bias = pick(m, [&](int b) { return m.shape(b) == Dims{out_features}; });
+      if (bias < 0) return nullptr;
+      return one(OpKind::kLinear, {x, y, bias});
+    }
+    default:
+      return one(OpKind::kClone, {x});
+  }
+}
+
+namespace {
+
+// ---- views and aliases -----------------------------------------------------------------------
+
+class View final : public ApiCommand {
+ public:
+  View(int name, int of, Dims shape, bool spelled_view)
+      : name_(name), of_(of), shape_(std::move(shape)), spelled_view_(spelled_view) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_)));
+  }
+  Outcome step(Model& m) const override { return m.view(name_, of_, shape_); }
+  void exec(Sut& sut, const Model&) const override {
+    const Tensor& t = sut.tensors.at(of_);
+    sut.tensors[name_] =
+        spelled_view_ ? ops::view(t, to_shape(shape_)) : ops::reshape(t, to_shape(shape_));
+  }
+  std::string text() const override {
+    return tname(name_) + " = " + tname(of_) + (spelled_view_ ? ".view(" : ".reshape(") +
+           dims_py(shape_) + ")";
+  }
+
+ private:
+  int name_, of_;
+  Dims shape_;
+  bool spelled_view_;
+};
+
+// A shape with the same number of elements (now and then, one without: the call must raise).
+Dims gen_reshape(const Dims& from) {
+  const int64_t n = count(from);
+  if (*rc::gen::inRange(0, 100) < 5) return {n + 1};
+  if (n == 0) return *rc::gen::element(Dims{0}, Dims{0, 2}, Dims{2, 0, 1}, Dims{1, 0});
+  std::vector<int64_t> factors;
+  for (int64_t k = 2, r = n; r > 1; ++k) {
+    while (r % k == 0) {
+      factors.push_back(k);
+      r /= k;
+    }
+  }
+  Dims shape;
+  for (int64_t f : factors) {
+    if (shape.empty() || *rc::gen::arbitrary<bool>()) {
+      shape.push_back(f);
+    } else {
+      shape.back() *= f;
+    }
+  }
+  const int ones = *rc::gen::inRange(0, 2);
+  for (int i = 0; i < ones; ++i)
+    shape.insert(shape.begin() + *rc::gen::inRange<size_t>(0, shape.size() + 1), 1);
+  return shape;
+}
+
+}  // namespace
+
+CommandPtr make_view(const Model& m) {
+  const int x = pick_any(m);
+  if (x < 0) return nullptr;
+  return std::make_shared<View>(m.next_name(), x, gen_reshape(m.shape(x)),
+                                *rc::gen::arbitrary<bool>());
+}
+
+namespace {
+
+enum class AliasKind { kDetach, kDropoutNoP, kDropoutEval };
+
+class Alias final : public ApiCommand {
+ public:
+  Alias(int name, int of, AliasKind kind) : name_(name), of_(of), kind_(kind) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_)));
+  }
+  Outcome step(Model& m) const override {
+    return kind_ == AliasKind::kDetach ? m.detach(name_, of_) : m.alias(name_, of_);
+  }
+  void exec(Sut& sut, const Model&) const override {
+    const Tensor& t = sut.tensors.at(of_);
+    switch (kind_) {
+      case AliasKind::kDetach:
+        sut.tensors[name_] = ops::detach(t);
+        break;
+      case AliasKind::kDropoutNoP:
+        sut.tensors[name_] = ops::dropout(t, 0.0, true, 1);
+        break;
+      case AliasKind::kDropoutEval:
+        sut.tensors[name_] = ops::dropout(t, 0.5, false, 1);
+        break;
+    }
+  }
+  std::string text() const override {
+    const std::string out = tname(name_) + " = ";
+    switch (kind_) {
+      case AliasKind::kDetach:
+        return out + tname(of_) + ".detach()";
+      case AliasKind::kDropoutNoP:
+        return out + "F.dropout(" + tname(of_) + ", 0.0, True)";
+      case AliasKind::kDropoutEval:
+        return out + "F.dropout(" + tname(of_) + ", 0.5, False)";
+    }
+    return out;
+  }
+
+ private:
+  int name_, of_;
+  AliasKind kind_;
+};
+
+}  // namespace
+
+CommandPtr make_alias(const Model& m) {
+  const int x = pick_any(m);
+  if (x < 0) return nullptr;
+  return std::make_shared<Alias>(
+      m.next_name(), x,
+      *rc::gen::weightedElement<AliasKind>(
+          {{3, AliasKind::kDetach}, {1, AliasKind::kDropoutNoP}, {1, AliasKind::kDropoutEval}}));
+}
+
+namespace {
+
+// ---- in-place ops ----------------------------------------------------------------------------
+
+class InPlace final : public ApiCommand {
+ public:
+  InPlace(OpKind kind, int self, int other, bool no_grad)
+      : kind_(kind), self_(self), other_(other), no_grad_(no_grad) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((m.has(self_) && m.has(other_)));
+    // PyTorch refuses a write from a tensor that shares self's memory with another shape
+    // ("partial overlap"); the engine's tensors are all contiguous, so it would be well defined
+    // there. Not generated (README.md).
+    const ImplState &a = m.impl(m.impl_of(self_)), &b = m.impl(m.impl_of(other_));
+    RC_PRE((a.storage != b.storage || a.shape == b.shape || count(a.shape) == 0));
+    if (broadcasts_to(m.shape(other_), m.shape(self_))) {
+      for (const Val<double>& v : m.preview(kind_, {}, {self_, other_})) RC_PRE(tame(v.v));
+    }
+  }
+  Outcome step(Model& m) const override { return m.inplace(kind_, self_, other_, no_grad_); }
+  void exec(Sut& sut, const Model&) const override {
+    Tensor& a = sut.tensors.at(self_);
+    const Tensor& b = sut.tensors.at(other_);
+    std::optional<NoGradGuard> guard;
+    if (no_grad_) guard.emplace();
+    switch (kind_) {
+      case OpKind::kAddInplace:
+        ops::add_(a, b);
+        break;
+      case OpKind::kMulInplace:
+        ops::mul_(a, b);
+        break;
+      default:
+        ops::copy_(a, b);
+        break;
+    }
+  }
+  std::string text() const override {
+    return std::string(no_grad_ ? "with torch.no_grad(): " : "") + tname(self_) + "." +
+           op_name(kind_) + "(" + tname(other_) + ")";
+  }
+
+ private:
+  OpKind kind_;
+  int self_, other_;
+  bool no_grad_;
+};
+
+}  // namespace
+
+CommandPtr make_inplace(const Model& m) {
+  const int a = pick_any(m);
+  if (a < 0) return nullptr;
+  // Often the tensor itself or one sharing its storage (a view, a detached alias); often one
+  // that requires grad (so that the written tensor gets a history, a leaf becomes a non-leaf).
+  const int storage = m.impl(m.impl_of(a)).storage;
+  auto fits = [&](int o) { return broadcasts_to(m.shape(o), m.shape(a)); };
+  int b = -1;
+  switch (*rc::gen::weightedElement<int>({{2, 0}, {2, 1}, {1, 2}})) {
+    case 0:
+      b = partner(m, [&](int o) { return m.impl(m.impl_of(o)).storage == storage && fits(o); });
+      break;
+    case 1:
+      b = partner(m, [&](int o) { return m.requires_grad(m.impl_of(o)) && fits(o); });
+      break;
+    default:
+      break;
+  }
+  if (b < 0) b = partner(m, fits);
+  if (b < 0) return nullptr;
+  return std::make_shared<InPlace>(
+      *rc::gen::element(OpKind::kAddInplace, OpKind::kMulInplace, OpKind::kCopyInplace), a, b,
+      *rc::gen::weightedElement<bool>({{3, false}, {1, true}}));
+}
+
+namespace {
+
+// ---- custom Functions ------------------------------------------------------------------------
+
+class Custom final : public ApiCommand {
+ public:
+  Custom(OpKind kind, int name, int p, int q) : kind_(kind), name_(name), p_(p), q_(q) {}
+  std::vector<int> outs() const {
+    if (kind_ == OpKind::kCustomMul) return {name_};
+    return {name_, name_ + 1};
+  }
+  void checkPreconditions(const Model& m) const override {
+    for (int o : outs()) RC_PRE(fresh(m, o));
+    RC_PRE((m.has(p_) && m.has(q_) && m.shape(p_) == m.shape(q_)));
+    for (const Val<double>& v : m.preview(kind_, {}, {p_, q_})) RC_PRE(tame(v.v));
+  }
+  Outcome step(Model& m) const override { return m.custom(kind_, outs(), p_, q_); }
+  void exec(Sut& sut, const Model& after) const override {
+    set_next_custom_tag(after.grad_fn_node(name_));
+    const Tensor &p = sut.tensors.at(p_), &q = sut.tensors.at(q_);
+    if (kind_ == OpKind::kCustomMul) {
+      sut.tensors[name_] = custom_mul(p, q);
+      return;
+    }
+    TensorList uw = custom_two(p, q);
+    sut.tensors[name_] = uw[0];
+    sut.tensors[name_ + 1] = uw[1];
+  }
+  std::string text() const override {
+    std::string lhs = tname(name_);
+    if (kind_ == OpKind::kCustomTwo) lhs += ", " + tname(name_ + 1);
+    return lhs + " = " + op_name(kind_) + ".apply(" + tname(p_) + ", " + tname(q_) + ")";
+  }
+
+ private:
+  OpKind kind_;
+  int name_, p_, q_;
+};
+
+}  // namespace
+
+CommandPtr make_leaf(const Model& m) { return std::make_shared<MakeLeaf>(m); }
+
+CommandPtr make_custom(const Model& m) {
+  const int p = pick_any(m);
+  if (p < 0) return nullptr;
+  const int q = pick(m, [&](int o) { return m.shape(o) == m.shape(p); });
+  return std::make_shared<Custom>(*rc::gen::element(OpKind::kCustomMul, OpKind::kCustomTwo),
+                                  m.next_name(), p, q);
+}
+
+}  // namespace ag::api_model
