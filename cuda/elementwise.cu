@@ -1,56 +1,15 @@
-// Elementwise kernels: fill, binary ops with broadcasting, unary ops, strided copies.
+// Elementwise kernels: fill, binary ops with broadcasting, unary ops, strided copies. Each element
+// is computed by its kind's rule in the op list (ops/scalar_rules.h, Note [The op list]).
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "ops/scalar_rules.h"
 
 namespace ag::cuda {
 namespace {
 
-template <typename T>
-__device__ __forceinline__ T apply_binary(BinaryOp op, T x, T y) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return x + y;
-    case BinaryOp::kSub:
-      return x - y;
-    case BinaryOp::kMul:
-      return x * y;
-    case BinaryOp::kDiv:
-      return x / y;
-    case BinaryOp::kPow:
-      return pow(x, y);
-    case BinaryOp::kThreshold:
-      return y > T(0) ? x : T(0);
-  }
-  return T(0);
-}
-
-template <typename T>
-__device__ __forceinline__ T apply_unary(UnaryOp op, T x, T s) {
-  switch (op) {
-    case UnaryOp::kNeg:
-      return -x;
-    case UnaryOp::kExp:
-      return exp(x);
-    case UnaryOp::kLog:
-      return log(x);
-    case UnaryOp::kTanh:
-      return tanh(x);
-    case UnaryOp::kSigmoid:
-      return T(1) / (T(1) + exp(-x));
-    case UnaryOp::kRelu:
-      return x > T(0) ? x : T(0);
-    case UnaryOp::kAddScalar:
-      return x + s;
-    case UnaryOp::kMulScalar:
-      return x * s;
-    case UnaryOp::kPowScalar:
-      return pow(x, s);
-    case UnaryOp::kRpowScalar:
-      return pow(s, x);
-  }
-  return T(0);
-}
+using ops::apply_binary;
+using ops::apply_unary;
 
 template <typename T>
 __global__ void fill_kernel(T* out, int64_t n, T value) {

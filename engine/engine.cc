@@ -328,6 +328,11 @@ ExecutionPlan plan_execution(const ExecuteRequest& request) {
 }
 
 TensorList execute(const ExecuteRequest& request) {
+  // A trace holds forward ops; the backward of a traced program comes from its
+  // DifferentiableGraphs (engine/jit), not from a trace of the engine's own work.
+  AG_CHECK(!engine_ops::tracing(),
+           "backward()/grad() cannot run while ops are traced: trace the forward, then "
+           "differentiate the traced graph's results");
   GradModeGuard grad_mode(request.create_graph);
   ScratchLease<Scratch> scratch;
   return GraphTask(request, *scratch).run();

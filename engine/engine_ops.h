@@ -20,5 +20,8 @@ Tensor zeros_like(const Tensor& t);
 Tensor zeros(const TensorMeta& meta);
 // Regenerates the history of a view whose base was written since it was recorded.
 void refresh_view(const Tensor& view);
+// Whether ops are being traced on this thread (Note [Tracing hook] in ops/spec.h): a trace
+// records forward ops only, so backward and custom Functions refuse to run under one.
+bool tracing();
 
 }  // namespace ag::engine_ops

@@ -4,6 +4,8 @@
 
 #include <typeinfo>
 
+#include "engine/engine_ops.h"
+#include "engine/error.h"
 #include "engine/grad_mode.h"
 
 namespace ag {
@@ -21,6 +23,9 @@ struct FunctionName<F, std::void_t<decltype(F::name)>> {
 
 template <typename F>
 TensorList Function<F>::apply(const TensorList& inputs) {
+  // A trace would record forward's ops and lose backward (Note [Tracing hook], ops/spec.h).
+  AG_CHECK(!engine_ops::tracing(), "Function '", detail::FunctionName<F>::get(),
+           "': custom Functions cannot be traced (their backward is not an op of the op set)");
   auto state = std::make_unique<FunctionState>();
   for (const Tensor& t : inputs) {
     state->input_requires_grad.push_back(t.defined() && t.requires_grad());

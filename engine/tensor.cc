@@ -41,6 +41,9 @@ double Tensor::item() const {
 }
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  // As in PyTorch, asking a non-leaf (which requires grad) to require grad is a no-op; only
+  // turning it off is an error.
+  if (requires_grad && !is_leaf()) return *this;
   AG_CHECK(is_leaf(),
            "set_requires_grad: only leaf tensors can change requires_grad; this tensor has "
            "grad_fn '",
@@ -55,6 +58,8 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) {
+  AG_CHECK(!g.defined() || g.impl().get() != impl_.get(),
+           "set_grad: can't assign a tensor as its own grad");
   if (g.defined()) {
     AG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(),
              "set_grad: gradient ", g.describe(), " does not match tensor ", describe());

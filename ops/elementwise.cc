@@ -45,30 +45,38 @@ struct Add : Binary {
 };
 const OpSpec Add::spec{"add",
                        {{self, {}, [](const Ctx& c) { return c.grad(); }},
-                        {other, {}, [](const Ctx& c) { return c.grad(); }}}};
+                        {other, {}, [](const Ctx& c) { return c.grad(); }}},
+                       binary_forward<add>()};
 
 struct Sub : Binary {
   static const OpSpec spec;
 };
 const OpSpec Sub::spec{"sub",
                        {{self, {}, [](const Ctx& c) { return c.grad(); }},
-                        {other, {}, [](const Ctx& c) { return -c.grad(); }}}};
+                        {other, {}, [](const Ctx& c) { return -c.grad(); }}},
+                       binary_forward<sub>()};
 
 struct Mul : Binary {
   static const OpSpec spec;
 };
 const OpSpec Mul::spec{"mul",
                        {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
-                        {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }}}};
+                        {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }}},
+                       binary_forward<mul>()};
+
+// mul_(self, other): mul's formulas, asked, not restated (Note [In-place saves]). Defined here,
+// after Mul::spec, so that it is built after it.
+const OpSpec mul_inplace{"mul_", Mul::spec, in_place_forward<mul_>()};
 
 struct Div : Binary {
   static const OpSpec spec;
 };
 const OpSpec Div::spec{"div",
                        {{self, {other}, [](const Ctx& c) { return c.grad() / c[other]; }},
-                        {other, {self, other}, [](const Ctx& c) {
-                           return -c.grad() * c[self] / (c[other] * c[other]);
-                         }}}};
+                        {other,
+                         {self, other},
+                         [](const Ctx& c) { return -c.grad() * c[self] / (c[other] * c[other]); }}},
+                       binary_forward<div>()};
 
 // pow(self, exponent) = result
 struct Pow {
@@ -81,69 +89,82 @@ const OpSpec Pow::spec{
     {{self,
       {self, exponent},
       [](const Ctx& c) { return c.grad() * (c[exponent] * pow(c[self], c[exponent] - 1.0)); }},
-     {exponent, {self, result}, [](const Ctx& c) {
-        return c.grad() * (c[result] * log(c[self]));
-      }}}};
+     {exponent,
+      {self, result},
+      [](const Ctx& c) { return c.grad() * (c[result] * log(c[self])); }}},
+    binary_forward<pow>()};
 
 struct AddScalar : Unary {
   static const OpSpec spec;
 };
-const OpSpec AddScalar::spec{"add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
+const OpSpec AddScalar::spec{
+    "add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, scalar_forward<add>()};
 
 struct MulScalar : Unary {
   static const OpSpec spec;
 };
 const OpSpec MulScalar::spec{
     "mul_scalar",
-    {{self, {}, [](const Ctx& c) { return c.grad() * c.attrs<ScalarAttrs>().scalar; }}}};
+    {{self, {}, [](const Ctx& c) { return c.grad() * c.attrs<ScalarAttrs>().scalar; }}},
+    scalar_forward<mul>()};
 
 struct PowScalar : Unary {
   static const OpSpec spec;
 };
-const OpSpec PowScalar::spec{"pow_scalar", {{self, {self}, [](const Ctx& c) {
-                                               const double e = c.attrs<ScalarAttrs>().scalar;
-                                               // PyTorch: x^0 has gradient 0 everywhere (not
-                                               // 0 * 0^-1 = NaN at 0), a constant: no history.
-                                               if (e == 0.0) return zeros_like(c.grad());
-                                               return c.grad() * (e * pow(c[self], e - 1.0));
-                                             }}}};
+const OpSpec PowScalar::spec{"pow_scalar",
+                             {{self,
+                               {self},
+                               [](const Ctx& c) {
+                                 const double e = c.attrs<ScalarAttrs>().scalar;
+                                 // PyTorch: x^0 has gradient 0 everywhere (not
+                                 // 0 * 0^-1 = NaN at 0), a constant: no history.
+                                 if (e == 0.0) return zeros_like(c.grad());
+                                 return c.grad() * (e * pow(c[self], e - 1.0));
+                               }}},
+                             scalar_forward<pow>()};
 
 struct Neg : Unary {
   static const OpSpec spec;
 };
-const OpSpec Neg::spec{"neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}}};
+const OpSpec Neg::spec{
+    "neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}}, unary_forward<neg>()};
 
 struct Exp : Unary {
   static const OpSpec spec;
 };
 const OpSpec Exp::spec{"exp",
-                       {{self, {result}, [](const Ctx& c) { return c.grad() * c[result]; }}}};
+                       {{self, {result}, [](const Ctx& c) { return c.grad() * c[result]; }}},
+                       unary_forward<exp>()};
 
 struct Log : Unary {
   static const OpSpec spec;
 };
-const OpSpec Log::spec{"log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}}};
+const OpSpec Log::spec{
+    "log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}}, unary_forward<log>()};
 
 struct Tanh : Unary {
   static const OpSpec spec;
 };
 const OpSpec Tanh::spec{
     "tanh",
-    {{self, {result}, [](const Ctx& c) { return c.grad() * (1.0 - c[result] * c[result]); }}}};
+    {{self, {result}, [](const Ctx& c) { return c.grad() * (1.0 - c[result] * c[result]); }}},
+    unary_forward<tanh>()};
 
 struct Sigmoid : Unary {
   static const OpSpec spec;
 };
 const OpSpec Sigmoid::spec{
     "sigmoid",
-    {{self, {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); }}}};
+    {{self, {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); }}},
+    unary_forward<sigmoid>()};
 
 struct Relu : Unary {
   static const OpSpec spec;
 };
 const OpSpec Relu::spec{
     "relu",
-    {{self, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }}}};
+    {{self, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }}},
+    unary_forward<relu>()};
 
 // relu's derivative, grad * (result > 0), as an op of its own (PyTorch's threshold_backward).
 // Its derivative w.r.t. grad is the same mask; w.r.t. result it is zero, but recording that edge
@@ -157,9 +178,12 @@ struct ThresholdBackward {
 const OpSpec ThresholdBackward::spec{
     "threshold_backward",
     {{grad, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }},
-     {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}}};
+     {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
+    binary_forward<threshold_backward>()};
 
 }  // namespace
+
+const OpSpec& mul_inplace_spec() { return mul_inplace; }
 
 Tensor add(const Tensor& a, const Tensor& b) {
   return binary_op(Add::spec, BinaryKind::kAdd, a, b);

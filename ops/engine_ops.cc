@@ -2,6 +2,7 @@
 #include "engine/engine_ops.h"
 
 #include "ops/ops.h"
+#include "ops/spec.h"
 #include "ops/views.h"
 
 namespace ag::engine_ops {
@@ -13,5 +14,6 @@ Tensor ones_like(const Tensor& t) { return ops::ones_like(t); }
 Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
 Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }
 void refresh_view(const Tensor& view) { ops::refresh_view(view); }
+bool tracing() { return ops::trace_hook() != nullptr; }
 
 }  // namespace ag::engine_ops

@@ -19,8 +19,6 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
 Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype,
                    Device device) {
@@ -51,14 +49,25 @@ struct OfSelf {
 struct Clone : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec Clone::spec{"clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
+const OpSpec Clone::spec{
+    "clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, unary_forward<clone>()};
 
 // The gradient goes back to the input's device.
 struct To : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec To::spec{
-    "to", {{self, {}, [](const Ctx& c) { return to(c.grad(), c.attrs<DeviceAttrs>().device); }}}};
+    "to",
+    {{self, {}, [](const Ctx& c) { return to(c.grad(), c.attrs<DeviceAttrs>().device); }}},
+    {AliasKind::kPure, DeviceAttrs{},
+     [](const OpArgs& a) { return to(a[self], a.attrs<DeviceAttrs>().target); }}};
+
+// Ops without a derivative, for the JIT (Note [Op schema]): detach shares its input's storage.
+const OpSpec Detach{"detach", {OfSelf::self}, {AliasKind::kView, NoAttrs(), [](const OpArgs& a) {
+                                                 return detach(a.input(0));
+                                               }}};
+const OpSpec ZerosLike{"zeros_like", {OfSelf::self}, unary_forward<zeros_like>()};
+const OpSpec OnesLike{"ones_like", {OfSelf::self}, unary_forward<ones_like>()};
 }  // namespace
 
 Tensor clone(const Tensor& t) {
@@ -70,7 +79,20 @@ Tensor clone(const Tensor& t) {
 
 Tensor detach(const Tensor& a) {
   check_defined("detach", a, "input");
-  return a.detach();
+  Tensor out = a.detach();
+  trace(Detach, {&a}, out);
+  return out;
+}
+
+Tensor zeros_like(const Tensor& t) {
+  Tensor out = zeros(t.shape(), t.dtype(), t.device());
+  trace(ZerosLike, {&t}, out);
+  return out;
+}
+Tensor ones_like(const Tensor& t) {
+  Tensor out = ones(t.shape(), t.dtype(), t.device());
+  trace(OnesLike, {&t}, out);
+  return out;
 }
 
 Tensor to(const Tensor& t, Device device) {
@@ -81,7 +103,7 @@ Tensor to(const Tensor& t, Device device) {
   std::vector<char> host(t.nbytes());
   allocator_for(t.device().type).copy_to_host(host.data(), t.raw_data(), host.size());
   allocator_for(device.type).copy_from_host(out.raw_data(), host.data(), host.size());
-  return record(To::spec, {&t}, out, DeviceAttrs{t.device()});
+  return record(To::spec, {&t}, out, DeviceAttrs{t.device(), device});
 }
 
 }  // namespace ag::ops

@@ -1,8 +1,8 @@
 // In-place ops: write into the first argument, bump its version counter, and rebase its history
 // onto the new node (the old history becomes that node's input edge). The node and the inputs
 // it saves are made before the write, so a saved value that the write changes fails the version
-// check in backward, as in PyTorch. When the argument is a view, its base's history is rebased
-// too (Note [In-place ops on views]).
+// check in backward, as in PyTorch (Note [In-place saves] in ops/spec.h). When the argument is a
+// view, its base's history is rebased too (Note [In-place ops on views]).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
@@ -21,19 +21,8 @@ struct AddInplace {
 };
 const OpSpec AddInplace::spec{"add_",
                               {{self, {}, [](const Ctx& c) { return c.grad(); }},
-                               {other, {}, [](const Ctx& c) { return c.grad(); }}}};
-
-// mul_(self, other). The old value of self is gone after the write, so mul_ saves a
-// differentiable copy of it, self_before, made only when that slot is kept (Note [Guarded saves]).
-struct MulInplace {
-  static constexpr Input self{0, "self"}, other{1, "other"};
-  static constexpr ForwardValue self_before{0, "self_before"};
-  static const OpSpec spec;
-};
-const OpSpec MulInplace::spec{
-    "mul_",
-    {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
-     {other, {self_before}, [](const Ctx& c) { return c.grad() * c[self_before]; }}}};
+                               {other, {}, [](const Ctx& c) { return c.grad(); }}},
+                              in_place_forward<add_>()};
 
 // copy_(self, src). The overwritten self gets a constant zero gradient (no history, as PyTorch's
 // zeros_like).
@@ -43,7 +32,8 @@ struct CopyInplace {
 };
 const OpSpec CopyInplace::spec{"copy_",
                                {{self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
-                                {src, {}, [](const Ctx& c) { return c.grad(); }}}};
+                                {src, {}, [](const Ctx& c) { return c.grad(); }}},
+                               in_place_forward<copy_>()};
 
 void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(op, a, b);
@@ -61,12 +51,15 @@ std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const
   return make_node(spec, {&a, &b}, NoAttrs(), {}, /*written=*/&a);
 }
 
-// After the write: bump the version, make `a` the node's output, rebase a view's base.
-Tensor& finish_inplace(const std::shared_ptr<OpNode>& node, Tensor& a) {
+// After the write: bump the version, make `a` the node's output, rebase a view's base, and
+// report the op to an active trace (Note [Tracing hook]).
+Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, Tensor& a,
+                       const Tensor& b) {
   a.bump_version();
   if (node) attach_output(*node, a);
   if (node && a.impl()->view_base) node->mark_written_through_view();
   rebase_history_after_inplace(a);
+  trace(spec, {&a, &b}, a);
   return a;
 }
 
@@ -76,26 +69,22 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   check_inplace("add_", a, b);
   std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
-  return finish_inplace(node, a);
+  return finish_inplace(AddInplace::spec, node, a, b);
 }
 
 Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
-  std::shared_ptr<OpNode> node = begin_inplace(MulInplace::spec, a, b);
-  // The spec says whether self_before is kept. clone() keeps self's history, so other's
-  // gradient stays differentiable in self (like PyTorch's original_self = self.clone()); a plain
-  // copy would cut double backward there.
-  const int self_before = MulInplace::spec.slot_index(MulInplace::self_before);
-  if (node && node->keeps_slot(self_before)) node->save(self_before, clone(a), false);
+  // mul's spec says what to save; self is saved as it is before the write (Note [In-place saves]).
+  std::shared_ptr<OpNode> node = begin_inplace(mul_inplace_spec(), a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
-  return finish_inplace(node, a);
+  return finish_inplace(mul_inplace_spec(), node, a, b);
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src);
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
-  return finish_inplace(node, a);
+  return finish_inplace(CopyInplace::spec, node, a, src);
 }
 
 }  // namespace ag::ops

@@ -1,30 +1,82 @@
 #pragma once
 
-// The elementwise operations every device's kernels implement. Plain enums with no
-// dependencies, so device code (cuda/*.cu) switches on the very same values.
+// The elementwise operations every device's kernels implement, generated from one list (Note [The
+// op list]). Plain enums and macros with no dependencies, so device code (cuda/*.cu) switches on
+// the very same values.
+
+// Note [The op list]
+// AG_BINARY_OPS and AG_UNARY_OPS are the elementwise op set, one line per kernel:
+//
+//   X(Name, "name", scalar rule)
+//
+// The rule is one element's value as a C++ expression in `x` (and `y`, or the op's `s`calar),
+// of type T (float or double), written once and compiled for host and device: from the list come
+// the kinds (BinaryKind::kName), their names (kind_name()), the scalar reference rule (apply_binary
+// and apply_unary in ops/scalar_rules.h, which run the CPU's strided and broadcasting loops and
+// the CUDA kernels), and every list of "all kinds" that tests and generators walk
+// (kAllBinaryKinds, kAllUnaryKinds). The CPU's vectorized Eigen kernels (ops/cpu/kernels.cc) keep
+// one switch each, since Eigen vectorizes its own expressions (x.exp(), a.pow(b)) and not a
+// scalar lambda; with -Wall -Werror (.bazelrc) a kind missing there is a compile error.
+//
+// To add an elementwise op:
+//   1. Add its line here; the kinds, names, scalar rules (CPU strided path, CUDA kernels) and the
+//      kernel tests (ops/tests/cpu_isa_test.cc, cuda/tests/kernels_test.cc) follow.
+//   2. Add its Eigen case in ops/cpu/kernels.cc (the compiler points at the switch).
+//   3. Write the op: its function in ops/ops.h, its forward and derivative spec in
+//      ops/elementwise.cc (Note [Derivative spec], ops/spec.h).
+//   4. Add it to the random compositions (proptests/ops/composition.cc) and their reference
+//      (proptests/ops/reference.cc), which is kept independent of this list on purpose.
+//
+// clang-format off
+// Binary kinds: out = x (kind) y.
+#define AG_BINARY_OPS(X)                                                    \
+  X(Add, "add", x + y)                                                      \
+  X(Sub, "sub", x - y)                                                      \
+  X(Mul, "mul", x * y)                                                      \
+  X(Div, "div", x / y)                                                      \
+  X(Pow, "pow", pow(x, y))                                                  \
+  /* x where y > 0, else 0: relu's backward in one pass (PyTorch's name) */ \
+  X(Threshold, "threshold_backward", y > T(0) ? x : T(0))
+
+// Unary kinds: out = (kind)(x); the *Scalar ones combine the element with the scalar `s`.
+#define AG_UNARY_OPS(X)                          \
+  X(Neg, "neg", -x)                              \
+  X(Exp, "exp", exp(x))                          \
+  X(Log, "log", log(x))                          \
+  X(Tanh, "tanh", tanh(x))                       \
+  X(Sigmoid, "sigmoid", T(1) / (T(1) + exp(-x))) \
+  X(Relu, "relu", x > T(0) ? x : T(0))           \
+  X(AddScalar, "add_scalar", x + s)              \
+  X(MulScalar, "mul_scalar", x * s)              \
+  X(PowScalar, "pow_scalar", pow(x, s))          \
+  X(RpowScalar, "rpow_scalar", pow(s, x))
+// clang-format on
 
 namespace ag::ops {
 
-enum class BinaryKind {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kThreshold  // x where y > 0, else 0 (relu's backward in one pass)
-};
-// Unary kinds; the *Scalar ones combine the element with `scalar`.
-enum class UnaryKind {
-  kNeg,
-  kExp,
-  kLog,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kAddScalar,  // x + s
-  kMulScalar,  // x * s
-  kPowScalar,  // x ^ s
-  kRpowScalar  // s ^ x
-};
+#define AG_KIND_ENUMERATOR(Name, name, rule) k##Name,
+enum class BinaryKind { AG_BINARY_OPS(AG_KIND_ENUMERATOR) };
+enum class UnaryKind { AG_UNARY_OPS(AG_KIND_ENUMERATOR) };
+#undef AG_KIND_ENUMERATOR
+
+// Every kind, in the list's order.
+#define AG_BINARY_KIND(Name, name, rule) BinaryKind::k##Name,
+#define AG_UNARY_KIND(Name, name, rule) UnaryKind::k##Name,
+inline constexpr BinaryKind kAllBinaryKinds[] = {AG_BINARY_OPS(AG_BINARY_KIND)};
+inline constexpr UnaryKind kAllUnaryKinds[] = {AG_UNARY_OPS(AG_UNARY_KIND)};
+#undef AG_BINARY_KIND
+#undef AG_UNARY_KIND
+
+// The kind's name in the list ("add", "rpow_scalar").
+#define AG_KIND_NAME(Name, name, rule) name,
+constexpr const char* kind_name(BinaryKind kind) {
+  constexpr const char* kNames[] = {AG_BINARY_OPS(AG_KIND_NAME)};
+  return kNames[static_cast<int>(kind)];
+}
+constexpr const char* kind_name(UnaryKind kind) {
+  constexpr const char* kNames[] = {AG_UNARY_OPS(AG_KIND_NAME)};
+  return kNames[static_cast<int>(kind)];
+}
+#undef AG_KIND_NAME
 
 }  // namespace ag::ops

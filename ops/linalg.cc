@@ -16,6 +16,7 @@ namespace ag::ops {
 namespace {
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb);
+Tensor checked_product(const OpSpec& spec, const OpArgs& args, int64_t rank);
 
 // C = op(A) op(B):  dA = G op(B)^T (or its transpose),  dB = op(A)^T G (or its transpose).
 Tensor grad_mat1(const OpSpec& spec, const Tensor& g, const Tensor& b, bool ta, bool tb) {
@@ -29,7 +30,7 @@ Tensor grad_mat2(const OpSpec& spec, const Tensor& g, const Tensor& a, bool ta, 
 // spec (c.spec()), so bmm's gradients are bmm's again.
 struct Product {
   static constexpr Input self{0, "self"}, mat2{1, "mat2"};
-  static OpSpec spec_named(const char* name) {
+  static OpSpec spec_named(const char* name, Tensor (*call)(const OpArgs&)) {
     return OpSpec(name,
                   {{self,
                     {mat2},
@@ -37,29 +38,45 @@ struct Product {
                       const auto& t = c.attrs<ProductAttrs>();
                       return grad_mat1(c.spec(), c.grad(), c[mat2], t.transpose_a, t.transpose_b);
                     }},
-                   {mat2, {self}, [](const Ctx& c) {
+                   {mat2,
+                    {self},
+                    [](const Ctx& c) {
                       const auto& t = c.attrs<ProductAttrs>();
                       return grad_mat2(c.spec(), c.grad(), c[self], t.transpose_a, t.transpose_b);
-                    }}});
+                    }}},
+                  {AliasKind::kPure, ProductAttrs{false, false}, call});
   }
 };
-const OpSpec kMm = Product::spec_named("mm");
-const OpSpec kBmm = Product::spec_named("bmm");
+const OpSpec kMm =
+    Product::spec_named("mm", [](const OpArgs& a) { return checked_product(kMm, a, 2); });
+const OpSpec kBmm =
+    Product::spec_named("bmm", [](const OpArgs& a) { return checked_product(kBmm, a, 3); });
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
                 ProductAttrs{ta, tb});
 }
 
-void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
+// Checks op(a) @ op(b), where op transposes the last two dims when ta (tb) is set.
+void check_product(const char* op, const Tensor& a, const Tensor& b, int64_t rank, bool ta = false,
+                   bool tb = false) {
   check_same_dtype_and_device(op, a, b);
   AG_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",
            a.describe(), " and ", b.describe());
-  AG_CHECK(a.shape()[rank - 1] == b.shape()[rank - 2], op, ": shapes ", to_string(a.shape()),
-           " and ", to_string(b.shape()), " cannot be multiplied (", a.shape()[rank - 1], " vs ",
-           b.shape()[rank - 2], ")");
+  const int64_t ka = a.shape()[rank - (ta ? 2 : 1)], kb = b.shape()[rank - (tb ? 1 : 2)];
+  AG_CHECK(ka == kb, op, ": shapes ", to_string(a.shape()), " and ", to_string(b.shape()),
+           " cannot be multiplied (", ka, " vs ", kb, ")");
   AG_CHECK(rank == 2 || a.shape()[0] == b.shape()[0], op,
            ": batch sizes differ: ", to_string(a.shape()), " and ", to_string(b.shape()));
+}
+
+// mm and bmm as the JIT calls them: the same checks as mm() and bmm(), with the transposes the
+// gradient products use.
+Tensor checked_product(const OpSpec& spec, const OpArgs& args, int64_t rank) {
+  const auto& t = args.attrs<ProductAttrs>();
+  check_product(spec.name().c_str(), args.input(0), args.input(1), rank, t.transpose_a,
+                t.transpose_b);
+  return product(spec, args.input(0), args.input(1), t.transpose_a, t.transpose_b);
 }
 
 // addmm(self, mat1, mat2) = self + mat1 @ mat2
@@ -71,7 +88,9 @@ const OpSpec Addmm::spec{
     "addmm",
     {{self, {}, [](const Ctx& c) { return c.grad(); }},
      {mat1, {mat2}, [](const Ctx& c) { return product(kMm, c.grad(), c[mat2], false, true); }},
-     {mat2, {mat1}, [](const Ctx& c) { return product(kMm, c[mat1], c.grad(), true, false); }}}};
+     {mat2, {mat1}, [](const Ctx& c) { return product(kMm, c[mat1], c.grad(), true, false); }}},
+    {AliasKind::kPure, NoAttrs(),
+     [](const OpArgs& a) { return addmm(a[self], a[mat1], a[mat2]); }}};
 
 // linear(input, weight, bias) = input @ weight^T + bias: input [N, in], weight [out, in],
 // bias [out]
@@ -85,7 +104,9 @@ const OpSpec Linear::spec{
       {weight},
       [](const Ctx& c) { return product(kMm, c.grad(), c[weight], false, false); }},
      {weight, {input}, [](const Ctx& c) { return product(kMm, c.grad(), c[input], true, false); }},
-     {bias, {}, [](const Ctx& c) { return c.grad(); }}}};
+     {bias, {}, [](const Ctx& c) { return c.grad(); }}},
+    {AliasKind::kPure, NoAttrs(),
+     [](const OpArgs& a) { return linear(a[input], a[weight], a[bias]); }}};
 
 // The broadcast of a's and b's batch dims (all but the last two), as matmul names them.
 Shape broadcast_batch(const Tensor& a, const Tensor& b) {
@@ -138,6 +159,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   check_same_dtype_and_device("linear", input, weight);
+  // PyTorch: a 1-D weight [in] without bias contracts input's last dim (input @ weight).
+  if (weight.dim() == 1 && !bias.defined() && input.dim() >= 1) return matmul(input, weight);
   AG_CHECK(weight.dim() == 2 && input.dim() >= 1 && input.shape().back() == weight.shape()[1],
            "linear: input ", input.describe(), " and weight ", weight.describe(),
            " do not match (expected input [..., in] and weight [out, in])");

@@ -15,11 +15,16 @@ struct LogSoftmax {
   static constexpr Result result{};
   static const OpSpec spec;
 };
-const OpSpec LogSoftmax::spec{"log_softmax", {{self, {result}, [](const Ctx& c) {
-                                                 const int64_t dim = c.attrs<DimAttrs>().dim;
-                                                 return c.grad() -
-                                                        exp(c[result]) * sum(c.grad(), dim, true);
-                                               }}}};
+const OpSpec LogSoftmax::spec{"log_softmax",
+                              {{self,
+                                {result},
+                                [](const Ctx& c) {
+                                  const int64_t dim = c.attrs<DimAttrs>().dim;
+                                  return c.grad() - exp(c[result]) * sum(c.grad(), dim, true);
+                                }}},
+                              {AliasKind::kPure, DimAttrs{1}, [](const OpArgs& a) {
+                                 return log_softmax(a[self], a.attrs<DimAttrs>().dim);
+                               }}};
 
 // loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
 // incoming gradient. The pattern needs only the targets and the shape.
@@ -41,10 +46,15 @@ struct NllLoss {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec NllLoss::spec{"nll_loss", {{self, {self}, [](const Ctx& c) {
-                                           return nll_loss_backward(
-                                               c.grad(), c[self], *c.attrs<TargetsAttrs>().targets);
-                                         }}}};
+const OpSpec NllLoss::spec{
+    "nll_loss",
+    {{self,
+      {self},
+      [](const Ctx& c) {
+        return nll_loss_backward(c.grad(), c[self], *c.attrs<TargetsAttrs>().targets);
+      }}},
+    {AliasKind::kPure, TargetsAttrs{},
+     [](const OpArgs& a) { return nll_loss(a[self], *a.attrs<TargetsAttrs>().targets); }}};
 
 // nll_loss_backward(grad, self) = pattern * grad, with grad a scalar: d/dgrad is nll_loss of
 // the incoming gradient, and d/dself is a constant zero.
@@ -55,7 +65,10 @@ struct NllLossBackward {
 const OpSpec NllLossBackward::spec{
     "nll_loss_backward",
     {{grad, {}, [](const Ctx& c) { return nll_loss(c.grad(), *c.attrs<TargetsAttrs>().targets); }},
-     {self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}}};
+     {self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
+    {AliasKind::kPure, TargetsAttrs{}, [](const OpArgs& a) {
+       return nll_loss_backward(a[grad], a[self], *a.attrs<TargetsAttrs>().targets);
+     }}};
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
                          const std::vector<int64_t>& targets) {

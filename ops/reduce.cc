@@ -20,35 +20,57 @@ struct OfSelf {
   static constexpr Input self{0, "self"};
 };
 
+// PyTorch's expand(): a new tensor (a view of g) even at g's own shape, so sum's gradient is
+// never the incoming gradient itself and grad() never hands the caller's grad_outputs back
+// through a sum, as in PyTorch.
+Tensor expand(const Tensor& g, const Shape& shape) {
+  return g.shape() == shape ? view(g, shape) : broadcast_to(g, shape);
+}
+
 struct Sum : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec Sum::spec{
-    "sum", {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
+    "sum",
+    {{self, {}, [](const Ctx& c) { return expand(c.grad(), c.input_shape(self)); }}},
+    unary_forward<sum>()};
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec SumDim::spec{"sum_dim", {{self, {}, [](const Ctx& c) {
-                                         const Shape& in = c.input_shape(self);
-                                         const auto& [dim, keepdim] = c.attrs<DimAttrs>();
-                                         Tensor g = c.grad();
-                                         if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                                         return broadcast_to(g, in);
-                                       }}}};
+const OpSpec SumDim::spec{"sum_dim",
+                          {{self,
+                            {},
+                            [](const Ctx& c) {
+                              const Shape& in = c.input_shape(self);
+                              const auto& [dim, keepdim] = c.attrs<DimAttrs>();
+                              Tensor g = c.grad();
+                              if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
+                              return expand(g, in);
+                            }}},
+                          {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+                             const auto& [dim, keepdim] = a.attrs<DimAttrs>();
+                             return sum(a[self], dim, keepdim);
+                           }}};
 
 struct SumTo : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec SumTo::spec{
     "sum_to",
-    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}}};
+    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}},
+    {AliasKind::kPure, ShapeAttrs{},
+     [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
 
 // The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
 struct BroadcastTo : OfSelf {
   static const OpSpec spec;
 };
-const OpSpec BroadcastTo::spec{"broadcast_to", {{self, {}, [](const Ctx& c) { return c.grad(); }}}};
+const OpSpec BroadcastTo::spec{"broadcast_to",
+                               {{self, {}, [](const Ctx& c) { return c.grad(); }}},
+                               {AliasKind::kPure, ShapeAttrs{}, [](const OpArgs& a) {
+                                  return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape);
+                                }}};
 
 }  // namespace
 
@@ -57,8 +79,18 @@ Tensor sum(const Tensor& a) {
   return record(Sum::spec, {&a}, backend_for(a.device()).sum_all(a));
 }
 
+// A 0-dim tensor has one dimension for a reduction over a dim (dim 0 or -1), as in PyTorch: the
+// reduction is the whole tensor, and the result stays 0-dim.
+bool reduces_0_dim(const char* op, const Tensor& a, int64_t dim) {
+  if (a.dim() != 0) return false;
+  AG_CHECK(dim == 0 || dim == -1, op, ": dim ", dim,
+           " is out of range for a tensor of shape [] (expected a dim in [-1, 0])");
+  return true;
+}
+
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
   check_defined("sum", a, "input");
+  if (reduces_0_dim("sum", a, dim)) return sum(a);
   dim = normalize_dim("sum", dim, a);
   Shape kept = keepdim_shape(a.shape(), dim);
   Tensor out = backend_for(a.device()).sum_to(a, kept);
@@ -77,6 +109,7 @@ Tensor mean(const Tensor& a) {
 
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   check_defined("mean", a, "input");
+  if (reduces_0_dim("mean", a, dim)) return mean(a);
   const int64_t n = a.shape()[normalize_dim("mean", dim, a)];
   AG_CHECK(n > 0, "mean: dim ", dim, " of ", a.describe(), " is empty");
   return mul(sum(a, dim, keepdim), 1.0 / static_cast<double>(n));
@@ -86,14 +119,16 @@ Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("sum_to", shape, a.shape());
-  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape));
+  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape),
+                [&] { return ShapeAttrs{shape}; });
 }
 
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
   check_defined("broadcast_to", a, "input");
   if (a.shape() == shape) return a;
   check_broadcastable_to("broadcast_to", a.shape(), shape);
-  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape));
+  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape),
+                [&] { return ShapeAttrs{shape}; });
 }
 
 }  // namespace ag::ops

@@ -14,16 +14,26 @@ struct Reshape {
   static const OpSpec spec;
 };
 const OpSpec Reshape::spec{
-    "reshape", {{self, {}, [](const Ctx& c) { return reshape(c.grad(), c.input_shape(self)); }}}};
+    "reshape",
+    {{self, {}, [](const Ctx& c) { return reshape(c.grad(), c.input_shape(self)); }}},
+    {AliasKind::kView, ShapeAttrs{},
+     [](const OpArgs& a) { return reshape(a[self], a.attrs<ShapeAttrs>().shape); }}};
 
 struct Transpose {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec Transpose::spec{"transpose", {{self, {}, [](const Ctx& c) {
-                                              const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
-                                              return transpose(c.grad(), dim0, dim1);
-                                            }}}};
+const OpSpec Transpose::spec{"transpose",
+                             {{self,
+                               {},
+                               [](const Ctx& c) {
+                                 const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+                                 return transpose(c.grad(), dim0, dim1);
+                               }}},
+                             {AliasKind::kPure, TransposeAttrs{0, 1}, [](const OpArgs& a) {
+                                const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
+                                return transpose(a[self], dim0, dim1);
+                              }}};
 
 // Resolves one -1 entry and checks the element count.
 Shape infer_shape(const Tensor& a, const Shape& requested) {
@@ -54,7 +64,8 @@ Shape infer_shape(const Tensor& a, const Shape& requested) {
 Tensor reshape(const Tensor& a, const Shape& shape) {
   check_defined("reshape", a, "input");
   Shape resolved = infer_shape(a, shape);
-  Tensor out = record(Reshape::spec, {&a}, a.alias_with_shape(resolved));
+  Tensor out = record(Reshape::spec, {&a}, a.alias_with_shape(resolved),
+                      [&] { return ShapeAttrs{resolved}; });
   mark_view(out, a);  // Note [In-place ops on views]
   return out;
 }

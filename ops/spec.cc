@@ -1,5 +1,7 @@
 #include "ops/spec.h"
 
+#include <map>
+
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/error.h"
@@ -19,7 +21,8 @@ void note_slot(std::vector<int8_t>& table, size_t position, int index) {
 
 }  // namespace
 
-OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas) : name_(name) {
+OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, OpForward forward)
+    : name_(name), forward_(std::move(forward)) {
   for (const FormulaSpec& f : formulas) {
     AG_CHECK(f.input.position == formulas_.size(), "OpSpec '", name_, "': the formula for '",
              f.input.name, "' is listed at position ", formulas_.size(),
@@ -47,6 +50,55 @@ OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas) : 
     }
     formulas_.push_back({f.input.name, mask, f.fn, CounterKey(name_ + ":" + f.input.name)});
   }
+  register_forward();
+}
+
+OpSpec::OpSpec(const char* name, std::initializer_list<Input> inputs, OpForward forward)
+    : name_(name), has_derivative_(false), forward_(std::move(forward)) {
+  for (const Input& input : inputs) {
+    AG_CHECK(input.position == formulas_.size(), "OpSpec '", name_, "': input '", input.name,
+             "' is listed at position ", formulas_.size());
+    formulas_.push_back({input.name, 0, nullptr, CounterKey(name_ + ":" + input.name)});
+  }
+  register_forward();
+}
+
+namespace {
+std::map<std::string, const OpSpec*>& registry() {
+  static std::map<std::string, const OpSpec*> specs;
+  return specs;
+}
+}  // namespace
+
+void OpSpec::register_forward() {
+  if (forward_.call == nullptr) return;
+  AG_CHECK(registry().emplace(name_, this).second, "OpSpec '", name_,
+           "' is registered twice (Note [Op schema])");
+}
+
+const OpSpec* find_op_spec(const std::string& name) {
+  const auto it = registry().find(name);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+std::vector<const OpSpec*> all_op_specs() {
+  std::vector<const OpSpec*> out;
+  for (const auto& [name, spec] : registry()) out.push_back(spec);
+  return out;
+}
+
+OpSpec::OpSpec(const char* name, const OpSpec& of, OpForward forward)
+    : name_(name),
+      slots_(of.slots_),
+      formulas_(of.formulas_),
+      has_derivative_(of.has_derivative_),
+      forward_(std::move(forward)),
+      input_slot_(of.input_slot_),
+      forward_slot_(of.forward_slot_),
+      result_slot_(of.result_slot_) {
+  for (const Slot& s : slots_) slot_keys_.emplace_back(name_ + ":" + s.name);
+  for (Formula& f : formulas_) f.key = CounterKey(name_ + ":" + f.input_name);
+  register_forward();
 }
 
 int OpSpec::slot_index(const Slot& slot) const {
@@ -123,24 +175,24 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
 }
 
 Tensor BackwardContext::operator[](const Slot& slot) const {
-  const OpSpec& spec = node_.spec_;
-  const int j = spec.slot_index(slot);
+  const int j = spec_.slot_index(slot);
   // Note [Derivative spec]: the uses list is a contract, checked on every read.
-  if (j < 0 || !(spec.formula_uses(formula_) >> j & 1)) {
-    fail("internal error in '", spec.name(), "': the formula for '", spec.input_name(formula_),
+  if (j < 0 || !(spec_.formula_uses(formula_) >> j & 1)) {
+    fail("internal error in '", spec_.name(), "': the formula for '", spec_.input_name(formula_),
          "' reads '", slot.name, "', which its uses list does not name");
   }
-  const SavedVariable& s = node_.saved_[j];
+  if (node_ == nullptr) return slot_values_[j];
+  const SavedVariable& s = node_->saved_[j];
   // A formula only runs when its input requires grad, so its slots were saved (Note [Guarded
   // saves]) unless released; unpack() reports the released case.
   if (!s.defined() && !s.released()) {
-    fail("internal error: '", spec.slot_key(j).name(), "' was not saved but a formula needs it");
+    fail("internal error: '", spec_.slot_key(j).name(), "' was not saved but a formula needs it");
   }
-  return s.unpack(node_, slot.name);
+  return s.unpack(*node_, slot.name);
 }
 
 void BackwardContext::fail_attrs_type() const {
-  fail("internal error in '", node_.spec_.name(),
+  fail("internal error in '", spec_.name(),
        "': a formula reads attributes of another type "
        "than the op recorded");
 }
@@ -173,12 +225,17 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
   for (size_t j = 0; j < spec.num_slots(); ++j) {
     const Slot& slot = spec.slot(j);
     if (slot.kind == Slot::Kind::kResult) continue;  // attach_output() saves it
-    // A value the forward hands over after the node exists (mul_'s copy of self) is saved by
-    // the op itself.
-    if (slot.kind == Slot::Kind::kForward && slot.position >= from_forward.size()) continue;
+    AG_CHECK(slot.kind != Slot::Kind::kForward || slot.position < from_forward.size(),
+             "internal error in '", spec.name(), "': its forward handed over no value for '",
+             slot.name, "'");
     const Tensor& value = slot.kind == Slot::Kind::kForward ? from_forward.begin()[slot.position]
                                                             : *inputs.begin()[slot.position];
     if (!node->keeps_slot(j) || !value.defined()) continue;
+    if (written != nullptr && slot.kind == Slot::Kind::kInput && slot.position == 0) {
+      TracePause bookkeeping;              // the copy is the in-place op's own, not the program's
+      node->save(j, clone(value), false);  // Note [In-place saves]: self before the write
+      continue;
+    }
     const bool aliases_written =
         written != nullptr && value.impl()->storage.get() == written->impl()->storage.get();
     node->save(j, aliases_written ? value.detach() : value, false);

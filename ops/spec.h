@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/counters.h"
+#include "engine/device.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/saved_variable.h"
@@ -43,6 +44,14 @@ namespace ag::ops {
 // that uses it belongs to an input that requires grad. Nothing else is ever kept alive. (PyTorch
 // guards only the single-use case; here every slot is guarded.) With guard_saves off, every slot
 // is saved, which is the "before" of the Dropout2d benchmark.
+//
+// Note [In-place saves]
+// An in-place op (mul_) has its out-of-place op's formulas (mul's), asked, not restated: its spec
+// is OpSpec("mul_", mul's spec). Where a formula reads `self`, it means self as it was before the
+// write, so make_node() saves that slot of the written input as a clone made before the write
+// (PyTorch's original_self = self.clone()); clone() keeps self's history, so the gradient stays
+// differentiable in self. Any other saved alias of the written tensor (mul_(a, a)'s other) is
+// saved as it is, and fails the version check in backward, as in PyTorch.
 
 // A value a formula may read.
 struct Slot {
@@ -62,29 +71,127 @@ struct ForwardValue : Slot {
   constexpr ForwardValue(int k, const char* name) : Slot{Kind::kForward, uint8_t(k), name} {}
 };
 
-// The ops' attributes, one struct per kind. An OpNode holds one of them.
-struct NoAttrs {};
+// The ops' attributes, one struct per kind. An OpNode holds one of them. fields(f) calls
+// f(name, field) for each field: the names the IR gives them (engine/jit, Note [Op schema]).
+struct NoAttrs {
+  template <typename F>
+  void fields(F&&) {}
+};
 struct ScalarAttrs {  // add, mul, pow by a scalar
   double scalar;
+  template <typename F>
+  void fields(F&& f) {
+    f("scalar", scalar);
+  }
 };
 struct DimAttrs {  // sum over a dim, log_softmax
   int64_t dim;
   bool keepdim = false;
+  template <typename F>
+  void fields(F&& f) {
+    f("dim", dim);
+    f("keepdim", keepdim);
+  }
 };
 struct TransposeAttrs {
   int64_t dim0, dim1;
+  template <typename F>
+  void fields(F&& f) {
+    f("dim0", dim0);
+    f("dim1", dim1);
+  }
 };
 struct ProductAttrs {  // mm, bmm: which operands the product transposes
   bool transpose_a, transpose_b;
+  template <typename F>
+  void fields(F&& f) {
+    f("transpose_a", transpose_a);
+    f("transpose_b", transpose_b);
+  }
 };
 struct TargetsAttrs {  // nll_loss: the class of each row (shared: nodes copy their attributes)
   std::shared_ptr<const std::vector<int64_t>> targets;
+  template <typename F>
+  void fields(F&& f) {
+    f("targets", targets);
+  }
 };
-struct DeviceAttrs {  // to(): the input's device, where its gradient goes back
+struct DeviceAttrs {  // to(): the input's device, where its gradient goes back, and the target
   Device device;
+  Device target;
+  template <typename F>
+  void fields(F&& f) {
+    f("device", device);
+    f("target", target);
+  }
+};
+struct ShapeAttrs {  // reshape, sum_to, broadcast_to: the result's shape
+  Shape shape;
+  template <typename F>
+  void fields(F&& f) {
+    f("shape", shape);
+  }
 };
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, DimAttrs, TransposeAttrs, ProductAttrs,
-                             TargetsAttrs, DeviceAttrs>;
+                             TargetsAttrs, DeviceAttrs, ShapeAttrs>;
+
+// Note [Op schema]
+// Besides its derivative, an OpSpec says how to call the op from the JIT (engine/jit): its
+// aliasing kind, the attributes it takes (an OpAttrs alternative, whose fields() name them) and a
+// function that runs it on engine tensors. Each spec registers itself by name (find_op_spec), and
+// the IR's operator `aten::<name>` is that spec: adding an op here makes it traceable and
+// executable, and alias analysis reads the kind from here. The kinds, as PyTorch's alias
+// annotations say them:
+//   kPure      the result is a new tensor                        aten::mul(Tensor a, Tensor b)
+//   kView      the result shares input 0's storage               aten::reshape(Tensor(a) self)
+//   kInPlace   the op writes input 0 and returns it              aten::add_(Tensor(a!) self)
+//   kWildcard  the result may alias any tensor (none in ops/ yet; the IR's list unpacking)
+enum class AliasKind : uint8_t { kPure, kView, kInPlace, kWildcard };
+
+class OpSpec;
+// An op's arguments as the JIT passes them: the inputs (in the spec's order) and the attributes.
+class OpArgs {
+ public:
+  OpArgs(const TensorList& inputs, const OpAttrs& attrs) : inputs_(inputs), attrs_(attrs) {}
+  const Tensor& operator[](const Slot& input) const { return inputs_[input.position]; }
+  const Tensor& input(size_t i) const { return inputs_[i]; }
+  template <typename A>
+  const A& attrs() const {
+    return std::get<A>(attrs_);  // the JIT builds the spec's own alternative
+  }
+
+ private:
+  const TensorList& inputs_;
+  const OpAttrs& attrs_;
+};
+
+struct OpForward {
+  AliasKind alias = AliasKind::kPure;
+  OpAttrs attrs;                            // a value of the op's attribute struct (values unused)
+  Tensor (*call)(const OpArgs&) = nullptr;  // null: the JIT cannot call the op
+};
+
+// The forwards of the common signatures, e.g. OpSpec{"exp", {...}, unary_forward<exp>()}.
+template <Tensor (*F)(const Tensor&)>
+OpForward unary_forward() {
+  return {AliasKind::kPure, NoAttrs(), [](const OpArgs& a) { return F(a.input(0)); }};
+}
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+OpForward binary_forward() {
+  return {AliasKind::kPure, NoAttrs(), [](const OpArgs& a) { return F(a.input(0), a.input(1)); }};
+}
+template <Tensor (*F)(const Tensor&, double)>
+OpForward scalar_forward() {
+  return {AliasKind::kPure, ScalarAttrs{0.0},
+          [](const OpArgs& a) { return F(a.input(0), a.attrs<ScalarAttrs>().scalar); }};
+}
+template <Tensor& (*F)(Tensor&, const Tensor&)>
+OpForward in_place_forward() {
+  return {AliasKind::kInPlace, NoAttrs(), [](const OpArgs& a) {
+            Tensor self = a.input(0);  // shares the input's TensorImpl: the write goes through
+            return F(self, a.input(1));
+          }};
+}
 
 class BackwardContext;
 using Ctx = BackwardContext;
@@ -98,12 +205,25 @@ struct FormulaSpec {
 
 class OpSpec {
  public:
-  // One formula per input of the op, in the inputs' order.
-  OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas);
+  // One formula per input of the op, in the inputs' order. With a forward, the spec registers
+  // itself under its name (Note [Op schema]); such a spec must live as long as the program.
+  OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, OpForward forward = {});
+  // An op without a derivative (detach, zeros_like): its result never has a history, but the JIT
+  // traces and runs it.
+  OpSpec(const char* name, std::initializer_list<Input> inputs, OpForward forward);
+  // `of`'s formulas and slots under another name: an in-place op reads its derivative off its
+  // out-of-place op's spec (Note [In-place saves]).
+  OpSpec(const char* name, const OpSpec& of, OpForward forward);
+  OpSpec(const OpSpec&) = delete;  // registered by address
+  OpSpec& operator=(const OpSpec&) = delete;
 
   const std::string& name() const { return name_; }
   size_t num_inputs() const { return formulas_.size(); }
   const char* input_name(size_t i) const { return formulas_[i].input_name; }
+  // Whether input i has a formula (every input of an op with a derivative does).
+  bool differentiable(size_t i) const { return formulas_[i].fn != nullptr; }
+  bool has_derivative() const { return has_derivative_; }
+  const OpForward& forward() const { return forward_; }
 
   // The slots some formula uses, numbered 0..num_slots()-1 in order of first use.
   size_t num_slots() const { return slots_.size(); }
@@ -124,14 +244,22 @@ class OpSpec {
     FormulaFn fn;
     CounterKey key;
   };
+  void register_forward();
+
   std::string name_;
   std::vector<Slot> slots_;
   std::vector<CounterKey> slot_keys_;
   std::vector<Formula> formulas_;
+  bool has_derivative_ = true;
+  OpForward forward_;
   // slot_index() lookups: by input position, the result, by forward position (-1: unused).
   std::vector<int8_t> input_slot_, forward_slot_;
   int8_t result_slot_ = -1;
 };
+
+// The registered specs (Note [Op schema]): by name, or null; and all of them, sorted by name.
+const OpSpec* find_op_spec(const std::string& name);
+std::vector<const OpSpec*> all_op_specs();
 
 // The backward node of a built-in op: its spec plus what the forward kept.
 class OpNode final : public Node {
@@ -166,28 +294,51 @@ class OpNode final : public Node {
 };
 
 // What a formula sees: the incoming gradient, the slots its uses list names, the input shapes
-// and the op's attributes.
+// and the op's attributes. A node's formulas read what the node saved; a formula can also be
+// evaluated on values given directly (slot_values, by slot number), outside any node, which is
+// how engine/jit derives a DifferentiableGraph's gradient graph from the same formulas.
 class BackwardContext {
  public:
   BackwardContext(OpNode& node, const Tensor& grad, size_t formula)
-      : node_(node), grad_(grad), formula_(formula) {}
+      : spec_(node.spec_),
+        grad_(grad),
+        formula_(formula),
+        input_shapes_(node.input_shapes_),
+        attrs_(node.attrs_),
+        node_(&node) {}
+  BackwardContext(const OpSpec& spec, const Tensor& grad, size_t formula,
+                  const std::vector<Shape>& input_shapes, const OpAttrs& attrs,
+                  const Tensor* slot_values)
+      : spec_(spec),
+        grad_(grad),
+        formula_(formula),
+        input_shapes_(input_shapes),
+        attrs_(attrs),
+        slot_values_(slot_values) {}
   const Tensor& grad() const { return grad_; }
   // The saved value of `slot`, which the running formula must list in its uses.
   Tensor operator[](const Slot& slot) const;
-  const Shape& input_shape(const Input& input) const { return node_.input_shapes_[input.position]; }
+  const Shape& input_shape(const Input& input) const { return input_shapes_[input.position]; }
   template <typename A>
   const A& attrs() const {
-    if (const A* a = std::get_if<A>(&node_.attrs_)) return *a;
+    if (const A* a = std::get_if<A>(&attrs_)) return *a;
     fail_attrs_type();
   }
-  const OpSpec& spec() const { return node_.spec_; }
+  const OpSpec& spec() const { return spec_; }
 
  private:
   [[noreturn]] void fail_attrs_type() const;
-  OpNode& node_;
+  const OpSpec& spec_;
   const Tensor& grad_;
   size_t formula_;
+  const std::vector<Shape>& input_shapes_;
+  const OpAttrs& attrs_;
+  OpNode* node_ = nullptr;               // reading a node's saved values, or
+  const Tensor* slot_values_ = nullptr;  // values given by slot number
 };
+
+// The spec of mul_: mul's (Note [In-place saves]; ops/elementwise.cc).
+const OpSpec& mul_inplace_spec();
 
 // Whether any of these requires grad while grad mode is on (i.e. whether record() builds a node).
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
@@ -195,8 +346,9 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 // Builds the OpNode of `spec` applied to `inputs` and saves the needed slots that come from the
 // inputs and the forward (Note [Guarded saves]). An in-place op calls this before it writes, so
 // a saved input that the write changes fails the version check in backward, as in PyTorch; the
-// write target is `written`, whose saved aliases are kept without history (no reference cycle
-// through the new node, and the version check can only fail for them).
+// write target is `written`, the first input: its own slot is saved as a clone (Note [In-place
+// saves]), and its other saved aliases are kept without history (no reference cycle through the
+// new node, and the version check can only fail for them).
 std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                                   OpAttrs attrs, std::initializer_list<Tensor> from_forward,
                                   const Tensor* written = nullptr);
@@ -207,6 +359,48 @@ void attach_output(OpNode& node, const Tensor& result);
 // make_node + attach_output: record()'s slow half.
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward);
+
+// Note [Tracing hook]
+// engine/jit's tracer records ops as they run (torch.jit.trace). Every op reports itself here:
+// record() for ops that may build a node, trace() for the others (in-place ops, after their
+// write; ops without a derivative). When no trace is active this costs one thread-local load.
+// Ops that an op calls for its own bookkeeping (a view's history, mul_'s copy of self) run
+// under a TracePause, so that a trace holds only what the program called.
+class TraceHook {
+ public:
+  virtual ~TraceHook() = default;
+  // `spec` applied to `inputs` (one per input of the spec; undefined for an absent optional
+  // input) returned `result`: for an in-place op, the written input after the write.
+  virtual void record_op(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                         const Tensor& result, const OpAttrs& attrs) = 0;
+};
+namespace detail {
+inline thread_local TraceHook* trace_hook = nullptr;  // constant-initialized: one TLS load
+}  // namespace detail
+inline TraceHook* trace_hook() { return detail::trace_hook; }
+
+// Sets the hook (or none) for its lifetime on this thread.
+class TraceHookGuard {
+ public:
+  explicit TraceHookGuard(TraceHook* hook) : previous_(detail::trace_hook) {
+    detail::trace_hook = hook;
+  }
+  ~TraceHookGuard() { detail::trace_hook = previous_; }
+  TraceHookGuard(const TraceHookGuard&) = delete;
+  TraceHookGuard& operator=(const TraceHookGuard&) = delete;
+
+ private:
+  TraceHook* previous_;
+};
+struct TracePause : TraceHookGuard {
+  TracePause() : TraceHookGuard(nullptr) {}
+};
+
+// Reports an op that builds no node through record() to an active trace.
+inline void trace(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                  const Tensor& result, const OpAttrs& attrs = NoAttrs()) {
+  if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, attrs);
+}
 
 // Whether record() builds a node for these inputs. Most calls build none (grad mode off, or no
 // input requires grad), so grad mode is tested inline before the call.
@@ -219,19 +413,23 @@ inline bool records_node(std::initializer_list<const Tensor*> inputs) {
 // and attaches it to the result. `from_forward` supplies the ForwardValue slots in order.
 inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                      Tensor result) {
+  if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, NoAttrs());
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), NoAttrs(), {});
 }
-// The attributes can be passed as a function that builds them only when a node is recorded:
-// most calls record nothing, and some attributes (nll_loss's targets) are not free to copy.
+// The attributes can be passed as a function that builds them only when a node is recorded (or
+// traced): most calls record nothing, and some attributes (nll_loss's targets) are not free to
+// copy.
 template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs&>()()))>
 Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
               MakeAttrs make_attrs, std::initializer_list<Tensor> from_forward = {}) {
+  if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, make_attrs());
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), make_attrs(), from_forward);
 }
 inline Tensor record(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                      OpAttrs attrs, std::initializer_list<Tensor> from_forward = {}) {
+  if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, attrs);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
 }

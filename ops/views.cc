@@ -6,6 +6,7 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
+#include "ops/spec.h"
 
 namespace ag::ops {
 namespace {
@@ -39,6 +40,7 @@ void rebase_history_after_inplace(const Tensor& t) {
   // t's own history (the in-place node) is current; mark it so before reshape(t) reads it.
   v.view_version.store(t.version(), std::memory_order_relaxed);
   if (!grad_enabled() || !t.requires_grad()) return;  // nothing was recorded
+  TracePause bookkeeping;  // the reshapes below are history, not the program's ops
   const Tensor base(v.view_base);
   // The base absorbs the write (PyTorch's CopySlices; our views cover their whole base)...
   const Tensor rebased = reshape(t, base.shape());
@@ -62,6 +64,7 @@ void refresh_view(const Tensor& t) {
   // (a leaf's, or none) stays.
   if (base.grad_fn() != nullptr) {
     GradModeGuard grad_mode(true);
+    TracePause bookkeeping;
     const Tensor fresh = reshape(base, t.shape());
     std::lock_guard<std::mutex> lock(v.autograd_mutex);
     take_history(v, fresh);

@@ -3,6 +3,10 @@
 //
 //   bazel run -c opt //proptests:fuzz -- [--seed S] [--iterations N | --seconds T]
 //       [--property NAME] [--max-nodes K] [--batch B] [--list]
+//   bazel run -c opt //proptests:fuzz -- --against pytorch [--seconds T]
+//       conformance programs against a live PyTorch (proptests/conformance/fuzz_against.h)
+//   --keep-going: a failing batch is reported (shrunk, with its replay command) and the
+//       campaign goes on; the exit status says whether any batch failed.
 //
 // Properties share the time equally. Batch i of property p runs B cases with RapidCheck seed
 // hash(S, p, i), so a campaign is reproducible from S. On a failure the driver
@@ -15,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "proptests/conformance/fuzz_against.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/rapidcheck_runner.h"
 
@@ -30,13 +35,17 @@ struct Args {
   int batch = 100;
   int64_t batch_seed = -1;  // replay one batch
   bool list = false;
+  std::string against;      // a foreign engine: run only the conformance property against it
+  bool keep_going = false;  // report a failing batch and go on with the next one
 };
 
 [[noreturn]] void usage(const char* error) {
-  std::fprintf(stderr,
-               "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
-               "            [--max-nodes K] [--batch B] [--batch-seed X] [--list]\n",
-               error);
+  std::fprintf(
+      stderr,
+      "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
+      "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
+      "            [--keep-going]\n",
+      error);
   std::exit(2);
 }
 
@@ -46,6 +55,10 @@ Args parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--list") {
       a.list = true;
+      continue;
+    }
+    if (flag == "--keep-going") {
+      a.keep_going = true;
       continue;
     }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
@@ -64,6 +77,8 @@ Args parse(int argc, char** argv) {
       a.batch = std::atoi(v);
     else if (flag == "--batch-seed")
       a.batch_seed = std::atoll(v);
+    else if (flag == "--against")
+      a.against = v;
     else
       usage(("unknown flag " + flag).c_str());
   }
@@ -92,7 +107,8 @@ void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& tota
   }
 }
 
-int run(const Args& a) {
+int run(Args a) {
+  if (!a.against.empty()) a.property = conformance::register_against(a.against);
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {
     if (a.property.empty() || &p == find_property(a.property)) selected.push_back(&p);
@@ -114,17 +130,17 @@ int run(const Args& a) {
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  int64_t cases = 0;
+  int64_t cases = 0, failures = 0;
   while (true) {
     const bool done = a.batch_seed >= 0 ? cases > 0 || progress[0].batches > 0
                       : a.seconds > 0   ? elapsed() >= a.seconds
                                         : cases >= a.iterations;
     if (done) {
-      std::printf("\n%lld cases in %.1f s (%.0f cases/s), seed %llu, 0 failures\n",
+      std::printf("\n%lld cases in %.1f s (%.0f cases/s), seed %llu, %lld failures\n",
                   static_cast<long long>(cases), elapsed(), cases / std::max(elapsed(), 1e-9),
-                  static_cast<unsigned long long>(a.seed));
+                  static_cast<unsigned long long>(a.seed), static_cast<long long>(failures));
       print_coverage(totals);
-      return 0;
+      return failures == 0 ? 0 : 1;
     }
     size_t i = 0;
     for (size_t k = 1; k < selected.size(); ++k) {
@@ -142,15 +158,18 @@ int run(const Args& a) {
     std::printf("\r%lld cases (%.0f/s) | graphs %lld | largest %lld | failures %d | %s      ",
                 static_cast<long long>(cases), cases / std::max(elapsed(), 1e-9),
                 static_cast<long long>(s.graphs), static_cast<long long>(s.largest),
-                r.passed ? 0 : 1, selected[i]->name.c_str());
+                static_cast<int>(failures + (r.passed ? 0 : 1)), selected[i]->name.c_str());
     std::fflush(stdout);
     if (!r.passed) {
       std::printf(
           "\n\nFAILED %s\n%s\nreplay: bazel run -c opt //proptests:fuzz -- --property %s "
-          "--batch-seed %llu --batch %d --max-nodes %d\n",
+          "--batch-seed %llu --batch %d --max-nodes %d%s\n",
           selected[i]->name.c_str(), r.failure.c_str(), selected[i]->name.c_str(),
-          static_cast<unsigned long long>(seed), a.batch, a.max_nodes);
-      return 1;
+          static_cast<unsigned long long>(seed), a.batch, a.max_nodes,
+          a.against.empty() ? "" : (" --against " + a.against).c_str());
+      if (!a.against.empty()) std::printf("%s", conformance::reduced_last_mismatch().c_str());
+      if (!a.keep_going) return 1;
+      ++failures;
     }
   }
 }

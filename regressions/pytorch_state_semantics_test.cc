@@ -435,5 +435,37 @@ TEST(CreateGraph, ConstantZeroGradientsHaveNoHistory) {
   EXPECT_FALSE(p.requires_grad());
 }
 
+// Found by the conformance corpus (proptests/conformance). PyTorch: `x.grad = x` raises "can't
+// assign Variable as its own grad"; another tensor of the same shape is fine.
+TEST(LeafState, ATensorCannotBeItsOwnGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  EXPECT_THROW(x.set_grad(x), Error);
+  EXPECT_FALSE(x.grad().defined());
+  x.set_grad(ops::mul(x.detach(), 2.0));
+  expect_values(x.grad(), {2, 4});
+}
+
+// PyTorch: requires_grad_(True) on a non-leaf is a no-op; only requires_grad_(False) raises.
+TEST(LeafState, RequiresGradTrueOnANonLeafIsANoOp) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = ops::neg(x);
+  y.set_requires_grad(true);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_THROW(y.set_requires_grad(false), Error);
+}
+
+// PyTorch: sum's gradient is grad.expand(sizes), a new tensor (a view) even at the same shape, so
+// grad(sum(x), x, g) with a 0-dim x is a view of g, never g itself.
+TEST(GradResults, ThroughASumAreANewTensorSharingTheCallersStorage) {
+  Tensor x = values({3}, {});
+  x.set_requires_grad(true);
+  const Tensor g = values({5}, {});
+  const Tensor r = grad({ops::sum(x)}, {x}, GradArgs().grad_outputs({g}))[0];
+  EXPECT_NE(r.impl().get(), g.impl().get());
+  EXPECT_TRUE(shares_storage(r, g));
+  expect_values(r, {5});
+}
+
 }  // namespace
 }  // namespace ag

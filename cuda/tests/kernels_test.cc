@@ -2,11 +2,13 @@
 // broadcasting, unary ops, copies and transposes, sums, log_softmax/cross_entropy, dropout.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "cuda/tests/cuda_test_util.h"
 #include "engine/autograd.h"
 #include "ops/backend.h"
+#include "ops/checks.h"
 #include "ops/ops.h"
 
 namespace ag::cuda {
@@ -36,19 +38,21 @@ const ShapePair kBroadcasts[] = {
     {{257, 129}, {257, 129}},
 };
 
+// Every binary kind of the op list (Note [The op list], ops/kinds.h), through each backend.
 TEST(CudaKernels, BinaryOpsWithBroadcasting) {
   AG_SKIP_WITHOUT_CUDA();
-  using Fn = Tensor (*)(const Tensor&, const Tensor&);
-  const Fn fns[] = {ops::add, ops::sub, ops::mul, ops::div, ops::pow};
   for (DType dtype : kDTypes) {
     uint64_t seed = 1;
     for (const ShapePair& s : kBroadcasts) {
       // Positive inputs keep div and pow finite.
       Pair a = random_pair(s.a, seed++, dtype, 0.5, 2.0);
       Pair b = random_pair(s.b, seed++, dtype, 0.5, 2.0);
-      for (Fn fn : fns) {
-        SCOPED_TRACE(to_string(s.a) + " with " + to_string(s.b));
-        expect_close(fn(a.gpu, b.gpu), fn(a.cpu, b.cpu));
+      const Shape out = ops::broadcast_shapes("binary", a.cpu, b.cpu);
+      for (ops::BinaryKind kind : ops::kAllBinaryKinds) {
+        SCOPED_TRACE(std::string(ops::kind_name(kind)) + " " + to_string(s.a) + " with " +
+                     to_string(s.b));
+        expect_close(ops::backend_for(kCuda).binary(kind, a.gpu, b.gpu, out),
+                     ops::backend_for(kCPU).binary(kind, a.cpu, b.cpu, out));
       }
     }
   }
@@ -84,17 +88,13 @@ TEST(CudaKernels, InPlaceOpsBroadcastTheSecondArgument) {
 TEST(CudaKernels, EveryUnaryKind) {
   AG_SKIP_WITHOUT_CUDA();
   using ops::UnaryKind;
-  const UnaryKind kinds[] = {UnaryKind::kNeg,       UnaryKind::kExp,       UnaryKind::kLog,
-                             UnaryKind::kTanh,      UnaryKind::kSigmoid,   UnaryKind::kRelu,
-                             UnaryKind::kAddScalar, UnaryKind::kMulScalar, UnaryKind::kPowScalar,
-                             UnaryKind::kRpowScalar};
   for (DType dtype : kDTypes) {
     Pair signed_x = random_pair({33, 17}, 4, dtype, -2, 2);
     Pair positive = random_pair({33, 17}, 5, dtype, 0.1, 3);
-    for (UnaryKind kind : kinds) {
+    for (UnaryKind kind : ops::kAllUnaryKinds) {
       const bool needs_positive = kind == UnaryKind::kLog || kind == UnaryKind::kPowScalar;
       const Pair& x = needs_positive ? positive : signed_x;
-      SCOPED_TRACE(static_cast<int>(kind));
+      SCOPED_TRACE(ops::kind_name(kind));
       expect_close(ops::backend_for(kCuda).unary(kind, x.gpu, 1.7),
                    ops::backend_for(kCPU).unary(kind, x.cpu, 1.7));
     }

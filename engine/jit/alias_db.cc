@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "engine/jit/op_schema.h"
+#include "engine/jit/schema.h"
 
 namespace ag::jit {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/jit/op_schema.h"
+#include "engine/jit/schema.h"
 #include "engine/jit/subgraph_utils.h"
 
 namespace ag::jit {

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/jit/alias_db_lint.h"
-#include "engine/jit/interpreter.h"
+#include "engine/jit/executor.h"
+#include "ops/ops.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/synthetic_graph.h"
 #include "engine/jit/verifier.h"
@@ -108,13 +109,16 @@ TEST(CreateAutodiffSubgraphsTest, PreservesResultsOnALayeredGraph) {
       x[i] = 0.1 * i - 0.3;
       w[i] = 0.05 * (i % 4) + 0.5;
     }
-    return std::vector<RtValue>{RtTensor::fromData({3, 3}, x), RtTensor::fromData({3, 3}, w)};
+    return std::vector<IValue>{ops::from_vector(x, {3, 3}), ops::from_vector(w, {3, 3})};
   };
   PrintLog log_before;
   PrintLog log_after;
-  auto before = runGraph(*g, inputs(), &log_before);
+  RunOptions options_before, options_after;
+  options_before.log = &log_before;
+  options_after.log = &log_after;
+  auto before = runGraph(*g, inputs(), options_before);
   std::string transformed = runBothModes(*g);
-  auto after = runGraph(*parseGraph(transformed), inputs(), &log_after);
+  auto after = runGraph(*parseGraph(transformed), inputs(), options_after);
   ASSERT_EQ(before.size(), after.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(toString(before[i]), toString(after[i]));
   EXPECT_EQ(log_before, log_after);

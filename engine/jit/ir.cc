@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/jit/op_schema.h"
+#include "engine/jit/schema.h"
 
 namespace ag::jit {
 
@@ -265,9 +265,25 @@ std::vector<Node*> Graph::nodes() const {
 }
 
 Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, int num_outputs) {
+  return create(kind, inputs, Attributes(), num_outputs);
+}
+
+Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs,
+                    int num_outputs) {
   Node* n = new Node(this, kind);
   for (Value* v : inputs) n->addInput(v);
+  n->attrs_ = std::move(attrs);
   const OpSchema* s = n->schema();
+  if (kind == kinds::kConstant) {  // typed by its value: a float, or a tensor (None without one)
+    if (num_outputs >= 0 && num_outputs != 1) {
+      delete n;
+      throw IrError("create: prim::Constant has one output");
+    }
+    auto value = n->attrs_.find("value");
+    const bool is_float = value != n->attrs_.end() && std::holds_alternative<double>(value->second);
+    n->addOutput(is_float ? Type::Float : Type::Tensor);
+    return n;
+  }
   if (num_outputs < 0) {
     if (s == nullptr || s->variadic_outputs) {
       delete n;
@@ -291,9 +307,17 @@ Node* Graph::appendNode(Node* n) {
 
 Node* Graph::append(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs,
                     int num_outputs) {
-  Node* n = create(kind, inputs, num_outputs);
-  n->attrs() = std::move(attrs);
-  return appendNode(n);
+  return appendNode(create(kind, inputs, std::move(attrs), num_outputs));
+}
+
+Value* Graph::appendConstant(double value) {
+  return append(kinds::kConstant, {}, {{"value", value}})->output();
+}
+
+Value* Graph::appendConstant(const Tensor& value) {
+  Attributes attrs;
+  if (value.defined()) attrs["value"] = value;
+  return append(kinds::kConstant, {}, std::move(attrs))->output();
 }
 
 Node* Graph::cloneNodeShell(const Node* n) {

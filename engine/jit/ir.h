@@ -7,10 +7,15 @@
 // A `prim::DifferentiableGraph` node owns a subgraph (its body). There are no
 // other blocks: the IR has no control flow.
 //
+// The operators are the op set's: `aten::<name>` is the op whose spec is named <name> in ops/
+// (Note [Op schema] in ops/spec.h), with the spec's inputs and attributes; the few `prim::`
+// operators are the IR's own (constants, lists, a print, groups; engine/jit/schema.h). Values are
+// engine Tensors at run time (engine/jit/executor.h), so aliasing in the IR is the engine's.
+//
 // Text form (see ir_printer.cc / ir_parser.cc):
 //
 //   graph(%x : Tensor, %y : Tensor):
-//     %t : Tensor = aten::transpose[dim0=0, dim1=1](%x)
+//     %t : Tensor = aten::reshape[shape=[6]](%x)
 //     %a : Tensor = aten::add_(%t, %y)
 //     prim::Print(%a)
 //     return (%a)
@@ -30,6 +35,8 @@
 #include <variant>
 #include <vector>
 
+#include "engine/tensor.h"
+
 namespace ag::jit {
 
 // Every malformed-input condition (parse error, verifier failure, misuse of
@@ -40,13 +47,15 @@ class IrError : public std::runtime_error {
 };
 
 // Types distinguish mutable values (Tensor, Tensor[]), which alias analysis
-// tracks, from immutable ones (float), which it ignores.
+// tracks, from immutable ones (float), which it ignores. A Tensor value may be
+// undefined at run time (prim::Constant() is None, e.g. linear without a bias).
 enum class Type { Tensor, TensorList, Float };
 
 const char* typeName(Type t);
 bool isMutableType(Type t);
 
-using AttributeValue = std::variant<int64_t, double, std::vector<int64_t>>;
+// A tensor attribute is a prim::Constant's value (a traced constant).
+using AttributeValue = std::variant<int64_t, double, std::vector<int64_t>, Tensor>;
 using Attributes = std::map<std::string, AttributeValue>;
 
 class Graph;
@@ -87,6 +96,11 @@ namespace kinds {
 inline constexpr const char* kParam = "prim::Param";
 inline constexpr const char* kReturn = "prim::Return";
 inline constexpr const char* kDifferentiableGraph = "prim::DifferentiableGraph";
+inline constexpr const char* kConstant = "prim::Constant";
+inline constexpr const char* kAutogradAdd = "prim::AutogradAdd";
+inline constexpr const char* kListConstruct = "prim::ListConstruct";
+inline constexpr const char* kListUnpack = "prim::ListUnpack";
+inline constexpr const char* kPrint = "prim::Print";
 }  // namespace kinds
 
 class Node {
@@ -187,13 +201,19 @@ class Graph {
   std::vector<Node*> nodes() const;  // snapshot, in order
 
   // Creates a node that is not yet inserted. `num_outputs` < 0 means "the
-  // schema's fixed output count". Output types come from the schema; ops
-  // with variadic outputs (prim::ListUnpack) need an explicit count.
+  // schema's fixed output count". Output types come from the schema (a
+  // prim::Constant's from its value attribute); ops with variadic outputs
+  // (prim::ListUnpack) need an explicit count.
   Node* create(const std::string& kind, const std::vector<Value*>& inputs, int num_outputs = -1);
+  Node* create(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs,
+               int num_outputs);
   // create() + append at the end of the graph.
   Node* appendNode(Node* n);
   Node* append(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs = {},
                int num_outputs = -1);
+  // A prim::Constant appended at the end: a float, a tensor, or None (an undefined tensor).
+  Value* appendConstant(double value);
+  Value* appendConstant(const Tensor& value);
 
   // Copies `n` (kind, attributes, subgraph, output types and, where free, names)
   // into a new uninserted node of this graph; `map_input` gives each input's

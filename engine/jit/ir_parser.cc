@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/jit/op_schema.h"
+#include "engine/jit/schema.h"
 #include "engine/jit/verifier.h"
 
 namespace ag::jit {
@@ -233,9 +233,8 @@ class Parser {
     Attributes attrs = parseAttributes();
     std::vector<Value*> inputs = parseOperands(scope);
 
-    Node* n = g.create(kind, inputs, static_cast<int>(outs.size()));
+    Node* n = g.create(kind, inputs, std::move(attrs), static_cast<int>(outs.size()));
     g.appendNode(n);
-    n->attrs() = std::move(attrs);
     for (size_t i = 0; i < outs.size(); ++i) {
       if (n->output(i)->type() != outs[i].second) {
         // Output types come from the schema; a declared type that disagrees is

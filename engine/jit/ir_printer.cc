@@ -72,6 +72,8 @@ void printGraph(std::ostream& os, const Graph& g, const std::string& indent) {
 std::string attributeToString(const AttributeValue& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&v)) return formatDouble(*d);
+  // A traced constant: its type and shape (the text form cannot be parsed back).
+  if (const auto* t = std::get_if<Tensor>(&v)) return "<" + t->describe() + ">";
   const auto& ints = std::get<std::vector<int64_t>>(v);
   std::string s = "[";
   for (size_t k = 0; k < ints.size(); ++k) {

@@ -10,7 +10,7 @@ namespace {
 const char* kExample = R"IR(graph(%x : Tensor, %y : Tensor):
   %t : Tensor = aten::transpose[dim0=0, dim1=1](%x)
   %c : float = prim::Constant[value=0.5]()
-  %s : Tensor = aten::mul_scalar(%t, %c)
+  %s : Tensor = aten::mul_scalar[scalar=0.5](%t)
   %l : Tensor[] = prim::ListConstruct(%s, %y)
   %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
   %w : Tensor = aten::add_(%a, %b)

@@ -13,7 +13,7 @@ namespace ag::jit {
 // views (transpose, reshape) on a running state; every few blocks the state is
 // also written in place (aten::add_), printed (a side effect) or passed through
 // a list (wildcard aliasing). The graph has about `num_nodes` nodes and runs
-// under the interpreter with two 3x3 inputs.
+// under the executor with two 3x3 inputs.
 std::unique_ptr<Graph> makeLayeredGraph(size_t num_nodes);
 
 }  // namespace ag::jit

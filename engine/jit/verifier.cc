@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "engine/jit/op_schema.h"
+#include "engine/jit/schema.h"
 
 namespace ag::jit {
 namespace {
@@ -38,7 +38,8 @@ void checkAttributes(const Node& n, const OpSchema& s) {
     if (it == n.attrs().end()) reject(n, n.kind() + " needs attribute '" + spec.name + "'");
     bool kind_ok = (spec.kind == AttributeKind::Int && std::holds_alternative<int64_t>(it->second)) ||
                    (spec.kind == AttributeKind::Float && std::holds_alternative<double>(it->second)) ||
-                   (spec.kind == AttributeKind::Ints && std::holds_alternative<std::vector<int64_t>>(it->second));
+                   (spec.kind == AttributeKind::Ints && std::holds_alternative<std::vector<int64_t>>(it->second)) ||
+                   (spec.kind == AttributeKind::Tensor && std::holds_alternative<Tensor>(it->second));
     if (!kind_ok) {
       reject(n, n.kind() + ": attribute '" + spec.name + "' must be of kind " + attributeKindName(spec.kind));
     }
@@ -48,6 +49,23 @@ void checkAttributes(const Node& n, const OpSchema& s) {
                              [&](const AttributeSpec& a) { return a.name == name; });
     if (!known) reject(n, n.kind() + " has no attribute '" + name + "'");
   }
+}
+
+// A constant has no inputs and one output, typed by its optional `value`: a float, or a tensor
+// (None without a value).
+void checkConstant(const Node& n) {
+  checkArity(n, "inputs", n.inputs().size(), 0, false);
+  checkArity(n, "outputs", n.outputs().size(), 1, false);
+  Type want = Type::Tensor;
+  for (const auto& [name, value] : n.attrs()) {
+    if (name != "value") reject(n, n.kind() + " has no attribute '" + name + "'");
+    if (std::holds_alternative<double>(value)) {
+      want = Type::Float;
+    } else if (!std::holds_alternative<Tensor>(value)) {
+      reject(n, n.kind() + ": attribute 'value' must be a float or a tensor");
+    }
+  }
+  checkTypes(n, "output", n.outputs(), {want});
 }
 
 void checkDifferentiableGraph(const Node& n) {
@@ -107,6 +125,8 @@ void verify(const Graph& g) {
     if (s == nullptr) reject(*n, "unknown op '" + n->kind() + "'");
     if (n->isDifferentiableGraph()) {
       checkDifferentiableGraph(*n);
+    } else if (n->kind() == kinds::kConstant) {
+      checkConstant(*n);
     } else {
       if (n->subgraph() != nullptr) reject(*n, n->kind() + " cannot own a subgraph");
       checkArity(*n, "inputs", n->inputs().size(), s->inputs.size(), s->variadic_inputs);
@@ -114,7 +134,7 @@ void verify(const Graph& g) {
       checkTypes(*n, "input", n->inputs(), s->inputs);
       checkTypes(*n, "output", n->outputs(), s->outputs);
     }
-    checkAttributes(*n, *s);
+    if (n->kind() != kinds::kConstant) checkAttributes(*n, *s);
     checkUses(*n);
     for (Value* out : n->outputs()) defined.insert(out);
   }

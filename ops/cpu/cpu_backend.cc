@@ -14,29 +14,11 @@
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/scalar_rules.h"
 #include "ops/strided_loop.h"
 
 namespace ag::ops {
 namespace {
-
-template <typename T>
-T apply_binary(BinaryKind kind, T x, T y) {
-  switch (kind) {
-    case BinaryKind::kAdd:
-      return x + y;
-    case BinaryKind::kSub:
-      return x - y;
-    case BinaryKind::kMul:
-      return x * y;
-    case BinaryKind::kDiv:
-      return x / y;
-    case BinaryKind::kPow:
-      return std::pow(x, y);
-    case BinaryKind::kThreshold:
-      return y > T(0) ? x : T(0);
-  }
-  return T(0);
-}
 
 // Chunks per thread when work is split: enough that a thread that is descheduled (a busy
 // machine) holds back only a small part of the work while the others take the rest, few enough

@@ -61,7 +61,9 @@ struct Eigen::internal::functor_traits<ag::ops::AG_CPU_NAMESPACE::ThresholdOp<T>
 namespace ag::ops::AG_CPU_NAMESPACE {
 namespace {
 
-// out = a (kind) b over whole arrays, vectorized by Eigen.
+// out = a (kind) b over whole arrays, vectorized by Eigen: each kind's rule of the op list (Note
+// [The op list], ops/kinds.h) as an Eigen expression, which Eigen vectorizes and a scalar lambda
+// would not. No default: with -Wall -Werror a kind missing here does not compile.
 template <typename T, typename A, typename B, typename O>
 void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
   switch (kind) {
@@ -116,6 +118,7 @@ void binary_scalar(BinaryKind kind, const T* a, T b, T* out, int64_t n) {
                   OutVec<T>(out, n));
 }
 
+// The unary kinds likewise (Note [The op list]); no default, so a missing kind does not compile.
 template <typename T, int A>
 void unary_aligned(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
   InVec<T, A> x(in, n);

@@ -1,6 +1,7 @@
 // The CPU kernels of every instruction set this CPU runs (baseline, AVX2, AVX-512; Note [Kernel
 // instruction sets] in ops/cpu/isa.h), each against naive loops, through the backend built on that
-// set's kernels: elementwise kinds, reductions and all four products, on both dtypes and at sizes
+// set's kernels: every elementwise kind of the op list (against its scalar rule in double, Note
+// [The op list] in ops/kinds.h), reductions and all four products, on both dtypes and at sizes
 // that take the vector tails and the parallel split. Also which set the ops use: AG_CPU_ISA forces
 // one (the *_forced_* targets), and AG_EXPECT_CPU_ISA names the one a test expects to be picked on
 // an emulated CPU (avx2_cpu_test.sh).
@@ -17,6 +18,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/isa.h"
 #include "ops/ops.h"
+#include "ops/scalar_rules.h"
 
 namespace ag::ops {
 namespace {
@@ -56,50 +58,6 @@ std::vector<double> rounded(const std::vector<double>& v, DType dtype) {
   return from_vector(v, {static_cast<int64_t>(v.size())}, dtype).to_vector();
 }
 
-double naive_binary(BinaryKind kind, double x, double y) {
-  switch (kind) {
-    case BinaryKind::kAdd:
-      return x + y;
-    case BinaryKind::kSub:
-      return x - y;
-    case BinaryKind::kMul:
-      return x * y;
-    case BinaryKind::kDiv:
-      return x / y;
-    case BinaryKind::kPow:
-      return std::pow(x, y);
-    case BinaryKind::kThreshold:
-      return y > 0 ? x : 0;
-  }
-  return 0;
-}
-
-double naive_unary(UnaryKind kind, double x, double s) {
-  switch (kind) {
-    case UnaryKind::kNeg:
-      return -x;
-    case UnaryKind::kExp:
-      return std::exp(x);
-    case UnaryKind::kLog:
-      return std::log(x);
-    case UnaryKind::kTanh:
-      return std::tanh(x);
-    case UnaryKind::kSigmoid:
-      return 1 / (1 + std::exp(-x));
-    case UnaryKind::kRelu:
-      return x > 0 ? x : 0;
-    case UnaryKind::kAddScalar:
-      return x + s;
-    case UnaryKind::kMulScalar:
-      return x * s;
-    case UnaryKind::kPowScalar:
-      return std::pow(x, s);
-    case UnaryKind::kRpowScalar:
-      return std::pow(s, x);
-  }
-  return 0;
-}
-
 // Sizes: below and across a packet of 4, 8 and 16 lanes, and (kLarge) above the parallel
 // threshold, where the arrays are split into chunks; the split does not depend on the kind, so
 // only a few kinds take it.
@@ -127,20 +85,18 @@ void check_binary(const Case& c) {
     const std::vector<double> a = rounded(values(n, 0.5, 2, 1), c.dtype),
                               b = rounded(values(n, -1.5, 1.5, 2), c.dtype);
     const Tensor ta = from_vector(a, {n}, c.dtype), tb = from_vector(b, {n}, c.dtype);
-    for (BinaryKind kind : {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kMul, BinaryKind::kDiv,
-                            BinaryKind::kPow, BinaryKind::kThreshold}) {
+    for (BinaryKind kind : kAllBinaryKinds) {
       if (n == kLarge && !large_for(kind)) continue;
       std::vector<double> want(n), want_scalar(n);
       for (int64_t i = 0; i < n; ++i) {
-        want[i] = naive_binary(kind, a[i], b[i]);
-        want_scalar[i] = naive_binary(kind, a[i], b[0]);
+        want[i] = apply_binary<double>(kind, a[i], b[i]);
+        want_scalar[i] = apply_binary<double>(kind, a[i], b[0]);
       }
       // Exact ops round the exact result once, as the naive loop on rounded inputs does after
       // its own rounding to the dtype.
       const bool exact = kind != BinaryKind::kPow;
       const double tol = exact ? 0 : c.tol();
-      const std::string what =
-          c.name("binary " + std::to_string(static_cast<int>(kind)) + " n=" + std::to_string(n));
+      const std::string what = c.name(std::string(kind_name(kind)) + " n=" + std::to_string(n));
       expect_close(c.backend.binary(kind, ta, tb, {n}).to_vector(), rounded(want, c.dtype), tol,
                    what);
       const Tensor scalar = from_vector({b[0]}, {}, c.dtype);
@@ -155,22 +111,19 @@ void check_unary(const Case& c) {
     const std::vector<double> x = rounded(values(n, 0.1, 3, 3), c.dtype);
     const std::vector<double> signed_x = rounded(values(n, -3, 3, 4), c.dtype);
     const Tensor tx = from_vector(x, {n}, c.dtype), tsx = from_vector(signed_x, {n}, c.dtype);
-    for (UnaryKind kind : {UnaryKind::kNeg, UnaryKind::kExp, UnaryKind::kLog, UnaryKind::kTanh,
-                           UnaryKind::kSigmoid, UnaryKind::kRelu, UnaryKind::kAddScalar,
-                           UnaryKind::kMulScalar, UnaryKind::kPowScalar, UnaryKind::kRpowScalar}) {
+    for (UnaryKind kind : kAllUnaryKinds) {
       if (n == kLarge && !large_for(kind)) continue;
       // log and pow need positive inputs; the rest see both signs.
       const bool positive = kind == UnaryKind::kLog || kind == UnaryKind::kPowScalar;
       const std::vector<double>& in = positive ? x : signed_x;
       const double s = 1.5;
       std::vector<double> want(n);
-      for (int64_t i = 0; i < n; ++i) want[i] = naive_unary(kind, in[i], s);
+      for (int64_t i = 0; i < n; ++i) want[i] = apply_unary<double>(kind, in[i], s);
       const bool exact = kind == UnaryKind::kNeg || kind == UnaryKind::kRelu ||
                          kind == UnaryKind::kAddScalar || kind == UnaryKind::kMulScalar;
-      expect_close(
-          c.backend.unary(kind, positive ? tx : tsx, s).to_vector(), rounded(want, c.dtype),
-          exact ? 0 : c.tol(),
-          c.name("unary " + std::to_string(static_cast<int>(kind)) + " n=" + std::to_string(n)));
+      expect_close(c.backend.unary(kind, positive ? tx : tsx, s).to_vector(),
+                   rounded(want, c.dtype), exact ? 0 : c.tol(),
+                   c.name(std::string(kind_name(kind)) + " n=" + std::to_string(n)));
     }
   }
 }

@@ -277,11 +277,11 @@ std::vector<Row> table() {
          Tensor a = fresh(in(t, 0));
          return ops::mul_(a, in(t, 1));
        },
-       {{"mul_:self_before", 6}, {"mul_:other", 3}},
+       {{"mul_:self", 6}, {"mul_:other", 3}},
        {{"FF", {}},
         {"TF", {"mul_:other"}},
-        {"FT", {"mul_:self_before"}},
-        {"TT", {"mul_:self_before", "mul_:other"}}}},
+        {"FT", {"mul_:self"}},
+        {"TT", {"mul_:self", "mul_:other"}}}},
       {"copy_",
        {m23, v3},
        [](const TensorList& t) {

@@ -49,7 +49,12 @@ Tensor make_hessian_input(const HessianConfig& c) {
 }
 
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward) {
-  Tensor y = mlp.forward(x);
+  return hessian_step(mlp, x, final_backward, [&](const Tensor& in) { return mlp.forward(in); });
+}
+
+double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
+                    const std::function<Tensor(const Tensor&)>& forward) {
+  Tensor y = forward(x);
   Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
   Tensor y_xx = grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
   if (final_backward) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "engine/device.h"
 #include "engine/options.h"
@@ -40,6 +41,9 @@ Tensor make_hessian_input(const HessianConfig& config);
 // One step; returns a checksum of y_xx (reading it back, so it also waits for a device). With
 // `final_backward`, also accumulates into the weights' .grad (which the step clears first).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);
+// The same step with y = forward(x) computed by `forward` (e.g. a traced graph's executor).
+double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
+                    const std::function<Tensor(const Tensor&)>& forward);
 
 struct HessianStepStats {
   double seconds = 0;

@@ -6,7 +6,11 @@
 namespace ag::paper {
 
 JitPassRun run_jit_pass(size_t num_nodes, jit::AliasDbMode mode) {
-  std::unique_ptr<jit::Graph> graph = jit::makeLayeredGraph(num_nodes);
+  return run_jit_pass(*jit::makeLayeredGraph(num_nodes), mode);
+}
+
+JitPassRun run_jit_pass(const jit::Graph& original, jit::AliasDbMode mode) {
+  std::unique_ptr<jit::Graph> graph = original.copy();
   JitPassRun run;
   run.nodes = graph->numNodes();
   jit::AutodiffSubgraphOptions options;

@@ -20,5 +20,7 @@ struct JitPassRun {
 // Builds makeLayeredGraph(num_nodes) and times createAutodiffSubgraphs on it (graph construction
 // excluded).
 JitPassRun run_jit_pass(size_t num_nodes, jit::AliasDbMode mode);
+// Times createAutodiffSubgraphs on a copy of `graph` (the copy excluded).
+JitPassRun run_jit_pass(const jit::Graph& graph, jit::AliasDbMode mode);
 
 }  // namespace ag::paper

@@ -108,6 +108,7 @@ void jit_pass_section(const Context& context, Report& report) {
     << peers.describe() << "\n";
   s << t.str() << "\n";
   if (context.plots) s << "![pass time vs graph size](jit_pass.png)\n";
+  jit_traced_tables(context, report);
 }
 
 }  // namespace ag::paper

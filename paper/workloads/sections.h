@@ -34,6 +34,7 @@ void overhead_section(const Context& context, Report& report);       // seed 000
 void hessian_section(const Context& context, Report& report);        // seed 001
 void memory_section(const Context& context, Report& report);         // seed 003
 void jit_pass_section(const Context& context, Report& report);       // seed 002
+void jit_traced_tables(const Context& context, Report& report);      // seed 002, traced programs
 void graph_section(const Context& context, Report& report);          // seed 001's graph, drawn
 
 }  // namespace ag::paper

@@ -12,6 +12,10 @@ namespace {
 struct Signature {
   std::vector<std::string> attributes;
   bool alpha = false;
+  // nll_loss: its targets (our attribute) are a Tensor in TorchScript: a graph input of its own.
+  bool targets_input = false;
+  // Arguments after those: "None" or an integer.
+  std::vector<std::string> trailing = {};
 };
 
 const Signature* signature_of(const std::string& kind) {
@@ -23,6 +27,11 @@ const Signature* signature_of(const std::string& kind) {
       {"aten::mul", {}},
       {"aten::tanh", {}},
       {"aten::sigmoid", {}},
+      {"aten::linear", {}},
+      {"aten::relu", {}},
+      {"aten::mm", {}},
+      {"aten::log_softmax", {{"dim"}, false, false, {"None"}}},
+      {"aten::nll_loss", {{}, false, true, {"None", "1", "-100"}}},
       {"prim::Print", {}},
       {"prim::ListConstruct", {}},
       {"prim::ListUnpack", {}},
@@ -67,6 +76,14 @@ class Constants {
     lists_[list] = name;
     return name;
   }
+  std::string none() {
+    if (!has_none_) text_ << "  %none : NoneType = prim::Constant()\n";
+    has_none_ = true;
+    return "%none";
+  }
+  std::string literal(const std::string& text) {
+    return text == "None" ? none() : integer(std::stoll(text));
+  }
   std::string text() const { return text_.str(); }
 
  private:
@@ -83,6 +100,7 @@ class Constants {
   std::map<int64_t, std::string> ints_;
   std::map<std::vector<int64_t>, std::string> lists_;
   std::vector<std::string> floats_;
+  bool has_none_ = false;
 };
 
 std::string value_name(const jit::Value* v) { return "%v" + v->name(); }
@@ -92,6 +110,7 @@ std::string value_name(const jit::Value* v) { return "%v" + v->name(); }
 std::string to_torchscript_ir(const jit::Graph& graph) {
   Constants constants;
   std::ostringstream body;
+  std::vector<std::string> extra_inputs;  // nll_loss's targets
   for (const jit::Node* n : graph.nodes()) {
     const Signature* signature = signature_of(n->kind());
     if (signature == nullptr || n->subgraph() != nullptr) {
@@ -106,7 +125,12 @@ std::string to_torchscript_ir(const jit::Graph& graph) {
       }
       args.push_back(constants.of(it->second));
     }
+    if (signature->targets_input) {
+      extra_inputs.push_back("%targets" + std::to_string(extra_inputs.size()));
+      args.insert(args.begin() + 1, extra_inputs.back());
+    }
     if (signature->alpha) args.push_back(constants.of(int64_t{1}));
+    for (const std::string& t : signature->trailing) args.push_back(constants.literal(t));
     body << "  ";
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       body << (i ? ", " : "") << value_name(n->output(i)) << " : "
@@ -121,6 +145,9 @@ std::string to_torchscript_ir(const jit::Graph& graph) {
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     out << (i ? ", " : "") << value_name(graph.inputs()[i]) << " : "
         << torchscript_type(graph.inputs()[i]->type());
+  }
+  for (size_t i = 0; i < extra_inputs.size(); ++i) {
+    out << (graph.inputs().empty() && i == 0 ? "" : ", ") << extra_inputs[i] << " : Tensor";
   }
   out << "):\n" << constants.text() << body.str() << "  return (";
   for (size_t i = 0; i < graph.outputs().size(); ++i) {

@@ -378,7 +378,7 @@ Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int
 Outcome Model::set_requires_grad(int name, bool rg) {
   const int i = impl_of(name);
   if (!is_leaf(i)) {
-    if (rg && !sem_.non_leaf_requires_grad_true_raises) return {};  // it does already
+    if (rg) return {};  // it does already: a no-op
     return Outcome::raise("you can only change requires_grad flags of leaf variables");
   }
   impls_[i].leaf_requires_grad = rg;
@@ -392,7 +392,7 @@ Outcome Model::set_grad(int name, int value) {
     return {};
   }
   if (shape(value) != impls_[i].shape) return Outcome::raise("assigned grad has a different size");
-  if (!sem_.own_grad_assignable && impl_of(value) == i) {
+  if (impl_of(value) == i) {
     return Outcome::raise("can't assign Variable as its own grad");
   }
   impls_[i].grad = impl_of(value);

@@ -75,10 +75,6 @@ struct Semantics {
   // grad() of an output of a node the roots reach, whose own edge gets nothing (a multi-output
   // node's other output): zeros; PyTorch: not used in the graph (error or None).
   bool reached_node_gives_zeros = true;
-  // requires_grad_(true) on a non-leaf raises (engine/tensor.h); PyTorch accepts it (a no-op).
-  bool non_leaf_requires_grad_true_raises = true;
-  // `x.grad = x`: accepted (found by this model, reported); PyTorch refuses it.
-  bool own_grad_assignable = true;
   // matmul and linear reshape some operands before their product saves them. The engine's view
   // of a leaf keeps the requires_grad the leaf had then; PyTorch's view follows its base. So a
   // create_graph gradient reading such a saved leaf depends on it iff it required grad when
@@ -100,7 +96,7 @@ struct Semantics {
   // model_vs_pytorch.
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false}; }
 };
 
 enum class Expect { kOk, kRaise, kMaybe };

@@ -3,9 +3,10 @@
 // (the counterexample, shrunk) and RapidCheck's seed; reproduce it with
 //   bazel test //proptests/jit:autodiff_subgraph_props_test --test_env=RC_PARAMS="seed=N"
 
+#include "engine/error.h"
 #include "engine/jit/alias_db_lint.h"
 #include "engine/jit/create_autodiff_subgraphs.h"
-#include "engine/jit/interpreter.h"
+#include "engine/jit/executor.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/verifier.h"
 #include "proptests/fuzz_stats.h"
@@ -32,15 +33,17 @@ AutodiffSubgraphOptions optionsFor(AliasDbMode mode, size_t min_size) {
 // Everything observable about one run: outputs, inputs afterwards (in-place
 // ops may write them) and the print log; or the run-time error.
 std::string observe(const Graph& g, const BuiltGraph& built) {
-  std::vector<RtValue> inputs = built.makeInputs();
+  std::vector<IValue> inputs = built.makeInputs();
   PrintLog log;
+  RunOptions options;
+  options.log = &log;
   std::string text;
   try {
-    for (const RtValue& v : runGraph(g, inputs, &log)) text += "out " + toString(v) + "\n";
-  } catch (const RuntimeError& e) {
+    for (const IValue& v : runGraph(g, inputs, options)) text += "out " + toString(v) + "\n";
+  } catch (const Error& e) {
     text += std::string("error ") + e.what() + "\n";
   }
-  for (const RtValue& v : inputs) text += "in " + toString(v) + "\n";
+  for (const IValue& v : inputs) text += "in " + toString(v) + "\n";
   for (const std::string& line : log) text += "print " + line + "\n";
   return text;
 }

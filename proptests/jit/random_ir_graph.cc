@@ -5,7 +5,8 @@
 #include <string>
 #include <unordered_set>
 
-#include "engine/jit/runtime_ops.h"
+#include "engine/error.h"
+#include "ops/ops.h"
 
 namespace ag::jit::proptest {
 namespace {
@@ -17,8 +18,8 @@ const std::vector<Shape>& inputShapeMenu() {
 
 enum class Op {
   Add, Sub, Mul, Neg, Exp, Tanh, Sigmoid, Relu, Sum, MulScalar,
-  Transpose, Reshape, Select, AddInPlace, MulInPlace,
-  ListConstruct, ListUnpack, Cat, Constant, Print,
+  Transpose, Reshape, Detach, AddInPlace, MulInPlace,
+  ListConstruct, ListUnpack, Constant, Print,
   kCount
 };
 
@@ -36,12 +37,11 @@ const char* kindOf(Op op) {
     case Op::MulScalar: return "aten::mul_scalar";
     case Op::Transpose: return "aten::transpose";
     case Op::Reshape: return "aten::reshape";
-    case Op::Select: return "aten::select";
+    case Op::Detach: return "aten::detach";
     case Op::AddInPlace: return "aten::add_";
     case Op::MulInPlace: return "aten::mul_";
     case Op::ListConstruct: return "prim::ListConstruct";
     case Op::ListUnpack: return "prim::ListUnpack";
-    case Op::Cat: return "aten::cat";
     case Op::Constant: return "prim::Constant";
     case Op::Print: return "prim::Print";
     case Op::kCount: break;
@@ -49,14 +49,18 @@ const char* kindOf(Op op) {
   return "?";
 }
 
-bool broadcastable(const Shape& a, const Shape& b) {
-  try {
-    rt::broadcastShapes("", a, b);
-    return true;
-  } catch (const RuntimeError&) {
-    return false;
+// NumPy broadcasting (as the ops do), or nullopt.
+std::optional<Shape> broadcastShape(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[out.size() - 1 - i] = da == 1 ? db : da;
   }
+  return out;
 }
+bool broadcastable(const Shape& a, const Shape& b) { return broadcastShape(a, b).has_value(); }
 
 // A value defined so far, with what the builder knows of its run-time shape.
 struct Known {
@@ -126,7 +130,7 @@ class Builder {
         Shape sa = a->shape;
         const Known* b = pick(operand(1), [&](const Known& k) { return isTensor(k) && broadcastable(sa, k.shape); });
         if (b == nullptr) return;
-        Shape out = rt::broadcastShapes("", sa, b->shape);
+        Shape out = *broadcastShape(sa, b->shape);
         define(emit(op, {a->value, b->value}), spec, {out});
         return;
       }
@@ -150,10 +154,10 @@ class Builder {
       }
       case Op::MulScalar: {
         const Known* a = pick(operand(0), isTensor);
-        const Known* s = pick(operand(1), [](const Known& k) { return k.value->type() == Type::Float; });
-        if (a == nullptr || s == nullptr) return;
+        if (a == nullptr) return;
         Shape sa = a->shape;
-        define(emit(op, {a->value, s->value}), spec, {sa});
+        const double scalar = (static_cast<double>(spec.attr % 7) - 3.0) * 0.5;
+        define(emit(op, {a->value}, {{"scalar", scalar}}), spec, {sa});
         return;
       }
       case Op::Transpose: {
@@ -173,14 +177,11 @@ class Builder {
         define(emit(op, {a->value}, {{"shape", s}}), spec, {s});
         return;
       }
-      case Op::Select: {
-        const Known* a = pick(operand(0), [](const Known& k) { return isTensor(k) && !k.shape.empty(); });
+      case Op::Detach: {  // a view without history
+        const Known* a = pick(operand(0), isTensor);
         if (a == nullptr) return;
-        int64_t dim = static_cast<int64_t>(spec.attr % a->shape.size());
-        int64_t index = static_cast<int64_t>(spec.attr / 2) % a->shape[static_cast<size_t>(dim)];
-        Shape s = a->shape;
-        s.erase(s.begin() + dim);
-        define(emit(op, {a->value}, {{"dim", dim}, {"index", index}}), spec, {s});
+        Shape sa = a->shape;
+        define(emit(op, {a->value}), spec, {sa});
         return;
       }
       case Op::AddInPlace:
@@ -189,7 +190,7 @@ class Builder {
         if (self == nullptr) return;
         Shape ss = self->shape;
         const Known* other = pick(operand(1), [&](const Known& k) {
-          return isTensor(k) && broadcastable(ss, k.shape) && rt::broadcastShapes("", ss, k.shape) == ss;
+          return isTensor(k) && broadcastable(ss, k.shape) && *broadcastShape(ss, k.shape) == ss;
         });
         if (other == nullptr) return;
         define(emit(op, {self->value, other->value}), spec, {ss});
@@ -215,16 +216,6 @@ class Builder {
         define(emit(op, {l->value}, {}, static_cast<int>(shapes.size())), spec, shapes);
         return;
       }
-      case Op::Cat: {
-        const Known* l = pick(operand(0), [](const Known& k) {
-          return k.value->type() == Type::TensorList && !k.list_shapes.empty() && !k.list_shapes[0].empty();
-        });
-        if (l == nullptr) return;
-        Shape s = l->list_shapes[0];
-        s[0] *= static_cast<int64_t>(l->list_shapes.size());
-        define(emit(op, {l->value}, {{"dim", int64_t{0}}}), spec, {s});
-        return;
-      }
       case Op::Constant: {
         double v = (static_cast<double>(spec.attr % 7) - 3.0) * 0.5;
         define(emit(op, {}, {{"value", v}}), spec, {Shape{}});
@@ -243,14 +234,16 @@ class Builder {
 
 }  // namespace
 
-std::vector<RtValue> BuiltGraph::makeInputs() const {
-  std::vector<RtValue> inputs;
+std::vector<IValue> BuiltGraph::makeInputs() const {
+  std::vector<IValue> inputs;
   for (size_t i = 0; i < input_shapes.size(); ++i) {
-    RtTensor t = RtTensor::zeros(input_shapes[i]);
-    for (int64_t k = 0; k < t.numel(); ++k) {
-      t.at(k) = 0.25 * static_cast<double>((k * 7 + static_cast<int64_t>(i) * 3) % 11) - 1.2;
+    int64_t numel = 1;
+    for (int64_t d : input_shapes[i]) numel *= d;
+    std::vector<double> values(static_cast<size_t>(numel));
+    for (int64_t k = 0; k < numel; ++k) {
+      values[k] = 0.25 * static_cast<double>((k * 7 + static_cast<int64_t>(i) * 3) % 11) - 1.2;
     }
-    inputs.push_back(t);
+    inputs.push_back(ops::from_vector(values, input_shapes[i]));
   }
   return inputs;
 }
@@ -273,7 +266,7 @@ rc::Gen<GraphSpec> genGraphSpec() {
 void showValue(const GraphSpec& spec, std::ostream& os) {
   BuiltGraph built = buildGraph(spec);
   os << "input shapes:";
-  for (const Shape& s : built.input_shapes) os << " " << shapeToString(s);
+  for (const Shape& s : built.input_shapes) os << " " << to_string(s);
   os << "\n" << toString(*built.graph);
 }
 

@@ -7,10 +7,10 @@
 // shape), so every shrink of a spec (fewer nodes, smaller numbers) still
 // builds a valid graph; a node with no usable operand is left out.
 //
-// Graphs mix pure ops, views (transpose/reshape/select), in-place ops (add_,
-// mul_), lists (construct/unpack/cat), float constants and prim::Print. All
+// Graphs mix pure ops, views (reshape/detach), in-place ops (add_,
+// mul_), lists (construct/unpack), float constants and prim::Print. All
 // shapes are tracked while building, so every graph also runs under the
-// interpreter without a shape error.
+// executor without a shape error.
 #pragma once
 
 #include <rapidcheck.h>
@@ -19,8 +19,8 @@
 #include <ostream>
 #include <vector>
 
+#include "engine/jit/executor.h"
 #include "engine/jit/ir.h"
-#include "engine/jit/runtime_value.h"
 
 namespace ag::jit::proptest {
 
@@ -40,7 +40,7 @@ struct BuiltGraph {
   std::unique_ptr<Graph> graph;
   std::vector<Shape> input_shapes;
   // Fresh, distinct inputs with deterministic contents.
-  std::vector<RtValue> makeInputs() const;
+  std::vector<IValue> makeInputs() const;
 };
 
 BuiltGraph buildGraph(const GraphSpec& spec);

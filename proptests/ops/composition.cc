@@ -375,6 +375,11 @@ Plan build_plan(const Program& program) {
   return plan;
 }
 
+void append_step(Plan& plan, const Step& step, int index) {
+  Builder b(plan);
+  add_step(b, step, index);
+}
+
 std::string op_name(Op op) {
   static const char* const names[] = {
       "leaf",          "add",     "sub",          "mul",     "div",         "pow",

@@ -98,6 +98,10 @@ struct Plan {
 };
 
 Plan build_plan(const Program& program);
+// Appends the instructions of one step (index: its position, seeds dropout) to `plan`, as
+// build_plan does for each step. Other generators interleave values of their own by appending
+// to plan.instrs and plan.shapes themselves.
+void append_step(Plan& plan, const Step& step, int index);
 std::string op_name(Op op);
 std::string describe(const Plan& plan);
 

@@ -1,0 +1,180 @@
+#include "engine/jit/code.h"
+
+#include <cstdio>
+
+#include "engine/error.h"
+#include "engine/jit/differentiable_graph.h"
+#include "engine/jit/schema.h"
+#include "ops/ops.h"
+
+namespace ag::jit {
+
+struct Code::Instruction {
+  enum class Op { kCall, kConstant, kListConstruct, kListUnpack, kPrint, kAutogradAdd, kGroup };
+  Op op;
+  const Node* node;
+  std::vector<int> in, out;
+  const ops::OpSpec* spec = nullptr;  // kCall
+  ops::OpAttrs attrs;                 // kCall
+  IValue constant;                    // kConstant
+  std::unique_ptr<DifferentiableGraphOp> group;
+};
+
+namespace {
+
+using Instruction = Code::Instruction;
+
+Instruction::Op opOf(const Node& n) {
+  const std::string& k = n.kind();
+  if (n.schema() != nullptr && n.schema()->spec != nullptr) return Instruction::Op::kCall;
+  if (k == kinds::kConstant) return Instruction::Op::kConstant;
+  if (k == kinds::kListConstruct) return Instruction::Op::kListConstruct;
+  if (k == kinds::kListUnpack) return Instruction::Op::kListUnpack;
+  if (k == kinds::kPrint) return Instruction::Op::kPrint;
+  if (k == kinds::kAutogradAdd) return Instruction::Op::kAutogradAdd;
+  if (n.isDifferentiableGraph()) return Instruction::Op::kGroup;
+  throw IrError("executor: no kernel for op '" + k + "'");
+}
+
+IValue constantOf(const Node& n) {
+  auto it = n.attrs().find("value");
+  if (it == n.attrs().end()) return Tensor();  // None
+  if (const double* d = std::get_if<double>(&it->second)) return *d;
+  return std::get<Tensor>(it->second);
+}
+
+bool hasType(const Value* v, const IValue& value) {
+  switch (v->type()) {
+    case Type::Tensor:
+      return std::holds_alternative<Tensor>(value);
+    case Type::TensorList:
+      return std::holds_alternative<TensorList>(value);
+    case Type::Float:
+      return std::holds_alternative<double>(value);
+  }
+  return false;
+}
+
+}  // namespace
+
+Code::Code(const Graph& graph) : graph_(graph) {
+  auto define = [&](const Value* v) {
+    slots_[v] = static_cast<int>(slot_values_.size());
+    slot_values_.push_back(v);
+  };
+  for (const Value* in : graph.inputs()) define(in);
+  for (Node* n = graph.firstNode(); n != graph.returnNode(); n = n->next()) {
+    Instruction in;
+    in.op = opOf(*n);
+    in.node = n;
+    for (const Value* v : n->inputs()) in.in.push_back(slots_.at(v));
+    for (const Value* v : n->outputs()) {
+      define(v);
+      in.out.push_back(slots_.at(v));
+    }
+    switch (in.op) {
+      case Instruction::Op::kCall:
+        in.spec = n->schema()->spec;
+        in.attrs = toOpAttrs(*n);
+        break;
+      case Instruction::Op::kConstant:
+        in.constant = constantOf(*n);
+        break;
+      case Instruction::Op::kGroup:
+        in.group = std::make_unique<DifferentiableGraphOp>(*n);
+        break;
+      default:
+        break;
+    }
+    instructions_.push_back(std::move(in));
+  }
+}
+
+Code::~Code() = default;
+
+size_t Code::numInstructions() const { return instructions_.size(); }
+
+void Code::run(std::vector<IValue>& frame, const RunOptions& options,
+               const std::vector<char>* mask) const {
+  for (size_t i = 0; i < instructions_.size(); ++i) {
+    if (mask != nullptr && !(*mask)[i]) continue;
+    const Instruction& in = instructions_[i];
+    execute(in, frame, options);
+    if (options.observe) {
+      for (size_t k = 0; k < in.out.size(); ++k)
+        options.observe(in.node->output(k), frame[in.out[k]]);
+    }
+  }
+}
+
+void Code::execute(const Instruction& in, std::vector<IValue>& frame,
+                   const RunOptions& options) const {
+  auto tensor = [&](size_t k) -> const Tensor& { return std::get<Tensor>(frame[in.in[k]]); };
+  switch (in.op) {
+    case Instruction::Op::kCall: {
+      TensorList args;
+      args.reserve(in.in.size());
+      for (size_t k = 0; k < in.in.size(); ++k) args.push_back(tensor(k));
+      frame[in.out[0]] = in.spec->forward().call(ops::OpArgs(args, in.attrs));
+      return;
+    }
+    case Instruction::Op::kConstant:
+      frame[in.out[0]] = in.constant;
+      return;
+    case Instruction::Op::kListConstruct: {
+      TensorList list;
+      for (size_t k = 0; k < in.in.size(); ++k) list.push_back(tensor(k));
+      frame[in.out[0]] = std::move(list);
+      return;
+    }
+    case Instruction::Op::kListUnpack: {
+      const TensorList& list = std::get<TensorList>(frame[in.in[0]]);
+      AG_CHECK(list.size() == in.out.size(), "prim::ListUnpack: a list of ", list.size(),
+               " tensors unpacked into ", in.out.size(), " values");
+      for (size_t k = 0; k < list.size(); ++k) frame[in.out[k]] = list[k];
+      return;
+    }
+    case Instruction::Op::kPrint:
+      if (options.log != nullptr) options.log->push_back(toString(frame[in.in[0]]));
+      return;
+    case Instruction::Op::kAutogradAdd: {
+      // A sum of gradients, either of which may be missing (Note [Gradient graphs]).
+      const Tensor& a = tensor(0);
+      const Tensor& b = tensor(1);
+      frame[in.out[0]] = !a.defined() ? b : !b.defined() ? a : ops::add(a, b);
+      return;
+    }
+    case Instruction::Op::kGroup: {
+      std::vector<IValue> args;
+      args.reserve(in.in.size());
+      for (int s : in.in) args.push_back(frame[s]);
+      std::vector<IValue> results = in.group->run(args, options);
+      for (size_t k = 0; k < results.size(); ++k) frame[in.out[k]] = std::move(results[k]);
+      return;
+    }
+  }
+}
+
+std::vector<IValue> Code::runGraph(const std::vector<IValue>& inputs,
+                                   const RunOptions& options) const {
+  const auto& params = graph_.inputs();
+  if (inputs.size() != params.size()) {
+    throw IrError("executor: graph takes " + std::to_string(params.size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
+  }
+  std::vector<IValue> frame(numSlots());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!hasType(params[i], inputs[i])) {
+      throw IrError("executor: input %" + params[i]->name() + " expects a value of type " +
+                    typeName(params[i]->type()));
+    }
+    frame[i] = inputs[i];
+    if (options.observe) options.observe(params[i], frame[i]);
+  }
+  run(frame, options);
+  std::vector<IValue> outputs;
+  for (const Value* out : graph_.outputs()) outputs.push_back(frame[slots_.at(out)]);
+  return outputs;
+}
+
+}  // namespace ag::jit

@@ -1,0 +1,49 @@
+// A graph compiled for the executor (PyTorch's jit::Code): one instruction per node, in node
+// order, reading and writing a frame of IValues (one slot per value). Attributes are converted
+// to the ops' attribute structs once, here, not on every run.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/jit/executor.h"
+#include "engine/jit/ir.h"
+#include "ops/spec.h"
+
+namespace ag::jit {
+
+class DifferentiableGraphOp;
+
+class Code {
+ public:
+  struct Instruction;  // one node's work (code.cc)
+
+  // `graph` must be verified, outlive the Code and stay unchanged.
+  explicit Code(const Graph& graph);
+  ~Code();
+  Code(const Code&) = delete;
+  Code& operator=(const Code&) = delete;
+
+  const Graph& graph() const { return graph_; }
+  size_t numSlots() const { return slot_values_.size(); }
+  int slotOf(const Value* v) const { return slots_.at(v); }
+  size_t numInstructions() const;
+
+  // Runs every instruction (or only those whose entry in `mask` is set), reading and writing
+  // `frame` (numSlots() entries; the graph inputs' slots set by the caller).
+  void run(std::vector<IValue>& frame, const RunOptions& options,
+           const std::vector<char>* mask = nullptr) const;
+  // Sets the inputs (type-checked), runs, and returns the outputs.
+  std::vector<IValue> runGraph(const std::vector<IValue>& inputs, const RunOptions& options) const;
+
+ private:
+  void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options) const;
+
+  const Graph& graph_;
+  std::unordered_map<const Value*, int> slots_;
+  std::vector<const Value*> slot_values_;
+  std::vector<Instruction> instructions_;
+};
+
+}  // namespace ag::jit

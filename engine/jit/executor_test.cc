@@ -1,0 +1,231 @@
+#include "engine/jit/executor.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/autograd.h"
+#include "engine/counters.h"
+#include "engine/error.h"
+#include "engine/jit/create_autodiff_subgraphs.h"
+#include "engine/jit/ir_parser.h"
+#include "engine/jit/tracer.h"
+#include "ops/ops.h"
+
+namespace ag::jit {
+namespace {
+
+Tensor t23() { return ops::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}); }
+bool sharesStorage(const Tensor& a, const Tensor& b) {
+  return a.impl()->storage.get() == b.impl()->storage.get();
+}
+const Tensor& tensorOf(const IValue& v) { return std::get<Tensor>(v); }
+
+TEST(ExecutorTest, ViewsShareStorageWithTheirBase) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %r : Tensor = aten::reshape[shape=[3, 2]](%x)
+  %w : Tensor = aten::add_(%r, %y)
+  %t : Tensor = aten::transpose[dim0=0, dim1=1](%x)
+  return (%t, %w)
+)IR");
+  Tensor x = t23();
+  auto out = runGraph(*g, {x, ops::from_vector({10, 20}, {2})});
+  // x was written through its reshape view.
+  EXPECT_EQ(toString(x), "tensor[2, 3]{11, 22, 13, 24, 15, 26}");
+  EXPECT_EQ(toString(out[0]), "tensor[3, 2]{11, 24, 22, 15, 13, 26}");
+  EXPECT_EQ(toString(out[1]), "tensor[3, 2]{11, 22, 13, 24, 15, 26}");
+  EXPECT_TRUE(sharesStorage(tensorOf(out[1]), x));
+  EXPECT_FALSE(sharesStorage(tensorOf(out[0]), x));  // transpose copies (tensors are contiguous)
+}
+
+TEST(ExecutorTest, ElementwiseOpsBroadcast) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %a : Tensor = aten::add(%x, %y)
+  %m : Tensor = aten::mul(%x, %y)
+  %s : Tensor = aten::sum(%a)
+  %r : Tensor = aten::relu(%s)
+  %d : Tensor = aten::mul_scalar[scalar=2.0](%r)
+  return (%a, %m, %d)
+)IR");
+  auto out = runGraph(*g, {t23(), ops::from_vector({1, 0, -1}, {3})});
+  EXPECT_EQ(toString(out[0]), "tensor[2, 3]{2, 2, 2, 5, 5, 5}");
+  EXPECT_EQ(toString(out[1]), "tensor[2, 3]{1, 0, -3, 4, 0, -6}");
+  EXPECT_EQ(toString(out[2]), "tensor[]{42}");
+}
+
+TEST(ExecutorTest, ListsHoldTheSameTensors) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %l : Tensor[] = prim::ListConstruct(%x, %y)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
+  %w : Tensor = aten::mul_(%b, %a)
+  prim::Print(%w)
+  return (%w)
+)IR");
+  Tensor y = ops::from_vector({2, 2, 2}, {1, 3});
+  PrintLog log;
+  RunOptions options;
+  options.log = &log;
+  auto out = runGraph(*g, {ops::from_vector({1, 2, 3}, {1, 3}), y}, options);
+  EXPECT_EQ(toString(y), "tensor[1, 3]{2, 4, 6}");
+  EXPECT_TRUE(tensorOf(out[0]).is_same(y));  // mul_ returns the tensor it wrote
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0], "tensor[1, 3]{2, 4, 6}");
+}
+
+TEST(ExecutorTest, BadShapesAndInputsThrow) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %a : Tensor = aten::add(%x, %y)
+  return (%a)
+)IR");
+  EXPECT_THROW(runGraph(*g, {t23(), ops::from_vector({1, 2}, {2})}), Error);
+  EXPECT_THROW(runGraph(*g, {t23()}), IrError);
+  EXPECT_THROW(runGraph(*g, {t23(), 1.0}), IrError);
+  auto inplace = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %a : Tensor = aten::add_(%x, %y)
+  return (%a)
+)IR");
+  Tensor x = ops::from_vector({1, 2, 3}, {3});
+  EXPECT_THROW(runGraph(*inplace, {x, t23()}), Error);
+  EXPECT_EQ(toString(x), "tensor[3]{1, 2, 3}");  // the failed op wrote nothing
+  EXPECT_EQ(toString(runGraph(*inplace, {x, x})[0]), "tensor[3]{2, 4, 6}");  // still usable
+}
+
+// The hessian workload's shape of program: an MLP forward with a loss.
+TensorList mlp(const TensorList& in) {
+  Tensor h = ops::tanh(ops::addmm(in[2], in[0], in[1]));
+  Tensor y = ops::mul(h, h);
+  return {ops::sum(ops::sigmoid(y))};
+}
+
+TensorList mlpInputs(bool requires_grad) {
+  Tensor x = ops::uniform({4, 3}, -1, 1, 1);
+  Tensor w = ops::uniform({3, 5}, -1, 1, 2);
+  Tensor b = ops::uniform({5}, -1, 1, 3);
+  if (requires_grad) {
+    x.set_requires_grad(true);
+    w.set_requires_grad(true);
+  }
+  return {x, w, b};
+}
+
+std::vector<std::vector<double>> valuesOf(const TensorList& ts) {
+  std::vector<std::vector<double>> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? t.to_vector() : std::vector<double>{});
+  return out;
+}
+
+TEST(TracerTest, RecordsTheOpsOfOrdinaryEngineCode) {
+  auto g = trace(mlp, mlpInputs(false));
+  const std::string text = toString(*g);
+  EXPECT_NE(text.find("aten::addmm"), std::string::npos) << text;
+  EXPECT_NE(text.find("aten::tanh"), std::string::npos) << text;
+  EXPECT_NE(text.find("aten::sigmoid"), std::string::npos) << text;
+  EXPECT_EQ(g->nodes().size(), 5u) << text;  // addmm, tanh, mul, sigmoid, sum
+  // Replaying it on other inputs computes what eager does, bit for bit.
+  TensorList other = mlpInputs(false);
+  other[0] = ops::uniform({4, 3}, -2, 2, 9);
+  EXPECT_EQ(valuesOf(GraphExecutor(*g).run(other)), valuesOf(mlp(other)));
+}
+
+TEST(TracerTest, RecordsViewsInPlaceOpsAndConstants) {
+  Tensor c = ops::from_vector({0.5, -1, 2}, {3});
+  auto program = [&](const TensorList& in) -> TensorList {
+    Tensor a = ops::exp(in[0]);
+    Tensor v = ops::reshape(a, {3, 2});
+    ops::add_(v, c.defined() ? ops::reshape(ops::mul(c, 1.0), {3, 1}) : c);
+    return {a, v, ops::transpose(v, 0, 1)};
+  };
+  auto g = trace(program, {t23()});
+  const std::string text = toString(*g);
+  EXPECT_NE(text.find("prim::Constant"), std::string::npos) << text;
+  EXPECT_NE(text.find("aten::add_"), std::string::npos) << text;
+  Tensor x = ops::from_vector({0, 1, -1, 0.5, 2, 3}, {2, 3});
+  auto out = GraphExecutor(*g).run(TensorList{x});
+  // a was written through its view: the returned a sees the write, as in eager.
+  EXPECT_EQ(valuesOf(out), valuesOf(program({x})));
+  EXPECT_TRUE(sharesStorage(out[0], out[1]));
+  EXPECT_FALSE(sharesStorage(out[0], out[2]));
+}
+
+TEST(TracerTest, RefusesAliasedInputs) {
+  Tensor x = t23();
+  EXPECT_THROW(trace(mlp, {x, x.detach(), x}), Error);
+}
+
+// Traced MLP → create_autodiff_subgraphs → executor: one autograd node for the group.
+struct Compiled {
+  std::unique_ptr<Graph> graph;
+  std::unique_ptr<GraphExecutor> exec;
+};
+Compiled compiledMlp() {
+  Compiled c;
+  c.graph = trace(mlp, mlpInputs(false));
+  createAutodiffSubgraphs(*c.graph);
+  c.exec = std::make_unique<GraphExecutor>(*c.graph);
+  return c;
+}
+
+TEST(DifferentiableGraphTest, RunsAsOneAutogradNodeWithEagerGradients) {
+  Compiled c = compiledMlp();
+  ASSERT_NE(toString(*c.graph).find("prim::DifferentiableGraph"), std::string::npos);
+  TensorList in = mlpInputs(true);
+  Tensor loss = c.exec->run(in)[0];
+  ASSERT_NE(loss.grad_fn(), nullptr);
+  EXPECT_EQ(loss.grad_fn()->name(), "DifferentiableGraphBackward");
+  TensorList eager_in = mlpInputs(true);
+  Tensor eager_loss = mlp(eager_in)[0];
+  EXPECT_EQ(loss.to_vector(), eager_loss.to_vector());
+  EXPECT_EQ(valuesOf(grad({loss}, {in[0], in[1]})),
+            valuesOf(grad({eager_loss}, {eager_in[0], eager_in[1]})));
+}
+
+TEST(DifferentiableGraphTest, HonoursPerCallNeedsInputGrad) {
+  Compiled c = compiledMlp();
+  TensorList in = mlpInputs(true);
+  Tensor loss = c.exec->run(in)[0];
+  TensorList eager_in = mlpInputs(true);
+  Tensor eager_loss = mlp(eager_in)[0];
+  // Only x's gradient: addmm's formula for w does not run, in the group as in eager.
+  reset_counters();
+  TensorList gx = grad({loss}, {in[0]}, GradArgs().retain_graph());
+  const int64_t jit_formulas = counters().formulas_evaluated;
+  reset_counters();
+  TensorList eager_gx = grad({eager_loss}, {eager_in[0]}, GradArgs().retain_graph());
+  EXPECT_EQ(jit_formulas, counters().formulas_evaluated);
+  EXPECT_EQ(valuesOf(gx), valuesOf(eager_gx));
+  reset_counters();
+  grad({loss}, {in[0], in[1]});
+  EXPECT_EQ(counters().formulas_evaluated, jit_formulas + 1);  // + addmm's formula for w
+}
+
+TEST(DifferentiableGraphTest, CreateGraphGivesEagerSecondDerivatives) {
+  Compiled c = compiledMlp();
+  TensorList in = mlpInputs(true);
+  Tensor loss = c.exec->run(in)[0];
+  TensorList eager_in = mlpInputs(true);
+  Tensor eager_loss = mlp(eager_in)[0];
+  Tensor g = grad({loss}, {in[1]}, GradArgs().create_graph())[0];
+  Tensor eager_g = grad({eager_loss}, {eager_in[1]}, GradArgs().create_graph())[0];
+  ASSERT_TRUE(g.requires_grad());
+  EXPECT_EQ(g.to_vector(), eager_g.to_vector());
+  // d/dx of sum(dL/dw): through the group's backward node, again.
+  Tensor gg = grad({ops::sum(g)}, {in[0]})[0];
+  Tensor eager_gg = grad({ops::sum(eager_g)}, {eager_in[0]})[0];
+  EXPECT_EQ(gg.to_vector(), eager_gg.to_vector());
+}
+
+TEST(DifferentiableGraphTest, InPlaceWriteToASavedValueFailsTheVersionCheck) {
+  auto program = [](const TensorList& in) -> TensorList {
+    return {ops::exp(ops::mul(in[0], in[1]))};
+  };
+  Tensor x = ops::uniform({3}, -1, 1, 4), y = ops::uniform({3}, -1, 1, 5);
+  auto g = trace(program, {x, y});
+  createAutodiffSubgraphs(*g);
+  GraphExecutor exec(*g);
+  x.set_requires_grad(true);
+  Tensor y2 = ops::clone(y);
+  Tensor out = exec.run(TensorList{x, y2})[0];
+  ops::add_(y2, y2);  // mul saved y2 for x's gradient
+  EXPECT_THROW(grad({ops::sum(out)}, {x}), Error);
+}
+
+}  // namespace
+}  // namespace ag::jit

@@ -1,0 +1,71 @@
+// The traced workloads of seed 002's section: what the tracer records, that the pass groups it,
+// that the executor's hessian step gives eager's bits, and that PyTorch can parse the graphs.
+#include "paper/workloads/traced_workloads.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/jit/create_autodiff_subgraphs.h"
+#include "paper/workloads/torchscript_ir.h"
+
+namespace ag::paper {
+namespace {
+
+HessianConfig small() {
+  HessianConfig c;
+  c.batch = 20;
+  c.hidden = 16;
+  c.layers = 3;
+  return c;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(TracedWorkloadsTest, HessianForwardIsLinearsAndActivations) {
+  const HessianConfig c = small();
+  const Mlp mlp = make_mlp(c);
+  const std::string text = jit::toString(*trace_hessian_forward(mlp, make_hessian_input(c)));
+  EXPECT_EQ(count(text, "aten::linear"), 4u) << text;
+  EXPECT_EQ(count(text, "aten::relu"), 3u) << text;
+  EXPECT_EQ(count(text, "prim::Constant"), 0u) << text;  // the weights are inputs
+}
+
+TEST(TracedWorkloadsTest, PassMakesOneGroupOfTheMlp) {
+  const HessianConfig c = small();
+  const Mlp mlp = make_mlp(c);
+  CompiledHessian compiled(mlp, make_hessian_input(c));
+  const std::string text = jit::toString(compiled.graph());
+  EXPECT_EQ(count(text, "prim::DifferentiableGraph"), 1u) << text;
+}
+
+TEST(TracedWorkloadsTest, ExecutorHessianStepEqualsEagerBitwise) {
+  for (Activation a : {Activation::kRelu, Activation::kTanh}) {
+    HessianConfig c = small();
+    c.activation = a;
+    const Mlp mlp = make_mlp(c);
+    const Tensor x = make_hessian_input(c);
+    CompiledHessian compiled(mlp, x);
+    const double eager = hessian_step(mlp, x, true);
+    const std::vector<double> eager_grad = mlp.weights[0].grad().to_vector();
+    EXPECT_EQ(compiled.step(true), eager) << activation_name(a);
+    EXPECT_EQ(mlp.weights[0].grad().to_vector(), eager_grad) << activation_name(a);
+  }
+}
+
+TEST(TracedWorkloadsTest, TracedGraphsConvertToTorchScriptIr) {
+  const HessianConfig c = small();
+  const std::string mlp_ir =
+      to_torchscript_ir(*trace_hessian_forward(make_mlp(c), make_hessian_input(c)));
+  EXPECT_EQ(count(mlp_ir, "aten::linear("), 4u) << mlp_ir;
+  UnrolledLoopConfig u;
+  u.batch = 10;
+  const std::string loop_ir = to_torchscript_ir(*trace_unrolled_loop_loss(u));
+  EXPECT_EQ(count(loop_ir, "aten::nll_loss("), 1u) << loop_ir;
+  EXPECT_EQ(count(loop_ir, "aten::log_softmax("), 1u) << loop_ir;
+}
+
+}  // namespace
+}  // namespace ag::paper

@@ -1,0 +1,56 @@
+#include "paper/workloads/traced_workloads.h"
+
+#include "engine/jit/create_autodiff_subgraphs.h"
+#include "engine/jit/tracer.h"
+#include "ops/ops.h"
+
+namespace ag::paper {
+namespace {
+
+TensorList mlp_inputs(const Mlp& mlp, const Tensor& x) {
+  TensorList inputs{x};
+  inputs.insert(inputs.end(), mlp.weights.begin(), mlp.weights.end());
+  inputs.insert(inputs.end(), mlp.biases.begin(), mlp.biases.end());
+  return inputs;
+}
+
+}  // namespace
+
+std::unique_ptr<jit::Graph> trace_hessian_forward(const Mlp& mlp, const Tensor& x) {
+  const size_t layers = mlp.weights.size();
+  return jit::trace(
+      [&](const TensorList& in) {
+        Mlp traced = mlp;
+        traced.weights.assign(in.begin() + 1, in.begin() + 1 + layers);
+        traced.biases.assign(in.begin() + 1 + layers, in.end());
+        return TensorList{traced.forward(in[0])};
+      },
+      mlp_inputs(mlp, x));
+}
+
+std::unique_ptr<jit::Graph> trace_unrolled_loop_loss(const UnrolledLoopConfig& c) {
+  std::vector<int64_t> targets(c.batch);
+  for (int i = 0; i < c.batch; ++i) targets[i] = (i * 7 + 3) % c.classes;
+  const TensorList inputs{ops::uniform({c.batch, c.features}, -1, 1, 11),
+                          ops::uniform({c.features, c.classes}, -0.1, 0.1, 12),
+                          ops::zeros({c.classes})};
+  return jit::trace(
+      [&](const TensorList& in) {
+        return TensorList{ops::cross_entropy(ops::add(ops::matmul(in[0], in[1]), in[2]), targets)};
+      },
+      inputs);
+}
+
+CompiledHessian::CompiledHessian(const Mlp& mlp, const Tensor& x)
+    : mlp_(mlp), x_(x), graph_(trace_hessian_forward(mlp, x)) {
+  jit::createAutodiffSubgraphs(*graph_);
+  exec_ = std::make_unique<jit::GraphExecutor>(*graph_);
+}
+
+double CompiledHessian::step(bool final_backward) const {
+  const TensorList inputs = mlp_inputs(mlp_, x_);
+  return hessian_step(mlp_, x_, final_backward,
+                      [&](const Tensor&) { return exec_->run(inputs)[0]; });
+}
+
+}  // namespace ag::paper

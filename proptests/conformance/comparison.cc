@@ -1,0 +1,504 @@
+#include "proptests/conformance/comparison.h"
+
+#include <algorithm>
+#include <climits>
+#include <set>
+
+#include "proptests/conformance/deviations.h"
+#include "proptests/conformance/text.h"
+
+namespace ag::conformance {
+namespace {
+
+using Tokens = std::vector<std::string>;
+
+// "s12" -> 12; "end" -> INT_MAX (after every statement); else -1.
+int stmt_of(const std::string& token) {
+  if (token == "end") return INT_MAX;
+  if (token.size() < 2 || token[0] != 's') return -1;
+  return std::atoi(token.c_str() + 1);
+}
+
+int value_of(const std::string& token) {
+  return token.size() >= 2 && token[0] == 'v' ? std::atoi(token.c_str() + 1) : -1;
+}
+
+bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The tokens without those starting with one of `prefixes`.
+Tokens without(const Tokens& t, std::initializer_list<const char*> prefixes) {
+  Tokens out;
+  for (const std::string& s : t) {
+    bool drop = false;
+    for (const char* p : prefixes) drop = drop || has_prefix(s, p);
+    if (!drop) out.push_back(s);
+  }
+  return out;
+}
+
+// What the program and the expected records so far say, for the rules below.
+class Context {
+ public:
+  explicit Context(const Program& p) : program_(p) {
+    for (size_t i = 0; i < p.stmts.size(); ++i) {
+      for (int r : p.stmts[i].results) producer_[r] = static_cast<int>(i);
+    }
+  }
+
+  // Takes in an expected line that was matched (or excused).
+  void observe(const std::string& line) {
+    const Tokens t = split(line, ' ');
+    if (t.size() < 2) return;
+    const int stmt = stmt_of(t[0]);
+    if (stmt < 0 || stmt == INT_MAX) return;
+    // "sN vK [..] rg=.. leaf=X [same=vJ] ..." and "sN flags vK [..] rg=.. leaf=X"
+    const size_t v = t[1] == "flags" ? 2 : 1;
+    if (v + 1 < t.size() && value_of(t[v]) >= 0) {
+      const int value = value_of(t[v]);
+      if (t[v + 1].front() == '[')
+        shape_rank_[value] = split(t[v + 1], ',').size() - (t[v + 1] == "[]");
+      for (const std::string& tok : t) {
+        if (has_prefix(tok, "leaf=")) is_leaf_[value] = tok == "leaf=1";
+        if (has_prefix(tok, "same=")) tensor_of_[value] = tensor(value_of(tok.substr(5)));
+      }
+    }
+    if ((t[1] != "ok" && t[1] != "raise") || stmt >= static_cast<int>(program_.stmts.size())) {
+      return;
+    }
+    const Stmt& s = program_.stmts[stmt];
+    // A backward() that was attempted: PyTorch made its non-leaf inputs retain grad.
+    if (s.kind == StmtKind::kBackward) {
+      for (int in : s.inputs) {
+        if (!leaf(in) && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
+      }
+    }
+    if (t[1] == "raise" && s.kind == StmtKind::kBackward) backward_raised_ = true;
+    if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
+    // A call after which PyTorch may have run (and, without retain_graph, freed) more nodes.
+    if (t[1] == "ok" && (s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) &&
+        s.retain_graph != 1 && !(s.retain_graph < 0 && s.create_graph)) {
+      for (int in : s.inputs) {
+        extra_frees_ =
+            extra_frees_ || sibling_output(in) || (s.kind == StmtKind::kBackward && !leaf(in));
+      }
+    }
+  }
+
+  bool extra_frees() const { return extra_frees_; }
+  bool backward_raised() const { return backward_raised_; }
+  bool recorded_inplace() const { return recorded_inplace_; }
+
+  const Program& program() const { return program_; }
+  const Stmt* stmt(int index) const {
+    return index >= 0 && index < static_cast<int>(program_.stmts.size()) ? &program_.stmts[index]
+                                                                         : nullptr;
+  }
+  const Stmt* producer(int v) const {
+    const auto it = producer_.find(v);
+    return it == producer_.end() ? nullptr : &program_.stmts[it->second];
+  }
+  bool leaf(int v) const {
+    const auto it = is_leaf_.find(v);
+    return it == is_leaf_.end() || it->second;
+  }
+  int rank(int v) const {
+    const auto it = shape_rank_.find(v);
+    return it == shape_rank_.end() ? -1 : static_cast<int>(it->second);
+  }
+  // The smallest value id naming the same tensor as value v (records' same=).
+  int tensor(int v) const {
+    const auto it = tensor_of_.find(v);
+    return it == tensor_of_.end() ? v : it->second;
+  }
+  bool retained_before(int v, int stmt) const {
+    const auto it = retained_since_.find(tensor(v));
+    return it != retained_since_.end() && it->second < stmt;
+  }
+  // The value a chain of views (view, reshape) starts from.
+  int view_root(int v) const {
+    v = tensor(v);
+    const Stmt* s = producer(v);
+    if (s && s->kind == StmtKind::kView) return view_root(s->args[0]);
+    if (s && s->kind == StmtKind::kOp && s->instr.op == proptests::Op::kReshape) {
+      return view_root(s->instr.args[0]);
+    }
+    return v;
+  }
+  // Whether value v is one of the two outputs of a custom Function.
+  bool sibling_output(int v) const {
+    const Stmt* s = producer(tensor(v));
+    return s && s->kind == StmtKind::kCustom && s->results.size() > 1;
+  }
+
+ private:
+  const Program& program_;
+  std::map<int, int> producer_;
+  std::map<int, bool> is_leaf_;
+  std::map<int, size_t> shape_rank_;
+  std::map<int, int> tensor_of_;       // value -> smallest value naming the same tensor
+  std::map<int, int> retained_since_;  // tensor -> the backward() that made it retain grad
+  bool extra_frees_ = false;           // PyTorch may have freed saved tensors the engine kept
+  bool backward_raised_ = false;       // a backward() raised midway (in both engines)
+  bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
+};
+
+enum class Excuse { kNone, kSkipExpected, kSkipActual, kSkipBoth, kStop };
+
+// One mismatching pair of lines, for the rules.
+struct Pair {
+  const Context& c;
+  const Tokens& e;                       // expected
+  const Tokens& a;                       // actual
+  const std::vector<std::string>& rest;  // the actual lines after `a`
+  int index;                             // the statement (INT_MAX: end of program)
+  const Stmt* s;                         // it, or null
+  // The status lines "sN <expected> [kind]" and "sN <actual> [kind]".
+  bool status(const char* expected, const char* actual) const {
+    return e.size() >= 2 && e.size() <= 3 && a.size() >= 2 && a.size() <= 3 && e[0] == a[0] &&
+           e[1] == expected && a[1] == actual;
+  }
+  // The kind of the expected error ("freed", "version", or "").
+  std::string error() const { return e.size() == 3 && e[1] == "raise" ? e[2] : ""; }
+  bool op(proptests::Op o) const { return s && s->kind == StmtKind::kOp && s->instr.op == o; }
+  bool inputs_any(bool (*pred)(const Context&, int)) const {
+    return s && std::any_of(s->inputs.begin(), s->inputs.end(), [&](int v) { return pred(c, v); });
+  }
+  // A result line of this statement ("sN vK ...") on both sides.
+  bool result_line() const {
+    return e.size() > 2 && a.size() > 2 && e[0] == a[0] && e[1] == a[1] && value_of(e[1]) >= 0;
+  }
+};
+
+// Whether the two lines agree once the tokens starting with `prefixes` are left out.
+bool agree_without(const Pair& p, std::initializer_list<const char*> prefixes) {
+  auto join = [&](const Tokens& t) {
+    std::string s;
+    for (const std::string& x : without(t, prefixes)) s += x + " ";
+    return s;
+  };
+  NumberStats ignored;
+  return lines_agree(join(p.e), join(p.a), Tolerance{}, ignored);
+}
+
+struct Rule {
+  const char* id;
+  Excuse (*apply)(const Pair&);
+};
+
+// ---- deviations --------------------------------------------------------------------------------
+
+// PyTorch runs nodes whose gradients reach no requested tensor: the grad_fn of backward()'s
+// non-leaf inputs (issue 92331) and nodes that reach only a sibling output of a requested
+// tensor's node. So it logs custom Functions' backward calls that need nothing, and may raise
+// where such a node cannot run (saved tensors freed or modified), then or in a later call
+// (saved tensors it freed then); the states differ after that.
+Excuse extra_executions(const Pair& p) {
+  if (!p.s || (p.s->kind != StmtKind::kGrad && p.s->kind != StmtKind::kBackward)) {
+    return Excuse::kNone;
+  }
+  if (p.e.size() == 4 && p.e[1] == "needs" && p.e[3].find('1') == std::string::npos) {
+    return Excuse::kSkipExpected;
+  }
+  const bool backward_non_leaf = p.s->kind == StmtKind::kBackward &&
+                                 p.inputs_any([](const Context& c, int v) { return !c.leaf(v); });
+  const bool sibling = p.inputs_any([](const Context& c, int v) { return c.sibling_output(v); });
+  if (p.status("raise", "ok") && (backward_non_leaf || sibling || p.c.extra_frees())) {
+    return Excuse::kStop;
+  }
+  // Both raise, PyTorch because an earlier call ran (and freed) more than the engine did.
+  return p.status("raise", "raise") && p.error() == "freed" && p.c.extra_frees() ? Excuse::kStop
+                                                                                 : Excuse::kNone;
+}
+
+bool autograd_call(const Pair& p) {
+  return p.s && (p.s->kind == StmtKind::kGrad || p.s->kind == StmtKind::kBackward);
+}
+
+// A node checks the versions of the saved tensors that this call's formulas read; PyTorch's
+// nodes unpack (and check) every saved tensor whenever they run. So a tensor modified in place
+// raises in PyTorch even where no requested gradient needs it. Only where the program's in-place
+// ops all ran under no_grad (on leaves and their views): a recorded in-place op's own saves are
+// compared (issue 15's mul_(a, a) raises in both).
+// Where a recorded in-place op ran, only when some leaf is not requested (one that does not
+// require grad counts: PyTorch's pow saves its result for the exponent's gradient even then):
+// then some node's formulas for an unrequested input may be all that reads the modified tensor.
+Excuse version_check_per_formula(const Pair& p) {
+  if (!autograd_call(p) || !p.status("raise", "ok") || p.error() != "version") {
+    return Excuse::kNone;
+  }
+  const bool all_leaves = p.s->kind == StmtKind::kBackward && p.s->inputs.empty();
+  bool unrequested_leaf = false;
+  for (int i = 0; i < p.index && !all_leaves; ++i) {
+    const Stmt& s = p.c.program().stmts[i];
+    if (s.kind != StmtKind::kLeaf) continue;
+    unrequested_leaf =
+        unrequested_leaf || std::none_of(p.s->inputs.begin(), p.s->inputs.end(), [&](int v) {
+          return p.c.tensor(v) == p.c.tensor(s.results[0]);
+        });
+  }
+  return !p.c.recorded_inplace() || unrequested_leaf ? Excuse::kStop : Excuse::kNone;
+}
+
+// PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
+// calls through it update its .grad. Such a tensor's later .grad records are not compared, and
+// the comparison ends where the program reads its .grad into a value.
+Excuse backward_inputs_retain_grad(const Pair& p) {
+  if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
+      p.c.retained_before(p.s->args[0], p.index)) {
+    return Excuse::kStop;
+  }
+  int v = -1;
+  if (p.e.size() >= 3 && p.e[1] == "grad") v = value_of(p.e[2]);
+  if (p.e.size() >= 3 && p.e[0] == "end" && p.e[2] == "grad") v = value_of(p.e[1]);
+  if (v < 0 || p.a.size() < 3 || p.a[0] != p.e[0] || p.a[1] != p.e[1] || p.a[2] != p.e[2]) {
+    return Excuse::kNone;
+  }
+  return p.c.retained_before(v, p.index) ? Excuse::kSkipBoth : Excuse::kNone;
+}
+
+// grad() without allow_unused gives zeros for a requested sibling output that gets no gradient,
+// where PyTorch raises "appears to not have been used in the graph".
+Excuse unused_input_zeros(const Pair& p) {
+  if (!p.s || p.s->kind != StmtKind::kGrad || p.s->allow_unused || !p.status("raise", "ok")) {
+    return Excuse::kNone;
+  }
+  // The engine's result for some sibling input is all zeros.
+  for (size_t k = 0; k < p.s->inputs.size() && k < p.rest.size(); ++k) {
+    if (!p.c.sibling_output(p.s->inputs[k])) continue;
+    const Tokens r = split(p.rest[k], ' ');
+    const auto eq = std::find(r.begin(), r.end(), "=");
+    const bool zeros = eq != r.end() && std::all_of(eq + 1, r.end(), [](const std::string& x) {
+                         return x == "0" || x == "-0";
+                       });
+    if (zeros) return Excuse::kStop;
+  }
+  return Excuse::kNone;
+}
+
+Excuse mean_of_empty_raises(const Pair& p) {
+  return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
+                 std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
+             ? Excuse::kStop
+             : Excuse::kNone;
+}
+
+Excuse pytorch_internal_error(const Pair& p) {
+  return p.e.size() >= 2 && p.e[1] == "reference-failed" ? Excuse::kStop : Excuse::kNone;
+}
+
+// ---- open bugs ---------------------------------------------------------------------------------
+
+// A grad() result computed without create_graph through a view of a grad_output that requires
+// grad: PyTorch's no-grad view requires grad (and is a leaf), the engine's does not.
+Excuse no_grad_view_requires_grad(const Pair& p) {
+  if (!p.s || p.s->kind != StmtKind::kGrad || p.s->create_graph || !p.result_line()) {
+    return Excuse::kNone;
+  }
+  return agree_without(p, {"rg="}) && std::find(p.e.begin(), p.e.end(), "rg=1") != p.e.end()
+             ? Excuse::kStop
+             : Excuse::kNone;
+}
+
+// Whether v is a view made before a requires_grad_() on its base (or on another of its views).
+bool view_before_requires_grad(const Context& c, int v, int before) {
+  const int root = c.view_root(v);
+  const Stmt* made = c.producer(c.tensor(v));
+  if (root == c.tensor(v) || !made) return false;
+  const int made_at = static_cast<int>(made - c.program().stmts.data());
+  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
+    const Stmt& s = c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && c.view_root(s.args[0]) == root) return true;
+  }
+  return false;
+}
+
+// Whether v is a result of grad() (PyTorch's may be a view of a grad_output, made by a view's
+// backward, or of another result) and requires_grad_() was called on one of that call's
+// grad_outputs or results before `before`.
+bool grad_result_before_requires_grad(const Context& c, int v, int before) {
+  const Stmt* made = c.producer(c.tensor(v));
+  if (!made || made->kind != StmtKind::kGrad) return false;
+  std::set<int> related;
+  for (int u : made->grad_outputs) related.insert(c.tensor(u));
+  for (int u : made->results) related.insert(c.tensor(u));
+  const int made_at = static_cast<int>(made - c.program().stmts.data());
+  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
+    const Stmt& s = c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
+// Only requires_grad/is_leaf differ, on a line about such a view or about the result of a
+// statement that reads one.
+Excuse view_flags_follow_base(const Pair& p) {
+  int v = -1;
+  if (p.result_line()) v = value_of(p.e[1]);
+  if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
+  if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
+  if (v < 0 || !agree_without(p, {"rg=", "leaf="})) return Excuse::kNone;
+  std::vector<int> views = {v};
+  if (p.result_line() && p.s) views = reads(*p.s);
+  const bool stale = std::any_of(views.begin(), views.end(), [&](int u) {
+    return view_before_requires_grad(p.c, u, p.index) ||
+           grad_result_before_requires_grad(p.c, u, p.index);
+  });
+  if (!stale) return Excuse::kNone;
+  return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
+}
+
+// A grad()/backward() touching the views of a leaf that was modified in place under no_grad.
+Excuse stale_view_of_leaf(const Pair& p) {
+  if (!p.s || (p.s->kind != StmtKind::kGrad && p.s->kind != StmtKind::kBackward)) {
+    return Excuse::kNone;
+  }
+  std::set<int> roots;
+  for (int i = 0; i < p.index; ++i) {
+    const Stmt& s = p.c.program().stmts[i];
+    if (s.kind != StmtKind::kInplace || !s.flag) continue;
+    // Through a detached alias too: PyTorch's detach() shares the version counter.
+    int target = s.args[0];
+    for (const Stmt* d = p.c.producer(p.c.tensor(target)); d && d->kind == StmtKind::kDetach;
+         d = p.c.producer(p.c.tensor(target))) {
+      target = d->args[0];
+    }
+    roots.insert(p.c.view_root(target));
+  }
+  std::vector<int> touched = p.s->inputs;
+  touched.insert(touched.end(), p.s->outputs.begin(), p.s->outputs.end());
+  for (int v : touched) {
+    const int root = p.c.view_root(v);
+    const Stmt* made = p.c.producer(root);
+    if (root != p.c.tensor(v) && roots.count(root) && made && made->kind == StmtKind::kLeaf) {
+      return Excuse::kStop;
+    }
+  }
+  return Excuse::kNone;
+}
+
+Excuse inplace_view_of_leaf_check(const Pair& p) {
+  if (!p.s || p.s->kind != StmtKind::kInplace || !p.status("raise", "ok")) return Excuse::kNone;
+  const int root = p.c.view_root(p.s->args[0]);
+  if (root == p.c.tensor(p.s->args[0])) return Excuse::kNone;
+  for (int i = 0; i < p.index; ++i) {
+    const Stmt& s = p.c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && !s.flag && p.c.view_root(s.args[0]) == root) {
+      return Excuse::kStop;
+    }
+  }
+  return Excuse::kNone;
+}
+
+// backward() without inputs: the engine's per-call needs count a leaf whose requires_grad was
+// turned off after the graph was built as requested (the ideal: only leaves that require grad).
+Excuse needs_for_disabled_leaf(const Pair& p) {
+  if (!p.s || p.s->kind != StmtKind::kBackward || !p.s->inputs.empty()) return Excuse::kNone;
+  const bool disabled =
+      std::any_of(p.c.program().stmts.begin(), p.c.program().stmts.begin() + p.index,
+                  [](const Stmt& s) { return s.kind == StmtKind::kSetRequiresGrad && !s.flag; });
+  if (!disabled || p.a.size() != 4 || p.a[1] != "needs" || p.a[0] != p.e[0]) return Excuse::kNone;
+  const bool same_node = p.e.size() == 4 && p.e[1] == "needs" && p.e[2] == p.a[2];
+  return same_node ? Excuse::kSkipBoth : Excuse::kSkipActual;
+}
+
+// After a backward() that raised in both engines, .grad differs: PyTorch runs AccumulateGrad
+// nodes as soon as they are ready (their sequence_nr is the largest), the engine in creation
+// order, so different leaves were reached before the error.
+// Likewise a call that meets both a freed and a modified saved value reports the one its order
+// reaches first, and the nodes that ran (and freed their saved values) before an earlier error
+// differ.
+Excuse node_order(const Pair& p) {
+  if (autograd_call(p) && p.status("raise", "raise") && p.a.size() == 3 &&
+      ((p.error() == "freed" && p.a[2] == "version") ||
+       (p.error() == "version" && p.a[2] == "freed"))) {
+    return Excuse::kStop;
+  }
+  if (!p.c.backward_raised()) return Excuse::kNone;
+  const bool grad_record = (p.e.size() > 2 && p.e[1] == "grad") ||
+                           (p.e.size() > 2 && p.e[0] == "end" && p.e[2] == "grad") ||
+                           (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line());
+  return grad_record ? Excuse::kStop : Excuse::kNone;
+}
+
+// In order: the first rule that excuses a pair names it.
+const Rule kRules[] = {
+    {"needs-for-disabled-leaf", needs_for_disabled_leaf},
+    {"unused-input-zeros", unused_input_zeros},
+    {"extra-executions", extra_executions},
+    {"backward-inputs-retain-grad", backward_inputs_retain_grad},
+    {"version-check-per-formula", version_check_per_formula},
+    {"mean-of-empty-raises", mean_of_empty_raises},
+    {"pytorch-internal-error", pytorch_internal_error},
+    {"no-grad-view-requires-grad", no_grad_view_requires_grad},
+    {"view-flags-follow-base", view_flags_follow_base},
+    {"stale-view-of-leaf", stale_view_of_leaf},
+    {"inplace-view-of-leaf-check", inplace_view_of_leaf_check},
+    {"node-order", node_order},
+};
+
+}  // namespace
+
+Comparison compare(const Program& program, const Records& expected, const Records& actual,
+                   const Tolerance& tolerance) {
+  Comparison out;
+  Context context(program);
+  size_t i = 0, j = 0;
+  const std::string none = "(no line)";
+  while (i < expected.lines.size() || j < actual.lines.size()) {
+    const std::string& e = i < expected.lines.size() ? expected.lines[i] : none;
+    const std::string& a = j < actual.lines.size() ? actual.lines[j] : none;
+    if (lines_agree(e, a, tolerance, out.numbers)) {
+      context.observe(e);
+      ++i, ++j;
+      continue;
+    }
+    const Tokens et = split(e, ' '), at = split(a, ' ');
+    const std::vector<std::string> rest(
+        actual.lines.begin() + static_cast<std::ptrdiff_t>(std::min(j + 1, actual.lines.size())),
+        actual.lines.end());
+    const int index = et.empty() ? -1 : stmt_of(et[0]);
+    const Pair pair{context, et, at, rest, index, context.stmt(index)};
+    Excuse excuse = Excuse::kNone;
+    for (const Rule& rule : kRules) {
+      if (!find_explanation(rule.id)) throw std::logic_error("unlisted rule");
+      excuse = rule.apply(pair);
+      if (excuse == Excuse::kNone) continue;
+      ++out.deviations[rule.id];
+      if (excuse == Excuse::kStop) out.stopped_by = rule.id;
+      break;
+    }
+    switch (excuse) {
+      case Excuse::kNone:
+        out.mismatches.push_back({i, e, a});
+        return out;
+      case Excuse::kStop:
+        return out;
+      case Excuse::kSkipExpected:
+        context.observe(e);
+        ++i;
+        break;
+      case Excuse::kSkipActual:
+        ++j;
+        break;
+      case Excuse::kSkipBoth:
+        context.observe(e);
+        ++i, ++j;
+        break;
+    }
+  }
+  return out;
+}
+
+std::string explain(const Comparison& c) {
+  std::string out;
+  for (const auto& [id, n] : c.deviations) {
+    out += "excused by " + id + ": " + std::to_string(n) + (n == 1 ? " line" : " lines") +
+           (id == c.stopped_by ? " (the rest is not compared)" : "") + "\n";
+  }
+  if (c.ok()) return out + "records agree\n";
+  const Mismatch& m = c.mismatches.front();
+  return out + "first mismatch at record line " + std::to_string(m.line + 1) +
+         ":\n  expected: " + m.expected + "\n  actual:   " + m.actual + "\n";
+}
+
+}  // namespace ag::conformance

@@ -1,0 +1,147 @@
+// The conformance machinery itself: the text form, the engine runner's records, the comparison
+// (that it fails on what it must catch and on nothing else), and the reducer.
+#include <gtest/gtest.h>
+
+#include "proptests/conformance/comparison.h"
+#include "proptests/conformance/engine_runner.h"
+#include "proptests/conformance/program_gen.h"
+#include "proptests/conformance/reduce.h"
+
+namespace ag::conformance {
+namespace {
+
+const char* const kProgram =
+    "v0 = leaf [2] seed=1 requires_grad=1\n"
+    "v1 = mul v0 v0\n"
+    "v2 = sum v1\n"
+    "v3 = grad outputs=v2 inputs=v0 grad_outputs=- retain_graph=- create_graph=0 "
+    "allow_unused=0\n";
+
+TEST(ProgramText, RoundTripsGeneratedPrograms) {
+  for (int id = 0; id < 300; ++id) {
+    const std::string text = to_text(generate_program(3, id));
+    EXPECT_EQ(to_text(parse_program(text)), text) << "program " << id;
+  }
+}
+
+TEST(ProgramText, MalformedLinesNameTheLine) {
+  try {
+    parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = frobnicate v0\n");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EngineRunner, RecordsResultsGradientsAndTheEnd) {
+  const Records r = run_on_engine(parse_program(kProgram));
+  ASSERT_EQ(r.lines.size(), 16u) << r.text();
+  EXPECT_EQ(r.lines[0], "s0 ok");
+  EXPECT_EQ(r.lines[1], "s0 v0 [2] rg=1 leaf=1");  // leaves: no values
+  EXPECT_EQ(r.lines[3].substr(0, 26), "s1 v1 [2] rg=1 leaf=0 = 0.");
+  EXPECT_EQ(r.lines[7].substr(0, 21), "s3 v3 [2] rg=0 leaf=1");
+  // v0 = [-0.932.., 0.828..]: digest -0.932 + 0.828 * 1.618 (records.h) = 0.4077..
+  EXPECT_EQ(r.lines[8].substr(0, 24), "end v0 rg=1 leaf=1 d=0.4");
+  EXPECT_EQ(r.lines[9], "end v0 grad none");
+}
+
+TEST(EngineRunner, RaisesAndSkips) {
+  const Records r = run_on_engine(
+      parse_program("v0 = leaf [2] seed=1 requires_grad=0\n"
+                    "v1 = grad outputs=v0 inputs=v0 grad_outputs=- retain_graph=- create_graph=0 "
+                    "allow_unused=0\n"
+                    "v2 = neg v1\n"));
+  EXPECT_EQ(r.lines[2], "s1 raise");
+  EXPECT_EQ(r.lines[3], "s2 skip");
+}
+
+// The records of kProgram with line `index` replaced.
+Records edited(size_t index, const std::string& line) {
+  Records r = run_on_engine(parse_program(kProgram));
+  r.lines.at(index) = line;
+  return r;
+}
+
+TEST(Comparison, AgreesWithItself) {
+  const Program p = parse_program(kProgram);
+  const Comparison c = compare(p, run_on_engine(p), run_on_engine(p));
+  EXPECT_TRUE(c.ok()) << explain(c);
+  EXPECT_EQ(c.numbers.bitwise, c.numbers.numbers);
+  EXPECT_GT(c.numbers.numbers, 5);
+}
+
+TEST(Comparison, CatchesEachKindOfDifference) {
+  const Program p = parse_program(kProgram);
+  const Records actual = run_on_engine(p);
+  const std::string v1 = actual.lines[3];  // "s1 v1 [2] rg=1 leaf=0 = x y"
+  const std::string x = v1.substr(v1.find(" = ") + 3, v1.rfind(' ') - v1.find(" = ") - 3);
+  const double xv = std::stod(x);
+  char off[64];
+  std::snprintf(off, sizeof(off), "%.17g", xv * (1 + 1e-9));  // 1000x the tolerance
+  const std::vector<std::pair<size_t, std::string>> edits = {
+      {3, std::string(v1).replace(v1.find(x), x.size(), off)},   // a value
+      {3, std::string(v1).replace(v1.find("rg=1"), 4, "rg=0")},  // a flag
+      {3, std::string(v1).replace(v1.find("[2]"), 3, "[1,2]")},  // a shape
+      {2, "s1 raise"},                                           // raise or not
+      {9, "end v0 grad d=1 a=1"},                                // a .grad
+      {7, actual.lines[7] + " 0"},                               // one value more
+  };
+  for (const auto& [index, line] : edits) {
+    EXPECT_FALSE(compare(p, edited(index, line), actual).ok()) << line;
+  }
+  Records shorter = actual;
+  shorter.lines.pop_back();
+  EXPECT_FALSE(compare(p, shorter, actual).ok());
+}
+
+TEST(Comparison, ToleratesRoundingOnly) {
+  const Program p = parse_program(kProgram);
+  const Records actual = run_on_engine(p);
+  const std::string v1 = actual.lines[3];
+  const std::string x = v1.substr(v1.find(" = ") + 3, v1.rfind(' ') - v1.find(" = ") - 3);
+  char near[64];
+  std::snprintf(near, sizeof(near), "%.17g", std::stod(x) * (1 + 4e-16));  // a few ulps
+  const Comparison c =
+      compare(p, edited(3, std::string(v1).replace(v1.find(x), x.size(), near)), actual);
+  EXPECT_TRUE(c.ok()) << explain(c);
+  EXPECT_EQ(c.numbers.bitwise + 1, c.numbers.numbers);
+}
+
+// A rule excuses its own difference and no other: mean-of-empty-raises excuses the engine's error
+// for the mean of an empty tensor (PyTorch returns nan), not an error of another op.
+TEST(Comparison, RulesAreNarrow) {
+  const Program empty_mean = parse_program("v0 = leaf [0] seed=1 requires_grad=1\nv1 = mean v0\n");
+  const Program bad_sum =
+      parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = sum_dim v0 dim=-3 keepdim=1\n");
+  for (const Program* p : {&empty_mean, &bad_sum}) {
+    const Records actual = run_on_engine(*p);
+    ASSERT_EQ(actual.lines[2], "s1 raise") << actual.text();
+    Records expected = actual;
+    expected.lines[2] = "s1 ok";  // as if PyTorch had returned a value
+    const Comparison c = compare(*p, expected, actual);
+    EXPECT_EQ(c.ok(), p == &empty_mean) << explain(c);
+    if (p == &empty_mean) {
+      EXPECT_EQ(c.stopped_by, "mean-of-empty-raises");
+    }
+  }
+}
+
+TEST(Reduce, DropsWhatThePredicateDoesNotNeed) {
+  const Program p = parse_program(
+      "v0 = leaf [2] seed=1 requires_grad=1\n"
+      "v1 = tanh v0\n"
+      "v2 = leaf [2] seed=2 requires_grad=1\n"
+      "v3 = exp v2\n"
+      "v4 = neg v3\n");
+  // Keep programs that still take exp of something.
+  const Program r = reduce(p, [](const Program& q) {
+    for (const Stmt& s : q.stmts) {
+      if (s.kind == StmtKind::kOp && s.instr.op == proptests::Op::kExp) return true;
+    }
+    return false;
+  });
+  EXPECT_EQ(to_text(r), "v0 = leaf [2] seed=2 requires_grad=1\nv1 = exp v0\n");
+}
+
+}  // namespace
+}  // namespace ag::conformance

@@ -1,0 +1,88 @@
+#include "proptests/conformance/deviations.h"
+
+#include <mutex>
+#include <stdexcept>
+
+namespace ag::conformance {
+namespace {
+
+std::mutex uses_mutex;
+std::map<std::string, int64_t>& uses() {
+  static std::map<std::string, int64_t> m;
+  return m;
+}
+
+constexpr ExplanationKind kDeviation = ExplanationKind::kDeviation;
+constexpr ExplanationKind kOpenBug = ExplanationKind::kOpenBug;
+constexpr AppliedWhere kRendering = AppliedWhere::kRendering;
+constexpr AppliedWhere kComparing = AppliedWhere::kComparing;
+
+}  // namespace
+
+const std::vector<Explanation>& explanations() {
+  static const std::vector<Explanation> list = {
+      // Deviations, applied where the scripts are rendered.
+      {"copying-shape-ops", kDeviation, kRendering,
+       "transpose and broadcast_to return new tensors, not views (broadcast_to: the input "
+       "itself when it has the shape already)"},
+      {"engine-random-numbers", kDeviation, kRendering,
+       "leaf values and dropout masks come from the engine's counter-based generator"},
+      {"sum-to-same-shape", kDeviation, kRendering,
+       "sum_to(a, a.shape()) returns a itself, also for 0-dim a"},
+      {"inplace-overlapping-views", kDeviation, kRendering,
+       "an in-place op may read a view of its target's memory with another shape"},
+      {"unused-input-checked-first", kDeviation, kRendering,
+       "grad() checks that every input is reachable before it runs anything"},
+      {"backward-grad-tensors-copied", kDeviation, kRendering,
+       "a leaf's .grad never shares storage with the caller's grad_tensors"},
+      // Deviations, applied where the records are compared.
+      {"extra-executions", kDeviation, kComparing,
+       "nodes whose gradients reach no requested tensor are not run (PyTorch issue 92331 and "
+       "sibling outputs)"},
+      {"backward-inputs-retain-grad", kDeviation, kComparing,
+       "backward(inputs=[non-leaf]) does not make the tensor retain grad afterwards"},
+      {"unused-input-zeros", kDeviation, kComparing,
+       "grad() gives zeros for a reached input that gets no gradient (a sibling output)"},
+      {"version-check-per-formula", kDeviation, kComparing,
+       "a node checks the versions of the saved tensors its formulas read in this call"},
+      {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
+      {"pytorch-internal-error", kDeviation, kComparing,
+       "PyTorch fails an internal assert: the rest of the program is not compared"},
+      // Open bugs.
+      {"no-grad-view-requires-grad", kOpenBug, kComparing,
+       "a view made in no-grad mode of a tensor that requires grad does not require grad"},
+      {"view-flags-follow-base", kOpenBug, kComparing,
+       "a view's requires_grad/is_leaf do not follow its base's requires_grad_()"},
+      {"stale-view-of-leaf", kOpenBug, kComparing,
+       "a view of a leaf keeps its old history after the leaf is modified in place"},
+      {"inplace-view-of-leaf-check", kOpenBug, kComparing,
+       "in-place on a view of a leaf that required grad passes once the leaf's flag is off"},
+      {"needs-for-disabled-leaf", kOpenBug, kComparing,
+       "backward()'s per-call needs count a leaf whose requires_grad was turned off"},
+      {"node-order", kOpenBug, kComparing,
+       "nodes run in another order: an error mid-backward leaves other .grad and freed values, "
+       "and a call meeting a freed and a modified value may report the other one"},
+  };
+  return list;
+}
+
+const Explanation* find_explanation(const std::string& id) {
+  for (const Explanation& e : explanations()) {
+    if (id == e.id) return &e;
+  }
+  return nullptr;
+}
+
+std::string note_deviation(const char* id, std::string text) {
+  if (!find_explanation(id)) throw std::logic_error(std::string("'") + id + "' is not listed");
+  std::lock_guard<std::mutex> lock(uses_mutex);
+  ++uses()[id];
+  return text;
+}
+
+std::map<std::string, int64_t> deviation_uses() {
+  std::lock_guard<std::mutex> lock(uses_mutex);
+  return uses();
+}
+
+}  // namespace ag::conformance

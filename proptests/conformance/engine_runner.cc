@@ -1,0 +1,208 @@
+#include "proptests/conformance/engine_runner.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "engine/autograd.h"
+#include "engine/error.h"
+#include "engine/grad_mode.h"
+#include "ops/ops.h"
+#include "proptests/conformance/custom_functions.h"
+#include "proptests/conformance/text.h"
+
+namespace ag::conformance {
+namespace {
+
+std::string flags(const Tensor& t) {
+  return format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) +
+         " rg=" + (t.requires_grad() ? "1" : "0") + " leaf=" + (t.is_leaf() ? "1" : "0");
+}
+
+std::string values_text(const Tensor& t) {
+  std::string s = " =";
+  for (double x : t.to_vector()) s += " " + format_double(x);
+  return s;
+}
+
+std::string digest_text(const Tensor& t) {
+  const Digest g = digest(t.to_vector());
+  return "d=" + format_double(g.d) + " a=" + format_double(g.a);
+}
+
+class Runner {
+ public:
+  Runner(const Program& p, bool explain) : program_(p), explain_(explain), values_(p.num_values) {}
+
+  Records run() {
+    needs_log().clear();
+    for (size_t i = 0; i < program_.stmts.size(); ++i) run_stmt(static_cast<int>(i));
+    for (size_t v = 0; v < values_.size(); ++v) record_end(static_cast<int>(v));
+    return std::move(records_);
+  }
+
+ private:
+  void add(const std::string& line) { records_.lines.push_back(line); }
+
+  void run_stmt(int i) {
+    const Stmt& s = program_.stmts[i];
+    const std::string id = "s" + std::to_string(i);
+    for (int r : reads(s)) {
+      if (!values_.at(r).defined()) {
+        add(id + " skip");
+        return;
+      }
+    }
+    try {
+      execute(s, i);
+    } catch (const Error& e) {
+      needs_log().clear();
+      add(id + " raise" + error_kind(e.what()) + (explain_ ? std::string(" # ") + e.what() : ""));
+      return;
+    } catch (const std::exception& e) {
+      needs_log().clear();
+      add(id + " crash " + e.what());
+      return;
+    }
+    add(id + " ok");
+    for (int r : s.results) {
+      add(id + " v" + std::to_string(r) + " " + state(values_[r], r, records_values(s)));
+    }
+    if (s.kind == StmtKind::kInplace) {
+      add(id + " v" + std::to_string(s.args[0]) + " " + state(values_[s.args[0]], s.args[0], true));
+    }
+    for (int v : s.record_flags) {
+      add(id + " flags v" + std::to_string(v) + " " +
+          (values_[v].defined() ? flags(values_[v]) : "none"));
+    }
+    for (int v : s.record_grads) {
+      add(id + " grad v" + std::to_string(v) + " " +
+          state(values_[v].defined() ? values_[v].grad() : Tensor(), -1, true));
+    }
+    std::vector<std::string> needs;
+    for (const NeedsEvent& e : needs_log()) {
+      std::string flags;
+      for (bool b : e.needs) flags += std::string(flags.empty() ? "" : ",") + (b ? "1" : "0");
+      needs.push_back(id + " needs s" + std::to_string(e.stmt) + " [" + flags + "]");
+    }
+    needs_log().clear();
+    std::sort(needs.begin(), needs.end());
+    for (const std::string& l : needs) add(l);
+  }
+
+  void record_end(int v) {
+    const std::string id = "end v" + std::to_string(v);
+    const Tensor& t = values_[v];
+    if (!t.defined()) {
+      add(id + " none");
+      return;
+    }
+    add(id + std::string(" rg=") + (t.requires_grad() ? "1" : "0") +
+        " leaf=" + (t.is_leaf() ? "1" : "0") + " " + digest_text(t));
+    const Tensor g = t.grad();
+    add(id + " grad " + (g.defined() ? same_as(g, -1) + digest_text(g) : "none"));
+  }
+
+  // "same=vK " when `t` is the very tensor (not a copy, not a view) that value K names, K the
+  // smallest such id other than `self`; else "".
+  std::string same_as(const Tensor& t, int self) const {
+    for (size_t k = 0; k < values_.size(); ++k) {
+      if (values_[k].defined() && values_[k].is_same(t)) {
+        return static_cast<int>(k) == self ? "" : "same=v" + std::to_string(k) + " ";
+      }
+    }
+    return "";
+  }
+
+  // A result's or .grad's record: shape, flags, identity, values.
+  std::string state(const Tensor& t, int self, bool values) const {
+    if (!t.defined()) return "none";
+    std::string s = flags(t);
+    const std::string same = same_as(t, self);
+    if (!same.empty()) s += " " + same.substr(0, same.size() - 1);
+    return values ? s + values_text(t) : s;
+  }
+
+  TensorList gather(const std::vector<int>& ids) const {
+    TensorList out;
+    for (int v : ids) out.push_back(v < 0 ? Tensor() : values_[v]);
+    return out;
+  }
+
+  void execute(const Stmt& s, int index) {
+    const TensorList args = gather(s.args);
+    auto set_results = [&](const TensorList& ts) {
+      for (size_t k = 0; k < s.results.size(); ++k) values_[s.results[k]] = ts.at(k);
+    };
+    switch (s.kind) {
+      case StmtKind::kLeaf:
+        set_results(
+            {ops::uniform(s.shape, -1.0, 1.0, s.seed, DType::kFloat64).set_requires_grad(s.flag)});
+        return;
+      case StmtKind::kOp:
+        set_results({proptests::run_instr(s.instr, gather(s.instr.args))});
+        return;
+      case StmtKind::kView:
+        set_results({ops::view(args[0], s.shape)});
+        return;
+      case StmtKind::kDetach:
+        set_results({ops::detach(args[0])});
+        return;
+      case StmtKind::kInplace: {
+        std::optional<NoGradGuard> no_grad;
+        if (s.flag) no_grad.emplace();
+        Tensor& target = values_[s.args[0]];
+        if (s.inplace == InplaceKind::kAdd) ops::add_(target, args[1]);
+        if (s.inplace == InplaceKind::kMul) ops::mul_(target, args[1]);
+        if (s.inplace == InplaceKind::kCopy) ops::copy_(target, args[1]);
+        return;
+      }
+      case StmtKind::kSetRequiresGrad:
+        values_[s.args[0]].set_requires_grad(s.flag);
+        return;
+      case StmtKind::kCustom:
+        set_results(apply_custom(s.custom, args, index));
+        return;
+      case StmtKind::kGrad: {
+        const std::optional<bool> retain =
+            s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
+        GradArgs g;
+        g.grad_outputs(gather(s.grad_outputs))
+            .create_graph(s.create_graph)
+            .allow_unused(s.allow_unused);
+        if (retain) g.retain_graph(*retain);
+        set_results(grad(gather(s.outputs), gather(s.inputs), g));
+        return;
+      }
+      case StmtKind::kBackward: {
+        const std::optional<bool> retain =
+            s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
+        BackwardArgs b;
+        b.grad_tensors(gather(s.grad_outputs))
+            .inputs(gather(s.inputs))
+            .create_graph(s.create_graph);
+        if (retain) b.retain_graph(*retain);
+        backward(gather(s.outputs), b);
+        return;
+      }
+      case StmtKind::kReadGrad:
+        set_results({args[0].grad()});
+        return;
+      case StmtKind::kSetGrad:
+        values_[s.args[0]].set_grad(args.size() > 1 ? args[1] : Tensor());
+        return;
+    }
+  }
+
+  const Program& program_;
+  const bool explain_;
+  TensorList values_;
+  Records records_;
+};
+
+}  // namespace
+
+Records run_on_engine(const Program& program, bool explain) {
+  return Runner(program, explain).run();
+}
+
+}  // namespace ag::conformance

@@ -1,0 +1,16 @@
+#pragma once
+
+// Runs a conformance program on this engine, statement by statement, and returns its records
+// (records.h). An ag::Error is a statement that raises; any other exception is recorded as a
+// crash (which no expected record matches: the engine must only throw ag::Error).
+
+#include "proptests/conformance/program.h"
+#include "proptests/conformance/records.h"
+
+namespace ag::conformance {
+
+// With `explain`, raise lines carry the error's message after " # " (for people; such records
+// are not compared).
+Records run_on_engine(const Program& program, bool explain = false);
+
+}  // namespace ag::conformance

@@ -1,0 +1,264 @@
+// Exports random conformance programs twice, as the engine's cases and as a foreign engine's
+// scripts, runs the scripts on that engine (PyTorch) to get the expected records, and compares
+// this engine with them.
+//
+//   bazel run -c opt //proptests/conformance:export -- --write
+//       regenerates the committed corpus (proptests/conformance/corpus/) from seed 1
+//   bazel run -c opt //proptests/conformance:export -- --programs 500 --seed 7 --check
+//       fresh programs: how many mismatch, grouped by the first statement that differs
+//   bazel run -c opt //proptests/conformance:export -- --show 17 [--seed S]
+//       program 17: its text, its PyTorch script, both records and the first mismatch
+//   bazel run -c opt //proptests/conformance:export -- --file repro.txt
+//       the same for a program written by hand (program.h's text form)
+//   ... --reduce         with --show/--file: first drops every statement it can while the
+//                        program still mismatches the same way (a minimal repro)
+//   ... --scripts DIR    also writes every script (and torch_runtime.py) to DIR
+//   ... --python PY      the interpreter that imports torch (default: $AG_PEER_PYTHON, python3)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "proptests/conformance/comparison.h"
+#include "proptests/conformance/corpus.h"
+#include "proptests/conformance/engine_runner.h"
+#include "proptests/conformance/foreign_engine.h"
+#include "proptests/conformance/program_gen.h"
+#include "proptests/conformance/reduce.h"
+#include "proptests/conformance/triage.h"
+
+namespace ag::conformance {
+namespace {
+
+struct Args {
+  int programs = 2000;
+  uint64_t seed = 1;
+  int shards = 20;
+  bool write = false;
+  std::string out;
+  std::string scripts;
+  bool check = false;
+  int show = -1;
+  std::string file;     // --file: show this program (text form) instead of a generated one
+  bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
+  std::string engine = "pytorch";
+  ForeignOptions foreign;
+};
+
+[[noreturn]] void usage(const std::string& error) {
+  std::fprintf(stderr,
+               "export: %s\nusage: export [--programs N] [--seed S] [--shards K] [--write | --out "
+               "DIR]\n              [--scripts DIR] [--check] [--show ID | --file F] [--python PY] "
+               "[--against ENGINE]\n",
+               error.c_str());
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--write") {
+      a.write = true;
+      continue;
+    }
+    if (flag == "--check") {
+      a.check = true;
+      continue;
+    }
+    if (flag == "--reduce") {
+      a.reduce = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage("missing value for " + flag);
+    const std::string v = argv[++i];
+    if (flag == "--programs")
+      a.programs = std::stoi(v);
+    else if (flag == "--seed")
+      a.seed = std::stoull(v);
+    else if (flag == "--shards")
+      a.shards = std::stoi(v);
+    else if (flag == "--out")
+      a.out = v;
+    else if (flag == "--scripts")
+      a.scripts = v;
+    else if (flag == "--show")
+      a.show = std::stoi(v);
+    else if (flag == "--file")
+      a.file = v;
+    else if (flag == "--python")
+      a.foreign.python = v;
+    else if (flag == "--against")
+      a.engine = v;
+    else
+      usage("unknown flag " + flag);
+  }
+  if (a.write) {
+    const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+    if (!ws) usage("--write needs `bazel run` (it writes into the workspace)");
+    a.out = std::string(ws) + "/proptests/conformance/corpus";
+  }
+  if (a.programs <= 0 || a.shards <= 0) usage("--programs and --shards must be positive");
+  return a;
+}
+
+// Relative paths are relative to where `bazel run` was started.
+std::filesystem::path user_path(const std::string& p) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  return cwd && !p.empty() && p[0] != '/' ? std::filesystem::path(cwd) / p
+                                          : std::filesystem::path(p);
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + path.string());
+}
+
+// The hand-written programs, from the runfiles or the workspace.
+std::vector<CorpusEntry> handwritten_programs() {
+  std::vector<CorpusEntry> out;
+  std::filesystem::path dir = "proptests/conformance/programs";
+  if (!std::filesystem::exists(dir)) {
+    if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
+      dir = std::filesystem::path(ws) / dir;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    for (CorpusEntry& e : read_corpus_file(f.string())) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Prints program `a.show`, its script and both records, marking the lines that differ. Raise
+// lines carry the error messages here (from `torch_runtime.py --explain` and the engine).
+int show(const Args& a, ForeignEngine& foreign) {
+  Program p;
+  std::string title = program_title(a.seed, a.show);
+  if (!a.file.empty()) {
+    std::ifstream in(user_path(a.file));
+    if (!in) usage("cannot read " + a.file);
+    p = parse_program(std::string(std::istreambuf_iterator<char>(in), {}));
+    title = a.file;
+  } else {
+    p = generate_program(a.seed, a.show);
+  }
+  if (a.reduce) p = reduce_mismatch(p, foreign);
+  const std::string script = foreign.script(p, title);
+  // Written first: the script to run by hand if the foreign engine fails on it.
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "conformance_show.py";
+  write_file(tmp, script);
+  const Records expected = foreign.run(script);
+  const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
+  Records expected_explained = expected, actual_explained = actual;
+  const std::string explained = foreign.explain(tmp.string());
+  if (!explained.empty()) expected_explained = Records::parse(explained);
+  if (actual.lines != hang_records().lines) actual_explained = run_on_engine(p, /*explain=*/true);
+  std::printf("== program (this engine's case)\n");
+  for (size_t i = 0; i < p.stmts.size(); ++i)
+    std::printf("s%-3zu %s\n", i, to_text(p.stmts[i]).c_str());
+  std::printf("\n== %s script\n%s\n", foreign.name().c_str(), script.c_str());
+  std::printf("== records (\"-\" %s only, \"+\" this engine only)\n", foreign.name().c_str());
+  const Comparison c = compare(p, expected, actual);
+  const size_t first = c.ok() ? SIZE_MAX : c.mismatches.front().line;
+  for (size_t i = 0; i < std::max(expected.lines.size(), actual.lines.size()); ++i) {
+    auto at = [&](const Records& r, size_t k) { return k < r.lines.size() ? r.lines[k] : ""; };
+    if (at(expected, i) == at(actual, i) && i != first) {
+      std::printf("  %s\n", at(expected_explained, i).c_str());
+    } else {
+      std::printf("- %s\n+ %s\n", at(expected_explained, i).c_str(),
+                  at(actual_explained, i).c_str());
+    }
+  }
+  std::printf("\n%s", explain(c).c_str());
+  return c.ok() ? 0 : 1;
+}
+
+int run(const Args& a) {
+  std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
+  const std::string version = foreign->version();
+  if (a.show >= 0 || !a.file.empty()) return show(a, *foreign);
+  std::fprintf(stderr, "export: %d programs, seed %llu, expected records from %s\n", a.programs,
+               static_cast<unsigned long long>(a.seed), version.c_str());
+  if (!a.scripts.empty()) {
+    std::filesystem::create_directories(user_path(a.scripts));
+    std::filesystem::copy_file(
+        foreign->runtime_path(),
+        user_path(a.scripts) / std::filesystem::path(foreign->runtime_path()).filename(),
+        std::filesystem::copy_options::overwrite_existing);
+  }
+  std::vector<std::string> shards(static_cast<size_t>(a.shards));
+  Triage triage;
+  for (int id = 0; id < a.programs; ++id) {
+    const Program p = generate_program(a.seed, id);
+    const std::string script = foreign->script(p, program_title(a.seed, id));
+    const Records expected = foreign->run(script);
+    if (!a.scripts.empty()) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "program_%05d.py", id);
+      write_file(user_path(a.scripts) / name, script);
+    }
+    shards[static_cast<size_t>(id) * a.shards / a.programs] +=
+        format_entry(std::to_string(id), p, expected);
+    if (a.check) {
+      const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
+      triage.add(std::to_string(id), p, compare(p, expected, actual));
+    }
+    if ((id + 1) % 100 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
+  }
+  std::fprintf(stderr, "\n");
+  // The hand-written programs (programs/*.txt).
+  std::string handwritten;
+  for (const CorpusEntry& e : handwritten_programs()) {
+    const Records expected = foreign->run(foreign->script(e.program, "program " + e.id));
+    handwritten += format_entry(e.id, e.program, expected);
+    if (a.check) {
+      const Records actual = run_on_engine_with_timeout(e.program, 10).value_or(hang_records());
+      triage.add(e.id, e.program, compare(e.program, expected, actual));
+    }
+  }
+  if (!a.out.empty()) {
+    const std::filesystem::path dir = user_path(a.out);
+    std::filesystem::create_directories(dir);
+    for (int k = 0; k < a.shards; ++k) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "programs_%02d.txt", k);
+      write_file(dir / name, "# Conformance corpus, part " + std::to_string(k + 1) + " of " +
+                                 std::to_string(a.shards) + ": programs and the records " +
+                                 version +
+                                 " wrote for them.\n# Regenerate all parts: bazel run -c opt "
+                                 "//proptests/conformance:export -- --write  (seed " +
+                                 std::to_string(a.seed) + ", " + std::to_string(a.programs) +
+                                 " programs)\n" + shards[static_cast<size_t>(k)]);
+    }
+    write_file(dir / "handwritten.txt",
+               "# The hand-written programs (proptests/conformance/programs/) and the records " +
+                   version +
+                   " wrote for them.\n# Regenerate: bazel run -c opt "
+                   "//proptests/conformance:export -- --write\n" +
+                   handwritten);
+    std::fprintf(stderr, "wrote %d files to %s\n", a.shards + 1, dir.c_str());
+  }
+  if (a.check) {
+    std::printf("%s", triage.report().c_str());
+    return triage.mismatches() == 0 ? 0 : 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ag::conformance
+
+int main(int argc, char** argv) {
+  try {
+    return ag::conformance::run(ag::conformance::parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "export: %s\n", e.what());
+    return 2;
+  }
+}

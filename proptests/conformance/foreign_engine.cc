@@ -1,0 +1,171 @@
+#include "proptests/conformance/foreign_engine.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "proptests/conformance/torch_script.h"
+
+namespace ag::conformance {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs a command, returns its stdout (empty on failure).
+std::string capture(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// A file of this package: in the runfiles (bazel run/test), else in the workspace.
+std::string find_package_file(const std::string& file) {
+  namespace fs = std::filesystem;
+  const std::string rel = "proptests/conformance/" + file;
+  std::vector<fs::path> candidates = {rel};
+  if (const char* r = std::getenv("RUNFILES_DIR"))
+    candidates.push_back(fs::path(r) / "autograd" / rel);
+  if (const char* w = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
+    candidates.push_back(fs::path(w) / rel);
+  for (const fs::path& p : candidates) {
+    if (fs::exists(p)) return fs::absolute(p).string();
+  }
+  throw std::runtime_error("cannot find " + rel + " (run through bazel, or from the workspace)");
+}
+
+class PyTorchEngine final : public ForeignEngine {
+ public:
+  explicit PyTorchEngine(const ForeignOptions& o)
+      : runtime_(o.runtime.empty() ? find_package_file("torch_runtime.py") : o.runtime),
+        python_(find_python(o.python)),
+        server_({python_, runtime_, "--serve"}) {}
+
+  std::string name() const override { return "pytorch"; }
+  std::string version() override {
+    return "torch " +
+           capture(shell_quote(python_) + " -c 'import torch; print(torch.__version__)'") + " (" +
+           python_ + ")";
+  }
+  std::string script(const Program& p, const std::string& title) const override {
+    return torch_script(p, title);
+  }
+  std::string runtime_path() const override { return runtime_; }
+  std::string explain(const std::string& path) override {
+    return capture(shell_quote(python_) + " " + shell_quote(runtime_) + " --explain " +
+                   shell_quote(path));
+  }
+  Records run(const std::string& script) override {
+    const std::optional<std::string> reply = server_.request(script);
+    // PyTorch crashed on the script (a segfault, seen with copy_ into views of custom Function
+    // outputs): nothing to compare with (pytorch-internal-error).
+    if (!reply) return Records{{"s0 reference-failed"}};
+    if (reply->rfind("error ", 0) == 0) throw std::runtime_error("pytorch: " + *reply);
+    return Records::parse(*reply);
+  }
+
+ private:
+  static std::string find_python(const std::string& given) {
+    std::vector<std::string> pythons;
+    if (!given.empty()) pythons.push_back(given);
+    if (const char* p = std::getenv("AG_PEER_PYTHON")) pythons.push_back(p);
+    // The peers' venv that tools/setup.sh --peers makes (paper/peers/README.md).
+    if (const char* d = std::getenv("AG_PEERS_DIR"))
+      pythons.push_back(std::string(d) + "/venv/bin/python");
+    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (cache || home) {
+      pythons.push_back((cache ? std::string(cache) : std::string(home) + "/.cache") +
+                        "/autograd-peers/venv/bin/python");
+    }
+    pythons.push_back("python3");
+    pythons.push_back("/usr/bin/python3");
+    for (const std::string& py : pythons) {
+      if (!capture(shell_quote(py) + " -c 'import torch; print(1)'").empty()) return py;
+    }
+    throw std::runtime_error(
+        "no python here imports torch: install it (tools/setup.sh --peers), or name the "
+        "interpreter in AG_PEER_PYTHON (export also takes --python)");
+  }
+
+  std::string runtime_;
+  std::string python_;
+  ScriptServer server_;
+};
+
+}  // namespace
+
+ScriptServer::ScriptServer(std::vector<std::string> argv) : argv_(std::move(argv)) { start(); }
+ScriptServer::~ScriptServer() { stop(); }
+
+void ScriptServer::start() {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    std::vector<char*> args;
+    for (std::string& a : argv_) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  to_ = fdopen(in[1], "w");
+  from_ = fdopen(out[0], "r");
+}
+
+void ScriptServer::stop() {
+  if (to_) fclose(to_);
+  if (from_) fclose(from_);
+  to_ = from_ = nullptr;
+  if (pid_ > 0) {
+    int status;
+    waitpid(pid_, &status, 0);  // it exits at the end of its input
+  }
+  pid_ = -1;
+}
+
+std::optional<std::string> ScriptServer::request(const std::string& script) {
+  signal(SIGPIPE, SIG_IGN);  // a dead server is reported below, not by a signal
+  size_t n = 0;
+  if (std::fprintf(to_, "%zu\n", script.size()) < 0 ||
+      std::fwrite(script.data(), 1, script.size(), to_) != script.size() || std::fflush(to_) != 0 ||
+      std::fscanf(from_, "%zu", &n) != 1 || std::fgetc(from_) != '\n') {
+    // The server died running this script: a fresh one serves the next.
+    stop();
+    start();
+    return std::nullopt;
+  }
+  std::string reply(n, '\0');
+  if (std::fread(reply.data(), 1, n, from_) != n) throw std::runtime_error("short reply");
+  return reply;
+}
+
+std::vector<std::string> foreign_engine_names() { return {"pytorch"}; }
+
+std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,
+                                                   const ForeignOptions& options) {
+  if (name == "pytorch") return std::make_unique<PyTorchEngine>(options);
+  throw std::runtime_error("unknown foreign engine '" + name + "' (known: pytorch)");
+}
+
+}  // namespace ag::conformance

@@ -1,0 +1,72 @@
+#pragma once
+
+// Note [Engine adapters]
+// A foreign engine is anything that can run a conformance program and write its records: this
+// project compares itself with PyTorch, and the same programs can fuzz other autograd engines.
+// An adapter has two jobs:
+//   script(): the program in the engine's own language (for PyTorch: torch_script.cc, a Python
+//             script over torch_runtime.py's helpers), readable and runnable by hand;
+//   run():    the script's records, from the engine itself.
+// Adapters that run in an interpreter share ScriptServer: one long-lived process (e.g.
+// `python3 torch_runtime.py --serve`) fed scripts over a pipe. Adding JAX means a jax_script.cc
+// renderer, a jax_runtime.py with the same record format (records.h), and one entry in
+// make_foreign_engine().
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proptests/conformance/program.h"
+#include "proptests/conformance/records.h"
+
+namespace ag::conformance {
+
+class ForeignEngine {
+ public:
+  virtual ~ForeignEngine() = default;
+  virtual std::string name() const = 0;  // "pytorch"
+  virtual std::string version() = 0;     // e.g. "torch 2.15.0 (python3 at ...)"
+  virtual std::string script(const Program& program, const std::string& title) const = 0;
+  virtual std::string runtime_path() const = 0;  // the helper module scripts import
+  // Runs a script; throws std::runtime_error when the engine itself fails.
+  virtual Records run(const std::string& script) = 0;
+  // The records of the script at `path` with each raise line followed by " # " and the error
+  // message, for people; empty if the adapter cannot say.
+  virtual std::string explain(const std::string& path) = 0;
+};
+
+// A child process that answers "<bytes>\n<script>" on stdin with "<bytes>\n<records>".
+class ScriptServer {
+ public:
+  explicit ScriptServer(std::vector<std::string> argv);
+  ~ScriptServer();
+  ScriptServer(const ScriptServer&) = delete;
+  ScriptServer& operator=(const ScriptServer&) = delete;
+  // The reply, or nothing when the server died on this script (it is restarted).
+  std::optional<std::string> request(const std::string& script);
+
+ private:
+  void start();
+  void stop();
+  std::vector<std::string> argv_;
+  int pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
+// Where the interpreter and the runtime module come from.
+struct ForeignOptions {
+  // Empty: the first of $AG_PEER_PYTHON, the peers' venv (tools/setup.sh --peers: $AG_PEERS_DIR
+  // or ~/.cache/autograd-peers), python3, /usr/bin/python3 that imports the engine.
+  std::string python;
+  std::string runtime;  // empty: found beside the binary (runfiles) or in the workspace
+};
+
+std::vector<std::string> foreign_engine_names();
+// Throws std::runtime_error naming what is missing (unknown name, no interpreter, no runtime).
+std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,
+                                                   const ForeignOptions& options = {});
+
+}  // namespace ag::conformance

@@ -1,0 +1,77 @@
+#include "proptests/conformance/fuzz_against.h"
+
+#include <rapidcheck.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "proptests/conformance/comparison.h"
+#include "proptests/conformance/corpus.h"
+#include "proptests/conformance/foreign_engine.h"
+#include "proptests/conformance/program_gen.h"
+#include "proptests/conformance/reduce.h"
+#include "proptests/fuzz_stats.h"
+#include "proptests/property.h"
+
+namespace ag::conformance {
+namespace {
+
+std::unique_ptr<ForeignEngine>& foreign() {
+  static std::unique_ptr<ForeignEngine> engine;
+  return engine;
+}
+
+// RapidCheck shrinks by calling the property on smaller programs, so the last call that failed
+// holds the shrunk counterexample.
+std::optional<Program>& last_mismatch() {
+  static std::optional<Program> program;
+  return program;
+}
+
+void against_foreign_engine() {
+  const ProgramSpec spec = *program_spec_gen();
+  const Program program = build_program(spec);
+  auto& stats = proptests::fuzz_stats();
+  stats.record_graph("program", static_cast<int64_t>(program.stmts.size()));
+  for (const Move& m : spec.moves) stats.record("statement", family_name(m));
+  const std::string script = foreign()->script(program, "fuzz counterexample");
+  const Records expected = foreign()->run(script);
+  const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
+  const Comparison c = compare(program, expected, actual);
+  for (const auto& [id, n] : c.deviations) stats.record("explained by", id);
+  if (!c.ok()) {
+    last_mismatch() = program;
+    RC_FAIL(explain(c) + "\n" + foreign()->name() + " script (run with python3 " +
+            foreign()->runtime_path() + " FILE):\n" + script);
+  }
+}
+
+}  // namespace
+
+std::string register_against(const std::string& engine) {
+  try {
+    foreign() = make_foreign_engine(engine);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz: --against %s: %s\n", engine.c_str(), e.what());
+    std::exit(2);
+  }
+  std::fprintf(stderr, "fuzz: against %s\n", foreign()->version().c_str());
+  proptests::register_property("Conformance", "AgainstForeignEngine", &against_foreign_engine);
+  return "Conformance.AgainstForeignEngine";
+}
+
+std::string reduced_last_mismatch() {
+  if (!last_mismatch()) return "";
+  const Program reduced = reduce_mismatch(*last_mismatch(), *foreign());
+  last_mismatch().reset();
+  const Comparison c = compare_engines(reduced, *foreign());
+  return "reduced to " + std::to_string(reduced.stmts.size()) + " statements:\n" +
+         to_text(reduced) + explain(c) +
+         "replay: write the program to repro.txt and run\n"
+         "  bazel run -c opt //proptests/conformance:export -- --file repro.txt --against " +
+         foreign()->name() + "\n";
+}
+
+}  // namespace ag::conformance

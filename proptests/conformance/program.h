@@ -1,0 +1,99 @@
+#pragma once
+
+// A conformance program: a straight-line list of statements over tensors v0, v1, ... (numbered in
+// creation order), built from the op set, views, in-place ops, custom Functions and autograd
+// calls. It is the one description that every engine runs: this engine through
+// engine_runner.h, a foreign engine (PyTorch) through the script its adapter renders
+// (foreign_engine.h). Both produce the same records (records.h), which are compared.
+//
+// The text form (to_text/parse_program) is what the committed corpus stores, one statement per
+// line, e.g.
+//     v0 = leaf [2,3] seed=17 requires_grad=1
+//     v2 = mul v0 v1
+//     v3 = view v2 [6]
+//     add_ v3 v1 no_grad=0 ; flags v2
+//     v5 v6 = custom Two v3 v1
+//     v7 v8 = grad outputs=v6 inputs=v0,v3 grad_outputs=v1 retain_graph=1 create_graph=1
+//     backward tensors=v5 grad_tensors=- inputs=v0,v0 retain_graph=- create_graph=0 ; grads v0 v1
+// After " ; " come the extra records the statement asks for: `flags` (requires_grad and is_leaf
+// of the in-place target's aliases) and `grads` (the .grad of those values).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/memory/shape.h"
+#include "proptests/ops/composition.h"
+
+namespace ag::conformance {
+
+enum class StmtKind {
+  kLeaf,             // v = uniform(-1, 1) values of `shape` from `seed`, float64
+  kOp,               // v = an op of the op set: composition's Instr (its args are value ids)
+  kView,             // v = view(args[0], shape)
+  kDetach,           // v = args[0].detach()
+  kInplace,          // args[0].add_/mul_/copy_(args[1]), under no_grad when `flag`
+  kSetRequiresGrad,  // args[0].requires_grad_(flag)
+  kCustom,           // results = custom Function `custom`(args)
+  kGrad,             // results = grad(outputs, inputs, grad_outputs, ...)
+  kBackward,         // backward(outputs, grad_outputs, inputs=inputs, ...)
+  kReadGrad,         // v = args[0].grad (may be none)
+  kSetGrad,          // args[0].grad = args[1], or none when args has one element
+};
+
+enum class InplaceKind { kAdd, kMul, kCopy };
+
+// The custom Functions (custom_functions.h; torch_runtime.py has the same three).
+enum class CustomKind {
+  kMul,    // a * b                                  (the seed's Mul, issue 56500)
+  kTwo,    // (a * b, a + b): two outputs
+  kSplit,  // (2 * a, -a): the second marked non-differentiable
+};
+
+struct Stmt {
+  StmtKind kind = StmtKind::kLeaf;
+  std::vector<int> results;  // value ids this statement creates
+  std::vector<int> args;     // operands (see StmtKind)
+
+  // kLeaf, kView
+  Shape shape;
+  uint64_t seed = 0;
+  // kLeaf, kSetRequiresGrad: requires_grad; kInplace: under no_grad
+  bool flag = false;
+  proptests::Instr instr;  // kOp
+  InplaceKind inplace = InplaceKind::kAdd;
+  CustomKind custom = CustomKind::kMul;
+
+  // kGrad, kBackward. grad_outputs: one per output, -1 = none (implicit ones).
+  std::vector<int> outputs, inputs, grad_outputs;
+  int retain_graph = -1;  // -1: the default (= create_graph)
+  bool create_graph = false;
+  bool allow_unused = false;
+
+  // Extra records after the statement.
+  std::vector<int> record_flags;  // requires_grad/is_leaf of these values
+  std::vector<int> record_grads;  // .grad of these values
+};
+
+struct Program {
+  std::vector<Stmt> stmts;
+  int num_values = 0;
+};
+
+// Op names in the text form and the records (unique per composition Op, unlike op_name()).
+const char* op_id(proptests::Op op);
+const char* inplace_name(InplaceKind kind);
+const char* custom_name(CustomKind kind);
+int num_results(CustomKind kind);
+// Whether the statement's results are recorded with their values (all but leaves, whose values
+// are the program's input).
+bool records_values(const Stmt& stmt);
+// The value ids a statement reads; it is skipped when one of them is missing.
+std::vector<int> reads(const Stmt& stmt);
+
+std::string to_text(const Stmt& stmt);
+std::string to_text(const Program& program);
+// Throws std::runtime_error naming the line on malformed text.
+Program parse_program(const std::string& text);
+
+}  // namespace ag::conformance

@@ -1,0 +1,495 @@
+"""Runs conformance programs on PyTorch and prints their records (proptests/conformance/records.h).
+
+A program is a PyTorch script that proptests/conformance/torch_script.cc renders:
+
+    from torch_runtime import *
+    run([
+        S("v0 = leaf([2, 3], [0.5, ...], requires_grad=True)", results=["v0"], values=False),
+        S("v1 = v0 * v0", reads=["v0"], results=["v1"]),
+        S("v1.add_(v0)", reads=["v1", "v0"], target="v1", flags=["v2"]),
+        ...
+    ])
+
+Each statement runs on its own: an exception is a statement that raises; a statement that reads a
+value that is missing (its statement raised or was skipped, or it is None) is skipped. The
+records are the same lines the engine's runner writes.
+
+    python3 torch_runtime.py SCRIPT...     runs scripts, prints their records
+    python3 torch_runtime.py --explain SCRIPT...   ... with each exception's message
+    python3 torch_runtime.py --serve       reads scripts from stdin, each as "<bytes>\\n<script>",
+                                           answers "<bytes>\\n<records>" on stdout (the fuzz
+                                           driver's live mode)
+
+Custom Functions' needs_input_grad: PyTorch's own ctx.needs_input_grad only says which inputs
+require grad (PyTorch issue 56500). The records hold the ideal instead: input i is needed iff its
+gradient edge reaches an edge the current grad()/backward() call requested (for backward()
+without inputs: an AccumulateGrad whose leaf requires grad), found by walking PyTorch's graph.
+"""
+
+import math
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+torch.set_num_threads(1)  # deterministic reductions; the programs are tiny
+
+# ---- the program's helpers -------------------------------------------------------------------
+
+
+# The engine's counter-based generator (ops/counter_rng.h), bit for bit: leaf values and dropout
+# masks are the engine's, so both engines start from the same numbers.
+_M64 = (1 << 64) - 1
+
+
+def _mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _uniform01(seed, i):
+    return (_mix64(seed ^ _mix64(i)) >> 11) * (1.0 / 9007199254740992.0)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def leaf(shape, seed, requires_grad):
+    """ops::uniform(shape, -1, 1, seed) in float64."""
+    values = [-1.0 + 2.0 * _uniform01(seed, i) for i in range(_numel(shape))]
+    # clone(): reshape() returns a view of the flat tensor, and a leaf must not be a view (its
+    # views' in-place ops would rebase onto the flat tensor instead).
+    t = torch.tensor(values, dtype=torch.float64).reshape(shape).clone()
+    return t.requires_grad_(requires_grad)
+
+
+def _mask(shape, p, seed):
+    keep = 1.0 - p
+    scale = 1.0 / keep if keep > 0 else 0.0
+    values = [scale if _uniform01(seed, i) < keep else 0.0 for i in range(_numel(shape))]
+    return torch.tensor(values, dtype=torch.float64).reshape(shape)
+
+
+def dropout(a, p, seed):
+    """ops::dropout(a, p, train=True, seed): a times the engine's mask."""
+    if p == 0:
+        return F.dropout(a, 0.0, training=True)  # PyTorch returns `a` itself, as the engine does
+    return a * _mask(a.shape, p, seed)
+
+
+def dropout2d(a, p, seed):
+    """ops::dropout2d: one mask entry per [N, C] channel."""
+    if a.dim() < 2:
+        raise ValueError("dropout2d: expected a [N, C, ...] tensor")
+    if p == 0:
+        return a
+    return a * _mask(list(a.shape[:2]) + [1] * (a.dim() - 2), p, seed)
+
+
+def add_scalar(a, s):
+    """a + s with s a number, as the engine's add(Tensor, double): PyTorch's `a + s` wraps s in a
+    tensor that its backward node saves (so a second backward would raise); aten's Scalar
+    overload keeps s as a number, as the engine does."""
+    return torch.ops.aten.add.Scalar(a, s)
+
+
+def mul_scalar(a, s):
+    """a * s with s a number (see add_scalar)."""
+    return torch.ops.aten.mul.Scalar(a, s)
+
+
+def targets(values):
+    return torch.tensor(values, dtype=torch.long)
+
+
+# ---- grad() and backward(), and the ideal needs_input_grad ------------------------------------
+
+
+class _Call:
+    """What the current grad()/backward() call requested, for the ideal needs_input_grad."""
+
+    targets = None  # set of (id(node), output_nr), or None for "every leaf" (backward())
+    keep = []  # the target nodes, alive while the call runs (ids stay unique)
+    memo = {}
+
+
+def _begin_call(inputs):
+    _Call.memo = {}
+    if inputs is None:
+        _Call.targets, _Call.keep = None, []
+        return
+    _Call.targets, _Call.keep = set(), []
+    for t in inputs:
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            edge = torch.autograd.graph.get_gradient_edge(t)
+            _Call.keep.append(edge.node)
+            _Call.targets.add((id(edge.node), edge.output_nr))
+
+
+def _reaches(node):
+    """Whether some edge out of `node` (or a node below it) is requested."""
+    key = id(node)
+    if key in _Call.memo:
+        return _Call.memo[key]
+    _Call.memo[key] = False  # a DAG: no cycles, this only guards re-entry
+    found = False
+    if _Call.targets is None and type(node).__name__ == "AccumulateGrad":
+        found = node.variable.requires_grad
+    for nxt, nr in node.next_functions:
+        if found:
+            break
+        found = nxt is not None and _edge_needed(nxt, nr)
+    _Call.memo[key] = found
+    return found
+
+
+def _edge_needed(node, output_nr):
+    if node is None:
+        return False
+    if _Call.targets is not None and (id(node), output_nr) in _Call.targets:
+        return True
+    return _reaches(node)
+
+
+def _ideal_needs(ctx):
+    return [_edge_needed(node, nr) for node, nr in ctx.next_functions]
+
+
+def _node(t):
+    return torch.autograd.graph.get_gradient_edge(t).node
+
+
+def _check_reachable(outputs, inputs):
+    """Raises unless every input's node is reachable from the outputs, before anything runs, as
+    the engine checks (unused-input-checked-first): PyTorch runs the graph first, freeing saved
+    tensors without retain_graph, and raises afterwards."""
+    seen, keep = set(), []
+    stack = [_node(t) for t in outputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        keep.append(node)
+        stack.extend(nxt for nxt, _ in node.next_functions)
+    for i, t in enumerate(inputs):
+        if isinstance(t, torch.Tensor) and t.requires_grad and id(_node(t)) not in seen:
+            raise RuntimeError("grad(): input %d is not reachable from the outputs" % i)
+
+
+def grad(outputs, inputs, grad_outputs, allow_unused=False, **kwargs):
+    if not allow_unused:
+        _check_reachable(outputs, inputs)
+    _begin_call(inputs)
+    try:
+        return torch.autograd.grad(outputs, inputs, grad_outputs, allow_unused=allow_unused,
+                                   **kwargs)
+    finally:
+        _begin_call([])
+
+
+def backward(tensors, grad_tensors, inputs=None, **kwargs):
+    # Copies of the caller's gradients: PyTorch's AccumulateGrad may keep a view of one as a
+    # leaf's .grad, sharing the caller's storage; the engine never does
+    # (backward-grad-tensors-copied).
+    # Not a gradient that shares storage with a program value's .grad: accumulating into that
+    # .grad in place writes into the gradient in both engines, and a copy would hide the write.
+    held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
+            if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
+    grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
+                    g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
+    _begin_call(inputs)
+    try:
+        torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
+    finally:
+        _begin_call([])
+
+
+# ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
+
+
+def sum_to(a, shape):
+    """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
+    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape)."""
+    if list(a.shape) == list(shape):
+        return a
+    return a.sum_to_size(shape)
+
+
+def broadcast_to(a, shape):
+    """ops::broadcast_to: a new tensor, not a view; `a` itself when it has the shape already
+    (copying-shape-ops)."""
+    if list(a.shape) == list(shape):
+        return a
+    return torch.broadcast_to(a, shape).clone(memory_format=torch.contiguous_format)
+
+
+def transpose(a, dim0, dim1):
+    """ops::transpose: a new tensor, not a view (copying-shape-ops). Contiguous, as every tensor
+    here: PyTorch's clone() would keep the transposed strides, and see a view of it with other
+    strides as a partial overlap."""
+    return torch.transpose(a, dim0, dim1).clone(memory_format=torch.contiguous_format)
+
+
+def whole(src, target):
+    """`src` for an in-place op on `target`: a copy when it views target's memory with another
+    shape. This engine's views cover their whole base, so element i of one meets element i of
+    the other; PyTorch rejects such a partial overlap (DEVIATIONS.md, inplace-overlapping-views).
+    """
+    if (isinstance(src, torch.Tensor) and src.shape != target.shape
+            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
+        return src.clone()
+    return src
+
+
+# ---- custom Functions (the same formulas as custom_functions.cc) --------------------------------
+
+_run = {"stmt": -1, "needs": [], "values": []}  # values: the program's, as the statement starts
+
+
+def _log_needs(ctx):
+    needs = _ideal_needs(ctx)
+    _run["needs"].append((ctx.stmt, needs))
+    return needs
+
+
+class Mul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.stmt = _run["stmt"]
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, g):
+        needs = _log_needs(ctx)
+        a, b = ctx.saved_tensors
+        return ((g * b).sum_to_size(a.shape) if needs[0] else None,
+                (g * a).sum_to_size(b.shape) if needs[1] else None)
+
+
+class Two(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.stmt = _run["stmt"]
+        ctx.save_for_backward(a, b)
+        return a * b, a + b
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        needs = _log_needs(ctx)
+        a, b = ctx.saved_tensors
+        return ((g0 * b + g1).sum_to_size(a.shape) if needs[0] else None,
+                (g0 * a + g1).sum_to_size(b.shape) if needs[1] else None)
+
+
+class Split(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.stmt = _run["stmt"]
+        out = (mul_scalar(a, 2.0), -a)
+        ctx.mark_non_differentiable(out[1])
+        return out
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        needs = _log_needs(ctx)
+        return mul_scalar(g0, 2.0) if needs[0] else None
+
+
+# ---- records ----------------------------------------------------------------------------------
+
+
+def _num(x):
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+def _shape(t):
+    return "[" + ",".join(str(d) for d in t.shape) + "]"
+
+
+def _values(t):
+    return t.detach().reshape(-1).tolist()
+
+
+def _flags(t):
+    try:
+        return "%s rg=%d leaf=%d" % (_shape(t), t.requires_grad, t.is_leaf)
+    except RuntimeError:  # PyTorch forbids reading some views (a view made in no_grad mode
+        return None  # whose base was then modified in place)
+
+
+def _same(ns, names, t, self):
+    """"same=vK " when `t` is the very tensor value K names (K the smallest such, not `self`)."""
+    for name in names:
+        if ns.get(name) is t:
+            return "" if name == self else "same=%s " % name
+    return ""
+
+
+def _state(ns, names, t, self, values):
+    if t is None:
+        return "none"
+    s = _flags(t)
+    if s is None:
+        return "unreadable"
+    same = _same(ns, names, t, self)
+    if same:
+        s += " " + same[:-1]
+    if values:
+        s += " =" + "".join(" " + _num(x) for x in _values(t))
+    return s
+
+
+def _digest(t):
+    d = a = 0.0
+    for i, x in enumerate(_values(t)):
+        w = 1.0 + math.fmod(i * 0.6180339887498949, 1.0)
+        d += x * w
+        a += abs(x) * w
+    return "d=%s a=%s" % (_num(d), _num(a))
+
+
+class S:
+    """One statement: its code and what to record after it."""
+
+    def __init__(self, code, reads=(), results=(), values=True, target=None, flags=(), grads=()):
+        self.code = compile(code, "<statement>", "exec")
+        self.text = code
+        self.reads, self.results, self.values = reads, results, values
+        self.target, self.flags, self.grads = target, flags, grads
+
+
+def _error_kind(message):
+    """" freed", " version" or "" (records.h's error_kind)."""
+    if "backward through the graph a second time" in message:
+        return " freed"
+    if "modified by an in" in message:  # in-place, inplace
+        return " version"
+    return ""
+
+
+def _grad_of(t):
+    return None if t is None else t.grad
+
+
+def run_program(stmts):
+    """Runs a list of S; returns the record lines."""
+    ns = {k: v for k, v in globals().items() if not k.startswith("_")}
+    names = set()
+    for s in stmts:
+        names.update(s.results)
+    lines = []
+
+    def present(name):
+        return ns.get(name) is not None
+
+    names = sorted(names, key=lambda n: int(n[1:]))
+    for i, s in enumerate(stmts):
+        sid = "s%d" % i
+        if not all(present(r) for r in s.reads):
+            for r in s.results:
+                ns[r] = None
+            lines.append(sid + " skip")
+            continue
+        _run["stmt"], _run["needs"] = i, []
+        _run["values"] = [ns.get(n) for n in names]
+        try:
+            exec(s.code, ns)
+        except Exception as e:  # noqa: BLE001 - any exception is "this statement raises"
+            for r in s.results:
+                ns[r] = None
+            message = " ".join(str(e).split())
+            if "INTERNAL ASSERT FAILED" in message:  # PyTorch's own bug: nothing to compare
+                lines.append(sid + " reference-failed" + (" # " + message if _explain else ""))
+                return lines
+            lines.append(sid + " raise" + _error_kind(message) +
+                         (" # " + message if _explain else ""))
+            continue
+        lines.append(sid + " ok")
+        for r in s.results:
+            lines.append("%s %s %s" % (sid, r, _state(ns, names, ns[r], r, s.values)))
+        if s.target:
+            lines.append("%s %s %s" % (sid, s.target, _state(ns, names, ns[s.target], s.target, True)))
+        for v in s.flags:
+            t = ns.get(v)
+            lines.append("%s flags %s %s" % (sid, v, "none" if t is None else _flags(t) or "unreadable"))
+        for v in s.grads:
+            lines.append("%s grad %s %s" % (sid, v, _state(ns, names, _grad_of(ns.get(v)), None, True)))
+        needs = ["%s needs s%d [%s]" % (sid, stmt, ",".join("1" if n else "0" for n in flags))
+                 for stmt, flags in _run["needs"]]
+        lines.extend(sorted(needs))
+    for v in names:
+        t = ns.get(v)
+        if t is None:
+            lines.append("end %s none" % v)
+            continue
+        flags = _flags(t)
+        lines.append("end %s %s" % (v, "unreadable" if flags is None else
+                                    "rg=%d leaf=%d %s" % (t.requires_grad, t.is_leaf, _digest(t))))
+        g = t.grad
+        lines.append("end %s grad %s" % (v, "none" if g is None else
+                                         _same(ns, names, g, None) + _digest(g)))
+    return lines
+
+
+_collected = []
+_explain = False  # raise lines carry the exception's message (--explain; not comparable)
+
+
+def run(stmts):
+    """A script's entry point: runs its program and keeps the records for the caller."""
+    _collected.append(run_program(stmts))
+
+
+def run_script(text):
+    """Runs one script's text; returns its records (one program per script)."""
+    del _collected[:]
+    exec(compile(text, "<program>", "exec"), {"__name__": "conformance_program"})
+    return "".join(line + "\n" for line in _collected[0])
+
+
+def serve():
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = stdin.readline()
+        if not header:
+            return
+        text = stdin.read(int(header)).decode()
+        try:
+            out = run_script(text)
+        except Exception as e:  # noqa: BLE001 - a broken script is reported, not fatal
+            out = "error %s\n" % repr(e).replace("\n", " ")
+        data = out.encode()
+        stdout.write(b"%d\n" % len(data) + data)
+        stdout.flush()
+
+
+def main(argv):
+    global _explain
+    if argv[1:] == ["--serve"]:
+        serve()
+        return
+    if argv[1:2] == ["--explain"]:
+        _explain = True
+        argv = argv[1:]
+    for path in argv[1:]:
+        with open(path) as f:
+            sys.stdout.write(run_script(f.read()))
+
+
+if __name__ == "__main__":
+    sys.modules.setdefault("torch_runtime", sys.modules[__name__])
+    main(sys.argv)

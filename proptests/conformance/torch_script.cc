@@ -1,0 +1,212 @@
+#include "proptests/conformance/torch_script.h"
+
+#include <sstream>
+
+#include "proptests/conformance/deviations.h"
+#include "proptests/conformance/text.h"
+
+namespace ag::conformance {
+namespace {
+
+using proptests::Instr;
+using proptests::Op;
+
+std::string name(int v) { return v < 0 ? "None" : "v" + std::to_string(v); }
+
+std::string py_list(const std::vector<int64_t>& xs) {
+  std::string s = "[";
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
+  return s + "]";
+}
+
+std::string py_names(const std::vector<int>& vs) {
+  std::string s = "[";
+  for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", " : "") + name(vs[i]);
+  return s + "]";
+}
+
+std::string py_float(double x) {
+  std::string s = format_double(x);
+  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string py_bool(bool b) { return b ? "True" : "False"; }
+
+std::string op_expr(const Instr& in) {
+  std::vector<std::string> a;
+  for (int v : in.args) a.push_back(name(v));
+  const std::string s = py_float(in.scalar);
+  switch (in.op) {
+    case Op::kLeaf:
+      break;
+    case Op::kAdd:
+      return a[0] + " + " + a[1];
+    case Op::kSub:
+      return a[0] + " - " + a[1];
+    case Op::kMul:
+      return a[0] + " * " + a[1];
+    case Op::kDiv:
+      return a[0] + " / " + a[1];
+    case Op::kPow:
+      return "torch.pow(" + a[0] + ", " + a[1] + ")";
+    case Op::kAddScalar:
+      return "add_scalar(" + a[0] + ", " + s + ")";
+    case Op::kMulScalar:
+      return "mul_scalar(" + a[0] + ", " + s + ")";
+    case Op::kPowScalar:
+      return "torch.pow(" + a[0] + ", " + s + ")";
+    case Op::kNeg:
+      return "torch.neg(" + a[0] + ")";
+    case Op::kExp:
+      return "torch.exp(" + a[0] + ")";
+    case Op::kLog:
+      return "torch.log(" + a[0] + ")";
+    case Op::kTanh:
+      return "torch.tanh(" + a[0] + ")";
+    case Op::kSigmoid:
+      return "torch.sigmoid(" + a[0] + ")";
+    case Op::kRelu:
+      return "torch.relu(" + a[0] + ")";
+    case Op::kSum:
+      return "torch.sum(" + a[0] + ")";
+    case Op::kMean:
+      return "torch.mean(" + a[0] + ")";
+    case Op::kSumDim:
+    case Op::kMeanDim:
+      return std::string(in.op == Op::kSumDim ? "torch.sum(" : "torch.mean(") + a[0] + ", " +
+             std::to_string(in.dim0) + ", keepdim=" + py_bool(in.keepdim) + ")";
+    case Op::kSumTo:
+      // Deviation [sum-to-same-shape]
+      return note_deviation("sum-to-same-shape", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
+    case Op::kBroadcastTo:
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops",
+                            "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
+    case Op::kReshape:
+      return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
+    case Op::kTranspose:
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops", "transpose(" + a[0] + ", " +
+                                                     std::to_string(in.dim0) + ", " +
+                                                     std::to_string(in.dim1) + ")");
+    case Op::kMm:
+      return "torch.mm(" + a[0] + ", " + a[1] + ")";
+    case Op::kAddmm:
+      return "torch.addmm(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+    case Op::kLinear:
+      return "F.linear(" + a[0] + ", " + a[1] + (a.size() > 2 ? ", " + a[2] : "") + ")";
+    case Op::kBmm:
+      return "torch.bmm(" + a[0] + ", " + a[1] + ")";
+    case Op::kMatmul:
+      return "torch.matmul(" + a[0] + ", " + a[1] + ")";
+    case Op::kLogSoftmax:
+      return "torch.log_softmax(" + a[0] + ", " + std::to_string(in.dim0) + ")";
+    case Op::kNllLoss:
+      return "F.nll_loss(" + a[0] + ", targets(" + py_list(in.targets) + "))";
+    case Op::kCrossEntropy:
+      return "F.cross_entropy(" + a[0] + ", targets(" + py_list(in.targets) + "))";
+    case Op::kDropout:
+    case Op::kDropout2d:
+      // Deviation [engine-random-numbers]
+      return note_deviation("engine-random-numbers",
+                            std::string(in.op == Op::kDropout ? "dropout(" : "dropout2d(") + a[0] +
+                                ", " + s + ", " + std::to_string(in.seed) + ")");
+    case Op::kClone:
+      return "torch.clone(" + a[0] + ")";
+  }
+  return "None";
+}
+
+std::string results(const Stmt& s) {
+  std::string out;
+  for (size_t i = 0; i < s.results.size(); ++i) out += (i ? ", " : "") + name(s.results[i]);
+  if (s.results.size() == 1 && (s.kind == StmtKind::kGrad)) out += ",";
+  return out;
+}
+
+std::string autograd_flags(const Stmt& s) {
+  std::string out;
+  if (s.retain_graph >= 0) out += ", retain_graph=" + py_bool(s.retain_graph == 1);
+  out += ", create_graph=" + py_bool(s.create_graph);
+  if (s.kind == StmtKind::kGrad) out += ", allow_unused=" + py_bool(s.allow_unused);
+  return out;
+}
+
+std::string quoted(const std::vector<int>& vs) {
+  std::string s = "[";
+  for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", \"" : "\"") + name(vs[i]) + "\"";
+  return s + "]";
+}
+
+}  // namespace
+
+std::string torch_code(const Stmt& s) {
+  const auto& a = s.args;
+  switch (s.kind) {
+    case StmtKind::kLeaf:
+      // Deviation [engine-random-numbers]
+      return results(s) + " = " +
+             note_deviation("engine-random-numbers",
+                            "leaf(" + py_list(s.shape) + ", seed=" + std::to_string(s.seed) +
+                                ", requires_grad=" + py_bool(s.flag) + ")");
+    case StmtKind::kOp:
+      return results(s) + " = " + op_expr(s.instr);
+    case StmtKind::kView:
+      return results(s) + " = " + name(a[0]) + ".view(" + py_list(s.shape) + ")";
+    case StmtKind::kDetach:
+      return results(s) + " = " + name(a[0]) + ".detach()";
+    case StmtKind::kInplace:
+      // Deviation [inplace-overlapping-views]
+      return std::string(s.flag ? "with torch.no_grad(): " : "") + name(a[0]) + "." +
+             inplace_name(s.inplace) + "(" +
+             note_deviation("inplace-overlapping-views",
+                            "whole(" + name(a[1]) + ", " + name(a[0]) + ")") +
+             ")";
+    case StmtKind::kSetRequiresGrad:
+      return name(a[0]) + ".requires_grad_(" + py_bool(s.flag) + ")";
+    case StmtKind::kCustom: {
+      std::string call = std::string(custom_name(s.custom)) + ".apply(";
+      for (size_t i = 0; i < a.size(); ++i) call += (i ? ", " : "") + name(a[i]);
+      return results(s) + " = " + call + ")";
+    }
+    case StmtKind::kGrad:
+      // Deviation [unused-input-checked-first] (torch_runtime.grad)
+      if (!s.allow_unused) note_deviation("unused-input-checked-first", "");
+      return results(s) + " = grad(" + py_names(s.outputs) + ", " + py_names(s.inputs) + ", " +
+             py_names(s.grad_outputs) + autograd_flags(s) + ")";
+    case StmtKind::kBackward:
+      // Deviation [backward-grad-tensors-copied] (torch_runtime.backward)
+      note_deviation("backward-grad-tensors-copied", "");
+      return "backward(" + py_names(s.outputs) + ", " + py_names(s.grad_outputs) +
+             ", inputs=" + (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) +
+             ")";
+    case StmtKind::kReadGrad:
+      return results(s) + " = " + name(a[0]) + ".grad";
+    case StmtKind::kSetGrad:
+      return name(a[0]) + ".grad = " + (a.size() > 1 ? name(a[1]) : "None");
+  }
+  return "pass";
+}
+
+std::string torch_script(const Program& p, const std::string& title) {
+  std::ostringstream os;
+  os << "# " << title << "\n"
+     << "# A conformance program rendered for PyTorch (proptests/conformance/torch_script.cc).\n"
+     << "# Run it with: python3 torch_runtime.py THIS_FILE   (prints its records)\n"
+     << "from torch_runtime import *\n\nrun([\n";
+  for (const Stmt& s : p.stmts) {
+    os << "    S(\"" << torch_code(s) << "\"";
+    if (!reads(s).empty()) os << ", reads=" << quoted(reads(s));
+    if (!s.results.empty()) os << ", results=" << quoted(s.results);
+    if (!records_values(s)) os << ", values=False";
+    if (s.kind == StmtKind::kInplace) os << ", target=\"" << name(s.args[0]) << "\"";
+    if (!s.record_flags.empty()) os << ", flags=" << quoted(s.record_flags);
+    if (!s.record_grads.empty()) os << ", grads=" << quoted(s.record_grads);
+    os << "),\n";
+  }
+  os << "])\n";
+  return os.str();
+}
+
+}  // namespace ag::conformance

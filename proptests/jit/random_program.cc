@@ -1,0 +1,239 @@
+#include "proptests/jit/random_program.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "engine/error.h"
+#include "engine/jit/tracer.h"
+#include "ops/ops.h"
+
+namespace ag::jit::proptest {
+namespace {
+
+enum class Op {
+  Add,
+  Sub,
+  Mul,
+  Neg,
+  Exp,
+  Tanh,
+  Sigmoid,
+  Relu,
+  MulScalar,
+  AddScalar,
+  PowScalar,
+  Reshape,
+  Transpose,
+  Detach,
+  Clone,
+  Sum,
+  SumDim,
+  Mm,
+  AddInPlace,
+  MulInPlace,
+  Constant,
+  kCount
+};
+
+// Where a tensor's memory came from: in-place ops may write only computed memory.
+enum class Root { kInput, kConstant, kComputed };
+
+struct Entry {
+  Tensor t;
+  Root root;
+  bool used = false;
+};
+
+class Runner {
+ public:
+  explicit Runner(const TensorList& inputs) {
+    for (const Tensor& t : inputs) entries_.push_back({t, Root::kInput});
+  }
+
+  void step(const StepSpec& s) {
+    const Op op = static_cast<Op>(s.op % static_cast<unsigned>(Op::kCount));
+    const double scalar = (static_cast<double>(s.attr % 7) - 3.0) * 0.5;
+    auto any = [](const Entry&) { return true; };
+    switch (op) {
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul: {
+        Entry* a = pick(s.a, any);
+        if (a == nullptr) return;
+        const Shape shape = a->t.shape();
+        Entry* b = pick(s.b, [&](const Entry& e) { return e.t.shape() == shape; });
+        const Tensor x = use(a), y = use(b);
+        define(op == Op::Add ? ops::add(x, y) : op == Op::Sub ? ops::sub(x, y) : ops::mul(x, y));
+        return;
+      }
+      case Op::Neg:
+      case Op::Exp:
+      case Op::Tanh:
+      case Op::Sigmoid:
+      case Op::Relu: {
+        const Tensor x = use(pick(s.a, any));
+        define(op == Op::Neg       ? ops::neg(x)
+               : op == Op::Exp     ? ops::exp(ops::tanh(x))  // bounded: no overflow to inf
+               : op == Op::Tanh    ? ops::tanh(x)
+               : op == Op::Sigmoid ? ops::sigmoid(x)
+                                   : ops::relu(x));
+        return;
+      }
+      case Op::MulScalar:
+        define(ops::mul(use(pick(s.a, any)), scalar));
+        return;
+      case Op::AddScalar:
+        define(ops::add(use(pick(s.a, any)), scalar));
+        return;
+      case Op::PowScalar:
+        define(ops::pow(use(pick(s.a, any)), 2.0));
+        return;
+      case Op::Reshape: {  // a view
+        Entry* a = pick(s.a, any);
+        const Shape& shape = a->t.shape();
+        Shape target = shape.size() == 2 ? Shape{shape[1], shape[0]} : Shape{a->t.numel()};
+        if (s.attr % 3 == 0) target = shape;  // the same shape: still a new view
+        const Root root = a->root;
+        define(ops::reshape(use(a), target), root);
+        return;
+      }
+      case Op::Transpose: {
+        Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() == 2; });
+        if (a != nullptr) define(ops::transpose(use(a), 0, 1));
+        return;
+      }
+      case Op::Detach: {  // a view without history
+        Entry* a = pick(s.a, any);
+        const Root root = a->root;
+        define(ops::detach(use(a)), root);
+        return;
+      }
+      case Op::Clone:
+        define(ops::clone(use(pick(s.a, any))));
+        return;
+      case Op::Sum:
+        define(ops::sum(use(pick(s.a, any))));
+        return;
+      case Op::SumDim: {
+        Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() >= 1; });
+        if (a == nullptr) return;
+        const int64_t dim = static_cast<int64_t>(s.attr % a->t.dim());
+        define(ops::sum(use(a), dim, s.attr % 2 == 0));
+        return;
+      }
+      case Op::Mm: {
+        Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() == 2; });
+        if (a == nullptr) return;
+        const int64_t k = a->t.shape()[1];
+        Entry* b = pick(s.b, [&](const Entry& e) { return e.t.dim() == 2 && e.t.shape()[0] == k; });
+        if (b == nullptr) return;
+        const Tensor x = use(a), y = use(b);
+        define(ops::mm(x, y));
+        return;
+      }
+      case Op::AddInPlace:
+      case Op::MulInPlace: {
+        Entry* self = pick(s.a, [](const Entry& e) { return e.root == Root::kComputed; });
+        if (self == nullptr) return;
+        const Shape shape = self->t.shape();
+        Entry* other = pick(s.b, [&](const Entry& e) { return e.t.shape() == shape; });
+        const Tensor y = use(other);
+        // The written tensor is the same Tensor: later steps read the write.
+        if (op == Op::AddInPlace) {
+          ops::add_(self->t, y);
+        } else {
+          ops::mul_(self->t, y);
+        }
+        self->used = false;  // its new value is not read yet
+        return;
+      }
+      case Op::Constant: {  // made inside the program; the trace bakes it in
+        const Shape shape = s.attr % 2 == 0 ? Shape{2, 3} : Shape{3, 2};
+        define(ops::full(shape, scalar), Root::kConstant);
+        return;
+      }
+      case Op::kCount:
+        return;
+    }
+  }
+
+  TensorList results() const {
+    TensorList out;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      if (e.root == Root::kInput && i < num_inputs_) continue;
+      if (!e.used || i + 1 == entries_.size()) out.push_back(e.t);
+    }
+    // Each tensor once (an in-place op's self may also be the last one).
+    TensorList unique;
+    for (const Tensor& t : out) {
+      if (std::none_of(unique.begin(), unique.end(),
+                       [&](const Tensor& u) { return u.is_same(t); })) {
+        unique.push_back(t);
+      }
+    }
+    return unique;
+  }
+
+  size_t num_inputs_ = 0;
+
+ private:
+  Entry* pick(unsigned idx, const std::function<bool(const Entry&)>& ok) {
+    for (size_t k = 0; k < entries_.size(); ++k) {
+      Entry& e = entries_[(idx + k) % entries_.size()];
+      if (ok(e)) return &e;
+    }
+    return nullptr;
+  }
+  static Tensor use(Entry* e) {
+    e->used = true;
+    return e->t;
+  }
+  void define(Tensor t, Root root = Root::kComputed) { entries_.push_back({std::move(t), root}); }
+
+  std::vector<Entry> entries_;
+};
+
+}  // namespace
+
+TensorList programInputs(const ProgramSpec& spec, bool requires_grad) {
+  TensorList inputs;
+  for (unsigned i = 0; i < std::max(1u, spec.num_inputs); ++i) {
+    const Shape shape = i % 2 == 0 ? Shape{2, 3} : Shape{3, 2};
+    Tensor t = ops::uniform(shape, -1.5, 1.5, 100 + i);
+    if (requires_grad) t.set_requires_grad(true);
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs) {
+  Runner r(inputs);
+  r.num_inputs_ = inputs.size();
+  for (const StepSpec& s : spec.steps) r.step(s);
+  return r.results();
+}
+
+rc::Gen<ProgramSpec> genProgramSpec() {
+  auto step = rc::gen::build<StepSpec>(
+      rc::gen::set(&StepSpec::op, rc::gen::inRange(0u, static_cast<unsigned>(Op::kCount))),
+      rc::gen::set(&StepSpec::a, rc::gen::inRange(0u, 64u)),
+      rc::gen::set(&StepSpec::b, rc::gen::inRange(0u, 64u)),
+      rc::gen::set(&StepSpec::attr, rc::gen::inRange(0u, 16u)));
+  return rc::gen::build<ProgramSpec>(
+      rc::gen::set(&ProgramSpec::num_inputs, rc::gen::inRange(1u, 4u)),
+      rc::gen::set(&ProgramSpec::steps,
+                   rc::gen::resize(24, rc::gen::container<std::vector<StepSpec>>(step))));
+}
+
+void showValue(const ProgramSpec& spec, std::ostream& os) {
+  try {
+    auto run = [&](const TensorList& in) { return runProgram(spec, in); };
+    os << "\n" << toString(*trace(run, programInputs(spec, false)));
+  } catch (const std::exception& e) {
+    os << "\n(trace failed: " << e.what() << ")";
+  }
+}
+
+}  // namespace ag::jit::proptest

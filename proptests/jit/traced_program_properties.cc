@@ -1,0 +1,246 @@
+// Properties of the JIT on traced random programs (proptests/jit/random_program.h): the tracer,
+// create_autodiff_subgraphs in both AliasDb modes, and the executor, whose DifferentiableGraphs
+// run as autograd nodes, against the same program run eagerly. Reproduce a failure with
+//   bazel test //proptests/jit:traced_program_props_test --test_env=RC_PARAMS="seed=N"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "engine/autograd.h"
+#include "engine/error.h"
+#include "engine/jit/alias_db_lint.h"
+#include "engine/jit/create_autodiff_subgraphs.h"
+#include "engine/jit/executor.h"
+#include "engine/jit/subgraph_utils.h"
+#include "engine/jit/tracer.h"
+#include "engine/options.h"
+#include "ops/ops.h"
+#include "proptests/fuzz_stats.h"
+#include "proptests/graph_gen.h"
+#include "proptests/jit/random_program.h"
+#include "proptests/property.h"
+
+namespace ag::jit::proptest {
+namespace {
+
+ProgramSpec pickProgramSpec() {
+  const ProgramSpec spec = *genProgramSpec();
+  ag::proptests::fuzz_stats().record_graph("traced", static_cast<int64_t>(spec.steps.size()));
+  return spec;
+}
+
+std::unique_ptr<Graph> traceProgram(const ProgramSpec& spec) {
+  return trace([&](const TensorList& in) { return runProgram(spec, in); },
+               programInputs(spec, false));
+}
+
+AutodiffSubgraphOptions optionsFor(AliasDbMode mode, size_t min_size) {
+  AutodiffSubgraphOptions o;
+  o.mode = mode;
+  o.min_subgraph_size = min_size;
+  return o;
+}
+
+std::string text(const TensorList& ts, const char* label) {
+  std::string s;
+  for (const Tensor& t : ts) s += std::string(label) + " " + toString(t) + "\n";
+  return s;
+}
+
+// Everything observable about running a program (eager or compiled) on fresh inputs: its
+// results bit for bit, the gradients of the sum of its differentiable results with respect to
+// the inputs `wanted` (create_graph), and the gradients of the sum of those gradients' squares
+// (second order); or the stage at which the engine refused. `second` gets the second-order
+// gradients apart (Note [What compiled programs are compared with]).
+std::string observe(const std::function<TensorList(const TensorList&)>& program,
+                    const ProgramSpec& spec, const std::vector<char>& wanted,
+                    TensorList* second_order = nullptr) {
+  const TensorList inputs = programInputs(spec, true);
+  TensorList chosen;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (wanted[i % wanted.size()]) chosen.push_back(inputs[i]);
+  }
+  TensorList outs;
+  try {
+    outs = program(inputs);
+  } catch (const Error&) {
+    return "error in forward\n";
+  }
+  std::string s = text(outs, "out");
+  Tensor loss;
+  for (const Tensor& out : outs) {
+    if (!out.requires_grad()) continue;
+    loss = loss.defined() ? ops::add(loss, ops::sum(out)) : ops::sum(out);
+  }
+  if (!loss.defined() || chosen.empty()) return s;
+  TensorList first;
+  try {
+    first = grad({loss}, chosen, GradArgs().create_graph().allow_unused());
+  } catch (const Error&) {
+    return s + "error in first-order grad\n";
+  }
+  s += text(first, "grad");
+  Tensor second;
+  for (const Tensor& g : first) {
+    if (!g.defined() || !g.requires_grad()) continue;
+    const Tensor sq = ops::sum(ops::mul(g, g));
+    second = second.defined() ? ops::add(second, sq) : sq;
+  }
+  if (!second.defined()) return s;
+  try {
+    TensorList g2 = grad({second}, chosen, GradArgs().allow_unused());
+    for (const Tensor& g : g2) s += g.defined() ? "grad2 defined\n" : "grad2 None\n";
+    if (second_order != nullptr) *second_order = std::move(g2);
+  } catch (const Error&) {
+    return s + "error in second-order grad\n";
+  }
+  return s;
+}
+
+// The graph with every group replaced by its body: the pass's order, each op its own node.
+std::unique_ptr<Graph> inlined(const Graph& g) {
+  std::unique_ptr<Graph> copy = g.copy();
+  for (Node* n : copy->nodes()) {
+    if (n->isDifferentiableGraph()) inlineGroup(n, ValueTracker());
+  }
+  return copy;
+}
+
+// Note [What compiled programs are compared with]
+// A traced graph run by the executor is the eager program: the same ops in the same order, so
+// values and gradients match bit for bit. The pass then moves nodes into groups; a moved node
+// computes the same values, but backward meets the ops in another order, so where several
+// gradients of one tensor are summed they may be summed in another order (floating-point
+// addition is not associative). What a group itself must not change is checked against the
+// pass's own order with the groups inlined: running a group as one autograd node gives the
+// same bits as running its ops one by one: values and first-order gradients. Second-order
+// gradients are compared to within 1e-5 relative: with create_graph, the engine sums the
+// gradients that the first backward's ops and the group's saved temporaries receive in an order
+// that can differ from the inlined ops' (a temporary's gradients reach the group's node as one
+// slot), so their last bits may differ.
+// Whether two second-order gradients agree to 1e-5 relative (NaN with NaN).
+bool closeEnough(const TensorList& a, const TensorList& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].defined() != b[i].defined()) return false;
+    if (!a[i].defined()) continue;
+    const std::vector<double> x = a[i].to_vector(), y = b[i].to_vector();
+    for (size_t k = 0; k < x.size(); ++k) {
+      if (std::isnan(x[k]) && std::isnan(y[k])) continue;
+      if (!(std::abs(x[k] - y[k]) <= 1e-5 * std::max(1.0, std::abs(x[k])))) return false;
+    }
+  }
+  return true;
+}
+
+AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEveryOption) {
+  const ProgramSpec spec = pickProgramSpec();
+  const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
+  const auto wanted = *rc::gen::container<std::vector<char>>(3, rc::gen::arbitrary<bool>());
+  const std::unique_ptr<Graph> traced = traceProgram(spec);
+  const std::string original = toString(*traced);
+  auto eager = [&](const TensorList& in) { return runProgram(spec, in); };
+  auto fail = [&](const std::string& what, const EngineOptions& options, const Graph& g,
+                  const std::string& expected, const std::string& actual) {
+    RC_FAIL(what + ", options " + ag::proptests::to_string(options) + "\ntraced:\n" + original +
+            "run:\n" + toString(g) + "expected:\n" + expected + "got:\n" + actual);
+  };
+  const GraphExecutor traced_exec(*traced);
+  auto replay = [&](const TensorList& in) { return traced_exec.run(in); };
+  for (const EngineOptions& options : ag::proptests::all_option_combinations()) {
+    OptionsGuard guard(options);
+    TensorList expected_second, actual_second;
+    const std::string expected = observe(eager, spec, wanted, &expected_second);
+    const std::string actual = observe(replay, spec, wanted, &actual_second);
+    if (expected != actual || text(expected_second, "") != text(actual_second, ""))
+      fail("the traced graph differs from eager", options, *traced, expected, actual);
+  }
+  size_t groups = 0;
+  for (AliasDbMode mode : {AliasDbMode::kIncremental, AliasDbMode::kRebuild}) {
+    std::unique_ptr<Graph> g = traced->copy();
+    groups = createAutodiffSubgraphs(*g, optionsFor(mode, min_size)).groups;
+    const std::unique_ptr<Graph> flat = inlined(*g);
+    const GraphExecutor exec(*g), flat_exec(*flat);
+    auto compiled = [&](const TensorList& in) { return exec.run(in); };
+    auto op_by_op = [&](const TensorList& in) { return flat_exec.run(in); };
+    for (const EngineOptions& options : ag::proptests::all_option_combinations()) {
+      OptionsGuard guard(options);
+      TensorList expected_second, actual_second;
+      const std::string expected = observe(op_by_op, spec, wanted, &expected_second);
+      const std::string actual = observe(compiled, spec, wanted, &actual_second);
+      if (expected != actual || !closeEnough(expected_second, actual_second)) {
+        fail(std::string("groups differ from their ops, AliasDb mode ") + modeName(mode), options,
+             *g, expected + text(expected_second, "grad2"), actual + text(actual_second, "grad2"));
+      }
+      // The pass itself changes no value.
+      const std::string eager_values = text(eager(programInputs(spec, true)), "out");
+      const std::string compiled_values = text(compiled(programInputs(spec, true)), "out");
+      if (eager_values != compiled_values) {
+        fail("the pass changed a value", options, *g, eager_values, compiled_values);
+      }
+    }
+  }
+  RC_CLASSIFY(groups > 0, "groups");
+}
+
+AG_PROPERTY(TracedProgramProps, IncrementalAliasDbEqualsFreshAfterEveryMerge) {
+  const ProgramSpec spec = pickProgramSpec();
+  const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
+  std::unique_ptr<Graph> g = traceProgram(spec);
+  const std::string original = toString(*g);
+  size_t checks = 0;
+  AutodiffSubgraphOptions o = optionsFor(AliasDbMode::kIncremental, min_size);
+  o.after_each_change = [&](const Graph& now, const AliasDb& db, const std::string& what) {
+    ++checks;
+    AliasDb fresh(now);
+    if (auto diff = findAliasDbDifference(now, db, fresh)) {
+      RC_FAIL("incremental AliasDb differs from a fresh one after " + what + " #" +
+              std::to_string(checks) + ": " + *diff + "\ngraph now:\n" + toString(now) +
+              "traced graph:\n" + original);
+    }
+  };
+  const AutodiffSubgraphStats stats = createAutodiffSubgraphs(*g, o);
+  RC_ASSERT(checks == stats.singletons + stats.merges + stats.unmerged_groups);
+  RC_CLASSIFY(stats.merges > 0, "merged");
+}
+
+// What AliasDb says of a traced graph's values is what the engine does at run time: two values
+// may alias iff their tensors share storage (a traced graph has no lists, so no wildcards make
+// the analysis conservative). Checked before and after the pass, on the top-level values.
+void checkAliasingAgainstStorage(const Graph& g, const ProgramSpec& spec) {
+  std::vector<std::pair<const Value*, Tensor>> seen;  // keeps the tensors alive: no address reuse
+  RunOptions options;
+  options.observe = [&](const Value* v, const IValue& value) {
+    const Tensor* t = std::get_if<Tensor>(&value);
+    if (t != nullptr && t->defined() && v->node()->owningGraph() == &g) seen.emplace_back(v, *t);
+  };
+  std::vector<IValue> inputs;
+  for (const Tensor& t : programInputs(spec, false)) inputs.push_back(t);
+  runGraph(g, inputs, options);
+  AliasDb db(g);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    for (size_t j = i + 1; j < seen.size(); ++j) {
+      const bool shares =
+          seen[i].second.impl()->storage.get() == seen[j].second.impl()->storage.get();
+      const bool may = db.mayAlias(seen[i].first, seen[j].first);
+      if (shares != may) {
+        RC_FAIL("%" + seen[i].first->name() + " and %" + seen[j].first->name() +
+                (shares ? " share storage but AliasDb says they cannot alias"
+                        : " do not share storage but AliasDb says they may alias") +
+                "\ngraph:\n" + toString(g));
+      }
+    }
+  }
+}
+
+AG_PROPERTY(TracedProgramProps, AliasDbAgreesWithRuntimeStorageSharing) {
+  const ProgramSpec spec = pickProgramSpec();
+  std::unique_ptr<Graph> g = traceProgram(spec);
+  checkAliasingAgainstStorage(*g, spec);
+  createAutodiffSubgraphs(*g, optionsFor(AliasDbMode::kIncremental, 2));
+  checkAliasingAgainstStorage(*g, spec);
+}
+
+}  // namespace
+}  // namespace ag::jit::proptest
