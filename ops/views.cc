@@ -28,7 +28,9 @@ void mark_view(const Tensor& view, const Tensor& of) {
 
 void check_inplace_on_view(const char* op, const Tensor& t) {
   const auto& base = t.impl()->view_base;
-  AG_CHECK(!(base && grad_enabled() && base->grad_fn == nullptr && base->requires_grad), op, ": ",
+  // As PyTorch's check_inplace: the view requires grad (it was made from a leaf that required
+  // grad then) and its base is a leaf, whatever the leaf's requires_grad is now.
+  AG_CHECK(!(base && grad_enabled() && base->grad_fn == nullptr && t.requires_grad()), op, ": ",
            t.describe(),
            " is a view of a leaf tensor that requires grad and cannot be modified in place "
            "while grad mode is on; modify a clone() or use a no-grad guard");

@@ -467,5 +467,16 @@ TEST(GradResults, ThroughASumAreANewTensorSharingTheCallersStorage) {
   expect_values(r, {5});
 }
 
+// Found by the conformance corpus. PyTorch (check_inplace): a view made from a leaf that required
+// grad requires grad itself, so an in-place op on it raises even after the leaf's requires_grad
+// was turned off.
+TEST(InplaceOnView, AViewOfALeafStaysGuardedAfterTheLeafStopsRequiringGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor v = ops::view(x, {2});
+  x.set_requires_grad(false);
+  EXPECT_THROW(ops::mul_(v, values({3, 3}, {2})), Error);
+  expect_values(x, {1, 2});
+}
+
 }  // namespace
 }  // namespace ag

@@ -376,19 +376,6 @@ Excuse stale_view_of_leaf(const Pair& p) {
   return Excuse::kNone;
 }
 
-Excuse inplace_view_of_leaf_check(const Pair& p) {
-  if (!p.s || p.s->kind != StmtKind::kInplace || !p.status("raise", "ok")) return Excuse::kNone;
-  const int root = p.c.view_root(p.s->args[0]);
-  if (root == p.c.tensor(p.s->args[0])) return Excuse::kNone;
-  for (int i = 0; i < p.index; ++i) {
-    const Stmt& s = p.c.program().stmts[i];
-    if (s.kind == StmtKind::kSetRequiresGrad && !s.flag && p.c.view_root(s.args[0]) == root) {
-      return Excuse::kStop;
-    }
-  }
-  return Excuse::kNone;
-}
-
 // backward() without inputs: the engine's per-call needs count a leaf whose requires_grad was
 // turned off after the graph was built as requested (the ideal: only leaves that require grad).
 Excuse needs_for_disabled_leaf(const Pair& p) {
@@ -432,7 +419,6 @@ const Rule kRules[] = {
     {"no-grad-view-requires-grad", no_grad_view_requires_grad},
     {"view-flags-follow-base", view_flags_follow_base},
     {"stale-view-of-leaf", stale_view_of_leaf},
-    {"inplace-view-of-leaf-check", inplace_view_of_leaf_check},
     {"node-order", node_order},
 };
 

@@ -55,8 +55,6 @@ const std::vector<Explanation>& explanations() {
        "a view's requires_grad/is_leaf do not follow its base's requires_grad_()"},
       {"stale-view-of-leaf", kOpenBug, kComparing,
        "a view of a leaf keeps its old history after the leaf is modified in place"},
-      {"inplace-view-of-leaf-check", kOpenBug, kComparing,
-       "in-place on a view of a leaf that required grad passes once the leaf's flag is off"},
       {"needs-for-disabled-leaf", kOpenBug, kComparing,
        "backward()'s per-call needs count a leaf whose requires_grad was turned off"},
       {"node-order", kOpenBug, kComparing,
