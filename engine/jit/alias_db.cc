@@ -43,7 +43,8 @@ void AliasDb::analyzeSubgraph(const Node* n) {
   for (size_t i = 0; i < n->inputs().size(); ++i) {
     if (const Element* e = elementOf(n->input(i))) element_of_[sub.inputs()[i]] = *e;
   }
-  for (Node* inner = sub.firstNode(); inner != sub.returnNode(); inner = inner->next()) analyzeNode(inner);
+  for (Node* inner = sub.firstNode(); inner != sub.returnNode(); inner = inner->next())
+    analyzeNode(inner);
   for (size_t i = 0; i < n->outputs().size(); ++i) {
     if (const Element* e = elementOf(sub.outputs()[i])) element_of_[n->output(i)] = *e;
   }
@@ -51,7 +52,8 @@ void AliasDb::analyzeSubgraph(const Node* n) {
 
 void AliasDb::analyzeNode(const Node* n) {
   const OpSchema* s = n->schema();
-  if (s == nullptr) throw IrError("AliasDb: unknown op '" + n->kind() + "' (run the verifier first)");
+  if (s == nullptr)
+    throw IrError("AliasDb: unknown op '" + n->kind() + "' (run the verifier first)");
   if (n->isDifferentiableGraph()) return analyzeSubgraph(n);
 
   if (s->inputs_escape_into_container) {
@@ -100,7 +102,8 @@ LocationSet AliasDb::writes(const Node* n) const {
   const OpSchema* s = n->schema();
   if (s == nullptr) return result;
   for (int i : s->written_inputs) {
-    if (const Element* e = elementOf(n->input(static_cast<size_t>(i)))) result.insertAll(dag_.memoryLocations(*e));
+    if (const Element* e = elementOf(n->input(static_cast<size_t>(i))))
+      result.insertAll(dag_.memoryLocations(*e));
   }
   return result;
 }
@@ -158,9 +161,11 @@ bool AliasDb::readsFromAlias(const Node* n, const Value* v) const {
 
 void AliasDb::copyValue(const Value* from, const Value* to) {
   if (from->type() != to->type()) {
-    throw IrError("AliasDb::copyValue: %" + from->name() + " and %" + to->name() + " have different types");
+    throw IrError("AliasDb::copyValue: %" + from->name() + " and %" + to->name() +
+                  " have different types");
   }
-  if (isTracked(to)) throw IrError("AliasDb::copyValue: %" + to->name() + " already has aliasing information");
+  if (isTracked(to))
+    throw IrError("AliasDb::copyValue: %" + to->name() + " already has aliasing information");
   if (const Element* e = elementOf(from)) element_of_[to] = *e;
 }
 

@@ -35,7 +35,7 @@ TEST(AliasDbTest, ViewsAliasTheirBaseAndFreshValuesDoNot) {
 )IR");
   AliasDb db(*g.graph);
   EXPECT_TRUE(db.mayAlias(g.v("x"), g.v("t")));
-  EXPECT_TRUE(db.mayAlias(g.v("x"), g.v("s")));  // a view of a view
+  EXPECT_TRUE(db.mayAlias(g.v("x"), g.v("s")));   // a view of a view
   EXPECT_FALSE(db.mayAlias(g.v("x"), g.v("y")));  // graph inputs are distinct
   EXPECT_FALSE(db.mayAlias(g.v("m"), g.v("x")));
   EXPECT_FALSE(db.mayAlias(g.v("m"), g.v("t")));

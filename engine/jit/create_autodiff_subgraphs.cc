@@ -9,13 +9,16 @@
 
 namespace ag::jit {
 
-const char* modeName(AliasDbMode mode) { return mode == AliasDbMode::kRebuild ? "rebuild" : "incremental"; }
+const char* modeName(AliasDbMode mode) {
+  return mode == AliasDbMode::kRebuild ? "rebuild" : "incremental";
+}
 
 namespace {
 
 class SubgraphSlicer {
  public:
-  SubgraphSlicer(Graph& graph, const AutodiffSubgraphOptions& options) : graph_(graph), options_(options) {}
+  SubgraphSlicer(Graph& graph, const AutodiffSubgraphOptions& options)
+      : graph_(graph), options_(options) {}
 
   AutodiffSubgraphStats run() {
     buildAliasDb();
@@ -87,9 +90,11 @@ class SubgraphSlicer {
     for (const Value* in : group->inputs()) {
       Node* p = in->node();
       if (p == graph_.paramNode()) continue;
-      if (std::find(producers.begin(), producers.end(), p) == producers.end()) producers.push_back(p);
+      if (std::find(producers.begin(), producers.end(), p) == producers.end())
+        producers.push_back(p);
     }
-    std::sort(producers.begin(), producers.end(), [](const Node* a, const Node* b) { return b->isBefore(a); });
+    std::sort(producers.begin(), producers.end(),
+              [](const Node* a, const Node* b) { return b->isBefore(a); });
     return producers;
   }
 
@@ -113,7 +118,8 @@ class SubgraphSlicer {
 
 }  // namespace
 
-AutodiffSubgraphStats createAutodiffSubgraphs(Graph& graph, const AutodiffSubgraphOptions& options) {
+AutodiffSubgraphStats createAutodiffSubgraphs(Graph& graph,
+                                              const AutodiffSubgraphOptions& options) {
   return SubgraphSlicer(graph, options).run();
 }
 

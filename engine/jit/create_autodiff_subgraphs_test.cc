@@ -4,10 +4,10 @@
 
 #include "engine/jit/alias_db_lint.h"
 #include "engine/jit/executor.h"
-#include "ops/ops.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/synthetic_graph.h"
 #include "engine/jit/verifier.h"
+#include "ops/ops.h"
 
 namespace ag::jit {
 namespace {
@@ -29,7 +29,8 @@ std::string runBothModes(const Graph& g, size_t min_size = 2) {
     o.after_each_change = [](const Graph& graph, const AliasDb& db, const std::string& what) {
       AliasDb fresh(graph);
       auto diff = findAliasDbDifference(graph, db, fresh);
-      ASSERT_FALSE(diff.has_value()) << "after " << what << ": " << *diff << "\n" << toString(graph);
+      ASSERT_FALSE(diff.has_value()) << "after " << what << ": " << *diff << "\n"
+                                     << toString(graph);
     };
     createAutodiffSubgraphs(*copy, o);
     verify(*copy);
@@ -66,7 +67,8 @@ TEST(CreateAutodiffSubgraphsTest, ValuesUsedOutsideBecomeGroupOutputs) {
   return (%e)
 )IR");
   std::string out = runBothModes(*g);
-  EXPECT_NE(out.find("%e : Tensor, %t : Tensor = prim::DifferentiableGraph(%x)"), std::string::npos) << out;
+  EXPECT_NE(out.find("%e : Tensor, %t : Tensor = prim::DifferentiableGraph(%x)"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("prim::Print(%t)"), std::string::npos) << out;
 }
 
@@ -98,7 +100,8 @@ TEST(CreateAutodiffSubgraphsTest, GroupsMergeIntoGroups) {
   return (%e)
 )IR");
   std::string out = runBothModes(*g);
-  EXPECT_EQ(out.find("DifferentiableGraph"), out.rfind("DifferentiableGraph")) << out;  // exactly one group
+  EXPECT_EQ(out.find("DifferentiableGraph"), out.rfind("DifferentiableGraph"))
+      << out;  // exactly one group
 }
 
 TEST(CreateAutodiffSubgraphsTest, PreservesResultsOnALayeredGraph) {
@@ -151,9 +154,12 @@ TEST(CreateAutodiffSubgraphsTest, AliasDbWorkIsLinearIncrementallyAndQuadraticOt
     EXPECT_GT(inc.back().merges, n / 2);
   }
   for (size_t i = 1; i < sizes.size(); ++i) {
-    double inc_growth = double(inc[i].alias_db_elements_created) / double(inc[i - 1].alias_db_elements_created);
-    double reb_growth = double(reb[i].alias_db_elements_created) / double(reb[i - 1].alias_db_elements_created);
-    double reb_builds = double(reb[i].alias_db_constructions) / double(reb[i - 1].alias_db_constructions);
+    double inc_growth =
+        double(inc[i].alias_db_elements_created) / double(inc[i - 1].alias_db_elements_created);
+    double reb_growth =
+        double(reb[i].alias_db_elements_created) / double(reb[i - 1].alias_db_elements_created);
+    double reb_builds =
+        double(reb[i].alias_db_constructions) / double(reb[i - 1].alias_db_constructions);
     EXPECT_LT(inc_growth, 2.3) << "size " << sizes[i];  // doubling n ~doubles the work
     EXPECT_GT(reb_growth, 3.5) << "size " << sizes[i];  // ~quadruples it
     EXPECT_GT(reb_builds, 1.8) << "size " << sizes[i];

@@ -21,9 +21,12 @@ constexpr int64_t kHighestPosition = std::numeric_limits<int64_t>::max();
 
 const char* typeName(Type t) {
   switch (t) {
-    case Type::Tensor: return "Tensor";
-    case Type::TensorList: return "Tensor[]";
-    case Type::Float: return "float";
+    case Type::Tensor:
+      return "Tensor";
+    case Type::TensorList:
+      return "Tensor[]";
+    case Type::Float:
+      return "float";
   }
   return "?";
 }
@@ -181,7 +184,8 @@ void Node::destroy() {
     throw IrError("destroy: cannot destroy " + kind_);
   }
   for (Value* v : outputs_) {
-    if (v->hasUses()) throw IrError("destroy: output %" + v->name() + " of " + kind_ + " still has uses");
+    if (v->hasUses())
+      throw IrError("destroy: output %" + v->name() + " of " + kind_ + " still has uses");
   }
   for (size_t i = 0; i < inputs_.size(); ++i) removeFromInputUses(i);
   inputs_.clear();

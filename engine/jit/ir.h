@@ -147,7 +147,7 @@ class Node {
 
   void insertBefore(Node* n);  // this must not be in the list yet
   void insertAfter(Node* n);
-  void moveBefore(Node* n);    // this must be in the list
+  void moveBefore(Node* n);  // this must be in the list
   void moveAfter(Node* n);
 
   // Unlinks and deletes the node. Its outputs must have no uses.

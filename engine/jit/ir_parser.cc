@@ -31,7 +31,9 @@ std::vector<Token> tokenize(const std::string& src) {
   std::vector<Token> out;
   int line = 1;
   size_t i = 0;
-  auto isIdentChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  auto isIdentChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
   while (i < src.size()) {
     char c = src[i];
     if (c == '\n') {
@@ -44,13 +46,15 @@ std::vector<Token> tokenize(const std::string& src) {
     } else if (c == '%') {
       size_t j = i + 1;
       while (j < src.size() && isIdentChar(src[j])) ++j;
-      if (j == i + 1) throw IrError("line " + std::to_string(line) + ": '%' must be followed by a value name");
+      if (j == i + 1)
+        throw IrError("line " + std::to_string(line) + ": '%' must be followed by a value name");
       out.push_back({Tok::Value, src.substr(i + 1, j - i - 1), line});
       i = j;
     } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+') {
       size_t j = i + 1;
-      while (j < src.size() && (std::isalnum(static_cast<unsigned char>(src[j])) || src[j] == '.' ||
-                                ((src[j] == '-' || src[j] == '+') && (src[j - 1] == 'e' || src[j - 1] == 'E')))) {
+      while (j < src.size() &&
+             (std::isalnum(static_cast<unsigned char>(src[j])) || src[j] == '.' ||
+              ((src[j] == '-' || src[j] == '+') && (src[j - 1] == 'e' || src[j - 1] == 'E')))) {
         ++j;
       }
       out.push_back({Tok::Number, src.substr(i, j - i), line});
@@ -73,7 +77,8 @@ std::vector<Token> tokenize(const std::string& src) {
       out.push_back({Tok::Punct, std::string(1, c), line});
       ++i;
     } else {
-      throw IrError("line " + std::to_string(line) + ": unexpected character '" + std::string(1, c) + "'");
+      throw IrError("line " + std::to_string(line) + ": unexpected character '" +
+                    std::string(1, c) + "'");
     }
   }
   out.push_back({Tok::End, "<end of input>", line});
@@ -97,7 +102,8 @@ class Parser {
   const Token& peek() const { return toks_[pos_]; }
   Token next() { return toks_[pos_ == toks_.size() - 1 ? pos_ : pos_++]; }
   [[noreturn]] void fail(const std::string& msg) const {
-    throw IrError("line " + std::to_string(peek().line) + ": " + msg + " (at '" + peek().text + "')");
+    throw IrError("line " + std::to_string(peek().line) + ": " + msg + " (at '" + peek().text +
+                  "')");
   }
   bool isPunct(const char* p) const { return peek().kind == Tok::Punct && peek().text == p; }
   void expectPunct(const char* p) {

@@ -1,6 +1,7 @@
+#include "engine/jit/ir.h"
+
 #include <gtest/gtest.h>
 
-#include "engine/jit/ir.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/verifier.h"
 
@@ -161,12 +162,15 @@ TEST(IrTest, VerifierRejectsTypeMismatch) {
 }
 
 TEST(IrTest, VerifierRejectsBadAttributes) {
-  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::transpose[dim0=0](%x)\n  return (%a)\n")
+  EXPECT_NE(parseError(
+                "graph(%x : Tensor):\n  %a : Tensor = aten::transpose[dim0=0](%x)\n  return (%a)\n")
                 .find("needs attribute 'dim1'"),
             std::string::npos);
-  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::reshape[shape=2.5](%x)\n  return (%a)\n")
-                .find("must be of kind int[]"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(
+          "graph(%x : Tensor):\n  %a : Tensor = aten::reshape[shape=2.5](%x)\n  return (%a)\n")
+          .find("must be of kind int[]"),
+      std::string::npos);
 }
 
 TEST(IrTest, VerifierRejectsBadSubgraphSignature) {
@@ -181,15 +185,19 @@ TEST(IrTest, VerifierRejectsBadSubgraphSignature) {
 }
 
 TEST(IrTest, ParserReportsSyntaxErrorsWithLines) {
-  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x\n  return (%a)\n").find("line 3"),
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x\n  return (%a)\n")
+                .find("line 3"),
             std::string::npos);
-  EXPECT_NE(parseError("graph(%x : Tensr):\n  return (%x)\n").find("unknown type 'Tensr'"), std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensr):\n  return (%x)\n").find("unknown type 'Tensr'"),
+            std::string::npos);
   EXPECT_NE(parseError("graph(%x : Tensor):\n  %x : Tensor = aten::neg(%x)\n  return (%x)\n")
                 .find("redefinition of value %x"),
             std::string::npos);
-  EXPECT_NE(parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x)\n").find("missing 'return"),
+  EXPECT_NE(
+      parseError("graph(%x : Tensor):\n  %a : Tensor = aten::neg(%x)\n").find("missing 'return"),
+      std::string::npos);
+  EXPECT_NE(parseError("graph(%x : Tensor):\n  return (%x)\n  junk\n").find("end of input"),
             std::string::npos);
-  EXPECT_NE(parseError("graph(%x : Tensor):\n  return (%x)\n  junk\n").find("end of input"), std::string::npos);
   EXPECT_NE(parseError("graph(%x : Tensor) $").find("unexpected character"), std::string::npos);
   EXPECT_NE(parseError("").find("expected 'graph'"), std::string::npos);
 }

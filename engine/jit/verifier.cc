@@ -15,8 +15,8 @@ namespace {
 void checkArity(const Node& n, const char* what, size_t actual, size_t declared, bool variadic) {
   bool ok = variadic ? true : actual == declared;
   if (!ok) {
-    reject(n, std::string("wrong arity: ") + n.kind() + " takes " + std::to_string(declared) + " " + what +
-                  ", got " + std::to_string(actual));
+    reject(n, std::string("wrong arity: ") + n.kind() + " takes " + std::to_string(declared) + " " +
+                  what + ", got " + std::to_string(actual));
   }
 }
 
@@ -25,9 +25,9 @@ void checkTypes(const Node& n, const char* what, const std::vector<Value*>& valu
   for (size_t i = 0; i < values.size(); ++i) {
     Type want = declared[std::min(i, declared.size() - 1)];
     if (values[i]->type() != want) {
-      reject(n, std::string("type mismatch: ") + n.kind() + " expects " + what + " " + std::to_string(i) +
-                    " of type " + typeName(want) + ", got " + typeName(values[i]->type()) + " (%" +
-                    values[i]->name() + ")");
+      reject(n, std::string("type mismatch: ") + n.kind() + " expects " + what + " " +
+                    std::to_string(i) + " of type " + typeName(want) + ", got " +
+                    typeName(values[i]->type()) + " (%" + values[i]->name() + ")");
     }
   }
 }
@@ -36,12 +36,15 @@ void checkAttributes(const Node& n, const OpSchema& s) {
   for (const AttributeSpec& spec : s.attributes) {
     auto it = n.attrs().find(spec.name);
     if (it == n.attrs().end()) reject(n, n.kind() + " needs attribute '" + spec.name + "'");
-    bool kind_ok = (spec.kind == AttributeKind::Int && std::holds_alternative<int64_t>(it->second)) ||
-                   (spec.kind == AttributeKind::Float && std::holds_alternative<double>(it->second)) ||
-                   (spec.kind == AttributeKind::Ints && std::holds_alternative<std::vector<int64_t>>(it->second)) ||
-                   (spec.kind == AttributeKind::Tensor && std::holds_alternative<Tensor>(it->second));
+    bool kind_ok =
+        (spec.kind == AttributeKind::Int && std::holds_alternative<int64_t>(it->second)) ||
+        (spec.kind == AttributeKind::Float && std::holds_alternative<double>(it->second)) ||
+        (spec.kind == AttributeKind::Ints &&
+         std::holds_alternative<std::vector<int64_t>>(it->second)) ||
+        (spec.kind == AttributeKind::Tensor && std::holds_alternative<Tensor>(it->second));
     if (!kind_ok) {
-      reject(n, n.kind() + ": attribute '" + spec.name + "' must be of kind " + attributeKindName(spec.kind));
+      reject(n, n.kind() + ": attribute '" + spec.name + "' must be of kind " +
+                    attributeKindName(spec.kind));
     }
   }
   for (const auto& [name, value] : n.attrs()) {
@@ -77,7 +80,8 @@ void checkDifferentiableGraph(const Node& n) {
                   std::to_string(n.inputs().size()) + " and " + std::to_string(n.outputs().size()));
   }
   for (size_t i = 0; i < n.inputs().size(); ++i) {
-    if (sub->inputs()[i]->type() != n.input(i)->type()) reject(n, "type mismatch: subgraph input " + std::to_string(i));
+    if (sub->inputs()[i]->type() != n.input(i)->type())
+      reject(n, "type mismatch: subgraph input " + std::to_string(i));
   }
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     if (sub->outputs()[i]->type() != n.output(i)->type()) {
@@ -92,11 +96,13 @@ void checkUses(const Node& n) {
     const auto& uses = n.input(i)->uses();
     bool found = std::any_of(uses.begin(), uses.end(),
                              [&](const Use& u) { return u.user == &n && u.offset == i; });
-    if (!found) reject(n, "internal: input " + std::to_string(i) + " is missing from its value's use list");
+    if (!found)
+      reject(n, "internal: input " + std::to_string(i) + " is missing from its value's use list");
   }
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     const Value* v = n.output(i);
-    if (v->node() != &n || v->offset() != i) reject(n, "internal: output %" + v->name() + " has a stale offset");
+    if (v->node() != &n || v->offset() != i)
+      reject(n, "internal: output %" + v->name() + " has a stale offset");
     for (const Use& u : v->uses()) {
       if (u.offset >= u.user->inputs().size() || u.user->input(u.offset) != v) {
         reject(n, "internal: %" + v->name() + " has a stale use");
@@ -118,7 +124,8 @@ void verify(const Graph& g) {
     for (Value* in : n->inputs()) {
       if (defined.count(in) == 0) {
         reject(*n, "use before def: %" + in->name() +
-                       (in->owningGraph() != &g ? " belongs to another graph" : " is defined after its use"));
+                       (in->owningGraph() != &g ? " belongs to another graph"
+                                                : " is defined after its use"));
       }
     }
     const OpSchema* s = n->schema();
@@ -140,7 +147,8 @@ void verify(const Graph& g) {
   }
   for (Value* out : g.outputs()) {
     if (defined.count(out) == 0) {
-      throw IrError("verifier: use before def: graph output %" + out->name() + " is not defined in this graph");
+      throw IrError("verifier: use before def: graph output %" + out->name() +
+                    " is not defined in this graph");
     }
   }
   checkUses(*g.paramNode());

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/grad_mode.h"
+#include "engine/memory/allocator.h"
 #include "ops/backend.h"
 #include "ops/ops.h"
 #include "paper/workloads/timing.h"

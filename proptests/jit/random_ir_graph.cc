@@ -17,34 +17,70 @@ const std::vector<Shape>& inputShapeMenu() {
 }
 
 enum class Op {
-  Add, Sub, Mul, Neg, Exp, Tanh, Sigmoid, Relu, Sum, MulScalar,
-  Transpose, Reshape, Detach, AddInPlace, MulInPlace,
-  ListConstruct, ListUnpack, Constant, Print,
+  Add,
+  Sub,
+  Mul,
+  Neg,
+  Exp,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Sum,
+  MulScalar,
+  Transpose,
+  Reshape,
+  Detach,
+  AddInPlace,
+  MulInPlace,
+  ListConstruct,
+  ListUnpack,
+  Constant,
+  Print,
   kCount
 };
 
 const char* kindOf(Op op) {
   switch (op) {
-    case Op::Add: return "aten::add";
-    case Op::Sub: return "aten::sub";
-    case Op::Mul: return "aten::mul";
-    case Op::Neg: return "aten::neg";
-    case Op::Exp: return "aten::exp";
-    case Op::Tanh: return "aten::tanh";
-    case Op::Sigmoid: return "aten::sigmoid";
-    case Op::Relu: return "aten::relu";
-    case Op::Sum: return "aten::sum";
-    case Op::MulScalar: return "aten::mul_scalar";
-    case Op::Transpose: return "aten::transpose";
-    case Op::Reshape: return "aten::reshape";
-    case Op::Detach: return "aten::detach";
-    case Op::AddInPlace: return "aten::add_";
-    case Op::MulInPlace: return "aten::mul_";
-    case Op::ListConstruct: return "prim::ListConstruct";
-    case Op::ListUnpack: return "prim::ListUnpack";
-    case Op::Constant: return "prim::Constant";
-    case Op::Print: return "prim::Print";
-    case Op::kCount: break;
+    case Op::Add:
+      return "aten::add";
+    case Op::Sub:
+      return "aten::sub";
+    case Op::Mul:
+      return "aten::mul";
+    case Op::Neg:
+      return "aten::neg";
+    case Op::Exp:
+      return "aten::exp";
+    case Op::Tanh:
+      return "aten::tanh";
+    case Op::Sigmoid:
+      return "aten::sigmoid";
+    case Op::Relu:
+      return "aten::relu";
+    case Op::Sum:
+      return "aten::sum";
+    case Op::MulScalar:
+      return "aten::mul_scalar";
+    case Op::Transpose:
+      return "aten::transpose";
+    case Op::Reshape:
+      return "aten::reshape";
+    case Op::Detach:
+      return "aten::detach";
+    case Op::AddInPlace:
+      return "aten::add_";
+    case Op::MulInPlace:
+      return "aten::mul_";
+    case Op::ListConstruct:
+      return "prim::ListConstruct";
+    case Op::ListUnpack:
+      return "prim::ListUnpack";
+    case Op::Constant:
+      return "prim::Constant";
+    case Op::Print:
+      return "prim::Print";
+    case Op::kCount:
+      break;
   }
   return "?";
 }
@@ -105,11 +141,13 @@ class Builder {
 
   static bool isTensor(const Known& k) { return k.value->type() == Type::Tensor; }
 
-  Node* emit(Op op, const std::vector<Value*>& inputs, Attributes attrs = {}, int num_outputs = -1) {
+  Node* emit(Op op, const std::vector<Value*>& inputs, Attributes attrs = {},
+             int num_outputs = -1) {
     return g_->append(kindOf(op), inputs, std::move(attrs), num_outputs);
   }
 
-  void define(Node* n, const NodeSpec& spec, std::vector<Shape> shapes, std::vector<Shape> list_shapes = {}) {
+  void define(Node* n, const NodeSpec& spec, std::vector<Shape> shapes,
+              std::vector<Shape> list_shapes = {}) {
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       Known k{n->output(i), i < shapes.size() ? shapes[i] : Shape{}, {}};
       if (n->output(i)->type() == Type::TensorList) k.list_shapes = list_shapes;
@@ -128,7 +166,8 @@ class Builder {
         const Known* a = pick(operand(0), isTensor);
         if (a == nullptr) return;
         Shape sa = a->shape;
-        const Known* b = pick(operand(1), [&](const Known& k) { return isTensor(k) && broadcastable(sa, k.shape); });
+        const Known* b = pick(
+            operand(1), [&](const Known& k) { return isTensor(k) && broadcastable(sa, k.shape); });
         if (b == nullptr) return;
         Shape out = *broadcastShape(sa, b->shape);
         define(emit(op, {a->value, b->value}), spec, {out});
@@ -161,7 +200,8 @@ class Builder {
         return;
       }
       case Op::Transpose: {
-        const Known* a = pick(operand(0), [](const Known& k) { return isTensor(k) && k.shape.size() >= 2; });
+        const Known* a =
+            pick(operand(0), [](const Known& k) { return isTensor(k) && k.shape.size() >= 2; });
         if (a == nullptr) return;
         Shape s = a->shape;
         std::swap(s[0], s[1]);
@@ -202,7 +242,8 @@ class Builder {
         Shape s = first->shape;
         std::vector<Value*> items{first->value};
         for (unsigned i = 0; i < spec.attr % 3; ++i) {
-          const Known* k = pick(operand(1 + i % 2) + i, [&](const Known& c) { return isTensor(c) && c.shape == s; });
+          const Known* k = pick(operand(1 + i % 2) + i,
+                                [&](const Known& c) { return isTensor(c) && c.shape == s; });
           if (k != nullptr) items.push_back(k->value);
         }
         std::vector<Shape> shapes(items.size(), s);
@@ -210,7 +251,8 @@ class Builder {
         return;
       }
       case Op::ListUnpack: {
-        const Known* l = pick(operand(0), [](const Known& k) { return k.value->type() == Type::TensorList; });
+        const Known* l =
+            pick(operand(0), [](const Known& k) { return k.value->type() == Type::TensorList; });
         if (l == nullptr) return;
         std::vector<Shape> shapes = l->list_shapes;
         define(emit(op, {l->value}, {}, static_cast<int>(shapes.size())), spec, shapes);
@@ -253,13 +295,17 @@ BuiltGraph buildGraph(const GraphSpec& spec) { return Builder(spec).build(); }
 rc::Gen<GraphSpec> genGraphSpec() {
   auto node = rc::gen::build<NodeSpec>(
       rc::gen::set(&NodeSpec::op, rc::gen::inRange(0u, static_cast<unsigned>(Op::kCount))),
-      rc::gen::set(&NodeSpec::operands, rc::gen::container<std::vector<unsigned>>(3, rc::gen::inRange(0u, 64u))),
+      rc::gen::set(&NodeSpec::operands,
+                   rc::gen::container<std::vector<unsigned>>(3, rc::gen::inRange(0u, 64u))),
       rc::gen::set(&NodeSpec::attr, rc::gen::inRange(0u, 16u)),
-      rc::gen::set(&NodeSpec::also_return, rc::gen::weightedElement<bool>({{1, true}, {5, false}})));
+      rc::gen::set(&NodeSpec::also_return,
+                   rc::gen::weightedElement<bool>({{1, true}, {5, false}})));
   return rc::gen::build<GraphSpec>(
-      rc::gen::set(&GraphSpec::input_shapes,
-                   rc::gen::resize(3, rc::gen::nonEmpty(rc::gen::container<std::vector<unsigned>>(
-                                          rc::gen::inRange(0u, static_cast<unsigned>(inputShapeMenu().size())))))),
+      rc::gen::set(
+          &GraphSpec::input_shapes,
+          rc::gen::resize(
+              3, rc::gen::nonEmpty(rc::gen::container<std::vector<unsigned>>(
+                     rc::gen::inRange(0u, static_cast<unsigned>(inputShapeMenu().size())))))),
       rc::gen::set(&GraphSpec::nodes, rc::gen::container<std::vector<NodeSpec>>(node)));
 }
 
