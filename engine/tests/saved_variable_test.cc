@@ -4,26 +4,18 @@
 
 #include <cmath>
 
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
 namespace ag {
 namespace {
 
+using testing::error_of;
 using testing::expect_values;
 using testing::leaf;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(SavedVariable, InPlaceChangeOfASavedTensorFailsBackwardNamingTheOp) {
   Tensor x = leaf({1, 2}, {2});

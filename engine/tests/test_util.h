@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/tensor.h"
 #include "ops/ops.h"
 
@@ -23,6 +26,16 @@ inline void expect_values(const Tensor& t, const std::vector<double>& expected,
   std::vector<double> got = t.to_vector();
   ASSERT_EQ(got.size(), expected.size()) << t.describe();
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol) << "element " << i;
+}
+
+// The message of the ag::Error that `f` throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace ag::testing

@@ -12,6 +12,7 @@
 namespace ag::ops {
 namespace {
 
+using ag::testing::error_of;
 using ag::testing::leaf;
 
 // y = x * w, with a formula for x that reads `x` although its uses list names only `w`.
@@ -32,15 +33,6 @@ const OpSpec WrongAttrs::spec{"wrong_attrs",
                               {{x, {}, [](const Ctx& c) {
                                   return c.grad() * static_cast<double>(c.attrs<DimAttrs>().dim);
                                 }}}};
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Spec, AFormulaReadingASlotItsUsesListDoesNotNameFails) {
   Tensor x = leaf({1, 2}, {2});

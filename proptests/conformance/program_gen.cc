@@ -9,6 +9,8 @@
 namespace ag::conformance {
 namespace {
 
+using proptests::broadcast;
+using proptests::broadcastable;
 using proptests::Instr;
 using proptests::Op;
 
@@ -69,24 +71,6 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
     if (f != t && f != 1) return false;
   }
   return true;
-}
-
-bool broadcastable(const Shape& x, const Shape& y) {
-  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
-    const int64_t dx = x[x.size() - 1 - i], dy = y[y.size() - 1 - i];
-    if (dx != dy && dx != 1 && dy != 1) return false;
-  }
-  return true;
-}
-
-Shape broadcast(const Shape& x, const Shape& y) {
-  Shape out(std::max(x.size(), y.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t dx = i < x.size() ? x[x.size() - 1 - i] : 1;
-    const int64_t dy = i < y.size() ? y[y.size() - 1 - i] : 1;
-    out[out.size() - 1 - i] = dx == 1 ? dy : dx;
-  }
-  return out;
 }
 
 // What the builder knows of each value, to pick operands that mostly make sense. It is a rough

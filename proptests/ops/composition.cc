@@ -11,24 +11,6 @@ namespace {
 
 constexpr int kNumKinds = 28;
 
-bool broadcastable(const Shape& x, const Shape& y) {
-  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
-    const int64_t dx = x[x.size() - 1 - i], dy = y[y.size() - 1 - i];
-    if (dx != dy && dx != 1 && dy != 1) return false;
-  }
-  return true;
-}
-
-Shape broadcast(const Shape& x, const Shape& y) {
-  Shape out(std::max(x.size(), y.size()), 1);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t dx = i < x.size() ? x[x.size() - 1 - i] : 1;
-    const int64_t dy = i < y.size() ? y[y.size() - 1 - i] : 1;
-    out[out.size() - 1 - i] = dx == 1 ? dy : dx;
-  }
-  return out;
-}
-
 // Shape of an instruction's result from its arguments' shapes.
 Shape infer(const Instr& in, const std::vector<Shape>& s) {
   auto arg = [&](size_t i) -> const Shape& { return s[in.args[i]]; };
@@ -355,6 +337,24 @@ void add_step(Builder& b, const Step& step, int index) {
 }
 
 }  // namespace
+
+bool broadcastable(const Shape& x, const Shape& y) {
+  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
+    const int64_t dx = x[x.size() - 1 - i], dy = y[y.size() - 1 - i];
+    if (dx != dy && dx != 1 && dy != 1) return false;
+  }
+  return true;
+}
+
+Shape broadcast(const Shape& x, const Shape& y) {
+  Shape out(std::max(x.size(), y.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t dx = i < x.size() ? x[x.size() - 1 - i] : 1;
+    const int64_t dy = i < y.size() ? y[y.size() - 1 - i] : 1;
+    out[out.size() - 1 - i] = dx == 1 ? dy : dx;
+  }
+  return out;
+}
 
 Plan build_plan(const Program& program) {
   Plan plan;

@@ -103,6 +103,10 @@ Plan build_plan(const Program& program);
 // to plan.instrs and plan.shapes themselves.
 void append_step(Plan& plan, const Step& step, int index);
 std::string op_name(Op op);
+// NumPy broadcasting of two shapes: whether they broadcast, and to what (the generators' own
+// rule, kept independent of ops/checks.h).
+bool broadcastable(const Shape& x, const Shape& y);
+Shape broadcast(const Shape& x, const Shape& y);
 std::string describe(const Plan& plan);
 
 // The leaves of the plan: uniform in [-1, 1], deterministic in the plan's seed.
