@@ -29,6 +29,18 @@ Tensor scalar_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double sca
                 [scalar] { return ScalarAttrs{scalar}; });
 }
 
+// An activation's derivative as one kernel (threshold_backward, tanh_backward): the incoming
+// gradient and the activation's result, of one shape.
+Tensor fused_backward(const OpSpec& spec, BinaryKind kind, const Tensor& grad,
+                      const Tensor& result) {
+  const char* name = spec.name().c_str();
+  check_same_dtype_and_device(name, grad, result);
+  AG_CHECK(grad.shape() == result.shape(), name, ": gradient shape ", to_string(grad.shape()),
+           " does not match result shape ", to_string(result.shape()));
+  Tensor out = backend_for(grad.device()).binary(kind, grad, result, grad.shape());
+  return record(spec, {&grad, &result}, std::move(out));
+}
+
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula
 // per input (Note [Derivative spec]). Binary ops: add(self, other) and the like.
 struct Binary {
@@ -147,7 +159,7 @@ struct Tanh : Unary {
 };
 const OpSpec Tanh::spec{
     "tanh",
-    {{self, {result}, [](const Ctx& c) { return c.grad() * (1.0 - c[result] * c[result]); }}},
+    {{self, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }}},
     unary_forward<tanh>()};
 
 struct Sigmoid : Unary {
@@ -180,6 +192,21 @@ const OpSpec ThresholdBackward::spec{
     {{grad, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }},
      {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
     binary_forward<threshold_backward>()};
+
+// tanh's derivative, grad * (1 - result^2), as an op of its own (PyTorch's tanh_backward): one
+// kernel instead of three, and its own derivatives (as in derivatives.yaml) where the inlined
+// formula's graph would record three nodes, five formulas and a gradient sum under create_graph.
+struct TanhBackward {
+  static constexpr Input grad{0, "grad"}, result{1, "result"};
+  static const OpSpec spec;
+};
+const OpSpec TanhBackward::spec{
+    "tanh_backward",
+    {{grad, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }},
+     {result,
+      {grad, result},
+      [](const Ctx& c) { return c.grad() * (-2.0 * c[result] * c[grad]); }}},
+    binary_forward<tanh_backward>()};
 
 }  // namespace
 
@@ -218,12 +245,10 @@ Tensor sigmoid(const Tensor& a) { return unary_op(Sigmoid::spec, UnaryKind::kSig
 Tensor relu(const Tensor& a) { return unary_op(Relu::spec, UnaryKind::kRelu, a); }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
-  check_same_dtype_and_device("threshold_backward", grad, result);
-  AG_CHECK(grad.shape() == result.shape(), "threshold_backward: gradient shape ",
-           to_string(grad.shape()), " does not match result shape ", to_string(result.shape()));
-  Tensor out =
-      backend_for(grad.device()).binary(BinaryKind::kThreshold, grad, result, grad.shape());
-  return record(ThresholdBackward::spec, {&grad, &result}, out);
+  return fused_backward(ThresholdBackward::spec, BinaryKind::kThreshold, grad, result);
+}
+Tensor tanh_backward(const Tensor& grad, const Tensor& result) {
+  return fused_backward(TanhBackward::spec, BinaryKind::kTanhBackward, grad, result);
 }
 
 }  // namespace ag::ops

@@ -36,7 +36,9 @@
   X(Div, "div", x / y)                                                      \
   X(Pow, "pow", pow(x, y))                                                  \
   /* x where y > 0, else 0: relu's backward in one pass (PyTorch's name) */ \
-  X(Threshold, "threshold_backward", y > T(0) ? x : T(0))
+  X(Threshold, "threshold_backward", y > T(0) ? x : T(0))              \
+  /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */     \
+  X(TanhBackward, "tanh_backward", x * (T(1) - y * y))
 
 // Unary kinds: out = (kind)(x); the *Scalar ones combine the element with the scalar `s`.
 #define AG_UNARY_OPS(X)                          \

@@ -42,6 +42,7 @@ Tensor sigmoid(const Tensor& a);
 Tensor relu(const Tensor& a);
 // relu's backward: grad where result > 0, else 0 (differentiable in both arguments).
 Tensor threshold_backward(const Tensor& grad, const Tensor& result);
+Tensor tanh_backward(const Tensor& grad, const Tensor& result);
 
 // Reductions.
 Tensor sum(const Tensor& a);

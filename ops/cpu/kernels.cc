@@ -85,6 +85,9 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
     case BinaryKind::kThreshold:
       out = a.binaryExpr(b, ThresholdOp<T>());
       break;
+    case BinaryKind::kTanhBackward:
+      out = a * (T(1) - b * b);
+      break;
   }
 }
 
