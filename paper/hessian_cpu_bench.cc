@@ -1,8 +1,8 @@
-// `bazel run -c opt //paper:hessian_cpu_bench [-- --reps N --warmup N]`: the hessian workload
-// (paper/workloads/hessian.h) on the CPU at batch 1000, ReLU and Tanh, without and with the final
-// backward, interleaved (each repetition times every variant once). Prints one line per figure in
-// the peers' format (paper/peers/common.py), so that paper/busy_compare.py can put it beside
-// PyTorch's paper/peers/hessian.py, in the same run and under the same competing load.
+// `bazel run -c opt //paper:hessian_cpu_bench [-- --reps N --warmup N --only VARIANT]`: the hessian
+// workload (paper/workloads/hessian.h) on the CPU at batch 1000, ReLU and Tanh, without and with
+// the final backward, interleaved (each repetition times every variant once). Prints one line per
+// figure in the peers' format (paper/peers/common.py), so that paper/busy_compare.py can put it
+// beside PyTorch's paper/peers/hessian.py, in the same run and under the same competing load.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,11 +21,25 @@ struct Variant {
   bool final_backward;
 };
 
-int run(int reps, int warmup) {
-  const std::vector<Variant> variants = {{Activation::kRelu, false},
-                                         {Activation::kRelu, true},
-                                         {Activation::kTanh, false},
-                                         {Activation::kTanh, true}};
+std::string variant_name(const Variant& v) {
+  return std::string(activation_name(v.activation)) + (v.final_backward ? "+final" : "");
+}
+
+// `only`: run just the variant of that name ("ReLU", "Tanh+final", ...; empty: all), e.g. to
+// profile one of them.
+int run(int reps, int warmup, const std::string& only) {
+  std::vector<Variant> variants;
+  for (Variant v : {Variant{Activation::kRelu, false}, Variant{Activation::kRelu, true},
+                    Variant{Activation::kTanh, false}, Variant{Activation::kTanh, true}}) {
+    if (only.empty() || variant_name(v) == only) variants.push_back(v);
+  }
+  if (variants.empty()) {
+    std::fprintf(stderr,
+                 "hessian_cpu_bench: no variant named '%s' (ReLU, ReLU+final, Tanh, "
+                 "Tanh+final)\n",
+                 only.c_str());
+    return 2;
+  }
   std::vector<Mlp> mlps;
   HessianConfig config;
   Tensor x = make_hessian_input(config);
@@ -59,14 +73,17 @@ int run(int reps, int warmup) {
 
 int main(int argc, char** argv) {
   int reps = 15, warmup = 3;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (arg == "--warmup" && i + 1 < argc) {
       warmup = std::atoi(argv[++i]);
+    } else if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: hessian_cpu_bench [--reps N] [--warmup N]\n");
+      std::fprintf(stderr, "usage: hessian_cpu_bench [--reps N] [--warmup N] [--only VARIANT]\n");
       return 2;
     }
   }
@@ -74,5 +91,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hessian_cpu_bench: --reps must be positive, --warmup not negative\n");
     return 2;
   }
-  return ag::paper::run(reps, warmup);
+  return ag::paper::run(reps, warmup, only);
 }
