@@ -24,7 +24,8 @@ void LocationSet::insertAll(const LocationSet& other) {
   if (other.locs_.empty()) return;
   std::vector<Element> merged;
   merged.reserve(locs_.size() + other.locs_.size());
-  std::set_union(locs_.begin(), locs_.end(), other.locs_.begin(), other.locs_.end(), std::back_inserter(merged));
+  std::set_union(locs_.begin(), locs_.end(), other.locs_.begin(), other.locs_.end(),
+                 std::back_inserter(merged));
   locs_ = std::move(merged);
 }
 
@@ -33,6 +34,12 @@ Element MemoryDag::makeFreshElement() {
   cache_.emplace_back();
   cached_.push_back(false);
   return static_cast<Element>(elements_.size() - 1);
+}
+
+void MemoryDag::reserve(size_t elements) {
+  elements_.reserve(elements);
+  cache_.reserve(elements);
+  cached_.reserve(elements);
 }
 
 void MemoryDag::invalidateCacheFor(Element from) {
@@ -90,6 +97,13 @@ const LocationSet& MemoryDag::memoryLocations(Element root) const {
 }
 
 LocationSet MemoryDag::allContainedMemoryLocations(Element root) const {
+  // Most values contain nothing (no list anywhere near them): their answer is their locations.
+  const LocationSet& direct = memoryLocations(root);
+  auto contains_something = [&](Element e) { return !elements_[e].contained.empty(); };
+  if (!contains_something(root) &&
+      std::none_of(direct.elements().begin(), direct.elements().end(), contains_something)) {
+    return direct;
+  }
   LocationSet result;
   std::unordered_set<Element> seen;
   std::vector<Element> work{root};

@@ -32,6 +32,7 @@ class LocationSet {
 class MemoryDag {
  public:
   Element makeFreshElement();
+  void reserve(size_t elements);
   void makePointerTo(Element from, Element to);
   void addToContainedElements(Element contained, Element container);
   size_t size() const { return elements_.size(); }
