@@ -70,9 +70,10 @@ struct Use {
 
 // Note [Value ids]
 // Every value has an id: a small integer, unique among the values of a graph and of the
-// subgraphs nested in it (a subgraph draws its ids from the outer graph's counter), never reused
-// while that graph lives. Analyses over a whole graph (AliasDb) keep their per-value facts in
-// vectors indexed by id rather than in maps keyed by Value*, which stay fast at any graph size.
+// subgraphs nested in it (a subgraph draws its ids from the outer graph's counter; one built
+// apart is renumbered by setSubgraph), never reused while that graph lives. Analyses over a whole
+// graph (AliasDb) keep their per-value facts in vectors indexed by id rather than in maps keyed by
+// Value*, which stay fast at any graph size.
 //
 // Note [Value names]
 // Every value has a name, unique in its graph: the one it was given (parsed, copied, inherited
