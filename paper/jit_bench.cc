@@ -10,8 +10,6 @@
 // skipped above --max-rebuild-nodes (default 10000) because it is quadratic:
 // the row then says so and gives the quadratic extrapolation from the largest
 // size measured.
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +20,7 @@
 
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "engine/jit/synthetic_graph.h"
+#include "paper/workloads/timing.h"
 
 namespace {
 
@@ -35,12 +34,6 @@ struct Row {
   ag::jit::AutodiffSubgraphStats stats;
 };
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 Row measure(size_t nodes, AliasDbMode mode, int repeats) {
   Row row{nodes, mode, 1e300, 1e300, {}};
   for (int r = 0; r < repeats; ++r) {
@@ -48,9 +41,9 @@ Row measure(size_t nodes, AliasDbMode mode, int repeats) {
     ag::jit::AutodiffSubgraphOptions options;
     options.mode = mode;
     auto start = std::chrono::steady_clock::now();
-    const double cpu_start = thread_cpu_seconds();
+    const double cpu_start = ag::paper::thread_cpu_seconds();
     row.stats = ag::jit::createAutodiffSubgraphs(*g, options);
-    row.cpu_seconds = std::min(row.cpu_seconds, thread_cpu_seconds() - cpu_start);
+    row.cpu_seconds = std::min(row.cpu_seconds, ag::paper::thread_cpu_seconds() - cpu_start);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     row.seconds = std::min(row.seconds, s);
   }
