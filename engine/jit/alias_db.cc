@@ -1,6 +1,7 @@
 // Building and querying the AliasDb. Moves live in alias_db_move.cc.
 #include "engine/jit/alias_db.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "engine/jit/schema.h"
@@ -8,14 +9,23 @@
 namespace ag::jit {
 
 AliasDb::AliasDb(const Graph& graph) {
+  element_of_.resize(graph.valueIdBound());
+  dag_.reserve(graph.valueIdBound());
   analyzeGraph(graph);
-  buildWriteIndex(graph);
+  buildWriteIndex();
 }
 
 Element AliasDb::freshElement(const Value* v) {
   Element e = dag_.makeFreshElement();
-  element_of_[v] = e;
+  setElement(v, e);
   return e;
+}
+
+void AliasDb::setElement(const Value* v, Element e) {
+  if (v->id() >= element_of_.size()) {
+    element_of_.resize(std::max(v->id() + 1, v->owningGraph()->valueIdBound()));
+  }
+  element_of_[v->id()] = Slot{v, e};
 }
 
 Element AliasDb::wildcard() {
@@ -27,8 +37,9 @@ Element AliasDb::wildcard() {
 }
 
 const Element* AliasDb::elementOf(const Value* v) const {
-  auto it = element_of_.find(v);
-  return it == element_of_.end() ? nullptr : &it->second;
+  if (v->id() >= element_of_.size()) return nullptr;
+  const Slot& slot = element_of_[v->id()];
+  return slot.value == v ? &slot.element : nullptr;
 }
 
 void AliasDb::analyzeGraph(const Graph& g) {
@@ -41,12 +52,12 @@ void AliasDb::analyzeGraph(const Graph& g) {
 void AliasDb::analyzeSubgraph(const Node* n) {
   const Graph& sub = *n->subgraph();
   for (size_t i = 0; i < n->inputs().size(); ++i) {
-    if (const Element* e = elementOf(n->input(i))) element_of_[sub.inputs()[i]] = *e;
+    if (const Element* e = elementOf(n->input(i))) setElement(sub.inputs()[i], *e);
   }
   for (Node* inner = sub.firstNode(); inner != sub.returnNode(); inner = inner->next())
     analyzeNode(inner);
   for (size_t i = 0; i < n->outputs().size(); ++i) {
-    if (const Element* e = elementOf(sub.outputs()[i])) element_of_[n->output(i)] = *e;
+    if (const Element* e = elementOf(sub.outputs()[i])) setElement(n->output(i), *e);
   }
 }
 
@@ -54,6 +65,7 @@ void AliasDb::analyzeNode(const Node* n) {
   const OpSchema* s = n->schema();
   if (s == nullptr)
     throw IrError("AliasDb: unknown op '" + n->kind() + "' (run the verifier first)");
+  if (!s->written_inputs.empty()) writers_.push_back(n);
   if (n->isDifferentiableGraph()) return analyzeSubgraph(n);
 
   if (s->inputs_escape_into_container) {
@@ -86,15 +98,14 @@ void AliasDb::analyzeNode(const Node* n) {
   }
 }
 
-void AliasDb::buildWriteIndex(const Graph& g) {
-  for (Node* n = g.firstNode(); n != g.returnNode(); n = n->next()) {
-    if (n->subgraph() != nullptr) buildWriteIndex(*n->subgraph());
-    LocationSet written_here = writes(n);
-    for (Element loc : written_here.elements()) {
-      if (loc >= written_.size()) written_.resize(loc + 1, false);
-      written_[loc] = true;
-    }
+// Once every points-to edge is known: the writers' locations are final only then.
+void AliasDb::buildWriteIndex() {
+  written_.assign(dag_.size(), false);
+  for (const Node* n : writers_) {
+    const LocationSet written_here = writes(n);
+    for (Element loc : written_here.elements()) written_[loc] = true;
   }
+  writers_ = {};
 }
 
 LocationSet AliasDb::writes(const Node* n) const {
@@ -166,10 +177,12 @@ void AliasDb::copyValue(const Value* from, const Value* to) {
   }
   if (isTracked(to))
     throw IrError("AliasDb::copyValue: %" + to->name() + " already has aliasing information");
-  if (const Element* e = elementOf(from)) element_of_[to] = *e;
+  if (const Element* e = elementOf(from)) setElement(to, *e);
 }
 
-void AliasDb::forgetValue(const Value* v) { element_of_.erase(v); }
+void AliasDb::forgetValue(const Value* v) {
+  if (isTracked(v)) element_of_[v->id()] = Slot{};
+}
 
 void AliasDb::replaceWithNewValue(const Value* existing, const Value* replacement) {
   copyValue(existing, replacement);
@@ -179,9 +192,10 @@ void AliasDb::replaceWithNewValue(const Value* existing, const Value* replacemen
 std::string AliasDb::dump() const {
   std::ostringstream os;
   os << "AliasDb with " << dag_.size() << " elements\n";
-  for (const auto& [v, e] : element_of_) {
-    os << "  %" << v->name() << " -> element " << e << " -> locations {";
-    for (Element loc : dag_.memoryLocations(e).elements()) os << " " << loc;
+  for (const Slot& slot : element_of_) {
+    if (slot.value == nullptr) continue;
+    os << "  %" << slot.value->name() << " -> element " << slot.element << " -> locations {";
+    for (Element loc : dag_.memoryLocations(slot.element).elements()) os << " " << loc;
     os << " }\n";
   }
   return os.str();

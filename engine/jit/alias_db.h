@@ -46,7 +46,6 @@
 
 #include <cstddef>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/jit/ir.h"
@@ -59,7 +58,7 @@ class AliasDb {
   explicit AliasDb(const Graph& graph);
 
   // Does `v` have an element (is it a live, mutable value known to the db)?
-  bool isTracked(const Value* v) const { return element_of_.count(v) != 0; }
+  bool isTracked(const Value* v) const { return elementOf(v) != nullptr; }
   bool mayAlias(const Value* a, const Value* b) const;
   // May anything reachable from `a` (itself or its contents) alias anything
   // reachable from `b`?
@@ -106,16 +105,24 @@ class AliasDb {
   void analyzeNode(const Node* n);
   void analyzeSubgraph(const Node* n);
   Element freshElement(const Value* v);
+  void setElement(const Value* v, Element e);
   Element wildcard();
-  void buildWriteIndex(const Graph& g);
+  void buildWriteIndex();
   const Element* elementOf(const Value* v) const;
   bool tryMove(Node* to_move, Node* point, MoveSide side, bool dry_run);
 
   MemoryDag dag_;
-  std::unordered_map<const Value*, Element> element_of_;
+  // The element of each tracked value, indexed by value id (Note [Value ids]); `value` is null
+  // for ids that have none, and tells a value of another graph with the same id apart.
+  struct Slot {
+    const Value* value = nullptr;
+    Element element = 0;
+  };
+  std::vector<Slot> element_of_;
   Element wildcard_ = 0;
   bool has_wildcard_ = false;
-  std::vector<bool> written_;  // memory location -> written by some node
+  std::vector<bool> written_;         // memory location -> written by some node
+  std::vector<const Node*> writers_;  // nodes that write an input, while the db is built
 };
 
 }  // namespace ag::jit

@@ -25,6 +25,21 @@ struct Named {
   std::unordered_map<std::string, Value*> values;
 };
 
+TEST(AliasDbTest, ValuesOfAnotherGraphAreNotTracked) {
+  const char* text = R"IR(graph(%x : Tensor):
+  %t : Tensor = aten::reshape[shape=[6]](%x)
+  return (%t)
+)IR";
+  Named g(text);
+  Named other(text);
+  AliasDb db(*g.graph);
+  ASSERT_EQ(other.v("t")->id(), g.v("t")->id());  // the db's table is indexed by id
+  EXPECT_TRUE(db.isTracked(g.v("t")));
+  EXPECT_FALSE(db.isTracked(other.v("t")));
+  EXPECT_FALSE(db.mayAlias(other.v("t"), g.v("x")));
+  EXPECT_TRUE(db.mayAlias(g.v("t"), g.v("x")));
+}
+
 TEST(AliasDbTest, ViewsAliasTheirBaseAndFreshValuesDoNot) {
   Named g(R"IR(graph(%x : Tensor, %y : Tensor):
   %t : Tensor = aten::reshape[shape=[6]](%x)

@@ -32,9 +32,6 @@ class SubgraphSlicer {
       }
     }
     unmergeSmallGroups();
-    for (Node* n = graph_.firstNode(); n != graph_.returnNode(); n = n->next()) {
-      if (n->isDifferentiableGraph()) stats_.groups++;
-    }
     stats_.alias_db_elements_created += db_->numElementsCreated();
     return stats_;
   }
@@ -105,6 +102,8 @@ class SubgraphSlicer {
         inlineGroup(n, tracker());
         stats_.unmerged_groups++;
         graphChanged("unmerge");
+      } else if (n->isDifferentiableGraph()) {
+        stats_.groups++;  // inlining makes no groups: this walk sees every group left
       }
       n = next;
     }

@@ -51,8 +51,13 @@ void Value::replaceAllUsesWith(Value* other) {
 
 // ---------------------------------------------------------------- Node
 
-Node::Node(Graph* graph, std::string kind)
-    : graph_(graph), kind_(std::move(kind)), schema_(lookupSchema(kind_)) {}
+Node::Node(Graph* graph, std::string kind) : Node(graph, kind, lookupSchema(kind)) {}
+
+Node::Node(Graph* graph, std::string kind, const OpSchema* schema)
+    : graph_(graph),
+      kind_(std::move(kind)),
+      schema_(schema),
+      is_differentiable_graph_(kind_ == kinds::kDifferentiableGraph) {}
 
 Node::~Node() {
   for (Value* v : outputs_) delete v;
@@ -130,9 +135,11 @@ const std::vector<int64_t>& Node::intsAttr(const std::string& name) const {
   return getAttr<std::vector<int64_t>>(*this, name);
 }
 
-void Node::setSubgraph(std::unique_ptr<Graph> g) { subgraph_ = std::move(g); }
-
-bool Node::isDifferentiableGraph() const { return kind_ == kinds::kDifferentiableGraph; }
+void Node::setSubgraph(std::unique_ptr<Graph> g) {
+  if (g != nullptr && g->next_value_id_ != graph_->next_value_id_)
+    g->adoptValueIds(graph_->next_value_id_);
+  subgraph_ = std::move(g);
+}
 
 bool Node::hasSideEffects() const { return schema_ != nullptr && schema_->has_side_effects; }
 
@@ -196,7 +203,10 @@ void Node::destroy() {
 
 // ---------------------------------------------------------------- Graph
 
-Graph::Graph() : param_(new Node(this, kinds::kParam)), return_(new Node(this, kinds::kReturn)) {
+Graph::Graph()
+    : param_(new Node(this, kinds::kParam)),
+      return_(new Node(this, kinds::kReturn)),
+      next_value_id_(std::make_shared<size_t>(0)) {
   return_->next_ = return_->prev_ = return_;  // empty circular list
   param_->topo_position_ = kLowestPosition;
   return_->topo_position_ = kHighestPosition;
@@ -214,31 +224,76 @@ Graph::~Graph() {
 }
 
 Value* Graph::newValue(Node* n, size_t offset, Type t) {
-  Value* v = new Value(n, offset, t);
-  v->name_ = freshName();
-  names_[v->name_] = v;
+  Value* v = new Value(n, offset, t, (*next_value_id_)++);
+  v->number_ = names_.freshNumber();
+  names_.bind(v->number_, v);
   return v;
 }
 
 void Graph::forgetValue(Value* v) {
-  auto it = names_.find(v->name_);
-  if (it != names_.end() && it->second == v) names_.erase(it);
-}
-
-std::string Graph::freshName() {
-  std::string name;
-  do {
-    name = std::to_string(next_fresh_name_++);
-  } while (names_.count(name) != 0);
-  return name;
+  if (v->name_.empty()) {
+    names_.unbind(v->number_, v);
+  } else {
+    names_.unbind(v->name_, v);
+  }
 }
 
 void Graph::setName(Value* v, const std::string& name) {
-  if (name.empty() || name == v->name_) return;
-  if (names_.count(name) != 0) throw IrError("value name %" + name + " is already defined");
+  if (name.empty()) return;
+  Value* holder = names_.find(name);
+  if (holder == v) return;
+  if (holder != nullptr) throw IrError("value name %" + name + " is already defined");
   forgetValue(v);
-  v->name_ = name;
-  names_[name] = v;
+  uint64_t number = 0;
+  if (ValueNames::isNumber(name, &number)) {
+    v->name_.clear();
+    v->number_ = number;
+    names_.bind(number, v);
+  } else {
+    v->name_ = name;
+    names_.bind(name, v);
+  }
+}
+
+bool Graph::nameIsFree(const Value& name_of) const {
+  return name_of.name_.empty() ? names_.find(name_of.number_) == nullptr
+                               : names_.find(name_of.name_) == nullptr;
+}
+
+// Binds the name that `name_of` holds (in whichever graph) to `v`, which gives up its own.
+void Graph::bindName(Value* v, const Value& name_of) {
+  const uint64_t number = name_of.number_;
+  std::string name = name_of.name_;  // a copy: `name_of` may be `v`'s own graph's value
+  forgetValue(v);
+  v->number_ = number;
+  v->name_ = std::move(name);
+  if (v->name_.empty()) {
+    names_.bind(number, v);
+  } else {
+    names_.bind(v->name_, v);
+  }
+}
+
+void Graph::copyNameIfFree(Value* v, const Value& from) {
+  if (nameIsFree(from)) bindName(v, from);
+}
+
+void Graph::transferName(Value* from, Value* to) {
+  if (from->owningGraph() != this || to->owningGraph() != this) {
+    throw IrError("transferName: %" + from->name() + " and %" + to->name() +
+                  " must both belong to this graph");
+  }
+  if (from == to) return;
+  bindName(to, *from);  // `from` keeps its fields but no longer holds the name
+}
+
+void Graph::adoptValueIds(const std::shared_ptr<size_t>& ids) {
+  next_value_id_ = ids;
+  for (Value* v : param_->outputs_) v->id_ = (*ids)++;
+  for (Node* n = firstNode(); n != return_; n = n->next_) {
+    for (Value* v : n->outputs_) v->id_ = (*ids)++;
+    if (n->subgraph_) n->subgraph_->adoptValueIds(ids);
+  }
 }
 
 Value* Graph::addInput(Type t, const std::string& name) {
@@ -325,12 +380,12 @@ Value* Graph::appendConstant(const Tensor& value) {
 }
 
 Node* Graph::cloneNodeShell(const Node* n) {
-  Node* clone = new Node(this, n->kind());
+  Node* clone = new Node(this, n->kind(), n->schema());
   clone->attrs_ = n->attrs_;
-  if (n->subgraph_) clone->subgraph_ = n->subgraph_->copy();
+  if (n->subgraph_) clone->setSubgraph(n->subgraph_->copy());
   for (const Value* out : n->outputs()) {
     Value* v = clone->addOutput(out->type());
-    if (isNameFree(out->name())) setName(v, out->name());
+    copyNameIfFree(v, *out);
   }
   return clone;
 }

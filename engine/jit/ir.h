@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/jit/value_names.h"
 #include "engine/tensor.h"
 
 namespace ag::jit {
@@ -67,12 +68,24 @@ struct Use {
   size_t offset;  // index into user->inputs()
 };
 
+// Note [Value ids]
+// Every value has an id: a small integer, unique among the values of a graph and of the
+// subgraphs nested in it (a subgraph draws its ids from the outer graph's counter; one built
+// apart is renumbered by setSubgraph), never reused while that graph lives. Analyses over a whole
+// graph (AliasDb) keep their per-value facts in vectors indexed by id rather than in maps keyed by
+// Value*, which stay fast at any graph size.
+//
+// Note [Value names]
+// Every value has a name, unique in its graph: the one it was given (parsed, copied, inherited
+// from the value it replaces), or a fresh number. A name that is a number is kept as that number
+// (ValueNames), so naming the many unnamed values a pass creates costs no string work.
 class Value {
  public:
   Node* node() const { return node_; }
   size_t offset() const { return offset_; }
   Type type() const { return type_; }
-  const std::string& name() const { return name_; }
+  size_t id() const { return id_; }
+  std::string name() const { return name_.empty() ? std::to_string(number_) : name_; }
   const std::vector<Use>& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
   Graph* owningGraph() const;
@@ -83,12 +96,15 @@ class Value {
  private:
   friend class Graph;
   friend class Node;
-  Value(Node* node, size_t offset, Type type) : node_(node), offset_(offset), type_(type) {}
+  Value(Node* node, size_t offset, Type type, size_t id)
+      : node_(node), offset_(offset), type_(type), id_(id) {}
 
   Node* node_;
   size_t offset_;
   Type type_;
-  std::string name_;
+  size_t id_;
+  uint64_t number_ = 0;  // the name, when name_ is empty
+  std::string name_;     // the name, when it is not a number
   std::vector<Use> uses_;
 };
 
@@ -135,7 +151,7 @@ class Node {
   Graph* subgraph() const { return subgraph_.get(); }
   void setSubgraph(std::unique_ptr<Graph> g);
 
-  bool isDifferentiableGraph() const;
+  bool isDifferentiableGraph() const { return is_differentiable_graph_; }
   bool hasSideEffects() const;
 
   // Position in the owning graph's node list.
@@ -157,6 +173,7 @@ class Node {
   friend class Graph;
   friend class Value;
   Node(Graph* graph, std::string kind);
+  Node(Graph* graph, std::string kind, const OpSchema* schema);
   void unlink();
   void removeFromInputUses(size_t i);
   void pushUse(size_t i);
@@ -164,6 +181,7 @@ class Node {
   Graph* graph_;
   std::string kind_;
   const OpSchema* schema_;
+  bool is_differentiable_graph_;
   std::vector<Value*> inputs_;
   // use_slots_[i]: where Use{this, i} sits in inputs_[i]->uses(). Lets a use be
   // removed in O(1) even from a value with very many uses (a weight used by
@@ -221,16 +239,28 @@ class Graph {
   template <typename MapInput>
   Node* createClone(const Node* n, MapInput&& map_input);
 
-  // Names are unique per graph; an empty name asks for a fresh numeric one.
+  // Names are unique per graph (Note [Value names]); an empty name changes nothing.
   void setName(Value* v, const std::string& name);
-  bool isNameFree(const std::string& name) const { return names_.count(name) == 0; }
+  bool isNameFree(const std::string& name) const { return names_.find(name) == nullptr; }
+  // Gives `v` the name of `from`, a value of any graph, if no value of this graph holds it.
+  void copyNameIfFree(Value* v, const Value& from);
+  // Hands the name of `from` over to `to`, both of this graph; `from` is about to be destroyed
+  // (what a rewrite does when `to` replaces it).
+  void transferName(Value* from, Value* to);
+
+  // Every value of this graph and of its subgraphs has an id below this (Note [Value ids]).
+  size_t valueIdBound() const { return *next_value_id_; }
 
  private:
   friend class Node;
   friend class Value;
   Value* newValue(Node* n, size_t offset, Type t);
   void forgetValue(Value* v);
-  std::string freshName();
+  bool nameIsFree(const Value& name_of) const;
+  void bindName(Value* v, const Value& name_of);
+  // Renumbers this graph's values (and its subgraphs') from `ids`, the counter of the graph
+  // this one becomes a subgraph of.
+  void adoptValueIds(const std::shared_ptr<size_t>& ids);
   void assignTopoPosition(Node* n);
   void renumberTopology();
   Node* cloneNodeShell(const Node* n);
@@ -238,8 +268,8 @@ class Graph {
   Node* param_;
   Node* return_;  // also the sentinel of the circular node list
   size_t num_nodes_ = 0;
-  std::unordered_map<std::string, Value*> names_;
-  uint64_t next_fresh_name_ = 0;
+  ValueNames names_;
+  std::shared_ptr<size_t> next_value_id_;  // shared with the subgraphs
 };
 
 template <typename MapInput>

@@ -102,6 +102,73 @@ TEST(IrTest, ManyInsertionsInOneGapKeepOrder) {
   verify(g);
 }
 
+// Note [Value names]: numbers and other names share one namespace per graph.
+TEST(IrTest, NumericAndOtherNamesStayUniquePerGraph) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Value* a = g.append("aten::neg", {x})->output();
+  Value* b = g.append("aten::neg", {x})->output();
+  EXPECT_EQ(a->name(), "1");  // fresh numbers count every value made (%x was 0 before its name)
+  EXPECT_EQ(b->name(), "2");
+  EXPECT_FALSE(g.isNameFree("1"));
+  EXPECT_TRUE(g.isNameFree("0"));
+  EXPECT_TRUE(g.isNameFree("01"));  // not the number 1: a name of its own
+  EXPECT_THROW(g.setName(b, "1"), IrError);
+  EXPECT_EQ(b->name(), "2");  // a rejected rename changes nothing
+  g.setName(b, "01");
+  EXPECT_EQ(b->name(), "01");
+  EXPECT_TRUE(g.isNameFree("2"));
+  g.setName(a, "x7");
+  g.setName(b, "1");  // freed by the rename of %a
+  EXPECT_EQ(b->name(), "1");
+  EXPECT_THROW(g.setName(a, "x"), IrError);
+  // Names far beyond the fresh numbers, and fresh numbers stepping over taken ones.
+  g.setName(a, "99999999999999");
+  EXPECT_FALSE(g.isNameFree("99999999999999"));
+  g.setName(x, "3");
+  g.setName(a, "4");
+  EXPECT_TRUE(g.isNameFree("99999999999999"));
+  Value* c = g.append("aten::neg", {x})->output();
+  EXPECT_EQ(c->name(), "5");  // 3 and 4 are taken
+  c->node()->destroy();
+  EXPECT_TRUE(g.isNameFree("5"));
+  g.setName(a, "5");
+  EXPECT_EQ(a->name(), "5");
+  // The parser keeps numeric names, and they survive a round trip.
+  const char* text = R"IR(graph(%7 : Tensor):
+  %123456789012 : Tensor = aten::neg(%7)
+  %2 : Tensor = aten::neg(%123456789012)
+  return (%2)
+)IR";
+  EXPECT_EQ(toString(*parseGraph(text)), text);
+}
+
+// Note [Value ids]: unique across a graph and its subgraphs, also for a subgraph built apart.
+TEST(IrTest, ValueIdsAreUniqueAcrossSubgraphs) {
+  auto g = parseGraph(kExample);
+  auto c = g->copy();
+  for (const Graph* graph : {g.get(), c.get()}) {
+    std::vector<const Value*> all;
+    std::vector<const Graph*> todo{graph};
+    while (!todo.empty()) {
+      const Graph* cur = todo.back();
+      todo.pop_back();
+      all.insert(all.end(), cur->inputs().begin(), cur->inputs().end());
+      for (Node* n : cur->nodes()) {
+        all.insert(all.end(), n->outputs().begin(), n->outputs().end());
+        if (n->subgraph() != nullptr) todo.push_back(n->subgraph());
+      }
+    }
+    std::vector<bool> seen(graph->valueIdBound(), false);
+    for (const Value* v : all) {
+      ASSERT_LT(v->id(), graph->valueIdBound()) << "%" << v->name();
+      EXPECT_FALSE(seen[v->id()]) << "%" << v->name() << " shares id " << v->id();
+      seen[v->id()] = true;
+    }
+    EXPECT_EQ(all.size(), 16u);  // 2 inputs, 9 node outputs, 5 values in the subgraph
+  }
+}
+
 TEST(IrTest, VerifierRejectsUseBeforeDef) {
   std::string err = parseError(R"IR(graph(%x : Tensor):
   %a : Tensor = aten::neg(%b)

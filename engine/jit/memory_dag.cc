@@ -6,10 +6,22 @@
 
 namespace ag::jit {
 
+void LocationSet::assign(std::vector<Element> sorted) {
+  size_ = sorted.size();
+  if (size_ <= 1) {
+    single_ = sorted.empty() ? 0 : sorted[0];
+    many_.clear();
+  } else {
+    many_ = std::move(sorted);
+  }
+}
+
 bool LocationSet::intersects(const LocationSet& other) const {
-  auto a = locs_.begin();
-  auto b = other.locs_.begin();
-  while (a != locs_.end() && b != other.locs_.end()) {
+  const Element* a = data();
+  const Element* a_end = a + size_;
+  const Element* b = other.data();
+  const Element* b_end = b + other.size_;
+  while (a != a_end && b != b_end) {
     if (*a == *b) return true;
     if (*a < *b) {
       ++a;
@@ -21,18 +33,31 @@ bool LocationSet::intersects(const LocationSet& other) const {
 }
 
 void LocationSet::insertAll(const LocationSet& other) {
-  if (other.locs_.empty()) return;
+  if (other.empty()) return;
+  if (empty()) {
+    *this = other;
+    return;
+  }
   std::vector<Element> merged;
-  merged.reserve(locs_.size() + other.locs_.size());
-  std::set_union(locs_.begin(), locs_.end(), other.locs_.begin(), other.locs_.end(), std::back_inserter(merged));
-  locs_ = std::move(merged);
+  merged.reserve(size_ + other.size_);
+  std::set_union(data(), data() + size_, other.data(), other.data() + other.size_,
+                 std::back_inserter(merged));
+  assign(std::move(merged));
 }
 
 Element MemoryDag::makeFreshElement() {
   elements_.emplace_back();
+  has_contents_.push_back(false);
   cache_.emplace_back();
   cached_.push_back(false);
   return static_cast<Element>(elements_.size() - 1);
+}
+
+void MemoryDag::reserve(size_t elements) {
+  elements_.reserve(elements);
+  has_contents_.reserve(elements);
+  cache_.reserve(elements);
+  cached_.reserve(elements);
 }
 
 void MemoryDag::invalidateCacheFor(Element from) {
@@ -57,6 +82,7 @@ void MemoryDag::makePointerTo(Element from, Element to) {
 void MemoryDag::addToContainedElements(Element contained, Element container) {
   auto& c = elements_[container].contained;
   if (std::find(c.begin(), c.end(), contained) == c.end()) c.push_back(contained);
+  has_contents_[container] = true;
 }
 
 const LocationSet& MemoryDag::memoryLocations(Element root) const {
@@ -77,7 +103,7 @@ const LocationSet& MemoryDag::memoryLocations(Element root) const {
     }
     LocationSet locs;
     if (entry.points_to.empty()) {
-      locs = LocationSet({e});
+      locs = LocationSet(e);
     } else {
       for (Element child : entry.points_to) locs.insertAll(cache_[child]);
     }
@@ -90,6 +116,13 @@ const LocationSet& MemoryDag::memoryLocations(Element root) const {
 }
 
 LocationSet MemoryDag::allContainedMemoryLocations(Element root) const {
+  // Most values contain nothing (no list anywhere near them): their answer is their locations.
+  const LocationSet& direct = memoryLocations(root);
+  auto contains_something = [&](Element e) { return has_contents_[e]; };
+  if (!contains_something(root) &&
+      std::none_of(direct.elements().begin(), direct.elements().end(), contains_something)) {
+    return direct;
+  }
   LocationSet result;
   std::unordered_set<Element> seen;
   std::vector<Element> work{root};

@@ -15,23 +15,42 @@ namespace ag::jit {
 
 using Element = uint32_t;
 
-// A sorted set of memory locations.
+// A sorted set of memory locations. Most sets hold one location (a value's own memory): that
+// one is kept inline, so making, copying and reading such a set touches no heap memory.
 class LocationSet {
  public:
+  class Range {
+   public:
+    Range(const Element* begin, const Element* end) : begin_(begin), end_(end) {}
+    const Element* begin() const { return begin_; }
+    const Element* end() const { return end_; }
+
+   private:
+    const Element* begin_;
+    const Element* end_;
+  };
+
   LocationSet() = default;
-  explicit LocationSet(std::vector<Element> sorted) : locs_(std::move(sorted)) {}
-  bool empty() const { return locs_.empty(); }
+  explicit LocationSet(Element single) : size_(1), single_(single) {}
+  explicit LocationSet(std::vector<Element> sorted) { assign(std::move(sorted)); }
+  bool empty() const { return size_ == 0; }
   bool intersects(const LocationSet& other) const;
   void insertAll(const LocationSet& other);
-  const std::vector<Element>& elements() const { return locs_; }
+  Range elements() const { return Range(data(), data() + size_); }
 
  private:
-  std::vector<Element> locs_;
+  const Element* data() const { return size_ <= 1 ? &single_ : many_.data(); }
+  void assign(std::vector<Element> sorted);
+
+  size_t size_ = 0;
+  Element single_ = 0;         // the location, when size_ == 1
+  std::vector<Element> many_;  // the locations, when size_ > 1
 };
 
 class MemoryDag {
  public:
   Element makeFreshElement();
+  void reserve(size_t elements);
   void makePointerTo(Element from, Element to);
   void addToContainedElements(Element contained, Element container);
   size_t size() const { return elements_.size(); }
@@ -50,6 +69,8 @@ class MemoryDag {
   void invalidateCacheFor(Element from);
 
   std::vector<Entry> elements_;
+  // element -> contains something (a dense copy of !contained.empty(): most queries only ask this).
+  std::vector<bool> has_contents_;
   // Memory locations per element, computed on demand. Edges are only added
   // while an AliasDb is built or when a brand-new element is attached, so the
   // cache rarely needs to be thrown away.

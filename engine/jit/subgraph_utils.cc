@@ -23,14 +23,9 @@ Value* innerInputFor(Node* group, Value* v, const ValueTracker& tracker) {
   group->addInput(v);
   Graph* sub = group->subgraph();
   Value* inner = sub->addInput(v->type());
-  if (sub->isNameFree(v->name())) sub->setName(inner, v->name());
+  sub->copyNameIfFree(inner, *v);
   tracker.copied(v, inner);
   return inner;
-}
-
-// Gives `v` the name `name` if nothing else in its graph holds it.
-void inheritName(Value* v, const std::string& name) {
-  if (v->owningGraph()->isNameFree(name)) v->owningGraph()->setName(v, name);
 }
 
 // Reports every value of `g` as dropped (the graph is about to be destroyed).
@@ -43,8 +38,8 @@ void dropAll(const Graph& g, const ValueTracker& tracker) {
 
 // Copies `n` into `into` before `point`; inputs are mapped through `env`,
 // and the copy's outputs are recorded in `env` and reported as copies.
-Node* copyNode(const Node* n, Graph* into, Node* point, std::unordered_map<const Value*, Value*>& env,
-               const ValueTracker& tracker) {
+Node* copyNode(const Node* n, Graph* into, Node* point,
+               std::unordered_map<const Value*, Value*>& env, const ValueTracker& tracker) {
   Node* c = into->createClone(n, [&](Value* v) { return env.at(v); });
   c->insertBefore(point);
   for (size_t i = 0; i < n->outputs().size(); ++i) {
@@ -70,7 +65,6 @@ Node* createSingletonGroup(Node* n, const ValueTracker& tracker) {
   for (Value* in : n->inputs()) env[in] = innerInputFor(group, in, tracker);
   Node* inner = copyNode(n, sub, sub->returnNode(), env, tracker);
 
-  std::vector<std::string> names;
   for (size_t i = 0; i < n->outputs().size(); ++i) {
     Value* old_out = n->output(i);
     sub->registerOutput(inner->output(i));
@@ -78,16 +72,16 @@ Node* createSingletonGroup(Node* n, const ValueTracker& tracker) {
     tracker.copied(old_out, new_out);
     old_out->replaceAllUsesWith(new_out);
     tracker.dropped(old_out);
-    names.push_back(old_out->name());
+    g->transferName(old_out, new_out);
   }
   n->destroy();
-  for (size_t i = 0; i < names.size(); ++i) inheritName(group->output(i), names[i]);
   return group;
 }
 
 void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker) {
   if (!group->isDifferentiableGraph()) throw IrError("mergeNodeIntoGroup: target is not a group");
-  if (producer->next() != group) throw IrError("mergeNodeIntoGroup: producer must come right before the group");
+  if (producer->next() != group)
+    throw IrError("mergeNodeIntoGroup: producer must come right before the group");
   Graph* sub = group->subgraph();
   Node* insert_point = sub->firstNode();  // the producer's copy runs first
 
@@ -110,7 +104,6 @@ void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker
     inner_out = copyNode(producer, sub, insert_point, env, tracker)->outputs();
   }
 
-  std::vector<std::pair<Value*, std::string>> renames;
   for (size_t k = 0; k < producer->outputs().size(); ++k) {
     Value* p = producer->output(k);
     // Group inputs that carried `p` now read the copy directly. Remove them
@@ -127,18 +120,17 @@ void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker
       tracker.dropped(carried);
       sub->eraseInput(i);
     }
-    inheritName(inner_out[k], p->name());
+    sub->copyNameIfFree(inner_out[k], *p);
     if (p->hasUses()) {
       sub->registerOutput(inner_out[k]);
       Value* new_out = group->addOutput(p->type());
       tracker.copied(p, new_out);
       p->replaceAllUsesWith(new_out);
-      renames.emplace_back(new_out, p->name());
+      group->owningGraph()->transferName(p, new_out);
     }
     tracker.dropped(p);
   }
   producer->destroy();
-  for (const auto& [v, name] : renames) inheritName(v, name);
 }
 
 std::vector<Node*> inlineGroup(Node* group, const ValueTracker& tracker) {
@@ -150,20 +142,19 @@ std::vector<Node*> inlineGroup(Node* group, const ValueTracker& tracker) {
   for (Node* n = body.firstNode(); n != body.returnNode(); n = n->next()) {
     copies.push_back(copyNode(n, g, group, env, tracker));
   }
-  std::vector<std::pair<Value*, std::string>> renames;
   for (size_t i = 0; i < group->outputs().size(); ++i) {
     Value* old_out = group->output(i);
     if (body.outputs()[i]->node() == body.paramNode()) {
-      throw IrError("inlineGroup: group output %" + old_out->name() + " passes a group input through");
+      throw IrError("inlineGroup: group output %" + old_out->name() +
+                    " passes a group input through");
     }
     Value* replacement = env.at(body.outputs()[i]);
     old_out->replaceAllUsesWith(replacement);
     tracker.dropped(old_out);
-    renames.emplace_back(replacement, old_out->name());
+    g->transferName(old_out, replacement);
   }
   dropAll(body, tracker);
   group->destroy();
-  for (const auto& [v, name] : renames) inheritName(v, name);
   return copies;
 }
 

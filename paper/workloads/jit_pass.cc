@@ -16,7 +16,9 @@ JitPassRun run_jit_pass(const jit::Graph& original, jit::AliasDbMode mode) {
   jit::AutodiffSubgraphOptions options;
   options.mode = mode;
   auto start = Clock::now();
+  const double cpu_start = thread_cpu_seconds();
   jit::AutodiffSubgraphStats stats = jit::createAutodiffSubgraphs(*graph, options);
+  run.cpu_seconds = thread_cpu_seconds() - cpu_start;
   run.seconds = seconds_since(start);
   run.merges = stats.merges;
   run.groups = stats.groups;

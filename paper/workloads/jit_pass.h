@@ -11,7 +11,8 @@ namespace ag::paper {
 
 struct JitPassRun {
   double seconds = 0;
-  size_t nodes = 0;  // nodes in the graph before the pass
+  double cpu_seconds = 0;  // this thread's CPU time over the same span (thread_cpu_seconds)
+  size_t nodes = 0;        // nodes in the graph before the pass
   size_t merges = 0;
   size_t groups = 0;
   size_t alias_db_constructions = 0;

@@ -1,6 +1,8 @@
 // Small timing helpers shared by the paper's workloads. Timing lives only in paper/.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -13,6 +15,15 @@ using Clock = std::chrono::steady_clock;
 
 inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU seconds this thread has used (user and system). On a shared machine a long run is
+// descheduled while a short one is not, so wall time per unit of work grows with the run's length
+// under load; CPU time does not.
+inline double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // The median of `v` (the mean of the two middle values for an even count); 0 for an empty vector.
