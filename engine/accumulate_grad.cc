@@ -34,9 +34,10 @@ bool held_only_here(const Tensor& g) {
 
 // A leaf's destructor calls this (declared with TensorImpl, defined here, where AccumulateGrad
 // is known, so that tensors do not depend on nodes).
-void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(); }
+void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(this); }
 
-AccumulateGrad::AccumulateGrad(TensorImpl& variable) : variable_(&variable) {
+AccumulateGrad::AccumulateGrad(TensorImpl& variable)
+    : Node(LeafAccumulator{}), variable_(&variable) {
   add_input_metadata({variable.shape, variable.dtype, variable.device});
 }
 
@@ -68,14 +69,21 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   }
 }
 
-void AccumulateGrad::forget_variable() {
+void AccumulateGrad::forget_variable(const TensorImpl* dying) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (dying != variable_) return;
+  last_requires_grad_ = variable_->requires_grad;
   variable_ = nullptr;
 }
 
 bool AccumulateGrad::has_variable() {
   std::lock_guard<std::mutex> lock(mutex_);
   return variable_ != nullptr;
+}
+
+bool AccumulateGrad::variable_requires_grad() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return variable_ ? variable_->requires_grad : last_requires_grad_;
 }
 
 std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {

@@ -37,14 +37,19 @@ class AccumulateGrad final : public Node {
   // Adds `grad` into the leaf's .grad (Note [Accumulating into .grad]); grad mode must already be
   // create_graph. Also used by backward(inputs=...) for the leaves it names.
   void accumulate(Tensor&& grad);
-  // Called by the leaf's destructor: waits for an accumulation in progress, then drops the pointer.
-  void forget_variable();
+  // Called by the destructor of every tensor that holds this node: if it is the leaf, waits for
+  // an accumulation in progress, then drops the pointer. (A saved leaf is an alias that holds
+  // the leaf's node too: Note [Saved values hold no cycles].)
+  void forget_variable(const TensorImpl* dying);
   // Whether the leaf is still alive (for tests).
   bool has_variable();
+  // The leaf's requires_grad now, or when it died.
+  bool variable_requires_grad();
 
  private:
   std::mutex mutex_;  // held while variable_ is used, and by forget_variable()
   TensorImpl* variable_;
+  bool last_requires_grad_ = false;  // the leaf's requires_grad when it died
 };
 
 // The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/accumulate_grad.h"
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/engine_ops.h"
@@ -25,12 +26,15 @@ namespace ag {
 //                          reach a target: Note [Topological number], Note [Reachability
 //                          signature]) is recorded but not expanded; the others are expanded once
 //                          and listed in post-order (children before parents).
-//   3. mark_runs           in post-order: a node runs iff there are no targets (backward() into
-//                          every leaf), or one of its edges carries a used gradient: it leads to
-//                          a node that runs, or to a target's slot. (PyTorch's exec_info.)
+//   3. mark_runs           in post-order: a node runs iff one of its edges carries a used
+//                          gradient: it leads to a node that runs, or to a target's slot
+//                          (PyTorch's exec_info). Without targets (backward() into every leaf)
+//                          every node runs, as in PyTorch, except the AccumulateGrad of a leaf
+//                          that no longer requires grad; a gradient is then needed (Note
+//                          [Per-call view]) iff it leads to a leaf that requires grad.
 //   4. count_dependencies  each node waits for one gradient per used edge into it.
 //   5. run_ready_nodes     seed the roots' gradients; then, while a node is ready, take the one
-//                          with the highest sequence_nr (Note [Sequence number]), capture the
+//                          with the highest ready_key() (Note [Sequence number]), capture the
 //                          gradients its target slots hold, and if it runs: apply() it with a
 //                          Call, free its saved values unless retain_graph, and send each output
 //                          along its edge if that gradient is used, summing gradients that meet.
@@ -43,6 +47,7 @@ namespace {
 struct NodeState {
   bool discovered = false;  // reached from a root (2); expanded unless a cut ruled it out
   bool runs = false;        // apply() runs (3)
+  bool wanted = false;      // without targets: leads to a leaf that requires grad (3)
   bool queued = false;      // pushed onto the ready heap (5)
   int dependencies = 0;     // used gradients still to arrive (4)
   TensorList buffer;        // the gradients received so far, one per input slot
@@ -65,7 +70,7 @@ struct Scratch {
   NodeMap<NodeState> nodes;
   std::vector<std::pair<Node*, size_t>> stack;  // discovery: (node, next edge to follow)
   std::vector<Node*> post_order;                // expanded nodes, children before parents
-  std::vector<Node*> ready;                     // a heap ordered by sequence_nr
+  std::vector<Node*> ready;                     // a heap ordered by ready_key()
 
   void clear() {
     nodes.clear();
@@ -114,6 +119,7 @@ class GraphTask final : public ExecPlan {
 
   bool gradient_used(const Edge& edge) const override {
     const NodeState* state = nodes_.find(edge.function.get());
+    if (state != nullptr && request_.targets.empty()) return state->wanted;
     return state != nullptr && state->uses_gradient(edge.input_nr);
   }
 
@@ -123,6 +129,7 @@ class GraphTask final : public ExecPlan {
   bool cut(const Node& node) const;
   void check_targets_reached() const;
   void mark_runs();
+  void mark_runs_into_every_leaf();
   void count_dependencies();
   void seed_roots();
   void run_ready_nodes();
@@ -202,14 +209,35 @@ void GraphTask::check_targets_reached() const {
 
 // 3. Children come before their parents in post_order_, so theirs are settled first.
 void GraphTask::mark_runs() {
-  const bool every_node = request_.targets.empty();
+  if (request_.targets.empty()) return mark_runs_into_every_leaf();
   for (Node* node : post_order_) {
-    bool runs = every_node;
+    bool runs = false;
     for (const Edge& edge : node->next_edges()) {
       if (runs) break;
       runs = edge.is_valid() && state_of(edge.function.get()).uses_gradient(edge.input_nr);
     }
     nodes_[node].runs = runs;
+  }
+}
+
+// 3, for backward() without targets. An AccumulateGrad reads its leaf's requires_grad when it
+// runs (Note [Accumulating into .grad]), so whether a gradient reaches a leaf that wants it is
+// known only now: needs_input_grad must not count a leaf whose requires_grad was turned off
+// after the graph was built. (A leaf moved into the graph's interior requires grad: its
+// AccumulateGrad runs, and raises.)
+void GraphTask::mark_runs_into_every_leaf() {
+  for (Node* node : post_order_) {
+    NodeState& state = nodes_[node];
+    if (node->accumulates_into_leaf()) {
+      state.wanted = static_cast<AccumulateGrad*>(node)->variable_requires_grad();
+      state.runs = state.wanted;
+      continue;
+    }
+    state.runs = true;
+    for (const Edge& edge : node->next_edges()) {
+      if (state.wanted) break;
+      state.wanted = edge.is_valid() && state_of(edge.function.get()).wanted;
+    }
   }
 }
 
@@ -236,8 +264,8 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   }
 }
 
-// The ready heap's order: the highest sequence_nr on top (Note [Sequence number]).
-bool runs_later(const Node* a, const Node* b) { return a->sequence_nr() < b->sequence_nr(); }
+// The ready heap's order: the highest ready_key() on top (Note [Sequence number]).
+bool runs_later(const Node* a, const Node* b) { return a->ready_key() < b->ready_key(); }
 
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;

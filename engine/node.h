@@ -40,8 +40,14 @@ struct TensorMeta {
 // first time the node becomes some other node's child: set_next_edges() throws afterwards.
 //
 // Note [Sequence number]
-// sequence_nr counts node creation (process-wide). The ready queue runs the highest number first,
-// i.e. the most recently created node first, which matches the reverse of forward order.
+// sequence_nr counts node creation (process-wide). The ready queue runs the node with the highest
+// ready_key() first: its sequence_nr, i.e. the most recently created node first, which matches
+// the reverse of forward order; but an AccumulateGrad's key is the largest of all (PyTorch gives
+// AccumulateGrad the sequence_nr UINT64_MAX, and its ReadyQueue orders by sequence_nr), so a leaf
+// gets its gradient as soon as every part of it has arrived, before anything else runs. Where
+// nothing fails, the order changes no result; where a node raises mid-backward, it decides which
+// leaves already have .grad and which nodes already freed their saved values. sequence_nr itself
+// stays unique (the reachability signature hashes it).
 class Node : public std::enable_shared_from_this<Node> {
  public:
   explicit Node(EdgeList next_edges = {});
@@ -78,11 +84,19 @@ class Node : public std::enable_shared_from_this<Node> {
   size_t num_inputs() const { return input_metadata_.size(); }
 
   uint64_t sequence_nr() const { return sequence_nr_; }
+  // Note [Sequence number]
+  uint64_t ready_key() const { return accumulates_into_leaf_ ? UINT64_MAX : sequence_nr_; }
+  // Whether this is a leaf's AccumulateGrad.
+  bool accumulates_into_leaf() const { return accumulates_into_leaf_; }
   uint64_t topological_nr() const { return topological_nr_; }
   // Note [Reachability signature]: this node's bit plus the bits of every node it can reach.
   const ReachSignature& reach_signature() const { return reach_signature_; }
   ReachSignature own_signature() const { return ReachSignature::of_key(sequence_nr_); }
   bool has_parent() const { return has_parent_.load(std::memory_order_relaxed); }
+
+ protected:
+  struct LeafAccumulator {};  // tag: the constructor of AccumulateGrad
+  explicit Node(LeafAccumulator) : Node(EdgeList{}) { accumulates_into_leaf_ = true; }
 
  private:
   EdgeList next_edges_;
@@ -91,6 +105,7 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t topological_nr_ = 0;
   ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
+  bool accumulates_into_leaf_ = false;
 };
 
 // The edge along which gradient flows into `t`: its grad_fn, or its AccumulateGrad if it is a

@@ -1,5 +1,6 @@
 #include "engine/saved_variable.h"
 
+#include "engine/accumulate_grad.h"
 #include "engine/error.h"
 #include "engine/node.h"
 
@@ -11,15 +12,22 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
       output_nr_(tensor.output_nr()),
       saved_version_(tensor.version()),
       saved_shape_(tensor.shape()) {
-  // Note [Saved values hold no cycles]: only a leaf is kept as itself.
-  if (is_output) {
-    data_ = tensor.detach();
-  } else if (const std::shared_ptr<Node>& grad_fn = tensor.grad_fn()) {
-    data_ = tensor.detach();
+  // Note [Saved values hold no cycles]: nothing is kept as itself.
+  data_ = tensor.detach();
+  if (is_output) return;
+  if (const std::shared_ptr<Node>& grad_fn = tensor.grad_fn()) {
     grad_fn_ = grad_fn;
-  } else {
-    data_ = tensor;
+    return;
   }
+  leaf_ = grad_accumulator(tensor);
+  if (requires_grad_) with_leaf_history(data_);
+}
+
+// Makes `alias` (of the leaf's data) what the leaf is while it requires grad: a leaf whose
+// gradient flows into the leaf's AccumulateGrad.
+void SavedVariable::with_leaf_history(Tensor& alias) const {
+  alias.impl()->requires_grad = true;
+  alias.impl()->grad_accumulator = leaf_;
 }
 
 namespace {
@@ -42,6 +50,14 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
         slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
         "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
   }
+  if (leaf_) {
+    // The leaf's requires_grad may have changed since (requires_grad_() does not bump the
+    // version); the alias saved is right unless it did.
+    if (leaf_->variable_requires_grad() == requires_grad_) return data_;
+    Tensor t = data_.detach();
+    if (!requires_grad_) with_leaf_history(t);
+    return t;
+  }
   if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;
   // Re-attach the history (the owner for an output) so double backward sees it.
   Tensor t = data_.detach();
@@ -61,6 +77,7 @@ Node::SavedValue SavedVariable::describe_as(std::string name) const {
 void SavedVariable::release() {
   data_ = Tensor();
   grad_fn_ = nullptr;
+  leaf_ = nullptr;
   released_ = true;
 }
 

@@ -9,6 +9,8 @@
 
 namespace ag {
 
+class AccumulateGrad;
+
 // A tensor saved by a forward op for its backward. Two rules:
 // - Version check: unpack() throws if the tensor was modified in place after it was saved.
 // - No cycles (Note [Saved values hold no cycles]).
@@ -24,9 +26,16 @@ namespace ag {
 //   owner: owner -> a -> AddBackward -> owner, a cycle PyTorch 2.15 leaks. The write bumps the
 //   version, so unpack() would refuse the value anyway: the alias sees exactly what the object
 //   would have (a tensor's history only changes together with its version);
-// - a leaf is kept as itself (unpack() must give its AccumulateGrad and current requires_grad),
-//   like PyTorch; a leaf owns no node unless an in-place op later moves it into the graph's
-//   interior, which also makes the saved value unusable.
+// - a leaf is stored as an alias of its data plus its AccumulateGrad, which points back at the
+//   leaf without owning it (engine/accumulate_grad.h). PyTorch keeps the leaf object, and an
+//   in-place op that later moves the leaf into the graph's interior with the owner's result as
+//   the other operand (y = x / a; a.copy_(y), `a` not requiring grad) gives the object a grad_fn
+//   that reaches the owner: owner -> a -> CopyBackward -> owner, again a cycle PyTorch 2.15
+//   leaks. unpack() reads the leaf's requires_grad through the AccumulateGrad when it runs, so the
+//   value it gives is what the leaf object would be (a leaf, with the leaf's current
+//   requires_grad, or its last one if the caller dropped it, whose gradient flows into the leaf's
+//   .grad); the write that moves the leaf bumps the version, so unpack() refuses the value then,
+//   as it would the object.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -44,8 +53,13 @@ class SavedVariable {
   Node::SavedValue describe_as(std::string name) const;
 
  private:
-  Tensor data_;                    // an output or a non-leaf input: an alias without history
-  std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
+  void with_leaf_history(Tensor& alias) const;
+
+  // An alias of the saved tensor's data, without history; a leaf's that required grad when saved
+  // is an alias with the leaf's AccumulateGrad (what unpack() gives while the leaf requires grad).
+  Tensor data_;
+  std::shared_ptr<Node> grad_fn_;         // a non-leaf input's grad_fn when saved
+  std::shared_ptr<AccumulateGrad> leaf_;  // a leaf input's AccumulateGrad
   bool is_output_ = false;
   bool requires_grad_ = false;
   uint32_t output_nr_ = 0;

@@ -54,7 +54,8 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
 
   // A leaf's AccumulateGrad node, created on first use and kept by the leaf; the node points
   // back with a plain pointer that the leaf's destructor clears (engine/accumulate_grad.h), so
-  // there is no cycle. Every graph built on the leaf shares it.
+  // there is no cycle. Every graph built on the leaf shares it, and so do the aliases that stand
+  // for the leaf as a saved value (Note [Saved values hold no cycles]).
   std::shared_ptr<AccumulateGrad> grad_accumulator;
   std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
 

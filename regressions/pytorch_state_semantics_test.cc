@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -378,6 +379,40 @@ TEST(PerCallNeeds, SiblingOutputOfAMultiOutputNodeIsNotNeeded) {
   expect_values(gp, {18, 24});  // y = 6 p q
 }
 
+// backward() without inputs needs only leaves that require grad when it runs: a leaf whose
+// requires_grad was turned off after the graph was built gets nothing (bug 5), so no formula
+// computes a gradient for it, directly or through the ops between (the conformance corpus's
+// ideal needs, found by it on program 570 of seed 2).
+TEST(PerCallNeeds, BackwardDoesNotNeedALeafWhoseRequiresGradWasTurnedOff) {
+  Tensor p = leaf({1, 2}, {2});
+  Tensor q = leaf({3, 4}, {2});
+  Tensor y = ops::sum(Mul::apply({p, q})[0]);
+  q.set_requires_grad(false);
+  backward(y);
+  EXPECT_EQ(mul_needs, (std::vector<bool>{true, false}));
+  expect_values(p.grad(), {3, 4});
+  EXPECT_FALSE(q.grad().defined());
+}
+
+TEST(PerCallNeeds, BackwardDoesNotNeedAPathThatEndsInALeafThatStoppedRequiringGrad) {
+  Tensor p = leaf({1, 2}, {2});
+  Tensor q = leaf({3, 4}, {2});
+  Tensor h = ops::exp(ops::mul(q, 2.0));
+  Tensor y = ops::sum(Mul::apply({p, h})[0]);
+  q.set_requires_grad(false);
+  reset_counters();
+  backward(y, BackwardArgs().retain_graph());
+  EXPECT_EQ(mul_needs, (std::vector<bool>{true, false}));
+  EXPECT_EQ(counters().formulas_evaluated, 2);  // sum's, and Mul's for p; not exp's nor mul's
+  expect_values(p.grad(), {std::exp(6.0), std::exp(8.0)});
+  EXPECT_FALSE(q.grad().defined());
+  // Turned on again, the same graph needs it again.
+  q.set_requires_grad(true);
+  backward(y);
+  EXPECT_EQ(mul_needs, (std::vector<bool>{true, true}));
+  expect_values(q.grad(), {2 * std::exp(6.0), 4 * std::exp(8.0)});
+}
+
 // An error raised while the backward pass runs stops it where it is, as in PyTorch: gradients
 // already accumulated stay, the rest of the graph is untouched (README, "Errors").
 TEST(Errors, AnErrorMidBackwardKeepsWhatRanBeforeIt) {
@@ -400,6 +435,50 @@ TEST(Errors, AnErrorMidBackwardKeepsWhatRanBeforeIt) {
     EXPECT_NE(std::string(err.what()).find("modified by an in-place operation"), std::string::npos)
         << err.what();
   }
+}
+
+// The ready queue runs a leaf's AccumulateGrad as soon as its gradient is complete, before any
+// other ready node (PyTorch's AccumulateGrad has the largest sequence_nr; Note [Sequence
+// number]), so an error mid-backward finds .grad where PyTorch 2.15 does.
+TEST(Errors, ALeafWhoseGradientIsCompleteGetsItBeforeANewerNodeRaises) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor b = leaf({3, 4}, {2});
+  Tensor u = ops::mul(a, 2.0);  // a's AccumulateGrad is made here, before everything below
+  Tensor e = ops::exp(ops::clone(b));
+  Tensor y = ops::add(ops::sum(a), ops::sum(e));
+  {
+    NoGradGuard no_grad;
+    ops::mul_(e, values({2, 2}, {2}));  // exp's saved result is now stale
+  }
+  EXPECT_NE(testing::error_of([&] { backward(y); }).find("modified by an in-place operation"),
+            std::string::npos);
+  expect_values(a.grad(), {1, 1});  // PyTorch: a.grad = [1, 1], b.grad = None
+  EXPECT_FALSE(b.grad().defined());
+}
+
+// A leaf moved into the graph's interior raises as soon as its AccumulateGrad is ready: nodes
+// that were ready with it have not run, so they have not freed their saved values, and a later
+// call that meets one of them modified reports the modification, not "freed" (PyTorch 2.15).
+TEST(Errors, ALeafMovedIntoTheInteriorRaisesBeforeNewerNodesFreeTheirValues) {
+  Tensor a = leaf({1, 2}, {2});
+  Tensor c = leaf({3, 4}, {2});
+  Tensor w = leaf({5, 6}, {2});
+  Tensor z = ops::mul(a, 1.0);  // a's AccumulateGrad is made here, before exp's node
+  Tensor e = ops::exp(c);
+  Tensor y = ops::add(ops::sum(a), ops::sum(e));
+  a.set_requires_grad(false);
+  ops::copy_(a, w);  // a is moved into the graph interior
+  EXPECT_NE(testing::error_of([&] { backward(y); }).find("moved into the graph interior"),
+            std::string::npos);
+  EXPECT_FALSE(c.grad().defined());  // exp's node never ran
+  EXPECT_FALSE(w.grad().defined());
+  {
+    NoGradGuard no_grad;
+    ops::mul_(e, values({2, 2}, {2}));
+  }
+  EXPECT_NE(
+      testing::error_of([&] { backward(ops::sum(e)); }).find("modified by an in-place operation"),
+      std::string::npos);
 }
 
 // Whether a gradient requires grad under create_graph follows PyTorch op by op.

@@ -50,6 +50,29 @@ TEST(SavedValueCycles, InplaceWriteThroughAViewOfASavedInputFreesEverything) {
   });
 }
 
+// A node saved a leaf that does not require grad; an in-place op then moves the leaf into the
+// graph's interior with the node's result as the source (found by the API state machine:
+// `t10 = div(t2, t0); t0.copy_(t10)`). Holding the leaf object made node -> leaf -> CopyBackward
+// -> node a cycle (PyTorch 2.15 keeps it too).
+TEST(SavedValueCycles, ALeafMovedIntoTheInteriorWithTheResultOfANodeThatSavedItFreesEverything) {
+  expect_frees_everything([] {
+    Tensor a = leaf({1, 2, 4}, {3}, /*requires_grad=*/false);
+    Tensor x = leaf({4, 5, 6}, {3});
+    Tensor y = ops::div(x, a);  // saves a (for x's gradient)
+    ops::copy_(a, y);           // a's new history reaches div's node
+  });
+}
+
+TEST(SavedValueCycles, ALeafMovedIntoTheInteriorThroughItsViewFreesEverything) {
+  expect_frees_everything([] {
+    Tensor a = leaf({1, 2, 4, 8}, {4}, /*requires_grad=*/false);
+    Tensor v = ops::view(a, {2, 2});  // a leaf too, viewing a
+    Tensor x = leaf({4, 5, 6, 7}, {2, 2});
+    Tensor y = ops::div(x, v);  // saves v
+    ops::copy_(a, ops::view(y, {4}));
+  });
+}
+
 // A custom Function saves its inputs with the same rule.
 struct SavesItsInput : Function<SavesItsInput> {
   static constexpr const char* name = "SavesItsInput";
@@ -68,6 +91,15 @@ TEST(SavedValueCycles, InplaceWriteIntoACustomFunctionsSavedInputFreesEverything
     Tensor a = ops::clone(x);
     Tensor y = SavesItsInput::apply({a})[0];
     ops::add_(a, y);
+  });
+}
+
+TEST(SavedValueCycles, ALeafACustomFunctionSavedMovedIntoTheInteriorFreesEverything) {
+  expect_frees_everything([] {
+    Tensor x = leaf({1, 2}, {2});
+    Tensor y = SavesItsInput::apply({x})[0];
+    x.set_requires_grad(false);
+    ops::copy_(x, y);
   });
 }
 
@@ -106,6 +138,57 @@ TEST(SavedValueCycles, ACustomFunctionsSavedNonLeafInputKeepsItsHistory) {
   Tensor g = grad({y}, {x}, GradArgs().create_graph())[0];
   expect_values(g, {10, 14});
   expect_values(grad({ops::sum(g)}, {x})[0], {4, 4});
+}
+
+// A saved leaf is an alias plus the leaf's AccumulateGrad; what unpack() gives is what the leaf
+// object would be, as PyTorch 2.15 on the same programs.
+TEST(SavedLeaves, ALeafMovedIntoTheInteriorStillRaisesTheVersionError) {
+  Tensor a = leaf({1, 2, 4}, {3}, /*requires_grad=*/false);
+  Tensor x = leaf({4, 5, 6}, {3});
+  Tensor y = ops::div(x, a);
+  ops::copy_(a, y);
+  EXPECT_NE(testing::error_of([&] {
+              grad({ops::sum(y)}, {x});
+            }).find("modified by an in-place operation"),
+            std::string::npos);
+}
+
+TEST(SavedLeaves, ALeafThatRequiresGradOnlyAfterItWasSavedHasHistoryWhenUnpacked) {
+  Tensor a = leaf({1, 2, 3}, {3}, /*requires_grad=*/false);
+  Tensor x = leaf({4, 5, 6}, {3});
+  Tensor y = ops::mul(a, x);  // saves a (for x's gradient)
+  a.set_requires_grad(true);
+  Tensor gx = grad({ops::sum(y)}, {x}, GradArgs().create_graph())[0];  // 1 * a
+  expect_values(gx, {1, 2, 3});
+  EXPECT_TRUE(gx.requires_grad());
+  expect_values(grad({ops::sum(gx)}, {a})[0], {1, 1, 1});
+}
+
+TEST(SavedLeaves, ALeafThatStoppedRequiringGradHasNoHistoryWhenUnpacked) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor w = leaf({4, 5, 6}, {3});
+  Tensor y = ops::mul(x, w);  // saves x (for w's gradient)
+  x.set_requires_grad(false);
+  Tensor gw = grad({ops::sum(y)}, {w}, GradArgs().create_graph())[0];
+  expect_values(gw, {1, 2, 3});
+  EXPECT_FALSE(gw.requires_grad());
+}
+
+TEST(SavedLeaves, ALeafTheCallerDroppedStillRequiresGradWhenUnpacked) {
+  Tensor w = leaf({4, 5, 6}, {3});
+  Tensor y = ops::mul(leaf({1, 2, 3}, {3}), w);  // the leaf lives on only as a saved value
+  Tensor gw = grad({ops::sum(y)}, {w}, GradArgs().create_graph())[0];
+  expect_values(gw, {1, 2, 3});
+  EXPECT_TRUE(gw.requires_grad());
+}
+
+TEST(SavedLeaves, ACustomFunctionsSavedLeafLeadsDoubleBackwardIntoTheLeafsGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor g = grad({ops::sum(SavesItsInput::apply({x})[0])}, {x}, GradArgs().create_graph())[0];
+  expect_values(g, {4, 5});  // x + 3
+  EXPECT_TRUE(g.requires_grad());
+  backward(ops::sum(g));
+  expect_values(x.grad(), {1, 1});
 }
 
 }  // namespace

@@ -12,10 +12,12 @@ namespace ag::api_model {
 // One call's walk of the recorded graph.
 struct Model::Plan {
   std::vector<Use> roots, gos;
-  std::vector<int> go_impls;  // -1: implicit ones
-  std::vector<Ref> targets;   // the requested edges
-  bool all = false;           // backward() without inputs: everything reachable runs
+  std::vector<int> go_impls;        // -1: implicit ones
+  std::vector<Ref> targets;         // the requested edges
+  bool all = false;                 // backward() without inputs: everything reachable runs
+  bool all_only_to_leaves = false;  // ... but only what reaches a leaf that wants it computes
   std::vector<char> reachable, needed;
+  std::vector<char> to_leaf;    // leads to a leaf that requires grad now (or was moved: it raises)
   std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
 
   bool is_target(const Ref& e) const {
@@ -28,7 +30,19 @@ struct Model::Plan {
   }
   // Per edge, not per node (a multi-output node's sibling outputs may lie on no path): the gradient
   // along e is needed iff e is requested or leads to a node on a path to a requested edge.
-  bool edge_needed(const Ref& e) const { return all || is_target(e) || needed[e.node]; }
+  // backward() without inputs: every edge, or (all_only_to_leaves) those leading to a leaf that
+  // requires grad now.
+  bool edge_needed(const Ref& e) const {
+    if (all) return !all_only_to_leaves || to_leaf[e.node];
+    return is_target(e) || needed[e.node];
+  }
+  // Whether node n is called: it gets a gradient.
+  bool runs(int n) const {
+    if (!all) return needed[n];
+    if (!reachable[n]) return false;
+    if (!all_only_to_leaves || to_leaf[n]) return true;
+    return std::any_of(roots.begin(), roots.end(), [&](const Use& r) { return r.ref.node == n; });
+  }
 };
 
 namespace {
@@ -116,6 +130,18 @@ Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
       stack.push_back(e.node);
     }
   }
+  p.to_leaf.assign(size, 0);
+  for (int n = 0; n < size; ++n) {  // children come before their parents
+    if (!p.reachable[n]) continue;
+    const Node& node = program_.node(n);
+    if (node.kind == OpKind::kLeaf) {
+      const ImplState& x = impls_[node.leaf_impl];
+      p.to_leaf[n] = x.grad_fn.node >= 0 || x.leaf_requires_grad;
+    }
+    for (const auto& [i, e] : program_.edges(n)) {
+      if (p.to_leaf[e.node]) p.to_leaf[n] = 1;
+    }
+  }
   p.needed.assign(size, 0);
   const bool per_edge = sem_.runs_only_paths_to_requested_edges;
   for (int n = 0; n < size; ++n) {  // children come before their parents
@@ -132,8 +158,7 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
   Outcome out;
   auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
   for (int n = 0; n < p.planned(); ++n) {
-    const bool runs = p.all ? p.reachable[n] : p.needed[n];
-    if (!runs) continue;
+    if (!p.runs(n)) continue;
     const Node& node = program_.node(n);
     if (node.kind == OpKind::kGrad) {
       // Its backward graph saved values the model does not itemize (Note [Uncertain state]).
@@ -340,6 +365,7 @@ Outcome Model::backward(const CallArgs& args) {
   Plan p = plan(args, targets);
   if (args.inputs.empty()) {  // every leaf the roots reach
     p.all = true;
+    p.all_only_to_leaves = sem_.backward_computes_only_gradients_for_leaves_that_want_them;
     for (int n = 0; n < program_.size(); ++n) {
       if (p.reachable[n] && program_.node(n).kind == OpKind::kLeaf) {
         p.targets.push_back({n, 0});
@@ -366,8 +392,8 @@ Outcome Model::backward(const CallArgs& args) {
   bool order_dependent = false;
   for (int g : p.go_impls)
     order_dependent = order_dependent || (g >= 0 && written.count(impls_[g].storage));
-  auto runs = [&](int n) { return p.all ? p.reachable[n] != 0 : p.needed[n] != 0; };
-  out.needs = custom_needs(program_, runs, [&](const Ref& e) { return p.edge_needed(e); });
+  out.needs = custom_needs(
+      program_, [&](int n) { return p.runs(n); }, [&](const Ref& e) { return p.edge_needed(e); });
   Watch watch;
   std::vector<int> grad_nodes;
   for (size_t k = 0; k < p.targets.size(); ++k) {

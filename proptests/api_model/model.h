@@ -91,12 +91,17 @@ struct Semantics {
   // again ("backward through the graph a second time"); so does the engine (Note [Written
   // through a view], ops/views.h), so the switch is off for both.
   bool copy_slices_runs_after_release = false;
+  // backward() without inputs evaluates a formula only for an edge that leads to a leaf that
+  // requires grad when the call runs (per-call needs_input_grad; a leaf whose requires_grad was
+  // turned off after the graph was built counts for nothing), so a node that no gradient reaches
+  // is not called and unpacks nothing. PyTorch evaluates every formula and calls every node.
+  bool backward_computes_only_gradients_for_leaves_that_want_them = true;
   // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
   // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
   // model_vs_pytorch.
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false, false}; }
 };
 
 enum class Expect { kOk, kRaise, kMaybe };

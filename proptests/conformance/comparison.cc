@@ -72,7 +72,6 @@ class Context {
         if (!leaf(in) && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
       }
     }
-    if (t[1] == "raise" && s.kind == StmtKind::kBackward) backward_raised_ = true;
     if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
     // A call after which PyTorch may have run (and, without retain_graph, freed) more nodes.
     if (t[1] == "ok" && (s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) &&
@@ -85,7 +84,6 @@ class Context {
   }
 
   bool extra_frees() const { return extra_frees_; }
-  bool backward_raised() const { return backward_raised_; }
   bool recorded_inplace() const { return recorded_inplace_; }
 
   const Program& program() const { return program_; }
@@ -138,7 +136,6 @@ class Context {
   std::map<int, int> tensor_of_;       // value -> smallest value naming the same tensor
   std::map<int, int> retained_since_;  // tensor -> the backward() that made it retain grad
   bool extra_frees_ = false;           // PyTorch may have freed saved tensors the engine kept
-  bool backward_raised_ = false;       // a backward() raised midway (in both engines)
   bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
 };
 
@@ -376,40 +373,8 @@ Excuse stale_view_of_leaf(const Pair& p) {
   return Excuse::kNone;
 }
 
-// backward() without inputs: the engine's per-call needs count a leaf whose requires_grad was
-// turned off after the graph was built as requested (the ideal: only leaves that require grad).
-Excuse needs_for_disabled_leaf(const Pair& p) {
-  if (!p.s || p.s->kind != StmtKind::kBackward || !p.s->inputs.empty()) return Excuse::kNone;
-  const bool disabled =
-      std::any_of(p.c.program().stmts.begin(), p.c.program().stmts.begin() + p.index,
-                  [](const Stmt& s) { return s.kind == StmtKind::kSetRequiresGrad && !s.flag; });
-  if (!disabled || p.a.size() != 4 || p.a[1] != "needs" || p.a[0] != p.e[0]) return Excuse::kNone;
-  const bool same_node = p.e.size() == 4 && p.e[1] == "needs" && p.e[2] == p.a[2];
-  return same_node ? Excuse::kSkipBoth : Excuse::kSkipActual;
-}
-
-// After a backward() that raised in both engines, .grad differs: PyTorch runs AccumulateGrad
-// nodes as soon as they are ready (their sequence_nr is the largest), the engine in creation
-// order, so different leaves were reached before the error.
-// Likewise a call that meets both a freed and a modified saved value reports the one its order
-// reaches first, and the nodes that ran (and freed their saved values) before an earlier error
-// differ.
-Excuse node_order(const Pair& p) {
-  if (autograd_call(p) && p.status("raise", "raise") && p.a.size() == 3 &&
-      ((p.error() == "freed" && p.a[2] == "version") ||
-       (p.error() == "version" && p.a[2] == "freed"))) {
-    return Excuse::kStop;
-  }
-  if (!p.c.backward_raised()) return Excuse::kNone;
-  const bool grad_record = (p.e.size() > 2 && p.e[1] == "grad") ||
-                           (p.e.size() > 2 && p.e[0] == "end" && p.e[2] == "grad") ||
-                           (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line());
-  return grad_record ? Excuse::kStop : Excuse::kNone;
-}
-
 // In order: the first rule that excuses a pair names it.
 const Rule kRules[] = {
-    {"needs-for-disabled-leaf", needs_for_disabled_leaf},
     {"unused-input-zeros", unused_input_zeros},
     {"extra-executions", extra_executions},
     {"backward-inputs-retain-grad", backward_inputs_retain_grad},
@@ -419,7 +384,6 @@ const Rule kRules[] = {
     {"no-grad-view-requires-grad", no_grad_view_requires_grad},
     {"view-flags-follow-base", view_flags_follow_base},
     {"stale-view-of-leaf", stale_view_of_leaf},
-    {"node-order", node_order},
 };
 
 }  // namespace

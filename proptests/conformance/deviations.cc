@@ -55,11 +55,6 @@ const std::vector<Explanation>& explanations() {
        "a view's requires_grad/is_leaf do not follow its base's requires_grad_()"},
       {"stale-view-of-leaf", kOpenBug, kComparing,
        "a view of a leaf keeps its old history after the leaf is modified in place"},
-      {"needs-for-disabled-leaf", kOpenBug, kComparing,
-       "backward()'s per-call needs count a leaf whose requires_grad was turned off"},
-      {"node-order", kOpenBug, kComparing,
-       "nodes run in another order: an error mid-backward leaves other .grad and freed values, "
-       "and a call meeting a freed and a modified value may report the other one"},
   };
   return list;
 }
