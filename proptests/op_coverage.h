@@ -2,8 +2,8 @@
 
 // Note [Generator coverage]
 // Every random generator of the test tree (random_graph, proptests/ops' compositions, the
-// conformance programs, the API model, the JIT's random programs) states, for every op of the op
-// list (ops/op_list.h), how it covers it: a function such as
+// conformance programs, the API model, the JIT's random programs and random IR graphs) states,
+// for every op of the op list (ops/op_list.h), how it covers it: a function such as
 //
 //   Coverage composition_coverage(ops::OpId op) { switch (op) { case ...: ... } }
 //
@@ -13,9 +13,10 @@
 // programs add their statements' ops and defer the rest to composition_coverage's cases.)
 // Tests then check each table against what its generator really makes: every covered op is
 // made and no excluded one (proptests/ops/coverage_test, conformance_test,
-// random_graph_coverage_test, jit/random_program_coverage_test; the last two watch the ops run
-// through the tracing hook, proptests/recorded_ops.h). The API model's commands are drawn inside
-// its RapidCheck property, so its table has only the compile-time check.
+// random_graph_coverage_test, jit/random_program_coverage_test, jit/random_ir_graph_coverage_test;
+// random_graph's and the JIT programs' tests watch the ops run through the tracing hook,
+// proptests/recorded_ops.h). The API model's commands are drawn inside its RapidCheck property,
+// so its table has only the compile-time check.
 
 #include "ops/op_list.h"
 

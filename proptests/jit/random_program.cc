@@ -143,7 +143,7 @@ class Runner {
         self->used = false;  // its new value is not read yet
         return;
       }
-      default:  // not a step (coverage() below)
+      default:  // not a step (programCoverage() below)
         return;
     }
   }
@@ -205,7 +205,7 @@ TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs) {
   return r.results();
 }
 
-ag::proptests::Coverage coverage(ops::OpId op) {
+ag::proptests::Coverage programCoverage(ops::OpId op) {
   using ag::proptests::covered;
   using ag::proptests::excluded;
   using ops::OpId;

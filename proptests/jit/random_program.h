@@ -38,7 +38,7 @@ TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs);
 rc::Gen<ProgramSpec> genProgramSpec();
 
 // Which steps call each op of the list (Note [Generator coverage]).
-ag::proptests::Coverage coverage(ops::OpId op);
+ag::proptests::Coverage programCoverage(ops::OpId op);
 
 // RapidCheck prints counterexamples through this: the traced graph's text form.
 void showValue(const ProgramSpec& spec, std::ostream& os);

@@ -1,4 +1,5 @@
-// The random programs run exactly the ops their coverage() names (Note [Generator coverage]).
+// The random programs run exactly the ops their programCoverage() names (Note [Generator
+// coverage]).
 #include <gtest/gtest.h>
 
 #include "proptests/jit/random_program.h"
@@ -20,7 +21,7 @@ TEST(RandomProgramCoverage, StepsRunExactlyTheCoveredOps) {
       ran.insert(recorded.ran().begin(), recorded.ran().end());
     }
   }
-  EXPECT_EQ(ag::proptests::coverage_mismatches(coverage, ran), "");
+  EXPECT_EQ(ag::proptests::coverage_mismatches(programCoverage, ran), "");
 }
 
 }  // namespace
