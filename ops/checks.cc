@@ -1,5 +1,7 @@
 #include "ops/checks.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace ag::ops {
@@ -45,9 +47,9 @@ void check_broadcastable_to(const char* op, const Shape& from, const Shape& to) 
 }
 
 int64_t normalize_dim(const char* op, int64_t dim, const Tensor& t) {
-  const int64_t n = t.dim();
+  const int64_t n = std::max<int64_t>(t.dim(), 1);  // Note [Dims of a 0-dim tensor]
   AG_CHECK(dim >= -n && dim < n, op, ": dim ", dim, " is out of range for a tensor of shape ",
-           to_string(t.shape()), " (expected a dim in [", -n, ", ", n, "))");
+           to_string(t.shape()), " (expected a dim in [", -n, ", ", n - 1, "])");
   return dim < 0 ? dim + n : dim;
 }
 

@@ -21,7 +21,18 @@ inline void check_same_dtype_and_device(const char* op, const Tensor& a, const T
 Shape broadcast_shapes(const char* op, const Tensor& a, const Tensor& b);
 // Checks that `from` broadcasts to `to` (what sum_to and broadcast_to need).
 void check_broadcastable_to(const char* op, const Shape& from, const Shape& to);
-// A dim in [-ndim, ndim) as a non-negative index.
+// Note [Dims of a 0-dim tensor]
+// PyTorch wraps the dim of a 0-dim tensor as if the tensor had one dimension (maybe_wrap_dim
+// with a minimum of one dim): for every dim-taking op, dims 0 and -1 are valid and any other
+// raises. The op then treats the one element as a [1] tensor along that dim, and the result is
+// 0-dim again: sum/mean over it keep the value, transpose is the identity, log_softmax gives 0.
+// normalize_dim does the wrapping for every op; the ops run their kernels on the [1] alias of a
+// 0-dim input (at_least_1d) and give the result the 0-dim shape back.
+
+// A dim in [-ndim, ndim) as a non-negative index (in [-1, 0] for a 0-dim tensor).
 int64_t normalize_dim(const char* op, int64_t dim, const Tensor& t);
+// A 0-dim tensor as a [1] tensor sharing its storage (what a kernel taking a dim needs); any
+// other tensor as it is.
+inline Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.alias_with_shape({1}) : t; }
 
 }  // namespace ag::ops

@@ -2,13 +2,19 @@
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
+#include "ops/op_list.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
 
 namespace ag::ops {
 namespace {
 
-Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Tensor& b) {
+// Each op's struct below names its kernel (kind) and its spec, whose name is the kind's name in
+// the op list (Note [The op list]), so the two cannot disagree.
+template <typename Op>
+Tensor binary_op(const Tensor& a, const Tensor& b) {
+  const OpSpec& spec = Op::spec;
+  const BinaryKind kind = Op::kind;
   check_same_dtype_and_device(spec.name().c_str(), a, b);
   Backend& backend = backend_for(a.device());
   // Same shapes (the common case) need no broadcast shape computed.
@@ -18,26 +24,29 @@ Tensor binary_op(const OpSpec& spec, BinaryKind kind, const Tensor& a, const Ten
   return record(spec, {&a, &b}, std::move(out));
 }
 
-Tensor unary_op(const OpSpec& spec, UnaryKind kind, const Tensor& a) {
-  check_defined(spec.name().c_str(), a, "input");
-  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, 0.0));
+template <typename Op>
+Tensor unary_op(const Tensor& a) {
+  check_defined(Op::spec.name().c_str(), a, "input");
+  return record(Op::spec, {&a}, backend_for(a.device()).unary(Op::kind, a, 0.0));
 }
 
-Tensor scalar_op(const OpSpec& spec, UnaryKind kind, const Tensor& a, double scalar) {
-  check_defined(spec.name().c_str(), a, "input");
-  return record(spec, {&a}, backend_for(a.device()).unary(kind, a, scalar),
+template <typename Op>
+Tensor scalar_op(const Tensor& a, double scalar) {
+  check_defined(Op::spec.name().c_str(), a, "input");
+  return record(Op::spec, {&a}, backend_for(a.device()).unary(Op::kind, a, scalar),
                 [scalar] { return ScalarAttrs{scalar}; });
 }
 
 // An activation's derivative as one kernel (threshold_backward, tanh_backward): the incoming
 // gradient and the activation's result, of one shape.
-Tensor fused_backward(const OpSpec& spec, BinaryKind kind, const Tensor& grad,
-                      const Tensor& result) {
+template <typename Op>
+Tensor fused_backward(const Tensor& grad, const Tensor& result) {
+  const OpSpec& spec = Op::spec;
   const char* name = spec.name().c_str();
   check_same_dtype_and_device(name, grad, result);
   AG_CHECK(grad.shape() == result.shape(), name, ": gradient shape ", to_string(grad.shape()),
            " does not match result shape ", to_string(result.shape()));
-  Tensor out = backend_for(grad.device()).binary(kind, grad, result, grad.shape());
+  Tensor out = backend_for(grad.device()).binary(Op::kind, grad, result, grad.shape());
   return record(spec, {&grad, &result}, std::move(out));
 }
 
@@ -53,37 +62,41 @@ struct Unary {
 };
 
 struct Add : Binary {
+  static constexpr BinaryKind kind = BinaryKind::kAdd;
   static const OpSpec spec;
 };
-const OpSpec Add::spec{"add",
+const OpSpec Add::spec{kind_name(kind),
                        {{self, {}, [](const Ctx& c) { return c.grad(); }},
                         {other, {}, [](const Ctx& c) { return c.grad(); }}},
                        binary_forward<add>()};
 
 struct Sub : Binary {
+  static constexpr BinaryKind kind = BinaryKind::kSub;
   static const OpSpec spec;
 };
-const OpSpec Sub::spec{"sub",
+const OpSpec Sub::spec{kind_name(kind),
                        {{self, {}, [](const Ctx& c) { return c.grad(); }},
                         {other, {}, [](const Ctx& c) { return -c.grad(); }}},
                        binary_forward<sub>()};
 
 struct Mul : Binary {
+  static constexpr BinaryKind kind = BinaryKind::kMul;
   static const OpSpec spec;
 };
-const OpSpec Mul::spec{"mul",
+const OpSpec Mul::spec{kind_name(kind),
                        {{self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
                         {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }}},
                        binary_forward<mul>()};
 
 // mul_(self, other): mul's formulas, asked, not restated (Note [In-place saves]). Defined here,
 // after Mul::spec, so that it is built after it.
-const OpSpec mul_inplace{"mul_", Mul::spec, in_place_forward<mul_>()};
+const OpSpec mul_inplace{op_name(OpId::kMulInplace), Mul::spec, in_place_forward<mul_>()};
 
 struct Div : Binary {
+  static constexpr BinaryKind kind = BinaryKind::kDiv;
   static const OpSpec spec;
 };
-const OpSpec Div::spec{"div",
+const OpSpec Div::spec{kind_name(kind),
                        {{self, {other}, [](const Ctx& c) { return c.grad() / c[other]; }},
                         {other,
                          {self, other},
@@ -94,10 +107,11 @@ const OpSpec Div::spec{"div",
 struct Pow {
   static constexpr Input self{0, "self"}, exponent{1, "exponent"};
   static constexpr Result result{};
+  static constexpr BinaryKind kind = BinaryKind::kPow;
   static const OpSpec spec;
 };
 const OpSpec Pow::spec{
-    "pow",
+    kind_name(kind),
     {{self,
       {self, exponent},
       [](const Ctx& c) { return c.grad() * (c[exponent] * pow(c[self], c[exponent] - 1.0)); }},
@@ -107,23 +121,26 @@ const OpSpec Pow::spec{
     binary_forward<pow>()};
 
 struct AddScalar : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kAddScalar;
   static const OpSpec spec;
 };
 const OpSpec AddScalar::spec{
-    "add_scalar", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, scalar_forward<add>()};
+    kind_name(kind), {{self, {}, [](const Ctx& c) { return c.grad(); }}}, scalar_forward<add>()};
 
 struct MulScalar : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kMulScalar;
   static const OpSpec spec;
 };
 const OpSpec MulScalar::spec{
-    "mul_scalar",
+    kind_name(kind),
     {{self, {}, [](const Ctx& c) { return c.grad() * c.attrs<ScalarAttrs>().scalar; }}},
     scalar_forward<mul>()};
 
 struct PowScalar : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kPowScalar;
   static const OpSpec spec;
 };
-const OpSpec PowScalar::spec{"pow_scalar",
+const OpSpec PowScalar::spec{kind_name(kind),
                              {{self,
                                {self},
                                [](const Ctx& c) {
@@ -136,45 +153,52 @@ const OpSpec PowScalar::spec{"pow_scalar",
                              scalar_forward<pow>()};
 
 struct Neg : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kNeg;
   static const OpSpec spec;
 };
 const OpSpec Neg::spec{
-    "neg", {{self, {}, [](const Ctx& c) { return -c.grad(); }}}, unary_forward<neg>()};
+    kind_name(kind), {{self, {}, [](const Ctx& c) { return -c.grad(); }}}, unary_forward<neg>()};
 
 struct Exp : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kExp;
   static const OpSpec spec;
 };
-const OpSpec Exp::spec{"exp",
+const OpSpec Exp::spec{kind_name(kind),
                        {{self, {result}, [](const Ctx& c) { return c.grad() * c[result]; }}},
                        unary_forward<exp>()};
 
 struct Log : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kLog;
   static const OpSpec spec;
 };
-const OpSpec Log::spec{
-    "log", {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}}, unary_forward<log>()};
+const OpSpec Log::spec{kind_name(kind),
+                       {{self, {self}, [](const Ctx& c) { return c.grad() / c[self]; }}},
+                       unary_forward<log>()};
 
 struct Tanh : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kTanh;
   static const OpSpec spec;
 };
 const OpSpec Tanh::spec{
-    "tanh",
+    kind_name(kind),
     {{self, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }}},
     unary_forward<tanh>()};
 
 struct Sigmoid : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kSigmoid;
   static const OpSpec spec;
 };
 const OpSpec Sigmoid::spec{
-    "sigmoid",
+    kind_name(kind),
     {{self, {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); }}},
     unary_forward<sigmoid>()};
 
 struct Relu : Unary {
+  static constexpr UnaryKind kind = UnaryKind::kRelu;
   static const OpSpec spec;
 };
 const OpSpec Relu::spec{
-    "relu",
+    kind_name(kind),
     {{self, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }}},
     unary_forward<relu>()};
 
@@ -185,10 +209,11 @@ const OpSpec Relu::spec{
 // as in PyTorch, instead of failing with "not reachable".
 struct ThresholdBackward {
   static constexpr Input grad{0, "grad"}, result{1, "result"};
+  static constexpr BinaryKind kind = BinaryKind::kThreshold;
   static const OpSpec spec;
 };
 const OpSpec ThresholdBackward::spec{
-    "threshold_backward",
+    kind_name(kind),
     {{grad, {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); }},
      {result, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
     binary_forward<threshold_backward>()};
@@ -198,10 +223,11 @@ const OpSpec ThresholdBackward::spec{
 // formula's graph would record three nodes, five formulas and a gradient sum under create_graph.
 struct TanhBackward {
   static constexpr Input grad{0, "grad"}, result{1, "result"};
+  static constexpr BinaryKind kind = BinaryKind::kTanhBackward;
   static const OpSpec spec;
 };
 const OpSpec TanhBackward::spec{
-    "tanh_backward",
+    kind_name(kind),
     {{grad, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }},
      {result,
       {grad, result},
@@ -212,43 +238,27 @@ const OpSpec TanhBackward::spec{
 
 const OpSpec& mul_inplace_spec() { return mul_inplace; }
 
-Tensor add(const Tensor& a, const Tensor& b) {
-  return binary_op(Add::spec, BinaryKind::kAdd, a, b);
-}
-Tensor sub(const Tensor& a, const Tensor& b) {
-  return binary_op(Sub::spec, BinaryKind::kSub, a, b);
-}
-Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary_op(Mul::spec, BinaryKind::kMul, a, b);
-}
-Tensor div(const Tensor& a, const Tensor& b) {
-  return binary_op(Div::spec, BinaryKind::kDiv, a, b);
-}
-Tensor pow(const Tensor& base, const Tensor& exponent) {
-  return binary_op(Pow::spec, BinaryKind::kPow, base, exponent);
-}
+Tensor add(const Tensor& a, const Tensor& b) { return binary_op<Add>(a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_op<Sub>(a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op<Mul>(a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op<Div>(a, b); }
+Tensor pow(const Tensor& base, const Tensor& exponent) { return binary_op<Pow>(base, exponent); }
 
-Tensor add(const Tensor& a, double s) {
-  return scalar_op(AddScalar::spec, UnaryKind::kAddScalar, a, s);
-}
-Tensor mul(const Tensor& a, double s) {
-  return scalar_op(MulScalar::spec, UnaryKind::kMulScalar, a, s);
-}
-Tensor pow(const Tensor& base, double exponent) {
-  return scalar_op(PowScalar::spec, UnaryKind::kPowScalar, base, exponent);
-}
-Tensor neg(const Tensor& a) { return unary_op(Neg::spec, UnaryKind::kNeg, a); }
-Tensor exp(const Tensor& a) { return unary_op(Exp::spec, UnaryKind::kExp, a); }
-Tensor log(const Tensor& a) { return unary_op(Log::spec, UnaryKind::kLog, a); }
-Tensor tanh(const Tensor& a) { return unary_op(Tanh::spec, UnaryKind::kTanh, a); }
-Tensor sigmoid(const Tensor& a) { return unary_op(Sigmoid::spec, UnaryKind::kSigmoid, a); }
-Tensor relu(const Tensor& a) { return unary_op(Relu::spec, UnaryKind::kRelu, a); }
+Tensor add(const Tensor& a, double s) { return scalar_op<AddScalar>(a, s); }
+Tensor mul(const Tensor& a, double s) { return scalar_op<MulScalar>(a, s); }
+Tensor pow(const Tensor& base, double exponent) { return scalar_op<PowScalar>(base, exponent); }
+Tensor neg(const Tensor& a) { return unary_op<Neg>(a); }
+Tensor exp(const Tensor& a) { return unary_op<Exp>(a); }
+Tensor log(const Tensor& a) { return unary_op<Log>(a); }
+Tensor tanh(const Tensor& a) { return unary_op<Tanh>(a); }
+Tensor sigmoid(const Tensor& a) { return unary_op<Sigmoid>(a); }
+Tensor relu(const Tensor& a) { return unary_op<Relu>(a); }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
-  return fused_backward(ThresholdBackward::spec, BinaryKind::kThreshold, grad, result);
+  return fused_backward<ThresholdBackward>(grad, result);
 }
 Tensor tanh_backward(const Tensor& grad, const Tensor& result) {
-  return fused_backward(TanhBackward::spec, BinaryKind::kTanhBackward, grad, result);
+  return fused_backward<TanhBackward>(grad, result);
 }
 
 }  // namespace ag::ops

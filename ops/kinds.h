@@ -18,14 +18,21 @@
 // one switch each, since Eigen vectorizes its own expressions (x.exp(), a.pow(b)) and not a
 // scalar lambda; with -Wall -Werror (.bazelrc) a kind missing there is a compile error.
 //
+// These two lists, with the ops that are not one kernel (AG_TENSOR_OPS), make the whole op set:
+// AG_OPS in ops/op_list.h, which gives every op an OpId and the test generators their op
+// enumerations, names and coverage tables.
+//
 // To add an elementwise op:
 //   1. Add its line here; the kinds, names, scalar rules (CPU strided path, CUDA kernels) and the
 //      kernel tests (ops/tests/cpu_isa_test.cc, cuda/tests/kernels_test.cc) follow.
 //   2. Add its Eigen case in ops/cpu/kernels.cc (the compiler points at the switch).
 //   3. Write the op: its function in ops/ops.h, its forward and derivative spec in
-//      ops/elementwise.cc (Note [Derivative spec], ops/spec.h).
-//   4. Add it to the random compositions (proptests/ops/composition.cc) and their reference
-//      (proptests/ops/reference.cc), which is kept independent of this list on purpose.
+//      ops/elementwise.cc (Note [Derivative spec], ops/spec.h), the spec named by its kind.
+//   4. Each test generator's coverage() (Note [Generator coverage], proptests/op_coverage.h) now
+//      lacks a case, and the compiler points at it: cover the op or exclude it with a reason. To
+//      cover it in the random compositions, give it a step in proptests/ops/composition.cc and
+//      its value in their reference (proptests/ops/reference.cc), which computes values
+//      independently of the engine on purpose.
 //
 // clang-format off
 // Binary kinds: out = x (kind) y.

@@ -99,7 +99,10 @@ void check_classification(const char* op, const Tensor& input,
 Tensor log_softmax(const Tensor& a, int64_t dim) {
   check_defined("log_softmax", a, "input");
   dim = normalize_dim("log_softmax", dim, a);
-  return record(LogSoftmax::spec, {&a}, backend_for(a.device()).log_softmax(a, dim), DimAttrs{dim});
+  Tensor out = backend_for(a.device()).log_softmax(at_least_1d(a), dim);
+  // Note [Dims of a 0-dim tensor]: over a 0-dim tensor's one element, log_softmax is 0.
+  if (a.dim() == 0) out = out.alias_with_shape({});
+  return record(LogSoftmax::spec, {&a}, out, DimAttrs{dim});
 }
 
 Tensor nll_loss(const Tensor& log_probs, const std::vector<int64_t>& targets) {

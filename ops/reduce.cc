@@ -79,19 +79,10 @@ Tensor sum(const Tensor& a) {
   return record(Sum::spec, {&a}, backend_for(a.device()).sum_all(a));
 }
 
-// A 0-dim tensor has one dimension for a reduction over a dim (dim 0 or -1), as in PyTorch: the
-// reduction is the whole tensor, and the result stays 0-dim.
-bool reduces_0_dim(const char* op, const Tensor& a, int64_t dim) {
-  if (a.dim() != 0) return false;
-  AG_CHECK(dim == 0 || dim == -1, op, ": dim ", dim,
-           " is out of range for a tensor of shape [] (expected a dim in [-1, 0])");
-  return true;
-}
-
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
   check_defined("sum", a, "input");
-  if (reduces_0_dim("sum", a, dim)) return sum(a);
   dim = normalize_dim("sum", dim, a);
+  if (a.dim() == 0) return sum(a);  // Note [Dims of a 0-dim tensor]: the whole tensor
   Shape kept = keepdim_shape(a.shape(), dim);
   Tensor out = backend_for(a.device()).sum_to(a, kept);
   if (!keepdim) {
@@ -109,8 +100,9 @@ Tensor mean(const Tensor& a) {
 
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   check_defined("mean", a, "input");
-  if (reduces_0_dim("mean", a, dim)) return mean(a);
-  const int64_t n = a.shape()[normalize_dim("mean", dim, a)];
+  const int64_t d = normalize_dim("mean", dim, a);
+  if (a.dim() == 0) return mean(a);  // Note [Dims of a 0-dim tensor]: the whole tensor
+  const int64_t n = a.shape()[d];
   AG_CHECK(n > 0, "mean: dim ", dim, " of ", a.describe(), " is empty");
   return mul(sum(a, dim, keepdim), 1.0 / static_cast<double>(n));
 }

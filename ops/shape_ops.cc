@@ -76,6 +76,10 @@ Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   check_defined("transpose", a, "input");
   dim0 = normalize_dim("transpose", dim0, a);
   dim1 = normalize_dim("transpose", dim1, a);
+  if (a.dim() == 0) {  // Note [Dims of a 0-dim tensor]: a copy of the element
+    Tensor out = backend_for(a.device()).transpose(at_least_1d(a), 0, 0).alias_with_shape({});
+    return record(Transpose::spec, {&a}, out, TransposeAttrs{dim0, dim1});
+  }
   return record(Transpose::spec, {&a}, backend_for(a.device()).transpose(a, dim0, dim1),
                 TransposeAttrs{dim0, dim1});
 }

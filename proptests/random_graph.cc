@@ -150,6 +150,87 @@ bool leaf_requires_grad(const GraphSpec& spec, size_t i) {
 
 const char* op_name(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
 
+Coverage random_graph_coverage(ops::OpId op) {
+  using ops::OpId;
+  switch (op) {
+    case OpId::kAdd:
+    case OpId::kSub:
+    case OpId::kMul:
+    case OpId::kNeg:
+    case OpId::kTanh:
+    case OpId::kSigmoid:
+    case OpId::kRelu:
+    case OpId::kLinear:
+    case OpId::kDropout:
+      return covered("the step kind of the same name");
+    case OpId::kDiv:
+      return covered("div_safe");
+    case OpId::kPow:
+      return covered("pow_tensor");
+    case OpId::kThreshold:
+      return excluded("relu's derivative: runs in relu's backward");
+    case OpId::kTanhBackward:
+      return excluded("tanh's derivative: runs in tanh's backward (exp_tanh)");
+    case OpId::kExp:
+      return covered("exp_tanh");
+    case OpId::kLog:
+      return covered("log_safe");
+    case OpId::kAddScalar:
+      return covered("div_safe, log_safe, pow_tensor");
+    case OpId::kMulScalar:
+      return covered("matmul and linear (0.2 * B^T B)");
+    case OpId::kPowScalar:
+      return covered("pow_scalar");
+    case OpId::kRpowScalar:
+      return excluded("a kernel that no op of ops/ops.h calls");
+    case OpId::kSum:
+      return covered("sum_all, and sum_keepdim on 0-dim values");
+    case OpId::kSumDim:
+      return covered("sum_keepdim, and linear's bias");
+    case OpId::kMean:
+      return covered("mean");
+    case OpId::kMeanDim:
+      return excluded("a sum_dim times a scalar; the compositions and the API model make it");
+    case OpId::kSumTo:
+      return excluded("runs in broadcasting ops' backward; the compositions make it");
+    case OpId::kBroadcastTo:
+      return covered("matmul, linear, log_softmax, cross_entropy (operands as [2, 3])");
+    case OpId::kReshape:
+      return covered("reshape_back");
+    case OpId::kView:
+      return excluded("the same op as reshape");
+    case OpId::kTranspose:
+      return covered("transpose2, and matmul's B^T B");
+    case OpId::kMm:
+      return covered("matmul (A @ B^T B)");
+    case OpId::kLogSoftmax:
+      return covered("log_softmax, and cross_entropy");
+    case OpId::kNllLoss:
+      return covered("cross_entropy");
+    case OpId::kCrossEntropy:
+      return covered("cross_entropy");
+    case OpId::kDetach:
+    case OpId::kClone:
+    case OpId::kTo:
+    case OpId::kZerosLike:
+    case OpId::kOnesLike:
+    case OpId::kAddmm:
+    case OpId::kBmm:
+    case OpId::kMatmul:
+    case OpId::kDropout2d:
+      return excluded(
+          "adds no graph shape the engine's properties need; the compositions and "
+          "the conformance programs make it");
+    case OpId::kAddInplace:
+    case OpId::kMulInplace:
+    case OpId::kCopyInplace:
+      return excluded(
+          "these graphs have no in-place ops; the conformance programs, the API model "
+          "and the JIT's programs make them");
+  }
+  return excluded("not an op of the list");
+}
+
 OpKind kind_of(const StepSpec& s) {
   const int n = static_cast<int>(OpKind::kCount);
   return static_cast<OpKind>(((s.op % n) + n) % n);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "proptests/op_coverage.h"
 
 namespace ag::proptests {
 
@@ -46,6 +47,9 @@ enum class OpKind : int {
 };
 
 const char* op_name(OpKind kind);
+
+// Which step kinds make each op of the list (Note [Generator coverage]).
+Coverage random_graph_coverage(ops::OpId op);
 
 struct StepSpec {
   int op = 0;  // an OpKind, taken modulo kCount

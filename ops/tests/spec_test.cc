@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/tests/test_util.h"
+#include "ops/op_list.h"
 #include "ops/ops.h"
 
 namespace ag::ops {
@@ -64,6 +67,52 @@ TEST(Spec, FormulasMustFollowTheInputsOrder) {
                        {StaleUses::x, {}, [](const Ctx& c) { return c.grad(); }}});
   });
   EXPECT_NE(what.find("formulas must follow the op's inputs"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace ag::ops
+
+namespace ag::ops {
+namespace {
+
+// Every registered spec is an op of the op list, under the list's name (Note [The op list]),
+// except the derivatives recorded as ops of their own.
+TEST(OpList, EveryRegisteredSpecIsNamedAsInTheList) {
+  const std::set<std::string> derivative_ops = {"nll_loss_backward"};
+  ASSERT_FALSE(all_op_specs().empty());
+  for (const OpSpec* spec : all_op_specs()) {
+    OpId op = OpId::kAdd;
+    EXPECT_TRUE(op_named(spec->name().c_str(), &op) || derivative_ops.count(spec->name()) == 1)
+        << "spec '" << spec->name() << "' is not an op of ops/op_list.h";
+  }
+}
+
+// Every elementwise kind's op records the spec of the kind's name.
+TEST(OpList, EachElementwiseOpRecordsTheSpecOfItsKind) {
+  auto spec_name = [](const Tensor& y) -> std::string {
+    return y.grad_fn() ? y.grad_fn()->name() : "none";
+  };
+  const Tensor a = leaf({0.5, 1.5}, {2}), b = leaf({1.0, 2.0}, {2});
+  EXPECT_EQ(spec_name(add(a, b)), kind_name(BinaryKind::kAdd));
+  EXPECT_EQ(spec_name(sub(a, b)), kind_name(BinaryKind::kSub));
+  EXPECT_EQ(spec_name(mul(a, b)), kind_name(BinaryKind::kMul));
+  EXPECT_EQ(spec_name(div(a, b)), kind_name(BinaryKind::kDiv));
+  EXPECT_EQ(spec_name(pow(a, b)), kind_name(BinaryKind::kPow));
+  EXPECT_EQ(spec_name(threshold_backward(a, b)), kind_name(BinaryKind::kThreshold));
+  EXPECT_EQ(spec_name(neg(a)), kind_name(UnaryKind::kNeg));
+  EXPECT_EQ(spec_name(exp(a)), kind_name(UnaryKind::kExp));
+  EXPECT_EQ(spec_name(log(a)), kind_name(UnaryKind::kLog));
+  EXPECT_EQ(spec_name(tanh(a)), kind_name(UnaryKind::kTanh));
+  EXPECT_EQ(spec_name(sigmoid(a)), kind_name(UnaryKind::kSigmoid));
+  EXPECT_EQ(spec_name(relu(a)), kind_name(UnaryKind::kRelu));
+  EXPECT_EQ(spec_name(add(a, 2.0)), kind_name(UnaryKind::kAddScalar));
+  EXPECT_EQ(spec_name(mul(a, 2.0)), kind_name(UnaryKind::kMulScalar));
+  EXPECT_EQ(spec_name(pow(a, 2.0)), kind_name(UnaryKind::kPowScalar));
+  for (BinaryKind k : kAllBinaryKinds) EXPECT_NE(find_op_spec(kind_name(k)), nullptr);
+  for (UnaryKind k : kAllUnaryKinds) {
+    if (k == UnaryKind::kRpowScalar) continue;  // a kernel of no op
+    EXPECT_NE(find_op_spec(kind_name(k)), nullptr) << kind_name(k);
+  }
 }
 
 }  // namespace

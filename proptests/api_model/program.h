@@ -21,42 +21,32 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_list.h"
 #include "proptests/api_model/values.h"
+#include "proptests/op_coverage.h"
 
 namespace ag::api_model {
 
+// A node's kind: a leaf, an op of the op list (ops/op_list.h: only its names, none of the
+// engine's semantics), or one of the model's own kinds. coverage() says which of the list's ops
+// the model has rules for.
+// clang-format off
+#define AG_API_MODEL_OP(Name, name, rule) k##Name,
 enum class OpKind : uint8_t {
   kLeaf,  // a leaf's gradient accumulator; its value is zero (uses add their snapshots)
-  kNeg,
-  kExp,
-  kLog,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kAddScalar,
-  kMulScalar,
-  kPowScalar,
-  kSum,
-  kSumDim,
-  kMean,
-  kMeanDim,
-  kReshape,  // also the regenerated history of a view
-  kTranspose,
-  kMatmul,  // mm, bmm and matmul: one definition
-  kLinear,
-  kClone,
-  kAddInplace,  // inputs: self before the write, other
-  kMulInplace,
-  kCopyInplace,
+  // The list's ops. kReshape is also the regenerated history of a view; kMatmul stands for mm,
+  // bmm and matmul (one definition); kAddInplace's inputs are self before the write, and other.
+  AG_OPS(AG_API_MODEL_OP)
   kInplaceOnView,  // a base written through a view: attrs.inner on reshape(base, attrs.shape)
   kCustomMul,      // custom Functions (proptests/api_model/custom_functions.h)
   kCustomTwo,      // two outputs: p * q and p + q
   kGrad,           // a gradient computed with create_graph
 };
+// clang-format on
+#undef AG_API_MODEL_OP
+
+// Which ops of the list the model has (Note [Generator coverage]).
+proptests::Coverage coverage(ops::OpId op);
 
 const char* op_name(OpKind kind);
 

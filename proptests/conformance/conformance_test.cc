@@ -2,6 +2,8 @@
 // (that it fails on what it must catch and on nothing else), and the reducer.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/engine_runner.h"
 #include "proptests/conformance/program_gen.h"
@@ -22,6 +24,46 @@ TEST(ProgramText, RoundTripsGeneratedPrograms) {
     const std::string text = to_text(generate_program(3, id));
     EXPECT_EQ(to_text(parse_program(text)), text) << "program " << id;
   }
+}
+
+// The programs make exactly the ops that coverage() says (Note [Generator coverage]).
+TEST(ProgramGen, GeneratesExactlyTheCoveredOps) {
+  auto ops_of = [](const Stmt& s) -> std::vector<ops::OpId> {
+    switch (s.kind) {
+      case StmtKind::kOp:
+        return {proptests::op_id(s.instr.op)};
+      case StmtKind::kView:
+        return {ops::OpId::kView};
+      case StmtKind::kDetach:
+        return {ops::OpId::kDetach};
+      case StmtKind::kInplace: {
+        const ops::OpId in_place[] = {ops::OpId::kAddInplace, ops::OpId::kMulInplace,
+                                      ops::OpId::kCopyInplace};
+        return {in_place[static_cast<int>(s.inplace)]};
+      }
+      default:
+        return {};
+    }
+  };
+  std::set<ops::OpId> made;
+  for (int id = 0; id < 3000; ++id) {
+    for (const Stmt& s : generate_program(5, id).stmts) {
+      for (ops::OpId op : ops_of(s)) made.insert(op);
+    }
+  }
+  for (ops::OpId op : ops::kAllOps) {
+    EXPECT_EQ(made.count(op) == 1, coverage(op).covered)
+        << ops::op_name(op) << ": " << coverage(op).note;
+  }
+}
+
+// The text form names ops by the list's names, and only ops the programs make.
+TEST(ProgramText, OpsAreNamedByTheList) {
+  EXPECT_EQ(to_text(parse_program("v0 = leaf [2] seed=1 requires_grad=1\n"
+                                  "v1 = add_scalar v0 s=0.5\n")),
+            "v0 = leaf [2] seed=1 requires_grad=1\nv1 = add_scalar v0 s=0.5\n");
+  EXPECT_THROW(parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = rpow_scalar v0\n"),
+               std::runtime_error);
 }
 
 TEST(ProgramText, MalformedLinesNameTheLine) {

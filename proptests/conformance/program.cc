@@ -12,16 +12,6 @@ namespace {
 using proptests::Instr;
 using proptests::Op;
 
-const char* const kOpIds[] = {
-    "leaf",          "add",        "sub",          "mul",     "div",         "pow",
-    "add_scalar",    "mul_scalar", "pow_scalar",   "neg",     "exp",         "log",
-    "tanh",          "sigmoid",    "relu",         "sum",     "sum_dim",     "mean",
-    "mean_dim",      "sum_to",     "broadcast_to", "reshape", "transpose",   "mm",
-    "addmm",         "linear",     "bmm",          "matmul",  "log_softmax", "nll_loss",
-    "cross_entropy", "dropout",    "dropout2d",    "clone"};
-constexpr int kNumOps = sizeof(kOpIds) / sizeof(kOpIds[0]);
-static_assert(kNumOps == static_cast<int>(Op::kClone) + 1);
-
 std::string ids(const std::vector<int>& values, const char* none = "-") {
   if (values.empty()) return none;
   std::string s;
@@ -105,11 +95,13 @@ std::vector<int> value_ids_with_none(const std::string& list) {
   return out;
 }
 
+// An op of the list that the compositions generate (composition_coverage(), composition.h).
 Op parse_op(const std::string& id) {
-  for (int i = 0; i < kNumOps; ++i) {
-    if (id == kOpIds[i]) return static_cast<Op>(i);
+  ops::OpId op = ops::OpId::kAdd;
+  if (!ops::op_named(id.c_str(), &op) || !proptests::composition_coverage(op).covered) {
+    throw std::runtime_error("unknown op '" + id + "'");
   }
-  throw std::runtime_error("unknown op '" + id + "'");
+  return proptests::op_of(op);
 }
 
 template <typename Enum, size_t N>
@@ -220,7 +212,6 @@ Stmt parse_stmt(const std::string& line) {
 
 }  // namespace
 
-const char* op_id(Op op) { return kOpIds[static_cast<int>(op)]; }
 const char* inplace_name(InplaceKind kind) { return kInplaceNames[static_cast<int>(kind)]; }
 const char* custom_name(CustomKind kind) { return kCustomNames[static_cast<int>(kind)]; }
 int num_results(CustomKind kind) { return kind == CustomKind::kMul ? 1 : 2; }
@@ -261,7 +252,7 @@ std::string to_text(const Stmt& s) {
       os << "leaf " << format_shape(s.shape) << " seed=" << s.seed << " requires_grad=" << s.flag;
       break;
     case StmtKind::kOp:
-      os << op_id(s.instr.op);
+      os << proptests::op_name(s.instr.op);
       for (int a : s.instr.args) os << " v" << a;
       os << instr_params(s.instr);
       break;

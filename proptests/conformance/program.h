@@ -80,8 +80,7 @@ struct Program {
   int num_values = 0;
 };
 
-// Op names in the text form and the records (unique per composition Op, unlike op_name()).
-const char* op_id(proptests::Op op);
+// Ops are named in the text form and the records by proptests::op_name(): the op list's names.
 const char* inplace_name(InplaceKind kind);
 const char* custom_name(CustomKind kind);
 int num_results(CustomKind kind);

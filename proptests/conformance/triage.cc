@@ -14,7 +14,7 @@ std::string stmt_name(const Stmt& s) {
     case StmtKind::kLeaf:
       return "leaf";
     case StmtKind::kOp:
-      return op_id(s.instr.op);
+      return proptests::op_name(s.instr.op);
     case StmtKind::kView:
       return "view";
     case StmtKind::kDetach:

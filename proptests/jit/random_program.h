@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "proptests/op_coverage.h"
 
 namespace ag::jit::proptest {
 
@@ -35,6 +36,9 @@ TensorList programInputs(const ProgramSpec& spec, bool requires_grad);
 TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs);
 
 rc::Gen<ProgramSpec> genProgramSpec();
+
+// Which steps call each op of the list (Note [Generator coverage]).
+ag::proptests::Coverage programCoverage(ops::OpId op);
 
 // RapidCheck prints counterexamples through this: the traced graph's text form.
 void showValue(const ProgramSpec& spec, std::ostream& os);

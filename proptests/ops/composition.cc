@@ -380,15 +380,79 @@ void append_step(Plan& plan, const Step& step, int index) {
   add_step(b, step, index);
 }
 
-std::string op_name(Op op) {
-  static const char* const names[] = {
-      "leaf",          "add",     "sub",          "mul",     "div",         "pow",
-      "add",           "mul",     "pow",          "neg",     "exp",         "log",
-      "tanh",          "sigmoid", "relu",         "sum",     "sum",         "mean",
-      "mean",          "sum_to",  "broadcast_to", "reshape", "transpose",   "mm",
-      "addmm",         "linear",  "bmm",          "matmul",  "log_softmax", "nll_loss",
-      "cross_entropy", "dropout", "dropout2d",    "clone"};
-  return names[static_cast<int>(op)];
+const char* op_name(Op op) { return op == Op::kLeaf ? "leaf" : ops::op_name(op_id(op)); }
+
+// Which step kind of add_step() makes each op of the list (Note [Generator coverage]).
+Coverage composition_coverage(ops::OpId op) {
+  using ops::OpId;
+  switch (op) {
+    case OpId::kAdd:
+    case OpId::kSub:
+    case OpId::kMul:
+      return covered("step kinds 0-2, the second operand summed when it does not broadcast");
+    case OpId::kDiv:
+      return covered("step kind 3, by a positive divisor");
+    case OpId::kPow:
+      return covered("step kind 4, on a positive base");
+    case OpId::kThreshold:
+      return excluded("relu's derivative: reached through the gradients of relu (step kind 13)");
+    case OpId::kTanhBackward:
+      return excluded("tanh's derivative: reached through the gradients of tanh");
+    case OpId::kNeg:
+    case OpId::kExp:
+    case OpId::kLog:
+    case OpId::kTanh:
+    case OpId::kSigmoid:
+    case OpId::kRelu:
+      return covered("step kinds 8-13 (exp of tanh, log of a positive value)");
+    case OpId::kAddScalar:
+    case OpId::kMulScalar:
+    case OpId::kPowScalar:
+      return covered("step kinds 5-7");
+    case OpId::kRpowScalar:
+      return excluded("a kernel that no op of ops/ops.h calls");
+    case OpId::kSum:
+    case OpId::kSumDim:
+    case OpId::kMean:
+    case OpId::kMeanDim:
+      return covered("step kinds 14-17");
+    case OpId::kSumTo:
+    case OpId::kBroadcastTo:
+      return covered("step kinds 18-19");
+    case OpId::kReshape:
+      return covered("step kind 20, and the adapters to 1-D and 2-D");
+    case OpId::kView:
+      return excluded("the same op as reshape; the conformance programs' view statements");
+    case OpId::kTranspose:
+      return covered("step kind 21");
+    case OpId::kDetach:
+      return excluded("makes no history; the conformance programs' detach statements");
+    case OpId::kClone:
+      return covered("step kind 27");
+    case OpId::kTo:
+      return excluded("a copy to another device; compositions run on one device");
+    case OpId::kZerosLike:
+    case OpId::kOnesLike:
+      return excluded("constant results with no gradient to check; derivative formulas use them");
+    case OpId::kMm:
+    case OpId::kAddmm:
+    case OpId::kLinear:
+    case OpId::kBmm:
+    case OpId::kMatmul:
+      return covered("step kind 22, with fresh weight leaves");
+    case OpId::kLogSoftmax:
+    case OpId::kNllLoss:
+    case OpId::kCrossEntropy:
+      return covered("step kinds 23-24");
+    case OpId::kDropout:
+    case OpId::kDropout2d:
+      return covered("step kinds 25-26");
+    case OpId::kAddInplace:
+    case OpId::kMulInplace:
+    case OpId::kCopyInplace:
+      return excluded("in-place ops: the conformance programs' in-place statements");
+  }
+  return excluded("not an op of the list");
 }
 
 std::string describe(const Plan& plan) {
@@ -520,8 +584,10 @@ Tensor run_instr(const Instr& in, const TensorList& v) {
       return ops::dropout2d(v[0], in.scalar, true, in.seed);
     case Op::kClone:
       return ops::clone(v[0]);
+    default:  // not generated (composition_coverage() above)
+      break;
   }
-  return Tensor();
+  throw std::logic_error(std::string("run_instr: ") + op_name(in.op) + " is not generated");
 }
 
 TensorList run(const Plan& plan, const TensorList& leaves) {

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "ops/op_list.h"
+#include "proptests/op_coverage.h"
 
 namespace ag::proptests {
 
@@ -40,42 +42,14 @@ struct Program {
   uint64_t seed = 0;  // leaf values
 };
 
-enum class Op {
-  kLeaf,
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kAddScalar,
-  kMulScalar,
-  kPowScalar,
-  kNeg,
-  kExp,
-  kLog,
-  kTanh,
-  kSigmoid,
-  kRelu,
-  kSum,
-  kSumDim,
-  kMean,
-  kMeanDim,
-  kSumTo,
-  kBroadcastTo,
-  kReshape,
-  kTranspose,
-  kMm,
-  kAddmm,
-  kLinear,
-  kBmm,
-  kMatmul,
-  kLogSoftmax,
-  kNllLoss,
-  kCrossEntropy,
-  kDropout,
-  kDropout2d,
-  kClone,
-};
+// An instruction's op: a leaf, or an op of the op list (ops/op_list.h), with the list's names.
+// Which of them the compositions generate: composition_coverage() (Note [Generator coverage]).
+#define AG_COMPOSITION_OP(Name, name, rule) k##Name,
+enum class Op { kLeaf, AG_OPS(AG_COMPOSITION_OP) };
+#undef AG_COMPOSITION_OP
+constexpr ops::OpId op_id(Op op) { return static_cast<ops::OpId>(static_cast<int>(op) - 1); }
+constexpr Op op_of(ops::OpId id) { return static_cast<Op>(static_cast<int>(id) + 1); }
+Coverage composition_coverage(ops::OpId op);
 
 struct Instr {
   Op op = Op::kLeaf;
@@ -102,7 +76,8 @@ Plan build_plan(const Program& program);
 // build_plan does for each step. Other generators interleave values of their own by appending
 // to plan.instrs and plan.shapes themselves.
 void append_step(Plan& plan, const Step& step, int index);
-std::string op_name(Op op);
+// "leaf", or the op's name in the list ("add_scalar", "sum_dim").
+const char* op_name(Op op);
 // NumPy broadcasting of two shapes: whether they broadcast, and to what (the generators' own
 // rule, kept independent of ops/checks.h).
 bool broadcastable(const Shape& x, const Shape& y);
