@@ -19,6 +19,20 @@ const OpSpec Reshape::spec{
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return reshape(a[self], a.attrs<ShapeAttrs>().shape); }}};
 
+// The history of a view regenerated from its base, and of a base written through a view (Note
+// [In-place ops on views]): PyTorch's AsStridedBackward0 and CopySlices, whose gradients are new
+// tensors (scattered into fresh zeros, or a copy of the incoming gradient), never views of the
+// incoming gradient. So a gradient through them neither shares memory with the caller's
+// grad_outputs nor, made without create_graph, requires grad through them. No forward: not an op
+// of the JIT.
+struct RegeneratedView {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec RegeneratedView::spec{
+    "regenerated_view",
+    {{self, {}, [](const Ctx& c) { return clone(reshape(c.grad(), c.input_shape(self))); }}}};
+
 struct Transpose {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
@@ -71,6 +85,10 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 }
 
 Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }
+
+Tensor regenerated_view(const Tensor& of, const Shape& shape) {
+  return record_node(RegeneratedView::spec, {&of}, of.alias_with_shape(shape), NoAttrs(), {});
+}
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   check_defined("transpose", a, "input");

@@ -93,7 +93,7 @@ struct SavedSlot {
   // A leaf is saved as itself (as in PyTorch): a create_graph gradient reading it depends on it
   // iff it requires grad when the gradient is computed, not when it was saved.
   int leaf_impl = -1;
-  bool via_view = false;  // saved as a view the op made of it (Semantics::internal_views_...)
+  bool via_view = false;  // saved as a view the op made of it (with that view's own history)
 };
 
 enum class Released : uint8_t { kNo, kMaybe, kYes };
