@@ -52,7 +52,7 @@ void rebase_history_after_inplace(const Tensor& t, bool recorded) {
   TracePause bookkeeping;  // the nodes below are history, not the program's ops
   const Tensor base(v.view_base);
   // The base absorbs the write (PyTorch's CopySlices; our views cover their whole base)...
-  const Tensor rebased = regenerated_view(t, base.shape());
+  const Tensor rebased = rebased_base(t, base.shape());
   {
     std::lock_guard<std::mutex> lock(v.view_base->autograd_mutex);
     take_history(*v.view_base, rebased);

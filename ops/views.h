@@ -55,10 +55,12 @@ void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other)
 // history takes the op and t's history becomes a view of the base.
 void rebase_history_after_inplace(const Tensor& t, bool recorded);
 
-// A tensor over `of`'s storage with `shape`, whose history is a node reading `of` (its gradient
-// for `of` is a new tensor, as PyTorch's AsStridedBackward0 and CopySlices give), recorded
-// whatever grad mode and of.requires_grad() are (shape_ops.cc).
-Tensor regenerated_view(const Tensor& of, const Shape& shape);
+// Tensors over the storage of `base` (of `view`) with `shape`, whose history is a node reading
+// it, recorded whatever grad mode and its requires_grad() are: a view's regenerated history
+// (PyTorch's AsStridedBackward0) and a base's after a write through `view` (CopySlices). Their
+// gradients are new tensors (shape_ops.cc).
+Tensor regenerated_view(const Tensor& base, const Shape& shape);
+Tensor rebased_base(const Tensor& view, const Shape& shape);
 
 // If `t` is a view whose base was written since t's history was recorded, regenerate it.
 // Cheap when t is not a view or is current.

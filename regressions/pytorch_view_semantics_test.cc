@@ -264,6 +264,35 @@ TEST(RegeneratedViews, PassOnNewGradientTensors) {
   EXPECT_FALSE(shares_storage(r2, go));
 }
 
+// as_strided_backward returns plain zeros for a zero-size view (the fuzzer's repro had a view of a
+// custom Function's output); CopySlices still copies the incoming gradient.
+// x = torch.zeros(2, 0, requires_grad=True); a = x * 1; v = a.view(0)
+// with torch.no_grad(): a.add_(1)
+// torch.autograd.grad(v, a, torch.zeros(0, requires_grad=True), create_graph=True)[0]
+//   -> shape [2, 0], requires_grad False
+// w = torch.zeros(0, requires_grad=True); b = x * 1; u = b.view(0); u.add_(w)
+// torch.autograd.grad(b, w, torch.zeros(2, 0, requires_grad=True), create_graph=True)[0]
+//   -> requires_grad True
+TEST(RegeneratedViews, AZeroSizeRegeneratedViewPassesOnConstantZeros) {
+  Tensor x = leaf({}, {2, 0});
+  Tensor a = ops::mul(x, 1.0);
+  Tensor v = ops::view(a, {0});
+  {
+    NoGradGuard no_grad;
+    ops::add_(a, values({}, {2, 0}));
+  }
+  Tensor r = grad({v}, {a}, GradArgs().grad_outputs({leaf({}, {0})}).create_graph())[0];
+  EXPECT_EQ(r.shape(), Shape({2, 0}));
+  EXPECT_FALSE(r.requires_grad());
+
+  Tensor w = leaf({}, {0});
+  Tensor b = ops::mul(x, 1.0);
+  Tensor u = ops::view(b, {0});
+  ops::add_(u, w);
+  Tensor r2 = grad({b}, {w}, GradArgs().grad_outputs({leaf({}, {2, 0})}).create_graph())[0];
+  EXPECT_TRUE(r2.requires_grad());
+}
+
 // The fuzzer's repro (CopySlices writes copy_'s constant zeros into a copy of the incoming
 // gradient). v0 = torch.tensor([1.], requires_grad=True); v5 = torch.tensor([2.],
 // requires_grad=True); v4 = (v0 + v0).view(1); v4.copy_(v5)

@@ -107,6 +107,7 @@ void Model::refresh_view(int i) {
   Node n;
   n.kind = OpKind::kReshape;
   n.attrs.shape = t.shape;
+  n.attrs.regenerated = true;
   n.inputs = {use_of(t.view_base, true)};
   const Ref history = add_node(std::move(n));
   impls_[i].grad_fn = history;
@@ -339,6 +340,7 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   Node v;
   v.kind = OpKind::kReshape;
   v.attrs.shape = impls_[a].shape;
+  v.attrs.regenerated = true;
   v.inputs = {use_of(base, true)};
   impls_[a].grad_fn = add_node(std::move(v));
   impls_[a].seen_version = version_of(a);

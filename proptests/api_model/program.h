@@ -66,6 +66,9 @@ struct OpAttrs {
   bool keepdim = false;
   Dims shape;                          // kReshape: target shape; kInplaceOnView: the view's shape
   OpKind inner = OpKind::kAddInplace;  // kInplaceOnView: the in-place op
+  // kReshape: a view's history regenerated after a write (PyTorch's AsStridedBackward0, whose
+  // gradient for a zero-size view is constant zeros).
+  bool regenerated = false;
 };
 
 struct Ref {
