@@ -14,8 +14,8 @@ class SetRequiresGrad final : public ApiCommand {
   SetRequiresGrad(int x, bool flag) : x_(x), flag_(flag) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE(m.has(x_));
-    // A view's requires_grad follows its base, so neither may be toggled (PyTorch allows it,
-    // with effects on the view that the engine does not model).
+    // A view's requires_grad follows its base, so neither may be toggled (PyTorch and the engine
+    // allow it, with effects on the view that the model does not follow).
     RC_PRE((!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_))));
     // A leaf is saved as itself: once it requires grad, a create_graph gradient that reads it
     // depends on it, though the op that saved it recorded no edge to it. The model's values do
