@@ -18,14 +18,8 @@ namespace {
 using testing::error_of;
 using testing::expect_values;
 using testing::leaf;
-
-Tensor values(const std::vector<double>& v, const Shape& shape) {
-  return ops::from_vector(v, shape, DType::kFloat64);
-}
-
-bool shares_storage(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage.get() == b.impl()->storage.get();
-}
+using testing::shares_storage;
+using testing::values;
 
 // x = torch.tensor([1., 2., 3., 4.], requires_grad=True)
 // with torch.no_grad(): v = x.view(2, 2)
@@ -310,6 +304,24 @@ TEST(RegeneratedViews, CopyIntoAViewGivesTheBaseADifferentiableGradientUnderCrea
   EXPECT_TRUE(g[1].requires_grad());
   // The zeros' history is the incoming gradient's: d(sum(g1))/d(v5) through it is 0.
   expect_values(grad({ops::sum(g[1])}, {v5})[0], {0});
+}
+
+// matmul's folded products end in PyTorch's _unsafe_view (or squeeze_): the result is no view,
+// so a view of it regenerates from it. The fuzzer's repro:
+// a = torch.tensor([2.], requires_grad=True); m = torch.matmul(a, torch.tensor([[1., 3.]]))
+// v = m.view(2)
+// with torch.no_grad(): m.add_(1)
+// torch.autograd.grad(v.sum(), m) -> [1., 1.]; torch.autograd.grad(v.sum(), a) -> [4.]
+TEST(RegeneratedViews, AViewOfAMatmulResultRegeneratesFromThatResult) {
+  Tensor a = leaf({2}, {1});
+  Tensor m = ops::matmul(a, values({1, 3}, {1, 2}));
+  Tensor v = ops::view(m, {2});
+  {
+    NoGradGuard no_grad;
+    ops::add_(m, values({1, 1}, {2}));
+  }
+  expect_values(grad({ops::sum(v)}, {m}, GradArgs().retain_graph())[0], {1, 1});
+  expect_values(grad({ops::sum(v)}, {a})[0], {4});
 }
 
 }  // namespace

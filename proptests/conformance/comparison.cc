@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 
 #include "proptests/conformance/deviations.h"
 #include "proptests/conformance/text.h"
@@ -242,18 +243,10 @@ Excuse unused_input_zeros(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
-// sum, sum over a dim and sum_to) are new tensors here (copying-shape-ops): a grad() result made
-// without create_graph through one does not require grad, where PyTorch's, a view of a
-// grad_outputs tensor that requires grad, does. Only when the lines differ in rg= alone.
-Excuse copied_gradient_views(const Pair& p) {
-  if (!p.s || p.s->kind != StmtKind::kGrad || p.s->create_graph || !p.result_line()) {
-    return Excuse::kNone;
-  }
+// Whether the lines differ in one token, expected "rg=1" and actual "rg=0", up to the tolerance.
+bool differ_in_requires_grad_alone(const Pair& p) {
   const auto rg = std::find(p.a.begin(), p.a.end(), "rg=0");
-  if (rg == p.a.end() || std::find(p.e.begin(), p.e.end(), "rg=1") == p.e.end()) {
-    return Excuse::kNone;
-  }
+  if (rg == p.a.end() || std::find(p.e.begin(), p.e.end(), "rg=1") == p.e.end()) return false;
   Tokens fixed = p.a;
   fixed[static_cast<size_t>(rg - p.a.begin())] = "rg=1";
   auto join = [](const Tokens& t) {
@@ -262,14 +255,54 @@ Excuse copied_gradient_views(const Pair& p) {
     return s;
   };
   NumberStats ignored;
-  if (!lines_agree(join(p.e), join(fixed), Tolerance{}, ignored)) return Excuse::kNone;
+  return lines_agree(join(p.e), join(fixed), Tolerance{}, ignored);
+}
+
+// Whether value v is a result of grad() that PyTorch may have made as a view of a grad_outputs
+// tensor (or of another result) that requires grad by statement `before`: made without
+// create_graph, or requires_grad_() was called on one of them since.
+bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
+  const Stmt* made = c.producer(c.tensor(v));
+  if (!made || made->kind != StmtKind::kGrad) return false;
+  const int made_at = static_cast<int>(made - c.program().stmts.data());
+  if (!made->create_graph) return true;
+  std::set<int> related;
+  for (int u : made->grad_outputs) related.insert(c.tensor(u));
+  for (int u : made->results) related.insert(c.tensor(u));
+  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
+    const Stmt& s = c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
+// Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
+// sum, sum over a dim and sum_to) are new tensors here (copying-shape-ops). A view requires grad
+// while its base does, so such a grad() result requires grad in PyTorch and not here where its
+// base, a grad_outputs tensor, requires grad: at once without create_graph, or after
+// requires_grad_() on it. Only lines that differ in rg= alone, about such a result (or the
+// result of a statement reading one), in a program that used one of those ops.
+Excuse copied_gradient_views(const Pair& p) {
+  int v = -1;
+  if (p.result_line()) v = value_of(p.e[1]);
+  if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
+  if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
+  if (v < 0 || !differ_in_requires_grad_alone(p)) return Excuse::kNone;
   const auto& stmts = p.c.program().stmts;
-  const bool copies = std::any_of(stmts.begin(), stmts.begin() + p.index, [](const Stmt& s) {
+  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
+  const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
     using proptests::Op;
     return s.kind == StmtKind::kOp && (s.instr.op == Op::kTranspose || s.instr.op == Op::kSum ||
                                        s.instr.op == Op::kSumDim || s.instr.op == Op::kSumTo);
   });
-  return copies ? Excuse::kStop : Excuse::kNone;
+  if (!copies) return Excuse::kNone;
+  std::vector<int> values = {v};
+  if (p.result_line() && p.s && p.s->kind != StmtKind::kGrad) values = reads(*p.s);
+  const bool viewing = std::any_of(values.begin(), values.end(), [&](int u) {
+    return grad_result_viewing_requires_grad(p.c, u, p.index);
+  });
+  if (!viewing) return Excuse::kNone;
+  return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
 
 Excuse mean_of_empty_raises(const Pair& p) {
