@@ -41,7 +41,13 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
       AG_CHECK(g.device() == out.device(), api, ": gradient ", i, " is on ", to_string(g.device()),
                " but tensor ", i, " is on ", to_string(out.device()));
     }
-    request.roots.push_back(gradient_edge(out));
+    // A leaf view that requires grad only through its base has no edge (Note [View flags follow
+    // the base] in ops/views.h): PyTorch refuses it as a root too.
+    Edge root = gradient_edge(out);
+    AG_CHECK(root.is_valid(), api, ": tensor ", i, " (", out.describe(),
+             ") is a view made without history that requires grad only through its base, so "
+             "it has no grad_fn to differentiate");
+    request.roots.push_back(std::move(root));
     request.root_grads.push_back(std::move(g));
   }
   request.create_graph = args.create_graph();

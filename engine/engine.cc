@@ -154,6 +154,7 @@ void GraphTask::mark_targets() {
   captured_.resize(targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
+    if (fn == nullptr) continue;  // a leaf view with no edge of its own: never reached
     nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
     min_target_topo_nr_ = std::min(min_target_topo_nr_, fn->topological_nr());
     target_bits_ |= fn->own_signature();
@@ -201,7 +202,8 @@ bool GraphTask::cut(const Node& node) const {
 void GraphTask::check_targets_reached() const {
   if (request_.allow_unused) return;
   for (size_t i = 0; i < request_.targets.size(); ++i) {
-    AG_CHECK(state_of(request_.targets[i].function.get()).discovered, "grad(): input ", i,
+    const Node* fn = request_.targets[i].function.get();
+    AG_CHECK(fn != nullptr && state_of(fn).discovered, "grad(): input ", i,
              " is not reachable from the outputs (it was not used to compute them); pass "
              "allow_unused to get an undefined gradient for it instead");
   }

@@ -44,7 +44,9 @@ uint32_t Node::add_input_metadata(TensorMeta meta) {
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
   if (t.grad_fn()) return {t.grad_fn(), t.output_nr()};
-  if (t.requires_grad()) return {grad_accumulator(t), 0};
+  // A leaf's own flag: a view that requires grad only through its base has no AccumulateGrad
+  // (Note [View flags follow the base] in ops/views.h).
+  if (t.impl()->requires_grad) return {grad_accumulator(t), 0};
   return {};
 }
 

@@ -109,7 +109,8 @@ class Node : public std::enable_shared_from_this<Node> {
 };
 
 // The edge along which gradient flows into `t`: its grad_fn, or its AccumulateGrad if it is a
-// leaf that requires grad, or an invalid edge.
+// leaf that requires grad, or an invalid edge (also for a leaf view that requires grad only
+// through its base).
 Edge gradient_edge(const Tensor& t);
 
 }  // namespace ag

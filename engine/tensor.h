@@ -47,6 +47,8 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   const int64_t numel;
   const Device device;
 
+  // A leaf's flag (set_requires_grad), or true once an op gave this tensor a grad_fn. A view
+  // also requires grad while its base does (Tensor::requires_grad()).
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
@@ -63,6 +65,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // storage this one views, and the storage version that this view's grad_fn reflects.
   Ref<TensorImpl> view_base;
   std::atomic<uint32_t> view_version{0};
+  bool made_in_no_grad = false;  // a view made with grad mode off (or of such a view)
 
  private:
   void forget_grad_accumulator();
@@ -95,11 +98,13 @@ class Tensor {
   std::vector<double> to_vector() const;
   double item() const;
 
-  // Autograd metadata. A view's follows in-place writes to its base (Note [In-place ops on
-  // views] in ops/views.h), so reading it first brings a stale view up to date.
+  // Autograd metadata. A view's history follows in-place writes to its base (Note [In-place ops
+  // on views] in ops/views.h), so reading it first brings a stale view up to date. A view
+  // requires grad while its base does, whenever it was made (Note [View flags follow the base]);
+  // that needs no refresh: a view regenerates only when it has a history or its base requires
+  // grad, and so requires grad before and after.
   bool requires_grad() const {
-    sync_view();
-    return impl_->requires_grad;
+    return impl_->requires_grad || (impl_->view_base && impl_->view_base->requires_grad);
   }
   // Only leaves may be marked; throws otherwise (like torch.Tensor.requires_grad_).
   Tensor& set_requires_grad(bool requires_grad);

@@ -42,7 +42,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
            "requires grad (", a.describe(),
            ") cannot be modified in place while grad mode is on; modify its detach() or use a "
            "no-grad guard");
-  check_inplace_on_view(op, a);
+  check_inplace_on_view(op, a, b);
 }
 
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.
@@ -58,7 +58,7 @@ Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, 
   a.bump_version();
   if (node) attach_output(*node, a);
   if (node && a.impl()->view_base) node->mark_written_through_view();
-  rebase_history_after_inplace(a);
+  rebase_history_after_inplace(a, node != nullptr);
   trace(spec, {&a, &b}, a);
   return a;
 }

@@ -130,6 +130,15 @@ int64_t leading_size(const Shape& shape, size_t kept) {
   return rows;
 }
 
+// The reshape that ends a folded matmul, as PyTorch's _unsafe_view (and squeeze_): the result is
+// not a view of the product, which nothing else holds, so a later write into it is its own, not a
+// write through a view that would rebase the product (Note [In-place ops on views]).
+Tensor unsafe_view(const Tensor& product, const Shape& shape) {
+  Tensor out = reshape(product, shape);
+  out.impl()->view_base = Ref<TensorImpl>();
+  return out;
+}
+
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
@@ -198,18 +207,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Tensor r = matmul(reshape(a, {1, k}), b);
     Shape out = r.shape();
     out.erase(out.end() - 2);
-    return reshape(r, out);
+    return unsafe_view(r, out);
   }
   if (db == 1) {
     Shape out = a.shape();
     out.pop_back();
-    return reshape(matmul(a, reshape(b, {k, 1})), out);
+    return unsafe_view(matmul(a, reshape(b, {k, 1})), out);
   }
   if (da == 2 && db == 2) return mm(a, b);
   if (db == 2) {  // [..., n, k] @ [k, m]: fold the batch into rows
     Shape out = a.shape();
     out.back() = b.shape()[1];
-    return reshape(mm(reshape(a, {leading_size(a.shape(), 1), k}), b), out);
+    return unsafe_view(mm(reshape(a, {leading_size(a.shape(), 1), k}), b), out);
   }
   // Batched: the batch dims broadcast (PyTorch semantics), then one bmm over the flattened batch.
   const int64_t n = a.shape()[da - 2], m = b.shape()[db - 1];
@@ -223,7 +232,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape out = batch;
   out.push_back(n);
   out.push_back(m);
-  return reshape(bmm(batched(a, n, k), batched(b, k, m)), out);
+  return unsafe_view(bmm(batched(a, n, k), batched(b, k, m)), out);
 }
 
 }  // namespace ag::ops

@@ -19,6 +19,34 @@ const OpSpec Reshape::spec{
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return reshape(a[self], a.attrs<ShapeAttrs>().shape); }}};
 
+// The histories an in-place op gives views and bases (Note [In-place ops on views]): a view
+// regenerated from its base is PyTorch's AsStridedBackward0, a base written through a view its
+// CopySlices. Their gradients are new tensors (scattered into fresh zeros, or a copy of the
+// incoming gradient), never views of the incoming gradient: a gradient through them neither
+// shares memory with the caller's grad_outputs nor, made without create_graph, requires grad
+// through them. as_strided_backward returns plain zeros for a zero-size view, so that gradient
+// never requires grad. No forward: neither is an op of the JIT.
+struct RegeneratedView {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec RegeneratedView::spec{"regenerated_view",
+                                   {{self, {}, [](const Ctx& c) {
+                                       const Tensor& g = c.grad();
+                                       const Shape& shape = c.input_shape(self);
+                                       if (g.numel() == 0)
+                                         return zeros(shape, g.dtype(), g.device());
+                                       return reshape(clone(g), shape);  // a view, as as_strided's
+                                     }}}};
+
+struct RebasedBase {
+  static constexpr Input view{0, "view"};
+  static const OpSpec spec;
+};
+const OpSpec RebasedBase::spec{
+    "rebased_base",
+    {{view, {}, [](const Ctx& c) { return clone(reshape(c.grad(), c.input_shape(view))); }}}};
+
 struct Transpose {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
@@ -71,6 +99,14 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 }
 
 Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }
+
+Tensor regenerated_view(const Tensor& base, const Shape& shape) {
+  return record_node(RegeneratedView::spec, {&base}, base.alias_with_shape(shape), NoAttrs(), {});
+}
+
+Tensor rebased_base(const Tensor& view, const Shape& shape) {
+  return record_node(RebasedBase::spec, {&view}, view.alias_with_shape(shape), NoAttrs(), {});
+}
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   check_defined("transpose", a, "input");

@@ -15,7 +15,7 @@ namespace {
 void take_history(TensorImpl& to, const Tensor& from) {
   to.grad_fn = from.grad_fn();
   to.output_nr = from.output_nr();
-  to.requires_grad = from.requires_grad();
+  to.requires_grad = from.impl()->requires_grad;  // its own flag: set iff it has a history
 }
 
 }  // namespace
@@ -24,34 +24,41 @@ void mark_view(const Tensor& view, const Tensor& of) {
   TensorImpl& v = *view.impl();
   v.view_base = of.impl()->view_base ? of.impl()->view_base : of.impl();
   v.view_version.store(view.version(), std::memory_order_relaxed);
+  v.made_in_no_grad = !grad_enabled() || of.impl()->made_in_no_grad;
 }
 
-void check_inplace_on_view(const char* op, const Tensor& t) {
+void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other) {
   const auto& base = t.impl()->view_base;
-  // As PyTorch's check_inplace: the view requires grad (it was made from a leaf that required
-  // grad then) and its base is a leaf, whatever the leaf's requires_grad is now.
-  AG_CHECK(!(base && grad_enabled() && base->grad_fn == nullptr && t.requires_grad()), op, ": ",
+  if (!base || !grad_enabled()) return;
+  // Note [View flags follow the base]: the write would be recorded.
+  AG_CHECK(!(t.impl()->made_in_no_grad && (t.requires_grad() || other.requires_grad())), op, ": ",
            t.describe(),
+           " is a view made with grad mode off and cannot be modified in place with grad mode on "
+           "by an op that would be recorded; modify a clone() or use a no-grad guard");
+  // As PyTorch's check_inplace: the view requires grad (it was made from a leaf that required
+  // grad then, or its base requires grad now) and its base is a leaf.
+  AG_CHECK(!(base->grad_fn == nullptr && t.requires_grad()), op, ": ", t.describe(),
            " is a view of a leaf tensor that requires grad and cannot be modified in place "
            "while grad mode is on; modify a clone() or use a no-grad guard");
 }
 
-void rebase_history_after_inplace(const Tensor& t) {
+void rebase_history_after_inplace(const Tensor& t, bool recorded) {
   TensorImpl& v = *t.impl();
-  if (!v.view_base) return;  // a base: its views notice the new version when next used
-  // t's own history (the in-place node) is current; mark it so before reshape(t) reads it.
+  // A base, or a view written without a record: its views (and the view itself) notice the new
+  // version when next used.
+  if (!v.view_base || !recorded) return;
+  // t's own history (the in-place node) is current; mark it so before the node below reads it.
   v.view_version.store(t.version(), std::memory_order_relaxed);
-  if (!grad_enabled() || !t.requires_grad()) return;  // nothing was recorded
-  TracePause bookkeeping;  // the reshapes below are history, not the program's ops
+  TracePause bookkeeping;  // the nodes below are history, not the program's ops
   const Tensor base(v.view_base);
   // The base absorbs the write (PyTorch's CopySlices; our views cover their whole base)...
-  const Tensor rebased = reshape(t, base.shape());
+  const Tensor rebased = rebased_base(t, base.shape());
   {
     std::lock_guard<std::mutex> lock(v.view_base->autograd_mutex);
     take_history(*v.view_base, rebased);
   }
   // ...and the view is a function of its base again, like every other view of it.
-  const Tensor fresh = reshape(base, t.shape());
+  const Tensor fresh = regenerated_view(base, t.shape());
   std::lock_guard<std::mutex> lock(v.autograd_mutex);
   take_history(v, fresh);
 }
@@ -59,15 +66,23 @@ void rebase_history_after_inplace(const Tensor& t) {
 void refresh_view(const Tensor& t) {
   if (!t.defined() || !t.impl()->view_base) return;
   TensorImpl& v = *t.impl();
+  const Tensor base(v.view_base);
+  // As PyTorch's VariableHooks::grad_fn: a view without a history of a base that does not
+  // require grad stays a leaf (and stays stale: it regenerates once the base requires grad).
+  if (v.grad_fn == nullptr && !base.impl()->requires_grad) return;
   const uint32_t version = t.version();
   if (v.view_version.load(std::memory_order_relaxed) == version) return;
-  const Tensor base(v.view_base);
-  // Only a base with a history can give the view a new one; otherwise the view's own
-  // (a leaf's, or none) stays.
-  if (base.grad_fn() != nullptr) {
-    GradModeGuard grad_mode(true);
+  // Note [View flags follow the base]: as PyTorch, a view made with grad mode off has no history
+  // to regenerate from the write, and refuses to make one up.
+  AG_CHECK(!v.made_in_no_grad, "a view (", t.describe(),
+           ") was made with grad mode off and its base or another view of it has been modified "
+           "in place since; its grad_fn and is_leaf cannot be read (make the view after the "
+           "write, or clone() it)");
+  {
     TracePause bookkeeping;
-    const Tensor fresh = reshape(base, t.shape());
+    // Recorded even when the base no longer requires grad (the view had a history): then the
+    // node has no edge, as PyTorch's regenerated AsStridedBackward0.
+    const Tensor fresh = regenerated_view(base, t.shape());
     std::lock_guard<std::mutex> lock(v.autograd_mutex);
     take_history(v, fresh);
   }

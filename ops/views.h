@@ -16,8 +16,22 @@ namespace ag::ops {
 // views of the same base (siblings) are now stale: their grad_fn predates the write. Each view
 // remembers the storage version its history reflects; refresh_view() notices the mismatch the
 // next time the view's autograd state is read (Tensor::requires_grad(), grad_fn(), ...) and
-// regenerates its history as reshape(base, view.shape). Views of views share one root base. As
-// in PyTorch, a view of a leaf that requires grad cannot be modified in place.
+// regenerates its history as reshape(base, view.shape). So does any write that changes the
+// version without recording through the view: one under no_grad, into the base, the view itself
+// or a detach() of either (which shares the version counter). As PyTorch, a view regenerates
+// when it has a history or its base requires grad; a view of a leaf that requires grad so gets a
+// new node after a no-grad write, and a graph built from it before does not reach that node.
+// Views of views share one root base. As in PyTorch, a view of a leaf that requires grad cannot
+// be modified in place.
+//
+// Note [View flags follow the base]
+// As PyTorch's differentiable views, a view requires grad while its base does: one made under
+// no_grad (grad()'s results are often such views of a grad_outputs tensor), and one made before
+// requires_grad_() on its base. Such a view without a history of its own is a leaf, but not one
+// with an AccumulateGrad (gradient_edge() gives none): gradients through it reach nobody, and
+// grad() with respect to it finds it unused. A view made with grad mode off cannot be modified
+// in place with grad mode on when the write would be recorded (PyTorch's
+// CreationMeta::NO_GRAD_MODE).
 //
 // Note [Written through a view]
 // PyTorch wraps an in-place op on a view in the base's CopySlices node, which drops the op's
@@ -26,17 +40,27 @@ namespace ag::ops {
 // Here the in-place node itself plays that part: finish_inplace() marks it when it wrote through
 // a view, and such a node refuses to run after release_saved(). Every path to it passes through
 // the base's new history (the view's own history is regenerated from the base), as every path
-// to PyTorch's wrapped op passes through CopySlices.
+// to PyTorch's wrapped op passes through CopySlices. CopySlices also writes the op's gradient
+// for self into a copy of the incoming gradient, so under create_graph that gradient requires
+// grad when the incoming one does, even from a constant formula (copy_'s zeros): OpNode::apply.
 
 // Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
 void mark_view(const Tensor& view, const Tensor& of);
 
-// Throws if `t` is a view of a leaf that requires grad and grad mode is on.
-void check_inplace_on_view(const char* op, const Tensor& t);
+// Throws if grad mode is on and `t` is a view of a leaf that requires grad, or a view made with
+// grad mode off that the in-place op (with `other`) would record a node for.
+void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other);
 
-// After an in-place op recorded on `t`: if t is a view, its base's history takes the op and t's
-// history becomes a view of the base.
-void rebase_history_after_inplace(const Tensor& t);
+// After an in-place op on `t` (`recorded`: it recorded a node): if t is a view, its base's
+// history takes the op and t's history becomes a view of the base.
+void rebase_history_after_inplace(const Tensor& t, bool recorded);
+
+// Tensors over the storage of `base` (of `view`) with `shape`, whose history is a node reading
+// it, recorded whatever grad mode and its requires_grad() are: a view's regenerated history
+// (PyTorch's AsStridedBackward0) and a base's after a write through `view` (CopySlices). Their
+// gradients are new tensors (shape_ops.cc).
+Tensor regenerated_view(const Tensor& base, const Shape& shape);
+Tensor rebased_base(const Tensor& view, const Shape& shape);
 
 // If `t` is a view whose base was written since t's history was recorded, regenerate it.
 // Cheap when t is not a view or is current.

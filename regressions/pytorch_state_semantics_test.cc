@@ -25,14 +25,8 @@ namespace {
 
 using testing::expect_values;
 using testing::leaf;
-
-Tensor values(const std::vector<double>& v, const Shape& shape) {
-  return ops::from_vector(v, shape, DType::kFloat64);
-}
-
-bool shares_storage(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage.get() == b.impl()->storage.get();
-}
+using testing::shares_storage;
+using testing::values;
 
 // Runs `body` on another thread; a deadlock there fails the test with a message instead of
 // hanging until Bazel's timeout (the stuck thread cannot be joined, so the process ends).

@@ -20,6 +20,15 @@ inline Tensor leaf(const std::vector<double>& values, const Shape& shape, bool r
   return t;
 }
 
+// A float64 tensor (no history) from values (row-major) and a shape.
+inline Tensor values(const std::vector<double>& v, const Shape& shape) {
+  return ops::from_vector(v, shape, DType::kFloat64);
+}
+
+inline bool shares_storage(const Tensor& a, const Tensor& b) {
+  return a.impl()->storage.get() == b.impl()->storage.get();
+}
+
 inline void expect_values(const Tensor& t, const std::vector<double>& expected,
                           double tol = 1e-12) {
   ASSERT_TRUE(t.defined());

@@ -14,8 +14,8 @@ class SetRequiresGrad final : public ApiCommand {
   SetRequiresGrad(int x, bool flag) : x_(x), flag_(flag) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE(m.has(x_));
-    // A view's requires_grad follows its base, so neither may be toggled (PyTorch allows it,
-    // with effects on the view that the engine does not model).
+    // A view's requires_grad follows its base, so neither may be toggled (PyTorch and the engine
+    // allow it, with effects on the view that the model does not follow).
     RC_PRE((!m.is_view(m.impl_of(x_)) && !m.has_views(m.impl_of(x_))));
     // A leaf is saved as itself: once it requires grad, a create_graph gradient that reads it
     // depends on it, though the op that saved it recorded no edge to it. The model's values do
@@ -136,15 +136,17 @@ class Grad final : public ApiCommand {
     // none of that is part of the contract, so the runner makes it one object per input tensor.
     // Like PyTorch, the engine returns a grad_outputs tensor itself where the gradient passes
     // through unchanged; the model (and the contract) expects a new tensor, with the
-    // same history under create_graph and none otherwise (README.md).
+    // same history under create_graph and none otherwise (README.md). So is a result that a view
+    // op in backward made, a view of a buffer (as model_vs_pytorch.cc does): made under no_grad,
+    // PyTorch and the engine refuse recorded in-place ops on it (Note [View flags follow the base]
+    // in ops/views.h), which the model does not follow.
     const TensorList gos = tensors(sut, args_.grad_tensors);
     for (Tensor& g : got) {
+      bool copy = g.defined() && g.impl()->view_base;
       for (const Tensor& go : gos) {
-        if (g.defined() && go.defined() && g.impl()->storage == go.impl()->storage) {
-          g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
-          break;
-        }
+        copy = copy || (g.defined() && go.defined() && g.impl()->storage == go.impl()->storage);
       }
+      if (copy) g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
     }
     const TensorList inputs = tensors(sut, args_.inputs);
     for (size_t k = 0; k < got.size(); ++k) {

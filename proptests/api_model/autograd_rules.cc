@@ -286,8 +286,9 @@ Ref Model::grad_history(const Plan& p, const Ref& t, Watch* watch, bool* through
       into.insert(in[n].begin(), in[n].end());
       for (const SavedSlot& s : node.saved) {
         const bool used = bit(s.used_by, i);
-        const bool fixed = s.via_view && sem_.internal_views_fix_requires_grad;
-        if (used && s.leaf_impl >= 0 && !fixed) {
+        // A leaf saved as itself counts with the requires_grad it has now; a view of it that
+        // matmul/linear saved has the history it was made with, in PyTorch too.
+        if (used && s.leaf_impl >= 0 && !s.via_view) {
           if (is_leaf(s.leaf_impl) && requires_grad(s.leaf_impl)) into.insert(edge(s.leaf_impl));
         } else if (used && s.producer.node >= 0) {
           into.insert(s.producer);

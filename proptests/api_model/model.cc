@@ -42,8 +42,6 @@ bool Model::is_leaf(int i) const {
 
 bool Model::regenerates(int i) const {
   const ImplState& t = impls_[i];
-  if (sem_.views_regenerate_only_from_a_base_with_history)
-    return impls_[t.view_base].grad_fn.node >= 0;
   return t.grad_fn.node >= 0 || requires_grad(t.view_base);
 }
 
@@ -105,13 +103,11 @@ Ref Model::add_node(Node node) { return {program_.add(std::move(node)), 0}; }
 void Model::refresh_view(int i) {
   const ImplState& t = impls_[i];
   if (t.view_base < 0 || version_of(i) == t.seen_version) return;
-  if (!regenerates(i)) {  // keeps its history (or stays a leaf)
-    if (sem_.views_regenerate_only_from_a_base_with_history) impls_[i].seen_version = version_of(i);
-    return;
-  }
+  if (!regenerates(i)) return;  // stays a leaf (and stale, until its base requires grad)
   Node n;
   n.kind = OpKind::kReshape;
   n.attrs.shape = t.shape;
+  n.attrs.regenerated = true;
   n.inputs = {use_of(t.view_base, true)};
   const Ref history = add_node(std::move(n));
   impls_[i].grad_fn = history;
@@ -334,13 +330,7 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   StorageState& storage = storages_[impls_[a].storage];
   storage.values = std::move(written);
   ++storage.version;
-  if (!record) {
-    // The engine takes a view written without a record as current (Semantics).
-    if (base >= 0 && sem_.views_regenerate_only_from_a_base_with_history) {
-      impls_[a].seen_version = storage.version;
-    }
-    return {};
-  }
+  if (!record) return {};  // a view written without a record regenerates when next used
   if (base < 0) {
     impls_[a].grad_fn = add_node(std::move(n));
     return {};
@@ -350,6 +340,7 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   Node v;
   v.kind = OpKind::kReshape;
   v.attrs.shape = impls_[a].shape;
+  v.attrs.regenerated = true;
   v.inputs = {use_of(base, true)};
   impls_[a].grad_fn = add_node(std::move(v));
   impls_[a].seen_version = version_of(a);

@@ -67,19 +67,9 @@ struct Semantics {
   // Formulas read saved values lazily: a backward call unpacks (version-checks, and finds freed)
   // only what the formulas it evaluates read. PyTorch unpacks every saved value of a node it runs.
   bool unpacks_only_what_formulas_read = true;
-  // After a write to its storage, a view gets a new history (a node reading its base) only if
-  // the write was recorded through the view itself, or, for a write elsewhere, if its base has a
-  // history; otherwise it keeps its history (ops/views.h). PyTorch regenerates it after any
-  // write, so grad() with respect to it no longer reaches uses made before.
-  bool views_regenerate_only_from_a_base_with_history = true;
   // grad() of an output of a node the roots reach, whose own edge gets nothing (a multi-output
   // node's other output): zeros; PyTorch: not used in the graph (error or None).
   bool reached_node_gives_zeros = true;
-  // matmul and linear reshape some operands before their product saves them. The engine's view
-  // of a leaf keeps the requires_grad the leaf had then; PyTorch's view follows its base. So a
-  // create_graph gradient reading such a saved leaf depends on it iff it required grad when
-  // the op ran (PyTorch: when the gradient is computed).
-  bool internal_views_fix_requires_grad = true;
   // A grad()/backward(inputs=...) call runs a node iff one of its edges leads to a requested
   // edge (node and output slot): per-call needs per edge. PyTorch runs every node with a path to
   // the node a requested tensor comes from, whichever of its outputs that tensor is, so it also
@@ -101,7 +91,7 @@ struct Semantics {
   // model_vs_pytorch.
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false, false}; }
+  static Semantics pytorch() { return {false, false, false, false, false}; }
 };
 
 enum class Expect { kOk, kRaise, kMaybe };

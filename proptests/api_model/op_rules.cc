@@ -28,8 +28,15 @@ OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
       return {{{kSelfBefore, kOther}, {1, kSelf}}};
     case OpKind::kCopyInplace:  // the overwritten self gets zeros
       return {{}, kSelf};
-    case OpKind::kInplaceOnView:
-      return op_rules(attrs.inner, attrs);
+    case OpKind::kInplaceOnView: {
+      // CopySlices writes the op's self gradient into a copy of the incoming one: never a
+      // constant, even copy_'s.
+      OpRules rules = op_rules(attrs.inner, attrs);
+      rules.constant_formulas &= ~kSelf;
+      return rules;
+    }
+    case OpKind::kReshape:  // a regenerated zero-size view passes on constant zeros
+      return {{}, attrs.regenerated && count(attrs.shape) == 0 ? kSelf : 0u};
     default:
       return {};
   }

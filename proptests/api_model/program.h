@@ -56,6 +56,9 @@ struct OpAttrs {
   bool keepdim = false;
   Dims shape;                          // kReshape: target shape; kInplaceOnView: the view's shape
   OpKind inner = OpKind::kAddInplace;  // kInplaceOnView: the in-place op
+  // kReshape: a view's history regenerated after a write (PyTorch's AsStridedBackward0, whose
+  // gradient for a zero-size view is constant zeros).
+  bool regenerated = false;
 };
 
 struct Ref {
@@ -83,7 +86,7 @@ struct SavedSlot {
   // A leaf is saved as itself (as in PyTorch): a create_graph gradient reading it depends on it
   // iff it requires grad when the gradient is computed, not when it was saved.
   int leaf_impl = -1;
-  bool via_view = false;  // saved as a view the op made of it (Semantics::internal_views_...)
+  bool via_view = false;  // saved as a view the op made of it (with that view's own history)
 };
 
 enum class Released : uint8_t { kNo, kMaybe, kYes };

@@ -25,17 +25,6 @@ int value_of(const std::string& token) {
 
 bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-// The tokens without those starting with one of `prefixes`.
-Tokens without(const Tokens& t, std::initializer_list<const char*> prefixes) {
-  Tokens out;
-  for (const std::string& s : t) {
-    bool drop = false;
-    for (const char* p : prefixes) drop = drop || has_prefix(s, p);
-    if (!drop) out.push_back(s);
-  }
-  return out;
-}
-
 // What the program and the expected records so far say, for the rules below.
 class Context {
  public:
@@ -112,16 +101,6 @@ class Context {
     const auto it = retained_since_.find(tensor(v));
     return it != retained_since_.end() && it->second < stmt;
   }
-  // The value a chain of views (view, reshape) starts from.
-  int view_root(int v) const {
-    v = tensor(v);
-    const Stmt* s = producer(v);
-    if (s && s->kind == StmtKind::kView) return view_root(s->args[0]);
-    if (s && s->kind == StmtKind::kOp && s->instr.op == proptests::Op::kReshape) {
-      return view_root(s->instr.args[0]);
-    }
-    return v;
-  }
   // Whether value v is one of the two outputs of a custom Function.
   bool sibling_output(int v) const {
     const Stmt* s = producer(tensor(v));
@@ -165,17 +144,6 @@ struct Pair {
     return e.size() > 2 && a.size() > 2 && e[0] == a[0] && e[1] == a[1] && value_of(e[1]) >= 0;
   }
 };
-
-// Whether the two lines agree once the tokens starting with `prefixes` are left out.
-bool agree_without(const Pair& p, std::initializer_list<const char*> prefixes) {
-  auto join = [&](const Tokens& t) {
-    std::string s;
-    for (const std::string& x : without(t, prefixes)) s += x + " ";
-    return s;
-  };
-  NumberStats ignored;
-  return lines_agree(join(p.e), join(p.a), Tolerance{}, ignored);
-}
 
 struct Rule {
   const char* id;
@@ -272,6 +240,68 @@ Excuse unused_input_zeros(const Pair& p) {
   return Excuse::kNone;
 }
 
+// Whether the lines differ in one token, expected "rg=1" and actual "rg=0", up to the tolerance.
+bool differ_in_requires_grad_alone(const Pair& p) {
+  const auto rg = std::find(p.a.begin(), p.a.end(), "rg=0");
+  if (rg == p.a.end() || std::find(p.e.begin(), p.e.end(), "rg=1") == p.e.end()) return false;
+  Tokens fixed = p.a;
+  fixed[static_cast<size_t>(rg - p.a.begin())] = "rg=1";
+  auto join = [](const Tokens& t) {
+    std::string s;
+    for (const std::string& x : t) s += x + " ";
+    return s;
+  };
+  NumberStats ignored;
+  return lines_agree(join(p.e), join(fixed), Tolerance{}, ignored);
+}
+
+// Whether value v is a result of grad() that PyTorch may have made as a view of a grad_outputs
+// tensor (or of another result) that requires grad by statement `before`: made without
+// create_graph, or requires_grad_() was called on one of them since.
+bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
+  const Stmt* made = c.producer(c.tensor(v));
+  if (!made || made->kind != StmtKind::kGrad) return false;
+  const int made_at = static_cast<int>(made - c.program().stmts.data());
+  if (!made->create_graph) return true;
+  std::set<int> related;
+  for (int u : made->grad_outputs) related.insert(c.tensor(u));
+  for (int u : made->results) related.insert(c.tensor(u));
+  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
+    const Stmt& s = c.program().stmts[i];
+    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
+// Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
+// sum, sum over a dim and sum_to) are new tensors here (copying-shape-ops). A view requires grad
+// while its base does, so such a grad() result requires grad in PyTorch and not here where its
+// base, a grad_outputs tensor, requires grad: at once without create_graph, or after
+// requires_grad_() on it. Only lines that differ in rg= alone, about such a result (or the
+// result of a statement reading one), in a program that used one of those ops.
+Excuse copied_gradient_views(const Pair& p) {
+  int v = -1;
+  if (p.result_line()) v = value_of(p.e[1]);
+  if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
+  if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
+  if (v < 0 || !differ_in_requires_grad_alone(p)) return Excuse::kNone;
+  const auto& stmts = p.c.program().stmts;
+  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
+  const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
+    using proptests::Op;
+    return s.kind == StmtKind::kOp && (s.instr.op == Op::kTranspose || s.instr.op == Op::kSum ||
+                                       s.instr.op == Op::kSumDim || s.instr.op == Op::kSumTo);
+  });
+  if (!copies) return Excuse::kNone;
+  std::vector<int> values = {v};
+  if (p.result_line() && p.s && p.s->kind != StmtKind::kGrad) values = reads(*p.s);
+  const bool viewing = std::any_of(values.begin(), values.end(), [&](int u) {
+    return grad_result_viewing_requires_grad(p.c, u, p.index);
+  });
+  if (!viewing) return Excuse::kNone;
+  return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
+}
+
 Excuse mean_of_empty_raises(const Pair& p) {
   return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
                  std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
@@ -285,92 +315,6 @@ Excuse pytorch_internal_error(const Pair& p) {
 
 // ---- open bugs ---------------------------------------------------------------------------------
 
-// A grad() result computed without create_graph through a view of a grad_output that requires
-// grad: PyTorch's no-grad view requires grad (and is a leaf), the engine's does not.
-Excuse no_grad_view_requires_grad(const Pair& p) {
-  if (!p.s || p.s->kind != StmtKind::kGrad || p.s->create_graph || !p.result_line()) {
-    return Excuse::kNone;
-  }
-  return agree_without(p, {"rg="}) && std::find(p.e.begin(), p.e.end(), "rg=1") != p.e.end()
-             ? Excuse::kStop
-             : Excuse::kNone;
-}
-
-// Whether v is a view made before a requires_grad_() on its base (or on another of its views).
-bool view_before_requires_grad(const Context& c, int v, int before) {
-  const int root = c.view_root(v);
-  const Stmt* made = c.producer(c.tensor(v));
-  if (root == c.tensor(v) || !made) return false;
-  const int made_at = static_cast<int>(made - c.program().stmts.data());
-  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
-    const Stmt& s = c.program().stmts[i];
-    if (s.kind == StmtKind::kSetRequiresGrad && c.view_root(s.args[0]) == root) return true;
-  }
-  return false;
-}
-
-// Whether v is a result of grad() (PyTorch's may be a view of a grad_output, made by a view's
-// backward, or of another result) and requires_grad_() was called on one of that call's
-// grad_outputs or results before `before`.
-bool grad_result_before_requires_grad(const Context& c, int v, int before) {
-  const Stmt* made = c.producer(c.tensor(v));
-  if (!made || made->kind != StmtKind::kGrad) return false;
-  std::set<int> related;
-  for (int u : made->grad_outputs) related.insert(c.tensor(u));
-  for (int u : made->results) related.insert(c.tensor(u));
-  const int made_at = static_cast<int>(made - c.program().stmts.data());
-  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
-    const Stmt& s = c.program().stmts[i];
-    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
-  }
-  return false;
-}
-
-// Only requires_grad/is_leaf differ, on a line about such a view or about the result of a
-// statement that reads one.
-Excuse view_flags_follow_base(const Pair& p) {
-  int v = -1;
-  if (p.result_line()) v = value_of(p.e[1]);
-  if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
-  if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
-  if (v < 0 || !agree_without(p, {"rg=", "leaf="})) return Excuse::kNone;
-  std::vector<int> views = {v};
-  if (p.result_line() && p.s) views = reads(*p.s);
-  const bool stale = std::any_of(views.begin(), views.end(), [&](int u) {
-    return view_before_requires_grad(p.c, u, p.index) ||
-           grad_result_before_requires_grad(p.c, u, p.index);
-  });
-  if (!stale) return Excuse::kNone;
-  return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
-}
-
-// A grad()/backward() touching the views of a leaf that was modified in place under no_grad.
-Excuse stale_view_of_leaf(const Pair& p) {
-  if (!p.s || (p.s->kind != StmtKind::kGrad && p.s->kind != StmtKind::kBackward)) {
-    return Excuse::kNone;
-  }
-  std::set<int> roots;
-  for (int i = 0; i < p.index; ++i) {
-    const Stmt& s = p.c.program().stmts[i];
-    if (s.kind != StmtKind::kInplace || !s.flag) continue;
-    // Through a detached alias too: PyTorch's detach() shares the version counter.
-    int target = s.args[0];
-    for (const Stmt* d = p.c.producer(p.c.tensor(target)); d && d->kind == StmtKind::kDetach;
-         d = p.c.producer(p.c.tensor(target))) {
-      target = d->args[0];
-    }
-    roots.insert(p.c.view_root(target));
-  }
-  std::vector<int> touched = p.s->inputs;
-  touched.insert(touched.end(), p.s->outputs.begin(), p.s->outputs.end());
-  for (int v : touched) {
-    const int root = p.c.view_root(v);
-    const Stmt* made = p.c.producer(root);
-    if (root != p.c.tensor(v) && roots.count(root) && made && made->kind == StmtKind::kLeaf) {
-      return Excuse::kStop;
-    }
-  }
-  return Excuse::kNone;
 }
 
 // In order: the first rule that excuses a pair names it.
@@ -379,11 +323,9 @@ const Rule kRules[] = {
     {"extra-executions", extra_executions},
     {"backward-inputs-retain-grad", backward_inputs_retain_grad},
     {"version-check-per-formula", version_check_per_formula},
+    {"copied-gradient-views", copied_gradient_views},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
-    {"no-grad-view-requires-grad", no_grad_view_requires_grad},
-    {"view-flags-follow-base", view_flags_follow_base},
-    {"stale-view-of-leaf", stale_view_of_leaf},
 };
 
 }  // namespace

@@ -45,16 +45,12 @@ const std::vector<Explanation>& explanations() {
        "grad() gives zeros for a reached input that gets no gradient (a sibling output)"},
       {"version-check-per-formula", kDeviation, kComparing,
        "a node checks the versions of the saved tensors its formulas read in this call"},
+      {"copied-gradient-views", kDeviation, kComparing,
+       "transpose's and expand's gradients are new tensors, not views of the incoming gradient"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
       // Open bugs.
-      {"no-grad-view-requires-grad", kOpenBug, kComparing,
-       "a view made in no-grad mode of a tensor that requires grad does not require grad"},
-      {"view-flags-follow-base", kOpenBug, kComparing,
-       "a view's requires_grad/is_leaf do not follow its base's requires_grad_()"},
-      {"stale-view-of-leaf", kOpenBug, kComparing,
-       "a view of a leaf keeps its old history after the leaf is modified in place"},
   };
   return list;
 }

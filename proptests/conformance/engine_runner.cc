@@ -13,9 +13,22 @@
 namespace ag::conformance {
 namespace {
 
+// "rg=R leaf=L", or "unreadable" for a view made under no_grad whose base was written since (its
+// is_leaf raises, as in PyTorch; torch_runtime.py's _flags).
+std::string rg_leaf(const Tensor& t) {
+  try {
+    return std::string("rg=") + (t.requires_grad() ? "1" : "0") +
+           " leaf=" + (t.is_leaf() ? "1" : "0");
+  } catch (const Error&) {
+    return "unreadable";
+  }
+}
+
 std::string flags(const Tensor& t) {
-  return format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) +
-         " rg=" + (t.requires_grad() ? "1" : "0") + " leaf=" + (t.is_leaf() ? "1" : "0");
+  const std::string f = rg_leaf(t);
+  return f == "unreadable"
+             ? f
+             : format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) + " " + f;
 }
 
 std::string values_text(const Tensor& t) {
@@ -96,8 +109,8 @@ class Runner {
       add(id + " none");
       return;
     }
-    add(id + std::string(" rg=") + (t.requires_grad() ? "1" : "0") +
-        " leaf=" + (t.is_leaf() ? "1" : "0") + " " + digest_text(t));
+    const std::string f = rg_leaf(t);
+    add(id + " " + (f == "unreadable" ? f : f + " " + digest_text(t)));
     const Tensor g = t.grad();
     add(id + " grad " + (g.defined() ? same_as(g, -1) + digest_text(g) : "none"));
   }
@@ -117,6 +130,7 @@ class Runner {
   std::string state(const Tensor& t, int self, bool values) const {
     if (!t.defined()) return "none";
     std::string s = flags(t);
+    if (s == "unreadable") return s;
     const std::string same = same_as(t, self);
     if (!same.empty()) s += " " + same.substr(0, same.size() - 1);
     return values ? s + values_text(t) : s;
