@@ -88,8 +88,12 @@ bool AccumulateGrad::variable_requires_grad() {
 
 std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
+  if (impl.has_grad_accumulator.load(std::memory_order_acquire)) return impl.grad_accumulator;
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
-  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
+  if (!impl.grad_accumulator) {
+    impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
+    impl.has_grad_accumulator.store(true, std::memory_order_release);
+  }
   return impl.grad_accumulator;
 }
 

@@ -6,19 +6,20 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
+#include "engine/scratch_pool.h"
 
 namespace ag {
 
 namespace {
 
 // Everything is validated before the engine runs, so a bad call leaves the graph untouched.
+// `request` comes empty from a ScratchLease.
 template <typename Args>
-ExecuteRequest make_request(const char* api, const TensorList& outputs,
-                            const TensorList& grad_outputs, const Args& args) {
+void make_request(ExecuteRequest& request, const char* api, TensorArgs outputs,
+                  TensorArgs grad_outputs, const Args& args) {
   AG_CHECK(!outputs.empty(), api, ": no tensors to differentiate");
   AG_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), api, ": got ",
            grad_outputs.size(), " gradients for ", outputs.size(), " tensors");
-  ExecuteRequest request;
   request.roots.reserve(outputs.size());
   request.root_grads.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -53,10 +54,9 @@ ExecuteRequest make_request(const char* api, const TensorList& outputs,
   request.create_graph = args.create_graph();
   request.keep_graph = args.retain_graph();
   request.options = args.engine_options();
-  return request;
 }
 
-void add_targets(const char* api, ExecuteRequest& request, const TensorList& inputs) {
+void add_targets(const char* api, ExecuteRequest& request, TensorArgs inputs) {
   request.targets.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
@@ -69,8 +69,10 @@ void add_targets(const char* api, ExecuteRequest& request, const TensorList& inp
 
 }  // namespace
 
-void backward(const TensorList& tensors, const BackwardArgs& args) {
-  ExecuteRequest request = make_request("backward", tensors, args.grad_tensors(), args);
+void backward(TensorArgs tensors, const BackwardArgs& args) {
+  ScratchLease<ExecuteRequest> lease;
+  ExecuteRequest& request = *lease;
+  make_request(request, "backward", tensors, args.grad_tensors(), args);
   // A tensor named twice (or under two handles of one tensor) gets its gradient once.
   TensorList unique_inputs;
   for (const Tensor& in : args.inputs()) {
@@ -92,8 +94,10 @@ void backward(const TensorList& tensors, const BackwardArgs& args) {
   }
 }
 
-TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradArgs& args) {
-  ExecuteRequest request = make_request("grad", outputs, args.grad_outputs(), args);
+TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args) {
+  ScratchLease<ExecuteRequest> lease;
+  ExecuteRequest& request = *lease;
+  make_request(request, "grad", outputs, args.grad_outputs(), args);
   AG_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
   add_targets("grad", request, inputs);
   request.allow_unused = args.allow_unused();

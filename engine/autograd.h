@@ -1,12 +1,44 @@
 #pragma once
 
+#include <cstddef>
+#include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <utility>
 
+#include "engine/memory/small_vector.h"
 #include "engine/options.h"
 #include "engine/tensor.h"
 
 namespace ag {
+
+// The tensors grad() and backward() are given: a braced list ({y}, {a, b}) or a TensorList, read
+// during the call and never kept. A std::vector per argument was a heap allocation apiece, a
+// noticeable part of a tiny graph's call.
+class TensorArgs {
+ public:
+  TensorArgs() = default;
+  // The braced list's array lives until the end of the call's full-expression: long enough for
+  // a parameter, which is all a TensorArgs may be.
+  TensorArgs(std::initializer_list<Tensor> tensors)  // NOLINT: grad({y}, {x})
+      : data_(std::data(tensors)), size_(tensors.size()) {}
+  TensorArgs(const TensorList& tensors)  // NOLINT: grad(outputs, inputs)
+      : data_(tensors.data()), size_(tensors.size()) {}
+  TensorArgs(const Tensor* data, size_t size) : data_(data), size_(size) {}
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Tensor& operator[](size_t i) const { return data_[i]; }
+  const Tensor* begin() const { return data_; }
+  const Tensor* end() const { return data_ + size_; }
+
+ private:
+  const Tensor* data_ = nullptr;
+  size_t size_ = 0;
+};
+// What the named arguments keep of the tensors they are given: a copy of the list, inline for a
+// few tensors (Note [Small vectors]).
+using KeptTensors = SmallVector<Tensor, 2>;
 
 // The named arguments of grad() and backward(), PyTorch's keyword arguments as chainable setters:
 //   grad({y}, {x}, GradArgs().grad_outputs({v}).create_graph())
@@ -46,8 +78,8 @@ class GradArgs : public AutogradArgs<GradArgs> {
  public:
   // One gradient per output (the vector in the vector-Jacobian product); an undefined or missing
   // one means ones, for an output with one element.
-  GradArgs& grad_outputs(TensorList grads) {
-    grad_outputs_ = std::move(grads);
+  GradArgs& grad_outputs(TensorArgs grads) {
+    grad_outputs_ = KeptTensors(grads.begin(), grads.end());
     return *this;
   }
   // An input no output depends on gets an undefined gradient instead of an error.
@@ -56,34 +88,34 @@ class GradArgs : public AutogradArgs<GradArgs> {
     return *this;
   }
 
-  const TensorList& grad_outputs() const { return grad_outputs_; }
+  TensorArgs grad_outputs() const { return {grad_outputs_.data(), grad_outputs_.size()}; }
   bool allow_unused() const { return allow_unused_; }
 
  private:
-  TensorList grad_outputs_;
+  KeptTensors grad_outputs_;
   bool allow_unused_ = false;
 };
 
 class BackwardArgs : public AutogradArgs<BackwardArgs> {
  public:
   // One gradient per tensor, as GradArgs::grad_outputs.
-  BackwardArgs& grad_tensors(TensorList grads) {
-    grad_tensors_ = std::move(grads);
+  BackwardArgs& grad_tensors(TensorArgs grads) {
+    grad_tensors_ = KeptTensors(grads.begin(), grads.end());
     return *this;
   }
   // Accumulate only into these tensors (leaves or not), running only the part of the graph that
   // leads to them; their own grad_fn are not run.
-  BackwardArgs& inputs(TensorList tensors) {
-    inputs_ = std::move(tensors);
+  BackwardArgs& inputs(TensorArgs tensors) {
+    inputs_ = KeptTensors(tensors.begin(), tensors.end());
     return *this;
   }
 
-  const TensorList& grad_tensors() const { return grad_tensors_; }
-  const TensorList& inputs() const { return inputs_; }
+  TensorArgs grad_tensors() const { return {grad_tensors_.data(), grad_tensors_.size()}; }
+  TensorArgs inputs() const { return {inputs_.data(), inputs_.size()}; }
 
  private:
-  TensorList grad_tensors_;
-  TensorList inputs_;
+  KeptTensors grad_tensors_;
+  KeptTensors inputs_;
 };
 
 // torch.autograd.backward: accumulates d(sum of tensors * grad_tensors)/d(leaf) into each leaf's
@@ -91,14 +123,14 @@ class BackwardArgs : public AutogradArgs<BackwardArgs> {
 // inputs gets its gradient once. As in PyTorch, backward with create_graph makes a leaf's .grad
 // hold a graph that refers back to the leaf, a reference cycle: reset it with set_grad(Tensor())
 // when done.
-void backward(const TensorList& tensors, const BackwardArgs& args = {});
+void backward(TensorArgs tensors, const BackwardArgs& args = {});
 inline void backward(const Tensor& t, const BackwardArgs& args = {}) {
-  backward(TensorList{t}, args);
+  backward(TensorArgs(&t, 1), args);
 }
 
 // torch.autograd.grad: returns d(sum of outputs * grad_outputs)/d(input) for each input, without
 // touching any .grad. An input no output depends on is an error unless allow_unused, in which
 // case its result is an undefined Tensor.
-TensorList grad(const TensorList& outputs, const TensorList& inputs, const GradArgs& args = {});
+TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args = {});
 
 }  // namespace ag

@@ -63,6 +63,15 @@ struct NodeState {
     return false;
   }
   bool uses_any_gradient() const { return runs || !captures.empty(); }
+
+  // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
+  // later call, keeping the vectors' memory.
+  void reset() {
+    discovered = runs = queued = false;
+    dependencies = 0;
+    buffer.clear();
+    captures.clear();
+  }
 };
 
 // The containers of one backward call, reused by the next one on this thread (scratch_pool.h).
@@ -134,7 +143,7 @@ class GraphTask final : public ExecPlan {
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
-  void send(const Node& from, TensorList&& outputs);
+  void send(const Node& from, TensorList& outputs);
   void enqueue(Node* node, NodeState& state);
   const NodeState& state_of(const Node* node) const { return *nodes_.find(node); }
 
@@ -299,11 +308,19 @@ void GraphTask::run_ready_nodes() {
     Node* node = ready_.back();
     ready_.pop_back();
     NodeState& state = nodes_[node];
-    TensorList grads = std::move(state.buffer);
+    // The buffer is handed to apply() in place and emptied after it, so its memory stays with
+    // the state for the next call (Note [Reused node states]). No node is added to nodes_ from
+    // here on, so `state` stays valid.
+    TensorList& grads = state.buffer;
     grads.resize(node->num_inputs());
     for (const auto& [slot, target] : state.captures) captured_[target] = grads[slot];
-    if (!state.runs) continue;
-    send(*node, call(*node, std::move(grads)));
+    if (state.runs) {
+      TensorList outputs = call(*node, std::move(grads));
+      send(*node, outputs);
+      // OpNode::apply() returns its results in the list it was handed: keep that memory.
+      if (outputs.capacity() > grads.capacity()) grads = std::move(outputs);
+    }
+    grads.clear();
   }
 }
 
@@ -328,7 +345,8 @@ TensorList GraphTask::call(Node& node, TensorList&& grads) {
   return outputs;
 }
 
-void GraphTask::send(const Node& from, TensorList&& outputs) {
+// Moves the gradients in `outputs` that are used along their edges.
+void GraphTask::send(const Node& from, TensorList& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Edge& edge = from.next_edge(i);
     if (!edge.is_valid()) continue;

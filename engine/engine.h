@@ -17,6 +17,16 @@ struct ExecuteRequest {
   bool keep_graph = false;
   bool create_graph = false;
   EngineOptions options;
+
+  // Back to a default request, keeping the vectors' memory: grad() and backward() take theirs
+  // from a per-thread ScratchLease (engine/scratch_pool.h), so that a call allocates none.
+  void clear() {
+    roots.clear();
+    root_grads.clear();
+    targets.clear();
+    allow_unused = keep_graph = create_graph = false;
+    options = EngineOptions();
+  }
 };
 
 // Runs one backward pass (Note [The backward pass] in engine.cc). Returns, for each target, the

@@ -11,12 +11,12 @@ namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
 }
 
-Node::Node(EdgeList next_edges)
+Node::Node(EdgeList&& next_edges)
     : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
   set_next_edges(std::move(next_edges));
 }
 
-void Node::set_next_edges(EdgeList edges) {
+void Node::set_next_edges(EdgeList&& edges) {
   uint64_t topo = 0;
   ReachSignature signature = own_signature();
   for (const Edge& e : edges) {

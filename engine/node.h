@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/memory/small_vector.h"
 #include "engine/reach_signature.h"
 #include "engine/tensor.h"
 
@@ -21,7 +22,7 @@ struct Edge {
   uint32_t input_nr = 0;
   bool is_valid() const { return function != nullptr; }
 };
-using EdgeList = std::vector<Edge>;
+using EdgeList = SmallVector<Edge, 2>;  // Note [Small vectors]
 
 // Shape/dtype/device of one forward output, i.e. of the gradient a node receives in that slot.
 struct TensorMeta {
@@ -30,6 +31,7 @@ struct TensorMeta {
   Device device = kCPU;
   static TensorMeta of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
 };
+using TensorMetaList = SmallVector<TensorMeta, 1>;  // Note [Small vectors]
 
 // Note [Topological number]
 // topological_nr is the length of the longest path from a node to any leaf of the graph:
@@ -50,7 +52,7 @@ struct TensorMeta {
 // stays unique (the reachability signature hashes it).
 class Node : public std::enable_shared_from_this<Node> {
  public:
-  explicit Node(EdgeList next_edges = {});
+  explicit Node(EdgeList&& next_edges = {});
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -76,10 +78,10 @@ class Node : public std::enable_shared_from_this<Node> {
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }
   size_t num_outputs() const { return next_edges_.size(); }  // gradients apply() returns
-  void set_next_edges(EdgeList edges);
+  void set_next_edges(EdgeList&& edges);
 
   // One entry per forward output: the gradients apply() receives.
-  const std::vector<TensorMeta>& input_metadata() const { return input_metadata_; }
+  const TensorMetaList& input_metadata() const { return input_metadata_; }
   uint32_t add_input_metadata(TensorMeta meta);
   size_t num_inputs() const { return input_metadata_.size(); }
 
@@ -100,7 +102,7 @@ class Node : public std::enable_shared_from_this<Node> {
 
  private:
   EdgeList next_edges_;
-  std::vector<TensorMeta> input_metadata_;
+  TensorMetaList input_metadata_;
   uint64_t sequence_nr_;
   uint64_t topological_nr_ = 0;
   ReachSignature reach_signature_;

@@ -59,6 +59,9 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // there is no cycle. Every graph built on the leaf shares it, and so do the aliases that stand
   // for the leaf as a saved value (Note [Saved values hold no cycles]).
   std::shared_ptr<AccumulateGrad> grad_accumulator;
+  // Set (release) once grad_accumulator is: from then on it never changes, and is read without
+  // the lock (every op recorded on a leaf reads it).
+  std::atomic<bool> has_grad_accumulator{false};
   std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
 
   // Set on reshape views (Note [In-place ops on views], ops/views.h): the root tensor whose

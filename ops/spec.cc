@@ -50,6 +50,7 @@ OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, Op
     }
     formulas_.push_back({f.input.name, mask, f.fn, CounterKey(name_ + ":" + f.input.name)});
   }
+  AG_CHECK(formulas_.size() <= 64, "OpSpec '", name_, "': more than 64 inputs");
   register_forward();
 }
 
@@ -113,21 +114,21 @@ int OpSpec::slot_index(const Slot& slot) const {
   return -1;
 }
 
-bool OpSpec::slot_needed(size_t j, const std::vector<bool>& requires) const {
+bool OpSpec::slot_needed(size_t j, uint64_t requires) const {
   for (size_t i = 0; i < formulas_.size(); ++i) {
-    if (requires[i] && (formulas_[i].uses_mask >> j & 1)) return true;
+    if ((requires >> i & 1) && (formulas_[i].uses_mask >> j & 1)) return true;
   }
   return false;
 }
 
-OpNode::OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs,
-               std::vector<bool> input_requires_grad, bool guard_saves)
+OpNode::OpNode(const OpSpec& spec, EdgeList&& edges, InputShapes&& input_shapes, OpAttrs&& attrs,
+               uint64_t input_requires_grad, bool guard_saves)
     : Node(std::move(edges)),
       spec_(spec),
       input_shapes_(std::move(input_shapes)),
       attrs_(std::move(attrs)),
       saved_(spec.num_slots()),
-      input_requires_grad_(std::move(input_requires_grad)),
+      input_requires_grad_(input_requires_grad),
       guard_saves_(guard_saves) {}
 
 void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
@@ -162,11 +163,15 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
          "retain_graph to the first backward()/grad() call if you need to backward through the "
          "graph again.");
   }
-  TensorList out(num_outputs());
+  // The results go into the list the gradient came in, whose memory the engine keeps for its
+  // next call (Note [Reused node states]).
+  const Tensor incoming = std::move(grads[0]);
+  TensorList out = std::move(grads);
+  out.assign(num_outputs(), Tensor());
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
-    Tensor g = spec_.formula(i)(BackwardContext(*this, grads[0], i));
+    Tensor g = spec_.formula(i)(BackwardContext(*this, incoming, i));
     ++c.formulas_evaluated;
     c.count_formula(spec_.formula_key(i));
     out[i] = g.shape() == input_shapes_[i] ? std::move(g) : sum_to(g, input_shapes_[i]);
@@ -219,18 +224,20 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
                                   const Tensor* written) {
   EdgeList edges;
   edges.reserve(inputs.size());
-  std::vector<Shape> shapes;
+  InputShapes shapes;
   shapes.reserve(inputs.size());
-  std::vector<bool> requires;
-  requires.reserve(inputs.size());
+  uint64_t requires = 0;  // bit i: input i
   for (const Tensor* t : inputs) {
     // An optional input (e.g. linear's bias) may be undefined: no edge, no gradient.
+    if (t->defined() && t->requires_grad()) requires |= uint64_t{1} << edges.size();
     edges.push_back(gradient_edge(*t));
     shapes.push_back(t->defined() ? t->shape() : Shape{});
-    requires.push_back(t->defined() && t->requires_grad());
   }
-  auto node = std::make_shared<OpNode>(spec, std::move(edges), std::move(shapes), std::move(attrs),
-                                       std::move(requires), current_options().guard_saves);
+  // From this thread's pool of blocks of its size, with its control block (Note [Pooled tensor
+  // metadata]): every recorded op makes one.
+  auto node = std::allocate_shared<OpNode>(PoolAllocator<OpNode>(), spec, std::move(edges),
+                                           std::move(shapes), std::move(attrs), requires,
+                                           current_options().guard_saves);
   for (size_t j = 0; j < spec.num_slots(); ++j) {
     const Slot& slot = spec.slot(j);
     if (slot.kind == Slot::Kind::kResult) continue;  // attach_output() saves it

@@ -234,8 +234,9 @@ class OpSpec {
   FormulaFn formula(size_t i) const { return formulas_[i].fn; }
   uint64_t formula_uses(size_t i) const { return formulas_[i].uses_mask; }    // bit j: slot j
   const CounterKey& formula_key(size_t i) const { return formulas_[i].key; }  // "op:input"
-  // Note [Guarded saves]: is slot j needed when the inputs' requires_grad flags are `requires`?
-  bool slot_needed(size_t j, const std::vector<bool>& requires) const;
+  // Note [Guarded saves]: is slot j needed when the inputs that require grad are `requires`
+  // (bit i: input i)? An op has at most 64 inputs.
+  bool slot_needed(size_t j, uint64_t requires) const;
 
  private:
   struct Formula {
@@ -261,19 +262,24 @@ class OpSpec {
 const OpSpec* find_op_spec(const std::string& name);
 std::vector<const OpSpec*> all_op_specs();
 
+// An op's inputs' shapes, and what its node saved (Note [Small vectors]).
+using InputShapes = SmallVector<Shape, 2>;
+using SavedList = SmallVector<SavedVariable, 2>;
+
 // The backward node of a built-in op: its spec plus what the forward kept.
 class OpNode final : public Node {
  public:
-  // `input_requires_grad` and `guard_saves` decide which slots are kept (keeps_slot()).
-  OpNode(const OpSpec& spec, EdgeList edges, std::vector<Shape> input_shapes, OpAttrs attrs,
-         std::vector<bool> input_requires_grad, bool guard_saves);
+  // `input_requires_grad` (bit i: input i) and `guard_saves` decide which slots are kept
+  // (keeps_slot()).
+  OpNode(const OpSpec& spec, EdgeList&& edges, InputShapes&& input_shapes, OpAttrs&& attrs,
+         uint64_t input_requires_grad, bool guard_saves);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return spec_.name(); }
   void release_saved() override;
   std::vector<SavedValue> saved_values() const override;
 
   const OpSpec& spec() const { return spec_; }
-  const std::vector<SavedVariable>& saved() const { return saved_; }
+  const SavedList& saved() const { return saved_; }
   void save(size_t slot, const Tensor& value, bool is_output);
   // Note [Guarded saves]: whether slot j is kept, given which inputs require grad.
   bool keeps_slot(size_t j) const;
@@ -284,10 +290,10 @@ class OpNode final : public Node {
  private:
   friend class BackwardContext;
   const OpSpec& spec_;
-  std::vector<Shape> input_shapes_;
+  InputShapes input_shapes_;
   OpAttrs attrs_;
-  std::vector<SavedVariable> saved_;
-  std::vector<bool> input_requires_grad_;
+  SavedList saved_;
+  uint64_t input_requires_grad_;  // bit i: input i
   bool guard_saves_;
   bool written_through_view_ = false;
   bool released_ = false;  // release_saved() ran (tracked only when written_through_view_)
@@ -303,7 +309,7 @@ class BackwardContext {
       : spec_(node.spec_),
         grad_(grad),
         formula_(formula),
-        input_shapes_(node.input_shapes_),
+        input_shapes_(node.input_shapes_.data()),
         attrs_(node.attrs_),
         node_(&node) {}
   BackwardContext(const OpSpec& spec, const Tensor& grad, size_t formula,
@@ -312,7 +318,7 @@ class BackwardContext {
       : spec_(spec),
         grad_(grad),
         formula_(formula),
-        input_shapes_(input_shapes),
+        input_shapes_(input_shapes.data()),
         attrs_(attrs),
         slot_values_(slot_values) {}
   const Tensor& grad() const { return grad_; }
@@ -331,7 +337,7 @@ class BackwardContext {
   const OpSpec& spec_;
   const Tensor& grad_;
   size_t formula_;
-  const std::vector<Shape>& input_shapes_;
+  const Shape* input_shapes_;  // one per input
   const OpAttrs& attrs_;
   OpNode* node_ = nullptr;               // reading a node's saved values, or
   const Tensor* slot_values_ = nullptr;  // values given by slot number

@@ -72,28 +72,61 @@ inline constexpr bool kPoolObjects = false;
 inline constexpr bool kPoolObjects = true;
 #endif
 
-// A base class whose objects are allocated from the BlockPool of their size rounded up to 16
-// bytes (so the pool's blocks can hold its free-list link): `new T` and `delete` then pop and
-// push a block of the calling thread's pool. Arrays and sizes other than sizeof(T) use the heap.
+// The pool for objects of type T: blocks of sizeof(T) rounded up to 16 bytes (so that a block
+// can hold the free-list link). A function, not a constant: T may still be incomplete where the
+// pool is named (PooledObject<T> as T's base).
+template <typename T>
+constexpr size_t pool_block_bytes() {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  return (sizeof(T) + 15) / 16 * 16;
+}
+
+// A base class whose objects are allocated from the BlockPool of their size: `new T` and
+// `delete` then pop and push a block of the calling thread's pool. Arrays and sizes other than
+// sizeof(T) use the heap.
 template <typename T>
 struct PooledObject {
   static void* operator new(size_t bytes) {
     if (!kPoolObjects || bytes != sizeof(T)) return ::operator new(bytes);
-    return BlockPool<kBlockBytes()>::allocate();
+    return BlockPool<pool_block_bytes<T>()>::allocate();
   }
   static void operator delete(void* p, size_t bytes) {
     if (!kPoolObjects || bytes != sizeof(T)) {
       ::operator delete(p);
     } else {
-      BlockPool<kBlockBytes()>::deallocate(p);
+      BlockPool<pool_block_bytes<T>()>::deallocate(p);
     }
   }
+};
 
- private:
-  // A function, not a constant: T is incomplete where PooledObject<T> is named as a base.
-  static constexpr size_t kBlockBytes() {
-    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-    return (sizeof(T) + 15) / 16 * 16;
+// The same for objects owned by a std::shared_ptr: std::allocate_shared<T>(PoolAllocator<T>(),
+// ...) puts the object and its control block in one block of the calling thread's pool (the
+// standard library rebinds the allocator to that combined type). Arrays use the heap.
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) {}  // NOLINT: rebinding, as allocators do
+
+  T* allocate(size_t n) {
+    if (!kPoolObjects || n != 1) return static_cast<T*>(::operator new(n * sizeof(T)));
+    return static_cast<T*>(BlockPool<pool_block_bytes<T>()>::allocate());
+  }
+  void deallocate(T* p, size_t n) {
+    if (!kPoolObjects || n != 1) {
+      ::operator delete(p);
+    } else {
+      BlockPool<pool_block_bytes<T>()>::deallocate(p);
+    }
+  }
+  template <typename U>
+  bool operator==(const PoolAllocator<U>&) const {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const PoolAllocator<U>&) const {
+    return false;
   }
 };
 

@@ -143,7 +143,7 @@ class Shape {
       heap_capacity_ = other.heap_capacity_;
       size_ = other.size_;
     } else {
-      assign(other.begin(), other.end());
+      copy_from(other);
     }
     other.size_ = 0;
   }

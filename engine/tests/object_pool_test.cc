@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -67,6 +68,24 @@ TEST(ObjectPool, PooledObjectsReuseTheirBlocks) {
   many[2].values[4] = 7;
   EXPECT_EQ(many[2].values[4], 7);
   delete[] many;
+}
+
+// allocate_shared with a PoolAllocator: the object and its control block share one pooled block.
+TEST(ObjectPool, SharedObjectsReuseTheirBlocks) {
+  if (!kPoolObjects) GTEST_SKIP() << "the pool is bypassed under AddressSanitizer";
+  struct Thing {
+    int64_t values[5] = {};
+  };
+  std::shared_ptr<Thing> first = std::allocate_shared<Thing>(PoolAllocator<Thing>());
+  first->values[4] = 7;
+  const Thing* where = first.get();
+  std::weak_ptr<Thing> watch = first;
+  first.reset();
+  EXPECT_TRUE(watch.expired());
+  watch.reset();  // the block goes back to the pool with the last weak reference
+  std::shared_ptr<Thing> second = std::allocate_shared<Thing>(PoolAllocator<Thing>());
+  EXPECT_EQ(second.get(), where);
+  EXPECT_EQ(second->values[4], 0);  // constructed afresh
 }
 
 }  // namespace

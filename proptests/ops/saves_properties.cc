@@ -47,8 +47,10 @@ AG_PROPERTY(OpsSaves, OnlyNeededValuesAreRetained) {
     for_each_node(out.grad_fn(), [&](const std::shared_ptr<Node>& node) {
       auto* op = dynamic_cast<ops::OpNode*>(node.get());
       if (!op) return;
-      std::vector<bool> requires;
-      for (const Edge& e : op->next_edges()) requires.push_back(e.is_valid());
+      uint64_t requires = 0;  // bit i: input i
+      for (size_t i = 0; i < op->num_outputs(); ++i) {
+        if (op->next_edge(i).is_valid()) requires |= uint64_t{1} << i;
+      }
       for (size_t j = 0; j < op->spec().num_slots(); ++j) {
         const SavedVariable& s = op->saved()[j];
         if (s.defined() != op->spec().slot_needed(j, requires)) {
