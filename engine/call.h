@@ -8,12 +8,15 @@
 namespace ag {
 
 // What one backward call will run: which edges carry a gradient that is used. Implemented by the
-// engine's graph task; read-only while nodes execute.
+// engine's graph task; read-only while nodes execute, but for send_now().
 class ExecPlan {
  public:
   virtual ~ExecPlan() = default;
   // Whether the gradient sent along `edge` (into one input slot of its node) is used.
   virtual bool gradient_used(const Edge& edge) const = 0;
+  // Adds `grad`, the gradient for the `i`-th next edge of `from` (the node being applied), into
+  // the buffer of the node that edge leads to, now (Call::send_now).
+  virtual void send_now(const Node& from, size_t i, Tensor&& grad) = 0;
 };
 
 // Note [Per-call view]
@@ -23,7 +26,7 @@ class ExecPlan {
 // run grad() over one shared graph for different inputs at the same time.
 class Call {
  public:
-  Call(const Node& node, const ExecPlan* plan, bool create_graph, const EngineOptions& options)
+  Call(const Node& node, ExecPlan* plan, bool create_graph, const EngineOptions& options)
       : node_(node), plan_(plan), create_graph_(create_graph), options_(options) {}
 
   // True iff this call needs the gradient for the node's i-th next edge. With
@@ -35,11 +38,22 @@ class Call {
     return plan_->gradient_used(e);
   }
   bool create_graph() const { return create_graph_; }
+  // Sends the gradient for the i-th next edge before apply() returns: the engine adds it into the
+  // receiving node's buffer at once, as it adds apply()'s results after it returns (apply() then
+  // returns an undefined gradient at i). For a node that stands for several ops, so that the sums
+  // a create_graph call records are made in the order those ops' own nodes would make them (Note
+  // [Contributions in eager order], engine/jit/differentiate.h). Returns false, sending nothing,
+  // for a Call made outside a backward pass.
+  bool send_now(size_t i, Tensor grad) const {
+    if (plan_ == nullptr) return false;
+    plan_->send_now(node_, i, std::move(grad));
+    return true;
+  }
   const EngineOptions& options() const { return options_; }
 
  private:
   const Node& node_;
-  const ExecPlan* plan_;
+  ExecPlan* plan_;
   bool create_graph_;
   const EngineOptions& options_;
 };

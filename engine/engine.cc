@@ -131,6 +131,7 @@ class GraphTask final : public ExecPlan {
     if (state != nullptr && request_.targets.empty()) return state->wanted;
     return state != nullptr && state->uses_gradient(edge.input_nr);
   }
+  void send_now(const Node& from, size_t i, Tensor&& grad) override;
 
  private:
   void mark_targets();
@@ -143,6 +144,9 @@ class GraphTask final : public ExecPlan {
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
+  // The state of the node that output i of `from` goes to, if that gradient is used.
+  NodeState* receiver(const Node& from, size_t i);
+  void add_to_buffer(const Node& from, size_t i, NodeState& child, Tensor&& grad);
   void send(const Node& from, TensorList& outputs);
   void enqueue(Node* node, NodeState& state);
   const NodeState& state_of(const Node* node) const { return *nodes_.find(node); }
@@ -345,27 +349,41 @@ TensorList GraphTask::call(Node& node, TensorList&& grads) {
   return outputs;
 }
 
+NodeState* GraphTask::receiver(const Node& from, size_t i) {
+  const Edge& edge = from.next_edge(i);
+  if (!edge.is_valid()) return nullptr;
+  NodeState& child = nodes_[edge.function.get()];
+  return child.uses_gradient(edge.input_nr) ? &child : nullptr;
+}
+
+void GraphTask::add_to_buffer(const Node& from, size_t i, NodeState& child, Tensor&& grad) {
+  const Edge& edge = from.next_edge(i);
+  if (grad.defined()) {
+    const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];
+    AG_CHECK(
+        grad.shape() == meta.shape && grad.dtype() == meta.dtype && grad.device() == meta.device,
+        "Function '", from.name(), "' returned an invalid gradient at index ", i, ": got ",
+        to_string(grad.dtype()), to_string(grad.shape()), " on ", to_string(grad.device()),
+        " but expected ", to_string(meta.dtype), to_string(meta.shape), " on ",
+        to_string(meta.device));
+  }
+  if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
+  accumulate(child.buffer, edge.input_nr, std::move(grad));
+}
+
 // Moves the gradients in `outputs` that are used along their edges.
 void GraphTask::send(const Node& from, TensorList& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const Edge& edge = from.next_edge(i);
-    if (!edge.is_valid()) continue;
-    NodeState& child = nodes_[edge.function.get()];
-    if (!child.uses_gradient(edge.input_nr)) continue;
-    Tensor& grad = outputs[i];
-    if (grad.defined()) {
-      const TensorMeta& meta = edge.function->input_metadata()[edge.input_nr];
-      AG_CHECK(
-          grad.shape() == meta.shape && grad.dtype() == meta.dtype && grad.device() == meta.device,
-          "Function '", from.name(), "' returned an invalid gradient at index ", i, ": got ",
-          to_string(grad.dtype()), to_string(grad.shape()), " on ", to_string(grad.device()),
-          " but expected ", to_string(meta.dtype), to_string(meta.shape), " on ",
-          to_string(meta.device));
-    }
-    if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
-    accumulate(child.buffer, edge.input_nr, std::move(grad));
-    if (--child.dependencies == 0) enqueue(edge.function.get(), child);
+    NodeState* child = receiver(from, i);
+    if (child == nullptr) continue;
+    add_to_buffer(from, i, *child, std::move(outputs[i]));
+    if (--child->dependencies == 0) enqueue(from.next_edge(i).function.get(), *child);
   }
+}
+
+// Call::send_now: the buffer now, the dependency when apply() returns (send() above).
+void GraphTask::send_now(const Node& from, size_t i, Tensor&& grad) {
+  if (NodeState* child = receiver(from, i)) add_to_buffer(from, i, *child, std::move(grad));
 }
 
 }  // namespace

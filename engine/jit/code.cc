@@ -94,9 +94,9 @@ Code::~Code() = default;
 
 size_t Code::numInstructions() const { return instructions_.size(); }
 
-void Code::run(std::vector<IValue>& frame, const RunOptions& options,
-               const std::vector<char>* mask) const {
-  for (size_t i = 0; i < instructions_.size(); ++i) {
+void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
+               size_t first, size_t last) const {
+  for (size_t i = first; i < last; ++i) {
     if (mask != nullptr && !(*mask)[i]) continue;
     const Instruction& in = instructions_[i];
     execute(in, frame, options);

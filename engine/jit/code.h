@@ -33,7 +33,12 @@ class Code {
   // Runs every instruction (or only those whose entry in `mask` is set), reading and writing
   // `frame` (numSlots() entries; the graph inputs' slots set by the caller).
   void run(std::vector<IValue>& frame, const RunOptions& options,
-           const std::vector<char>* mask = nullptr) const;
+           const std::vector<char>* mask = nullptr) const {
+    run(frame, options, mask, 0, numInstructions());
+  }
+  // The same for instructions [first, last) only.
+  void run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
+           size_t first, size_t last) const;
   // Sets the inputs (type-checked), runs, and returns the outputs.
   std::vector<IValue> runGraph(const std::vector<IValue>& inputs, const RunOptions& options) const;
 

@@ -90,15 +90,18 @@ TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& ca
   for (size_t i = 0; i < mask.size(); ++i) {
     mask[i] = d.instruction_block[i] < 0 || runs[d.instruction_block[i]];
   }
-  d.code->run(frame, {}, &mask);
-
-  // One result per contribution (Note [Contributions in eager order]).
+  // One result per contribution, each sent as soon as eager would send it (Note [Contributions
+  // in eager order]).
   TensorList out(d.contribution_input.size());
+  size_t done = 0;
   for (size_t e = 0; e < out.size(); ++e) {
-    if (needed[d.contribution_input[e]]) {
-      out[e] = std::get<Tensor>(frame[d.contribution_slot[e]]);  // a copy: slots may repeat
-    }
+    d.code->run(frame, {}, &mask, done, d.contribution_after[e]);
+    done = d.contribution_after[e];
+    if (!needed[d.contribution_input[e]]) continue;
+    Tensor grad = std::get<Tensor>(frame[d.contribution_slot[e]]);  // a copy: slots may repeat
+    if (!call.send_now(e, grad)) out[e] = std::move(grad);
   }
+  d.code->run(frame, {}, &mask, done, mask.size());
   return out;
 }
 

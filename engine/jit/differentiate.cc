@@ -57,6 +57,11 @@ class Differentiator {
     d_->code = std::make_unique<Code>(*d_->graph);
     for (const Value* out : d_->graph->outputs())
       d_->contribution_slot.push_back(d_->code->slotOf(out));
+    std::unordered_map<const Node*, size_t> position;  // instructions up to and including it
+    position[d_->graph->returnNode()] = 0;             // lastNode() of a graph with no nodes
+    size_t count = 0;
+    for (const Node* n : d_->graph->nodes()) position[n] = ++count;
+    for (const Node* mark : contribution_marks_) d_->contribution_after.push_back(position[mark]);
     d_->instruction_block.reserve(d_->graph->numNodes());
     for (const Node* n : d_->graph->nodes()) {
       auto it = block_of_.find(n);
@@ -188,6 +193,7 @@ class Differentiator {
           seg_.inputs.size()) {  // Note [Contributions in eager order]
         d_->contribution_input.push_back(target);
         contribution_values_.push_back(value);
+        contribution_marks_.push_back(d_->graph->lastNode());
         continue;
       }
       auto it = grad_of_.find(target);
@@ -209,8 +215,9 @@ class Differentiator {
   const std::vector<ValueMeta>& metas_;
   std::unique_ptr<Gradient> d_;
   std::vector<Value*> slot_inputs_, saved_inputs_;
-  std::unordered_map<int, Value*> grad_of_;  // value number -> its gradient so far (not inputs)
-  std::vector<Value*> contribution_values_;  // per Gradient::contribution_input
+  std::unordered_map<int, Value*> grad_of_;      // value number -> its gradient so far (not inputs)
+  std::vector<Value*> contribution_values_;      // per Gradient::contribution_input
+  std::vector<const Node*> contribution_marks_;  // per contribution: the last node before its send
   std::unordered_map<int, Tensor> placeholders_;
   std::unordered_map<const Node*, int> block_of_;
 };

@@ -30,6 +30,15 @@
 // then sums them into the producer's buffer one at a time, as it sums eager nodes' results, so
 // the sum is associated exactly as in eager even when other nodes' gradients of the same tensor
 // arrive first (floating-point addition is not associative: (e + a) + b != e + (a + b)).
+// Each is also sent *when* eager would send it: right after its node's formulas and the sums
+// into the node's earlier inputs, before the next node's formulas (Call::send_now), not once
+// the whole graph has run. Under create_graph the engine's sums are recorded ops, and their
+// order of creation is the order in which a later backward runs them (Note [Sequence number],
+// engine/node.h), hence the order in which they add into the buffers they share with the
+// formulas' ops (add and sub pass their gradient on as is, so a sum and a formula often read
+// one tensor): sums made at the end would change that order, and the last bits of second
+// derivatives. The gradient graph thus records, op for op and in the same order, what the
+// eager nodes' backward records, and second derivatives through a group are bitwise eager's.
 //
 // A forward value that a formula reads and that the segment computes is a *temporary*. To keep
 // create_graph exact it becomes one more output of the autograd node (as PyTorch's autodiff
@@ -104,7 +113,8 @@ struct Gradient {
   size_t num_inputs = 0;  // the segment's
   std::vector<int> contribution_input;
   std::vector<int> contribution_slot;
-  std::vector<int> instruction_block;  // per instruction of `code`: its block, or -1 (a sum)
+  std::vector<size_t> contribution_after;  // how many instructions of `code` precede its send
+  std::vector<int> instruction_block;      // per instruction of `code`: its block, or -1 (a sum)
 };
 
 // Derives the gradient graph of `segment`, whose values have the types `metas` (by value

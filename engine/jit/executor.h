@@ -9,6 +9,9 @@
 // prim::DifferentiableGraph runs its body as one unit and becomes one autograd node whose
 // backward is the body's gradient graph (Note [Differentiable graphs] in
 // differentiable_graph.h). CPU and CUDA tensors run alike: the ops dispatch on the device.
+// Several threads may run one executor at once: each run has its own frame and autograd nodes;
+// what runs share (compiled code, a group's gradient graphs) is read-only once made, and a
+// group derives its gradient graphs under a lock (executor_concurrency_test, also under TSan).
 #pragma once
 
 #include <functional>
