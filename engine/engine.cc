@@ -67,7 +67,7 @@ struct NodeState {
   // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
   // later call, keeping the vectors' memory.
   void reset() {
-    discovered = runs = queued = false;
+    discovered = runs = wanted = queued = false;
     dependencies = 0;
     buffer.clear();
     captures.clear();

@@ -179,9 +179,9 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   // Note [Written through a view]: PyTorch's CopySlices copies the incoming gradient into a new
   // tensor and writes the op's gradient for self into it, so under create_graph the base's
   // gradient depends on the incoming one even where that formula is a constant (copy_'s zeros).
-  if (written_through_view_ && grad_enabled() && out[0].defined() && grads[0].defined() &&
-      grads[0].requires_grad() && !out[0].requires_grad()) {
-    Tensor through = clone(grads[0]);
+  if (written_through_view_ && grad_enabled() && out[0].defined() && incoming.defined() &&
+      incoming.requires_grad() && !out[0].requires_grad()) {
+    Tensor through = clone(incoming);
     copy_(through, out[0]);
     out[0] = std::move(through);
   }

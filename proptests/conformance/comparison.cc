@@ -313,10 +313,6 @@ Excuse pytorch_internal_error(const Pair& p) {
   return p.e.size() >= 2 && p.e[1] == "reference-failed" ? Excuse::kStop : Excuse::kNone;
 }
 
-// ---- open bugs ---------------------------------------------------------------------------------
-
-}
-
 // In order: the first rule that excuses a pair names it.
 const Rule kRules[] = {
     {"unused-input-zeros", unused_input_zeros},
