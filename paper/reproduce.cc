@@ -132,7 +132,7 @@ int reproduce(const Options& options) {
   }
 
   progress(6, "writing results");
-  results.write_tsv(options.out / "figures.tsv");
+  results.write_tsv(options.out / "figures.tsv", /*keep_other_workloads=*/!options.only.empty());
   // A full run into the source tree also refreshes the generated section of paper/paper.md.
   const fs::path paper_md = context.saved_results.parent_path() / "paper.md";
   const bool full = !options.quick && options.only.empty() &&

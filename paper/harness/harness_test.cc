@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +17,7 @@
 #include "paper/harness/markdown.h"
 #include "paper/harness/peers.h"
 #include "paper/harness/published.h"
+#include "paper/harness/results.h"
 #include "paper/workloads/torchscript_ir.h"
 
 namespace ag::paper {
@@ -43,6 +47,31 @@ TEST(Markdown, TableAlignsTheFirstColumnLeftAndTheOthersRight) {
   t.row({"tiny", "1 us", "10 us"});
   EXPECT_EQ(t.str(),
             "| workload | ours | peer |\n| --- | ---: | ---: |\n| tiny | 1 us | 10 us |\n");
+}
+
+TEST(Results, ARunOfSomeWorkloadsKeepsTheOtherWorkloadsRows) {
+  const std::filesystem::path path =
+      std::filesystem::path(std::getenv("TEST_TMPDIR")) / "figures.tsv";
+  Results first("cpu");
+  first.add("tiny_graph", "ours", "time", 1, "us");
+  first.add("hessian_relu", "ours", "time", 2, "ms");
+  first.write_tsv(path);
+  Results second("cpu");
+  second.add("tiny_graph", "ours", "time", 3, "us");
+  second.write_tsv(path, /*keep_other_workloads=*/true);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "workload\tvariant\tmetric\tvalue\tunit\tdevice\n"
+            "hessian_relu\tours\ttime\t2\tms\tcpu\n"
+            "tiny_graph\tours\ttime\t3\tus\tcpu\n");
+  second.write_tsv(path);  // a whole run replaces the file
+  std::ifstream again(path);
+  std::stringstream replaced;
+  replaced << again.rdbuf();
+  EXPECT_EQ(replaced.str(),
+            "workload\tvariant\tmetric\tvalue\tunit\tdevice\ntiny_graph\tours\ttime\t3\tus\tcpu\n");
 }
 
 TEST(Published, NamesSourceAndHardware) {

@@ -25,7 +25,9 @@ class Results {
              const std::string& metric) const;
   size_t size() const { return figures_.size(); }
 
-  void write_tsv(const std::filesystem::path& path) const;
+  // Writes every figure. With keep_other_workloads (a run of some seeds only, `--only`), the
+  // rows already in the file whose workload this run did not measure stay, before this run's.
+  void write_tsv(const std::filesystem::path& path, bool keep_other_workloads = false) const;
 
  private:
   std::string device_;
