@@ -218,10 +218,12 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
 
 def sum_to(a, shape):
     """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
-    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape)."""
+    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape). Otherwise a new tensor:
+    PyTorch's is a view of its reduction when it drops leading dims (copying-shape-ops)."""
     if list(a.shape) == list(shape):
         return a
-    return a.sum_to_size(shape)
+    out = a.sum_to_size(shape)
+    return out.clone() if out._base is not None else out
 
 
 def broadcast_to(a, shape):
