@@ -84,13 +84,15 @@ void backward(TensorArgs tensors, const BackwardArgs& args) {
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
   TensorList grads = execute(request);
   GradModeGuard grad_mode(args.create_graph());  // as while the engine runs AccumulateGrad
+  // Non-leaf inputs first: PyTorch retains their gradient as their node runs, before the leaves'
+  // AccumulateGrad nodes, which may then accumulate in place into a .grad that shares storage
+  // with that gradient (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
   for (size_t i = 0; i < grads.size(); ++i) {
-    const Tensor& in = unique_inputs[i];
-    if (in.is_leaf()) {
-      grad_accumulator(in)->accumulate(std::move(grads[i]));
-    } else {
-      accumulate_into_interior_grad(in, grads[i]);
-    }
+    if (!unique_inputs[i].is_leaf()) accumulate_into_interior_grad(unique_inputs[i], grads[i]);
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (unique_inputs[i].is_leaf())
+      grad_accumulator(unique_inputs[i])->accumulate(std::move(grads[i]));
   }
 }
 

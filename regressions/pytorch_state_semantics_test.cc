@@ -105,6 +105,21 @@ TEST(GradAccumulation, OneTensorUnderTwoNamesAccumulatesOnce) {
   expect_values(x.grad(), {2, 4});
 }
 
+// A non-leaf input of backward(inputs=...) keeps the gradient it received, although a leaf's
+// .grad that shares storage with that gradient is then accumulated into in place. PyTorch 2.15:
+// x.grad = g; y = x + x; backward([y], [g], inputs=[x, y, x]) gives y.grad -0.25 and x.grad (still
+// g itself) -0.75. Found by `fuzz --against pytorch` (the engine gave y.grad -0.75).
+TEST(GradAccumulation, ANonLeafInputKeepsItsGradientWhenALeafAccumulatesInPlace) {
+  Tensor x = leaf({0.5}, {});
+  Tensor g = values({-0.25}, {});
+  x.set_grad(g);
+  Tensor y = ops::add(x, x);
+  backward({y}, BackwardArgs().grad_tensors({g}).inputs({x, y, x}));
+  expect_values(y.grad(), {-0.25});
+  expect_values(x.grad(), {-0.75});
+  expect_values(g, {-0.75});
+}
+
 // Bug 4: .grad never shares storage with anything the caller or another leaf holds.
 TEST(GradAccumulation, GradDoesNotAliasGradTensorsOrOtherLeaves) {
   Tensor x1 = leaf({1, 2}, {2});

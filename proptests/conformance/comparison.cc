@@ -59,16 +59,25 @@ class Context {
     if (s.kind == StmtKind::kBackward) {
       for (int in : s.inputs) {
         if (!leaf(in) && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
+        // It raised: PyTorch's AccumulateGrad nodes of leaf inputs that ran before the error
+        // left .grad; the engine accumulates the inputs' gradients after the graph ran.
+        if (t[1] == "raise" && leaf(in) && !retained_since_.count(tensor(in))) {
+          retained_since_[tensor(in)] = stmt;
+        }
       }
     }
     if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
     // A call after which PyTorch may have run (and, without retain_graph, freed) more nodes.
-    if (t[1] == "ok" && (s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) &&
-        s.retain_graph != 1 && !(s.retain_graph < 0 && s.create_graph)) {
+    if ((s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) && s.retain_graph != 1 &&
+        !(s.retain_graph < 0 && s.create_graph)) {
       for (int in : s.inputs) {
         extra_frees_ =
-            extra_frees_ || sibling_output(in) || (s.kind == StmtKind::kBackward && !leaf(in));
+            extra_frees_ ||
+            (t[1] == "ok" && (sibling_output(in) || (s.kind == StmtKind::kBackward && !leaf(in))));
       }
+      // It raised: which nodes ran (and freed their saved values) before the error depends on
+      // the order ready nodes run in, which the engine follows only for AccumulateGrad nodes.
+      extra_frees_ = extra_frees_ || t[1] == "raise";
     }
   }
 
@@ -196,7 +205,12 @@ Excuse version_check_per_formula(const Pair& p) {
     return Excuse::kNone;
   }
   const bool all_leaves = p.s->kind == StmtKind::kBackward && p.s->inputs.empty();
-  bool unrequested_leaf = false;
+  // backward() without inputs runs no node whose gradient reaches only leaves that stopped
+  // requiring grad (per-call needs); PyTorch runs (and unpacks) every node.
+  bool unrequested_leaf =
+      all_leaves &&
+      std::any_of(p.c.program().stmts.begin(), p.c.program().stmts.begin() + p.index,
+                  [](const Stmt& s) { return s.kind == StmtKind::kSetRequiresGrad && !s.flag; });
   for (int i = 0; i < p.index && !all_leaves; ++i) {
     const Stmt& s = p.c.program().stmts[i];
     if (s.kind != StmtKind::kLeaf) continue;
@@ -211,7 +225,9 @@ Excuse version_check_per_formula(const Pair& p) {
 
 // PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
 // calls through it update its .grad. Such a tensor's later .grad records are not compared, and
-// the comparison ends where the program reads its .grad into a value.
+// the comparison ends where the program reads its .grad into a value. The same for a leaf input of
+// a backward(inputs=...) that raised: PyTorch's AccumulateGrad nodes that ran before the error
+// left .grad, the engine gives its inputs their gradients once the whole graph ran.
 Excuse backward_inputs_retain_grad(const Pair& p) {
   if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
       p.c.retained_before(p.s->args[0], p.index)) {
