@@ -82,18 +82,19 @@ void backward(TensorArgs tensors, const BackwardArgs& args) {
   }
   add_targets("backward", request, unique_inputs);
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
-  TensorList grads = execute(request);
-  GradModeGuard grad_mode(args.create_graph());  // as while the engine runs AccumulateGrad
-  // Non-leaf inputs first: PyTorch retains their gradient as their node runs, before the leaves'
-  // AccumulateGrad nodes, which may then accumulate in place into a .grad that shares storage
-  // with that gradient (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (!unique_inputs[i].is_leaf()) accumulate_into_interior_grad(unique_inputs[i], grads[i]);
-  }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (unique_inputs[i].is_leaf())
-      grad_accumulator(unique_inputs[i])->accumulate(std::move(grads[i]));
-  }
+  // Each input takes its gradient as soon as it is captured: where PyTorch runs a leaf's
+  // AccumulateGrad (or a non-leaf input's retain hook), so in-place accumulation into a .grad
+  // that shares storage with another gradient, and an error raised later in the call, leave
+  // what they leave in PyTorch (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
+  request.on_capture = [&unique_inputs, &args](size_t i, Tensor&& grad) {
+    GradModeGuard grad_mode(args.create_graph());  // as while the engine runs AccumulateGrad
+    const Tensor& input = unique_inputs[i];
+    if (input.is_leaf())
+      grad_accumulator(input)->accumulate(std::move(grad));
+    else
+      accumulate_into_interior_grad(input, grad);
+  };
+  execute(request);
 }
 
 TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args) {

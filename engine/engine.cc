@@ -317,7 +317,12 @@ void GraphTask::run_ready_nodes() {
     // here on, so `state` stays valid.
     TensorList& grads = state.buffer;
     grads.resize(node->num_inputs());
-    for (const auto& [slot, target] : state.captures) captured_[target] = grads[slot];
+    for (const auto& [slot, target] : state.captures) {
+      if (!request_.on_capture)
+        captured_[target] = grads[slot];
+      else  // a node that does not run needs its gradient no more: the handler may keep it
+        request_.on_capture(target, state.runs ? Tensor(grads[slot]) : std::move(grads[slot]));
+    }
     if (state.runs) {
       TensorList outputs = call(*node, std::move(grads));
       send(*node, outputs);

@@ -19,6 +19,16 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     grad_fn_ = grad_fn;
     return;
   }
+  if (requires_grad_ && !tensor.impl()->requires_grad) {
+    // A view that requires grad only through its base has no edge of its own (Note [View flags
+    // follow the base] in ops/views.h): keep it as a view of a fresh alias that requires grad,
+    // so the value unpacked requires grad and a gradient into it goes nowhere, as PyTorch's.
+    Tensor base = tensor.detach();
+    base.impl()->requires_grad = true;
+    data_.impl()->view_base = base.impl();
+    data_.impl()->view_version.store(saved_version_, std::memory_order_relaxed);
+    return;
+  }
   leaf_ = grad_accumulator(tensor);
   if (requires_grad_) with_leaf_history(data_);
 }

@@ -35,7 +35,10 @@ class AccumulateGrad;
 //   value it gives is what the leaf object would be (a leaf, with the leaf's current
 //   requires_grad, or its last one if the caller dropped it, whose gradient flows into the leaf's
 //   .grad); the write that moves the leaf bumps the version, so unpack() refuses the value then,
-//   as it would the object.
+//   as it would the object;
+// - a view that requires grad only through its base (no history, no AccumulateGrad of its own) is
+//   stored as a view of a fresh alias that requires grad: it requires grad, and its gradient goes
+//   nowhere, as the view's, without holding the base.
 class SavedVariable {
  public:
   SavedVariable() = default;

@@ -41,13 +41,21 @@ double Tensor::item() const {
 }
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  // Whether it is a leaf is read from the history it has now, as PyTorch's requires_grad_()
+  // does (VariableHooks::is_leaf reads grad_fn_): a view whose base was written since is not
+  // regenerated first (Note [In-place ops on views]).
+  std::shared_ptr<Node> history;
+  {
+    std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+    history = impl_->grad_fn;
+  }
   // As in PyTorch, asking a non-leaf (which requires grad) to require grad is a no-op; only
   // turning it off is an error.
-  if (requires_grad && !is_leaf()) return *this;
-  AG_CHECK(is_leaf(),
+  if (requires_grad && history) return *this;
+  AG_CHECK(!history,
            "set_requires_grad: only leaf tensors can change requires_grad; this tensor has "
            "grad_fn '",
-           grad_fn()->name(), "' (use detach() to get a leaf)");
+           history ? history->name() : "", "' (use detach() to get a leaf)");
   impl_->requires_grad = requires_grad;
   return *this;
 }

@@ -100,7 +100,9 @@ const OpSpec Div::spec{kind_name(kind),
                        {{self, {other}, [](const Ctx& c) { return c.grad() / c[other]; }},
                         {other,
                          {self, other},
-                         [](const Ctx& c) { return -c.grad() * c[self] / (c[other] * c[other]); }}},
+                         // PyTorch's div_tensor_other_backward, in its order: the product
+                         // under create_graph reads (self / other) / other, not self.
+                         [](const Ctx& c) { return -c.grad() * (c[self] / c[other] / c[other]); }}},
                        binary_forward<div>()};
 
 // pow(self, exponent) = result

@@ -182,7 +182,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     Shape out_shape = input.shape();
     out_shape.back() = weight.shape()[0];
     const Tensor rows = reshape(input, {leading_size(input.shape(), 1), weight.shape()[1]});
-    return reshape(linear(rows, weight, bias), out_shape);
+    return unsafe_view(linear(rows, weight, bias), out_shape);
   }
   Tensor out = backend_for(input.device())
                    .matmul(input, weight, false, true, bias.defined() ? &bias : nullptr);

@@ -49,7 +49,8 @@ Tensor sum(const Tensor& a);
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim = false);
-// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a's shape).
+// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a's shape): `a` itself
+// when it has the shape already, except for the 0-dim shape, which is sum(a), as in PyTorch.
 Tensor sum_to(const Tensor& a, const Shape& shape);
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
 

@@ -4,6 +4,7 @@
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 namespace {
@@ -20,11 +21,32 @@ struct OfSelf {
   static constexpr Input self{0, "self"};
 };
 
-// PyTorch's expand(): a new tensor (a view of g) even at g's own shape, so sum's gradient is
-// never the incoming gradient itself and grad() never hands the caller's grad_outputs back
-// through a sum, as in PyTorch.
+// PyTorch's expand() to the tensor's own shape, which sum's gradient is when nothing is summed
+// away: a view of g, never g itself, so grad() never hands the caller's grad_outputs back
+// through a sum. Its own gradient is PyTorch's sum_to: the incoming gradient itself, except at
+// 0 dims, where sum_to returns grad.sum(), a new tensor (so a second-order grad() through a
+// 0-dim sum, made without create_graph, does not require grad even when its grad_outputs does).
+// A derivative op of its own, so that the JIT can run the formulas that record it.
+Tensor expand(const Tensor& g, const Shape& shape);
+
+struct ExpandAsIs : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec ExpandAsIs::spec{"expand",
+                              {{self,
+                                {},
+                                [](const Ctx& c) {
+                                  const Tensor& g = c.grad();
+                                  return g.dim() == 0 ? sum(g) : g;
+                                }}},
+                              {AliasKind::kView, NoAttrs(),
+                               [](const OpArgs& a) { return expand(a[self], a[self].shape()); }}};
+
 Tensor expand(const Tensor& g, const Shape& shape) {
-  return g.shape() == shape ? view(g, shape) : broadcast_to(g, shape);
+  if (g.shape() != shape) return broadcast_to(g, shape);
+  Tensor out = record(ExpandAsIs::spec, {&g}, g.alias_with_shape(shape));
+  mark_view(out, g);  // Note [In-place ops on views]
+  return out;
 }
 
 struct Sum : OfSelf {
@@ -109,6 +131,8 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
 
 Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a, "input");
+  // As PyTorch's sum_to: the 0-dim shape is a.sum(), a new tensor even when `a` is 0-dim.
+  if (shape.empty()) return sum(a);
   if (a.shape() == shape) return a;
   check_broadcastable_to("sum_to", shape, a.shape());
   return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape),

@@ -21,23 +21,23 @@ const OpSpec Reshape::spec{
 
 // The histories an in-place op gives views and bases (Note [In-place ops on views]): a view
 // regenerated from its base is PyTorch's AsStridedBackward0, a base written through a view its
-// CopySlices. Their gradients are new tensors (scattered into fresh zeros, or a copy of the
-// incoming gradient), never views of the incoming gradient: a gradient through them neither
-// shares memory with the caller's grad_outputs nor, made without create_graph, requires grad
-// through them. as_strided_backward returns plain zeros for a zero-size view, so that gradient
-// never requires grad. No forward: neither is an op of the JIT.
+// CopySlices. Their gradients are copied_gradient()s: new tensors, never views of the incoming
+// gradient, so a gradient through them neither shares memory with the caller's grad_outputs nor,
+// made without create_graph, requires grad through them. as_strided_backward returns plain zeros
+// for a zero-size view, so that gradient never requires grad. No forward: none of the three is
+// an op of the JIT.
 struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec RegeneratedView::spec{"regenerated_view",
-                                   {{self, {}, [](const Ctx& c) {
-                                       const Tensor& g = c.grad();
-                                       const Shape& shape = c.input_shape(self);
-                                       if (g.numel() == 0)
-                                         return zeros(shape, g.dtype(), g.device());
-                                       return reshape(clone(g), shape);  // a view, as as_strided's
-                                     }}}};
+const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, [](const Ctx& c) {
+                                                           const Tensor& g = c.grad();
+                                                           const Shape& shape = c.input_shape(self);
+                                                           if (g.numel() == 0)
+                                                             return zeros(shape, g.dtype(),
+                                                                          g.device());
+                                                           return copied_gradient(g, shape);
+                                                         }}}};
 
 struct RebasedBase {
   static constexpr Input view{0, "view"};
@@ -45,7 +45,18 @@ struct RebasedBase {
 };
 const OpSpec RebasedBase::spec{
     "rebased_base",
-    {{view, {}, [](const Ctx& c) { return clone(reshape(c.grad(), c.input_shape(view))); }}}};
+    {{view, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(view)); }}}};
+
+// The gradient of a copied gradient is a copied gradient again, to any order: PyTorch's
+// as_strided_backward and CopySlices write the incoming gradient into new storage, and so
+// does their own derivative (a clone before CopySlices' formula, a fresh as_strided_backward).
+struct CopiedGradient {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec CopiedGradient::spec{
+    "copied_gradient",
+    {{self, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(self)); }}}};
 
 struct Transpose {
   static constexpr Input self{0, "self"};
@@ -102,6 +113,12 @@ Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }
 
 Tensor regenerated_view(const Tensor& base, const Shape& shape) {
   return record_node(RegeneratedView::spec, {&base}, base.alias_with_shape(shape), NoAttrs(), {});
+}
+
+Tensor copied_gradient(const Tensor& g, const Shape& shape) {
+  Tensor copy = Tensor::empty(g.shape(), g.dtype(), g.device());
+  backend_for(g.device()).copy(copy, g);
+  return record(CopiedGradient::spec, {&g}, copy.alias_with_shape(shape));
 }
 
 Tensor rebased_base(const Tensor& view, const Shape& shape) {

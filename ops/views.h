@@ -58,9 +58,13 @@ void rebase_history_after_inplace(const Tensor& t, bool recorded);
 // Tensors over the storage of `base` (of `view`) with `shape`, whose history is a node reading
 // it, recorded whatever grad mode and its requires_grad() are: a view's regenerated history
 // (PyTorch's AsStridedBackward0) and a base's after a write through `view` (CopySlices). Their
-// gradients are new tensors (shape_ops.cc).
+// gradients are copied_gradient()s.
 Tensor regenerated_view(const Tensor& base, const Shape& shape);
 Tensor rebased_base(const Tensor& view, const Shape& shape);
+
+// A new tensor of `shape` holding g's values, recorded (as any op) when g requires grad under
+// grad mode; its own gradient is a copied gradient again (shape_ops.cc).
+Tensor copied_gradient(const Tensor& g, const Shape& shape);
 
 // If `t` is a view whose base was written since t's history was recorded, regenerate it.
 // Cheap when t is not a view or is current.

@@ -67,6 +67,10 @@ class Context {
       }
     }
     if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
+    // Both raised "freed" after PyTorch may have freed more: which nodes ran before the error,
+    // and so the state after it, may differ.
+    if (t[1] == "raise" && t.size() == 3 && t[2] == "freed" && extra_frees_)
+      freed_after_extra_ = true;
     // A call after which PyTorch may have run (and, without retain_graph, freed) more nodes.
     if ((s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad) && s.retain_graph != 1 &&
         !(s.retain_graph < 0 && s.create_graph)) {
@@ -82,6 +86,7 @@ class Context {
   }
 
   bool extra_frees() const { return extra_frees_; }
+  bool freed_after_extra_frees() const { return freed_after_extra_; }
   bool recorded_inplace() const { return recorded_inplace_; }
 
   const Program& program() const { return program_; }
@@ -125,6 +130,7 @@ class Context {
   std::map<int, int> retained_since_;  // tensor -> the backward() that made it retain grad
   bool extra_frees_ = false;           // PyTorch may have freed saved tensors the engine kept
   bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
+  bool freed_after_extra_ = false;     // a call raised "freed" in both after extra frees
 };
 
 enum class Excuse { kNone, kSkipExpected, kSkipActual, kSkipBoth, kStop };
@@ -167,6 +173,7 @@ struct Rule {
 // where such a node cannot run (saved tensors freed or modified), then or in a later call
 // (saved tensors it freed then); the states differ after that.
 Excuse extra_executions(const Pair& p) {
+  if (p.c.freed_after_extra_frees()) return Excuse::kStop;
   if (!p.s || (p.s->kind != StmtKind::kGrad && p.s->kind != StmtKind::kBackward)) {
     return Excuse::kNone;
   }
@@ -199,11 +206,42 @@ bool autograd_call(const Pair& p) {
 // Likewise PyTorch finds a freed saved tensor that no formula of this call reads (addmm's node
 // run for the bias's gradient alone): that raise ends the comparison where some leaf is not
 // requested.
+// The tensor whose storage value v uses: through views and detached aliases.
+int storage_root(const Context& c, int v) {
+  for (const Stmt* made = c.producer(c.tensor(v));
+       made && (made->kind == StmtKind::kView || made->kind == StmtKind::kDetach);
+       made = c.producer(c.tensor(v))) {
+    v = made->args[0];
+  }
+  return c.tensor(v);
+}
+
+// Whether an in-place op before statement `before` wrote into the storage of a tensor exponent
+// of an earlier pow: PyTorch's pow saves the exponent for the exponent's own gradient as well
+// (pow_backward_exponent reads it, to give 0 where the base is 0).
+bool pow_exponent_written(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  for (int i = 0; i < before; ++i) {
+    if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kPow) continue;
+    const int exponent = storage_root(c, stmts[i].instr.args[1]);
+    for (int j = i + 1; j < before; ++j) {
+      if (stmts[j].kind == StmtKind::kInplace && storage_root(c, stmts[j].args[0]) == exponent)
+        return true;
+    }
+  }
+  return false;
+}
+
 Excuse version_check_per_formula(const Pair& p) {
   const bool freed = p.error() == "freed";
-  if (!autograd_call(p) || !p.status("raise", "ok") || (p.error() != "version" && !freed)) {
+  // Or the engine's call goes on to a node whose saved values were freed, and raises that.
+  const bool freed_here = p.status("raise", "raise") && p.a.size() == 3 && p.a[2] == "freed";
+  if (!autograd_call(p) || !(p.status("raise", "ok") || freed_here) ||
+      (p.error() != "version" && !freed)) {
     return Excuse::kNone;
   }
+  if (freed && freed_here) return Excuse::kNone;
+  if (!freed && pow_exponent_written(p.c, p.index)) return Excuse::kStop;
   const bool all_leaves = p.s->kind == StmtKind::kBackward && p.s->inputs.empty();
   // backward() without inputs runs no node whose gradient reaches only leaves that stopped
   // requiring grad (per-call needs); PyTorch runs (and unpacks) every node.
@@ -221,6 +259,29 @@ Excuse version_check_per_formula(const Pair& p) {
   }
   if (freed) return unrequested_leaf ? Excuse::kStop : Excuse::kNone;
   return !p.c.recorded_inplace() || unrequested_leaf ? Excuse::kStop : Excuse::kNone;
+}
+
+// A consequence of backward-grad-tensors-copied that the scripts cannot render: a gradient
+// given to backward() without create_graph that shares storage with some leaf's .grad reaches
+// PyTorch as it is, and PyTorch's AccumulateGrad may keep a view of it (made by a view's
+// backward) as another leaf's .grad, which an in-place accumulation into the first .grad then
+// changes too. Here every .grad is a copy. The comparison ends at the first difference from such
+// a backward() on.
+Excuse held_grad_tensors(const Pair& p) {
+  const auto& stmts = p.c.program().stmts;
+  const int last = std::min(p.index, static_cast<int>(stmts.size()) - 1);
+  std::set<int> held;  // storage of a tensor that was some leaf's .grad
+  for (int i = 0; i <= last; ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kSetGrad && s.args.size() == 2)
+      held.insert(storage_root(p.c, s.args[1]));
+    if (s.kind == StmtKind::kReadGrad) held.insert(storage_root(p.c, s.results[0]));
+    if (s.kind != StmtKind::kBackward || s.create_graph) continue;
+    for (int g : s.grad_outputs) {
+      if (g >= 0 && held.count(storage_root(p.c, g))) return Excuse::kStop;
+    }
+  }
+  return Excuse::kNone;
 }
 
 // PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
@@ -294,26 +355,46 @@ bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
   return false;
 }
 
+// Whether value v is a grad() result or computed from one (PyTorch's elementwise ops keep an
+// expanded or transposed gradient's strides).
+bool computed_from_grad_result(const Context& c, int v) {
+  const Stmt* made = c.producer(c.tensor(v));
+  if (!made) return false;
+  if (made->kind == StmtKind::kGrad) return true;
+  const std::vector<int> in = reads(*made);
+  return made->kind == StmtKind::kOp && std::any_of(in.begin(), in.end(), [&](int u) {
+           return u < v && computed_from_grad_result(c, u);
+         });
+}
+
 // Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
-// sum, sum over a dim and sum_to) are new tensors here (copying-shape-ops). A view requires grad
-// while its base does, so such a grad() result requires grad in PyTorch and not here where its
-// base, a grad_outputs tensor, requires grad: at once without create_graph, or after
-// requires_grad_() on it. Only lines that differ in rg= alone, about such a result (or the
-// result of a statement reading one), in a program that used one of those ops.
+// sum, sum over a dim, sum_to and broadcast_to's sum) are new tensors here (copying-shape-ops).
+// A view requires grad while its base does, so such a grad() result requires grad in PyTorch
+// and not here where its base, a grad_outputs tensor, requires grad: at once without
+// create_graph, or after requires_grad_() on it. Only lines that differ in rg= alone, about such
+// a result (or the result of a statement reading one), in a program that used one of those ops.
+// And PyTorch's view() of such a gradient, or of a tensor computed from one, may raise (an
+// expanded or transposed tensor is not contiguous: "view size is not compatible with input
+// tensor's size and stride"); every tensor here is contiguous.
 Excuse copied_gradient_views(const Pair& p) {
+  const auto& stmts = p.c.program().stmts;
+  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
+  const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
+    using proptests::Op;
+    return s.kind == StmtKind::kOp &&
+           (s.instr.op == Op::kTranspose || s.instr.op == Op::kSum || s.instr.op == Op::kSumDim ||
+            s.instr.op == Op::kSumTo || s.instr.op == Op::kBroadcastTo);
+  });
+  if (!copies) return Excuse::kNone;
+  if (p.s && p.s->kind == StmtKind::kView && p.status("raise", "ok") &&
+      computed_from_grad_result(p.c, p.s->args[0])) {
+    return Excuse::kStop;
+  }
   int v = -1;
   if (p.result_line()) v = value_of(p.e[1]);
   if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
   if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
   if (v < 0 || !differ_in_requires_grad_alone(p)) return Excuse::kNone;
-  const auto& stmts = p.c.program().stmts;
-  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
-  const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
-    using proptests::Op;
-    return s.kind == StmtKind::kOp && (s.instr.op == Op::kTranspose || s.instr.op == Op::kSum ||
-                                       s.instr.op == Op::kSumDim || s.instr.op == Op::kSumTo);
-  });
-  if (!copies) return Excuse::kNone;
   std::vector<int> values = {v};
   if (p.result_line() && p.s && p.s->kind != StmtKind::kGrad) values = reads(*p.s);
   const bool viewing = std::any_of(values.begin(), values.end(), [&](int u) {
@@ -341,6 +422,7 @@ const Rule kRules[] = {
     {"backward-inputs-retain-grad", backward_inputs_retain_grad},
     {"version-check-per-formula", version_check_per_formula},
     {"copied-gradient-views", copied_gradient_views},
+    {"held-grad-tensors", held_grad_tensors},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
 };

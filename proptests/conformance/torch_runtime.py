@@ -202,10 +202,13 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # (backward-grad-tensors-copied).
     # Not a gradient that shares storage with a program value's .grad: accumulating into that
     # .grad in place writes into the gradient in both engines, and a copy would hide the write.
+    # Under create_graph AccumulateGrad copies anyway, and a copy here would hide the formulas'
+    # reads of the caller's gradients (an in-place write into one then fails their version check).
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
             if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
-    grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
-                    g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
+    if not kwargs.get("create_graph", False):
+        grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
+                        g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
     _begin_call(inputs)
     try:
         torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
@@ -217,10 +220,10 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
 
 
 def sum_to(a, shape):
-    """ops::sum_to: `a` itself when it has the shape already. PyTorch's sum_to_size does that too,
-    except for a 0-dim `a`, where it returns a.sum() (sum-to-same-shape). Otherwise a new tensor:
-    PyTorch's is a view of its reduction when it drops leading dims (copying-shape-ops)."""
-    if list(a.shape) == list(shape):
+    """ops::sum_to, which is PyTorch's sum_to_size (`a` itself when it has the shape already,
+    a.sum() for the 0-dim shape), except that its result is a new tensor where PyTorch's is a view
+    of its reduction, when it drops leading dims (copying-shape-ops)."""
+    if list(a.shape) == list(shape) and len(shape) > 0:
         return a
     out = a.sum_to_size(shape)
     return out.clone() if out._base is not None else out
@@ -243,10 +246,12 @@ def transpose(a, dim0, dim1):
 
 def whole(src, target):
     """`src` for an in-place op on `target`: a copy when it views target's memory with another
-    shape. This engine's views cover their whole base, so element i of one meets element i of
-    the other; PyTorch rejects such a partial overlap (DEVIATIONS.md, inplace-overlapping-views).
+    shape or other strides. This engine's tensors are contiguous and its views cover their whole
+    base, so element i of one meets element i of the other; PyTorch rejects such a partial overlap
+    (DEVIATIONS.md, inplace-overlapping-views).
     """
-    if (isinstance(src, torch.Tensor) and src.shape != target.shape
+    if (isinstance(src, torch.Tensor)
+            and (src.shape != target.shape or src.stride() != target.stride())
             and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
         return src.clone()
     return src
@@ -274,8 +279,8 @@ class Mul(torch.autograd.Function):
     def backward(ctx, g):
         needs = _log_needs(ctx)
         a, b = ctx.saved_tensors
-        return ((g * b).sum_to_size(a.shape) if needs[0] else None,
-                (g * a).sum_to_size(b.shape) if needs[1] else None)
+        return (sum_to(g * b, a.shape) if needs[0] else None,
+                sum_to(g * a, b.shape) if needs[1] else None)
 
 
 class Two(torch.autograd.Function):
@@ -289,8 +294,8 @@ class Two(torch.autograd.Function):
     def backward(ctx, g0, g1):
         needs = _log_needs(ctx)
         a, b = ctx.saved_tensors
-        return ((g0 * b + g1).sum_to_size(a.shape) if needs[0] else None,
-                (g0 * a + g1).sum_to_size(b.shape) if needs[1] else None)
+        return (sum_to(g0 * b + g1, a.shape) if needs[0] else None,
+                sum_to(g0 * a + g1, b.shape) if needs[1] else None)
 
 
 class Split(torch.autograd.Function):

@@ -77,8 +77,8 @@ std::string op_expr(const Instr& in) {
       return std::string(in.op == Op::kSumDim ? "torch.sum(" : "torch.mean(") + a[0] + ", " +
              std::to_string(in.dim0) + ", keepdim=" + py_bool(in.keepdim) + ")";
     case Op::kSumTo:
-      // Deviation [sum-to-same-shape]
-      return note_deviation("sum-to-same-shape", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
     case Op::kBroadcastTo:
       // Deviation [copying-shape-ops]
       return note_deviation("copying-shape-ops",
