@@ -59,11 +59,6 @@ class Context {
     if (s.kind == StmtKind::kBackward) {
       for (int in : s.inputs) {
         if (!leaf(in) && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
-        // It raised: PyTorch's AccumulateGrad nodes of leaf inputs that ran before the error
-        // left .grad; the engine accumulates the inputs' gradients after the graph ran.
-        if (t[1] == "raise" && leaf(in) && !retained_since_.count(tensor(in))) {
-          retained_since_[tensor(in)] = stmt;
-        }
       }
     }
     if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
@@ -286,9 +281,7 @@ Excuse held_grad_tensors(const Pair& p) {
 
 // PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
 // calls through it update its .grad. Such a tensor's later .grad records are not compared, and
-// the comparison ends where the program reads its .grad into a value. The same for a leaf input of
-// a backward(inputs=...) that raised: PyTorch's AccumulateGrad nodes that ran before the error
-// left .grad, the engine gives its inputs their gradients once the whole graph ran.
+// the comparison ends where the program reads its .grad into a value.
 Excuse backward_inputs_retain_grad(const Pair& p) {
   if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
       p.c.retained_before(p.s->args[0], p.index)) {
