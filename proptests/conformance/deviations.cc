@@ -47,6 +47,8 @@ const std::vector<Explanation>& explanations() {
        "transpose's and expand's gradients are new tensors, not views of the incoming gradient"},
       {"held-grad-tensors", kDeviation, kComparing,
        "a .grad is never a view of a backward() gradient that shares storage with another .grad"},
+      {"overlapping-operand-saved", kDeviation, kComparing,
+       "an in-place op saves an operand that views its target's memory, which the write changes"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},

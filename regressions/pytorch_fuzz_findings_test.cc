@@ -1,0 +1,163 @@
+// Disagreements with PyTorch 2.15 (float64) that `fuzz --against pytorch` found after the
+// conformance corpus agreed, each reduced and pinned here with the PyTorch program in a comment
+// (the reduced fuzz programs are also in proptests/conformance/programs/pinned.txt).
+#include <gtest/gtest.h>
+
+#include "engine/autograd.h"
+#include "engine/error.h"
+#include "engine/grad_mode.h"
+#include "engine/node.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::error_of;
+using testing::expect_values;
+using testing::leaf;
+using testing::shares_storage;
+using testing::values;
+
+// x = torch.tensor(0.5, requires_grad=True); v = x.view([])
+// with torch.no_grad(): x.copy_(v * 3)
+// g1, = grad([v], [x], [v], create_graph=True)    -> 1.5, requires grad (AsStridedBackward0)
+// g2, = grad([g1], [v], [g1])                     -> 1.5, requires_grad False, a new tensor
+// The gradient of a regenerated view is a new tensor, and so is its own gradient.
+TEST(CopiedGradients, SecondOrderThroughARegeneratedViewIsANewTensor) {
+  Tensor x = leaf({0.5}, {});
+  Tensor v = ops::view(x, {});
+  {
+    NoGradGuard no_grad;
+    ops::copy_(x, ops::mul(v, 3.0));
+  }
+  Tensor g1 = grad({v}, {x}, GradArgs().grad_outputs({v}).create_graph())[0];
+  expect_values(g1, {1.5});
+  EXPECT_TRUE(g1.requires_grad());
+  Tensor g2 = grad({g1}, {v}, GradArgs().grad_outputs({g1}))[0];
+  expect_values(g2, {1.5});
+  EXPECT_FALSE(g2.requires_grad());
+  EXPECT_FALSE(shares_storage(g2, g1));
+}
+
+// x = torch.tensor(0.5, requires_grad=True); go = torch.tensor(2.0, requires_grad=True)
+// g, = grad([x.sum()], [x], [go], create_graph=True)  -> 2.0, a view of go (ExpandBackward0)
+// gg, = grad([g], [go], [torch.tensor(3.0, requires_grad=True)])
+//                                                    -> 3.0, requires_grad False (sum_to: .sum())
+TEST(ZeroDimSums, TheGradientOfSumsGradientIsANewTensor) {
+  Tensor x = leaf({0.5}, {});
+  Tensor go = leaf({2.0}, {});
+  Tensor g = grad({ops::sum(x)}, {x}, GradArgs().grad_outputs({go}).create_graph())[0];
+  expect_values(g, {2.0});
+  EXPECT_TRUE(g.requires_grad());
+  EXPECT_TRUE(shares_storage(g, go));
+  Tensor gg = grad({g}, {go}, GradArgs().grad_outputs({leaf({3.0}, {})}))[0];
+  expect_values(gg, {3.0});
+  EXPECT_FALSE(gg.requires_grad());
+}
+
+// a = torch.tensor(2.0, requires_grad=True) * 1; s = a.sum_to_size([])
+// -> s is not a, s.grad_fn SumBackward0
+TEST(ZeroDimSums, SumToTheZeroDimShapeIsANewTensor) {
+  Tensor a = ops::mul(leaf({2.0}, {}), 1.0);
+  Tensor s = ops::sum_to(a, {});
+  EXPECT_FALSE(s.is_same(a));
+  ASSERT_NE(s.grad_fn(), nullptr);
+  EXPECT_EQ(s.grad_fn()->name(), "sum");
+  Tensor b = ops::mul(leaf({1.0, 2.0}, {2}), 1.0);
+  EXPECT_TRUE(ops::sum_to(b, {2}).is_same(b));
+}
+
+// v0 = leaf(0.3049...); v1 = leaf(-0.9319...); v1.grad = v0
+// backward([v0, v1], [v0, v1], inputs=[v1, v0])
+// -> v0.grad 0.3049 (v0's AccumulateGrad runs first: its root comes first), then v1's
+//    accumulates into v1.grad, which is v0 itself: v0 and v1.grad -0.6271
+TEST(BackwardInputs, LeavesAccumulateInTheOrderTheirNodesBecomeReady) {
+  const double a = 0.3048969727480644, b = -0.9319765973913072;
+  Tensor v0 = leaf({a}, {});
+  Tensor v1 = leaf({b}, {});
+  v1.set_grad(v0);
+  backward({v0, v1}, BackwardArgs().grad_tensors({v0, v1}).inputs({v1, v0}).retain_graph());
+  expect_values(v0.grad(), {a});
+  expect_values(v1.grad(), {a + b});
+  EXPECT_TRUE(v1.grad().is_same(v0));
+  expect_values(v0, {a + b});
+}
+
+// x = torch.tensor([1., 2.], requires_grad=True); w = torch.tensor([3., 4.], requires_grad=True)
+// with torch.no_grad(): v = x.view(2)
+// gw, = grad([(w * v).sum()], [w], create_graph=True)  -> [1., 2.], requires_grad True, not a leaf
+// v requires grad (through its base) with no edge of its own; mul saved it as such.
+TEST(SavedValues, ANoGradViewOfATensorThatRequiresGradStillRequiresGradWhenUnpacked) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, 4}, {2});
+  Tensor v;
+  {
+    NoGradGuard no_grad;
+    v = ops::view(x, {2});
+  }
+  Tensor gw = grad({ops::sum(ops::mul(w, v))}, {w}, GradArgs().create_graph())[0];
+  expect_values(gw, {1, 2});
+  EXPECT_TRUE(gw.requires_grad());
+  EXPECT_FALSE(gw.is_leaf());
+  // Its gradient goes nowhere, as the view's.
+  backward({ops::sum(gw)});
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(v.grad().defined());
+}
+
+// v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)
+// v1.requires_grad_(False)  -> no error (the check reads v1's history before it is regenerated);
+// v1.requires_grad True, v1.is_leaf False afterwards
+TEST(LeafState, RequiresGradFalseOnAViewReadsTheHistoryItHasNow) {
+  Tensor v0 = leaf({1.5}, {}, /*requires_grad=*/false);
+  Tensor v1 = ops::view(v0, {});
+  ops::add_(v0, v1);
+  v0.set_requires_grad(true);
+  EXPECT_EQ(error_of([&] { v1.set_requires_grad(false); }), "");
+  EXPECT_TRUE(v1.requires_grad());
+  EXPECT_FALSE(v1.is_leaf());
+}
+
+// x = torch.tensor([1., 2.], requires_grad=True); W = [[1, .5], [2, -1], [0, 1]]
+// y = F.linear(x, W, b) -> y._is_view() False: a write into y is y's own
+// src = torch.tensor([7., 8., 9.], requires_grad=True); y.copy_(src)
+// grad([y], [src, x], [go], allow_unused=True) -> (go itself, zeros)
+TEST(Linear, AOneDimInputGivesAResultThatIsNotAView) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = values({1, 0.5, 2, -1, 0, 1}, {3, 2});
+  Tensor b = leaf({0.1, 0.2, 0.3}, {3});
+  Tensor y = ops::linear(x, w, b);
+  Tensor src = leaf({7, 8, 9}, {3});
+  ops::copy_(y, src);
+  Tensor go = values({1, 2, 3}, {3});
+  TensorList g = grad({y}, {src, x}, GradArgs().grad_outputs({go}).allow_unused());
+  EXPECT_TRUE(g[0].is_same(go));  // copy_'s gradient for the source is the incoming gradient
+  expect_values(g[1], {0, 0});  // through copy_'s zeros for the overwritten y
+}
+
+// x = torch.tensor(0.5, requires_grad=True); a = x.view(1); s = torch.sigmoid(a) + 0.5
+// g = torch.tensor([1.], requires_grad=True)
+// gs, = grad([a / s], [s], [g], create_graph=True)   -> -g * ((a / s) / s) = -0.39685...
+// with torch.no_grad(): a.add_(x.clone())
+// gg, = grad([gs], [g])                              -> -0.39685..., no error: the product recorded
+// reads (a / s) / s, not `a`, which the write changed
+TEST(Div, TheDivisorsGradientInPyTorchsOrderReadsNoWrittenTensor) {
+  Tensor x = leaf({0.5}, {});
+  Tensor a = ops::view(x, {1});
+  Tensor s = ops::add(ops::sigmoid(a), 0.5);
+  Tensor g = leaf({1.0}, {1});
+  Tensor gs = grad({ops::div(a, s)}, {s}, GradArgs().grad_outputs({g}).create_graph())[0];
+  expect_values(gs, {-0.3968521842841776});
+  {
+    NoGradGuard no_grad;
+    ops::add_(a, ops::clone(x));
+  }
+  TensorList gg;
+  EXPECT_EQ(error_of([&] { gg = grad({gs}, {g}); }), "");
+  ASSERT_EQ(gg.size(), 1u);
+  expect_values(gg[0], {-0.3968521842841776});
+}
+
+}  // namespace
+}  // namespace ag
