@@ -46,6 +46,10 @@ void Value::replaceAllUsesWith(Value* other) {
   if (other->owningGraph() != owningGraph()) {
     throw IrError("replaceAllUsesWith: %" + other->name() + " belongs to another graph");
   }
+  // Grow `other`'s uses once (still geometrically: a value may take uses from many calls).
+  const size_t needed = other->uses_.size() + uses_.size();
+  if (needed > other->uses_.capacity())
+    other->uses_.reserve(std::max(needed, 2 * other->uses_.capacity()));
   for (const Use& u : uses_) {
     u.user->inputs_[u.offset] = other;
     u.user->pushUse(u.offset);
