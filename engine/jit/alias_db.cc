@@ -8,9 +8,9 @@
 
 namespace ag::jit {
 
-AliasDb::AliasDb(const Graph& graph) {
-  element_of_.resize(graph.valueIdBound());
-  dag_.reserve(graph.valueIdBound());
+AliasDb::AliasDb(const Graph& graph) : id_space_(graph.valueIdSpace()) {
+  element_of_.resize(graph.valueIdBound(), kNoElement);
+  dag_.reserve(graph.valueIdBound() + 1);  // + the wildcard
   analyzeGraph(graph);
   buildWriteIndex();
 }
@@ -22,10 +22,13 @@ Element AliasDb::freshElement(const Value* v) {
 }
 
 void AliasDb::setElement(const Value* v, Element e) {
-  if (v->id() >= element_of_.size()) {
-    element_of_.resize(std::max(v->id() + 1, v->owningGraph()->valueIdBound()));
+  if (v->idSpace() != id_space_) {
+    throw IrError("AliasDb: %" + v->name() + " belongs to a graph this db does not analyse");
   }
-  element_of_[v->id()] = Slot{v, e};
+  if (v->id() >= element_of_.size()) {
+    element_of_.resize(std::max(v->id() + 1, v->owningGraph()->valueIdBound()), kNoElement);
+  }
+  element_of_[v->id()] = e;
 }
 
 Element AliasDb::wildcard() {
@@ -37,9 +40,9 @@ Element AliasDb::wildcard() {
 }
 
 const Element* AliasDb::elementOf(const Value* v) const {
-  if (v->id() >= element_of_.size()) return nullptr;
-  const Slot& slot = element_of_[v->id()];
-  return slot.value == v ? &slot.element : nullptr;
+  if (v->id() >= element_of_.size() || v->idSpace() != id_space_) return nullptr;
+  const Element& e = element_of_[v->id()];
+  return e == kNoElement ? nullptr : &e;
 }
 
 void AliasDb::analyzeGraph(const Graph& g) {
@@ -181,7 +184,7 @@ void AliasDb::copyValue(const Value* from, const Value* to) {
 }
 
 void AliasDb::forgetValue(const Value* v) {
-  if (isTracked(v)) element_of_[v->id()] = Slot{};
+  if (isTracked(v)) element_of_[v->id()] = kNoElement;
 }
 
 void AliasDb::replaceWithNewValue(const Value* existing, const Value* replacement) {
@@ -192,10 +195,10 @@ void AliasDb::replaceWithNewValue(const Value* existing, const Value* replacemen
 std::string AliasDb::dump() const {
   std::ostringstream os;
   os << "AliasDb with " << dag_.size() << " elements\n";
-  for (const Slot& slot : element_of_) {
-    if (slot.value == nullptr) continue;
-    os << "  %" << slot.value->name() << " -> element " << slot.element << " -> locations {";
-    for (Element loc : dag_.memoryLocations(slot.element).elements()) os << " " << loc;
+  for (size_t id = 0; id < element_of_.size(); ++id) {
+    if (element_of_[id] == kNoElement) continue;
+    os << "  value id " << id << " -> element " << element_of_[id] << " -> locations {";
+    for (Element loc : dag_.memoryLocations(element_of_[id]).elements()) os << " " << loc;
     os << " }\n";
   }
   return os.str();

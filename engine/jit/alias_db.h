@@ -112,13 +112,13 @@ class AliasDb {
   bool tryMove(Node* to_move, Node* point, MoveSide side, bool dry_run);
 
   MemoryDag dag_;
-  // The element of each tracked value, indexed by value id (Note [Value ids]); `value` is null
-  // for ids that have none, and tells a value of another graph with the same id apart.
-  struct Slot {
-    const Value* value = nullptr;
-    Element element = 0;
-  };
-  std::vector<Slot> element_of_;
+  // The element of each tracked value, indexed by value id (Note [Value ids]), kNoElement for
+  // ids that have none: 4 bytes per id (Note [Compact alias tables]). Ids are unique only within
+  // one graph and its subgraphs, so a value is looked up only if its id is from `id_space_`,
+  // the analysed graph's.
+  static constexpr Element kNoElement = ~Element{0};
+  std::vector<Element> element_of_;
+  uint64_t id_space_;
   Element wildcard_ = 0;
   bool has_wildcard_ = false;
   std::vector<bool> written_;         // memory location -> written by some node

@@ -38,6 +38,11 @@ TEST(AliasDbTest, ValuesOfAnotherGraphAreNotTracked) {
   EXPECT_FALSE(db.isTracked(other.v("t")));
   EXPECT_FALSE(db.mayAlias(other.v("t"), g.v("x")));
   EXPECT_TRUE(db.mayAlias(g.v("t"), g.v("x")));
+  // A value of another graph takes no aliasing information: it would land in the slot of the
+  // value with its id.
+  EXPECT_THROW(db.copyValue(g.v("t"), other.v("t")), IrError);
+  EXPECT_FALSE(db.isTracked(other.v("t")));
+  EXPECT_TRUE(db.isTracked(g.v("t")));
 }
 
 TEST(AliasDbTest, ViewsAliasTheirBaseAndFreshValuesDoNot) {

@@ -73,7 +73,10 @@ struct Use {
 // subgraphs nested in it (a subgraph draws its ids from the outer graph's counter; one built
 // apart is renumbered by setSubgraph), never reused while that graph lives. Analyses over a whole
 // graph (AliasDb) keep their per-value facts in vectors indexed by id rather than in maps keyed by
-// Value*, which stay fast at any graph size.
+// Value*, which stay fast at any graph size. Ids of different graphs (made apart) may coincide:
+// each value also carries its id space, a number shared by a graph and its subgraphs and by no
+// other graph of the process, so such a table can tell a value of another graph without looking
+// at the value's node.
 //
 // Note [Value names]
 // Every value has a name, unique in its graph: the one it was given (parsed, copied, inherited
@@ -85,6 +88,9 @@ class Value {
   size_t offset() const { return offset_; }
   Type type() const { return type_; }
   size_t id() const { return id_; }
+  // The id space the id belongs to (Graph::valueIdSpace() of its graph), read without
+  // touching the defining node.
+  uint64_t idSpace() const { return id_space_; }
   std::string name() const { return name_.empty() ? std::to_string(number_) : name_; }
   const std::vector<Use>& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
@@ -96,16 +102,23 @@ class Value {
  private:
   friend class Graph;
   friend class Node;
-  Value(Node* node, size_t offset, Type type, size_t id)
-      : node_(node), offset_(offset), type_(type), id_(id) {}
+  Value(Node* node, size_t offset, Type type, size_t id, uint64_t id_space)
+      : node_(node),
+        id_(id),
+        id_space_(id_space),
+        type_(type),
+        offset_(static_cast<uint32_t>(offset)) {}
 
+  // What passes read on every visit comes first, so that it shares a cache line or two; the
+  // name comes last (Note [Compact alias tables] in memory_dag.cc says why bytes matter here).
   Node* node_;
-  size_t offset_;
-  Type type_;
   size_t id_;
+  uint64_t id_space_;  // Graph::valueIdSpace() of the graph that drew id_
+  std::vector<Use> uses_;
+  Type type_;
+  uint32_t offset_;
   uint64_t number_ = 0;  // the name, when name_ is empty
   std::string name_;     // the name, when it is not a number
-  std::vector<Use> uses_;
 };
 
 namespace kinds {
@@ -176,23 +189,26 @@ class Node {
   Node(Graph* graph, std::string kind, const OpSchema* schema);
   void unlink();
   void removeFromInputUses(size_t i);
+  void reserveInputs(size_t n);
   void pushUse(size_t i);
 
+  // What walks over the graph (the node list, alias analysis, moves) read comes first, so that
+  // it shares a cache line or two; the kind's text and the attributes come last.
   Graph* graph_;
-  std::string kind_;
   const OpSchema* schema_;
-  bool is_differentiable_graph_;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+  int64_t topo_position_ = 0;
   std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;  // owned
   // use_slots_[i]: where Use{this, i} sits in inputs_[i]->uses(). Lets a use be
   // removed in O(1) even from a value with very many uses (a weight used by
   // every layer), by moving the last use into its slot.
   std::vector<size_t> use_slots_;
-  std::vector<Value*> outputs_;  // owned
-  Attributes attrs_;
+  bool is_differentiable_graph_;
   std::unique_ptr<Graph> subgraph_;
-  Node* prev_ = nullptr;
-  Node* next_ = nullptr;
-  int64_t topo_position_ = 0;
+  std::string kind_;
+  Attributes attrs_;
 };
 
 class Graph {
@@ -249,18 +265,25 @@ class Graph {
   void transferName(Value* from, Value* to);
 
   // Every value of this graph and of its subgraphs has an id below this (Note [Value ids]).
-  size_t valueIdBound() const { return *next_value_id_; }
+  size_t valueIdBound() const { return value_ids_->next; }
+  // Graphs that share an id space (a graph and its subgraphs) return the same number, unique
+  // in the process.
+  uint64_t valueIdSpace() const { return value_ids_->space; }
 
  private:
   friend class Node;
   friend class Value;
+  struct ValueIds {
+    size_t next = 0;  // the next value's id
+    uint64_t space;   // tells this counter's ids from another's
+  };
   Value* newValue(Node* n, size_t offset, Type t);
   void forgetValue(Value* v);
   bool nameIsFree(const Value& name_of) const;
   void bindName(Value* v, const Value& name_of);
   // Renumbers this graph's values (and its subgraphs') from `ids`, the counter of the graph
   // this one becomes a subgraph of.
-  void adoptValueIds(const std::shared_ptr<size_t>& ids);
+  void adoptValueIds(const std::shared_ptr<ValueIds>& ids);
   void assignTopoPosition(Node* n);
   void renumberTopology();
   Node* cloneNodeShell(const Node* n);
@@ -269,7 +292,7 @@ class Graph {
   Node* return_;  // also the sentinel of the circular node list
   size_t num_nodes_ = 0;
   ValueNames names_;
-  std::shared_ptr<size_t> next_value_id_;  // shared with the subgraphs
+  std::shared_ptr<ValueIds> value_ids_;  // shared with the subgraphs
 };
 
 template <typename MapInput>

@@ -6,21 +6,78 @@
 
 namespace ag::jit {
 
-void LocationSet::assign(std::vector<Element> sorted) {
-  size_ = sorted.size();
-  if (size_ <= 1) {
-    single_ = sorted.empty() ? 0 : sorted[0];
-    many_.clear();
-  } else {
-    many_ = std::move(sorted);
+// Note [Compact alias tables]
+// AliasDb keeps a few facts per element and per value, for every value of the graph. At 100k
+// nodes those tables outgrow the caches, and every byte they take is a byte the pass first has
+// to fault in (a fresh AliasDb is mostly memory the process never touched) and then misses on.
+// So an element costs 32 bytes: its points-to list and its cached memory locations are
+// ElementLists (one element inline), the two flags are bits, and the few elements that contain
+// others (lists) keep their contents in a side map.
+
+ElementList& ElementList::operator=(const ElementList& other) {
+  if (this != &other) assign(other.begin(), other.end());
+  return *this;
+}
+
+ElementList& ElementList::operator=(ElementList&& other) noexcept {
+  if (this != &other) {
+    release();
+    steal(other);
   }
+  return *this;
+}
+
+void ElementList::release() {
+  if (onHeap()) delete[] many_;
+  size_ = 0;
+  capacity_ = 1;
+  one_ = 0;
+}
+
+void ElementList::steal(ElementList& other) noexcept {
+  size_ = other.size_;
+  capacity_ = other.capacity_;
+  if (other.onHeap()) {
+    many_ = other.many_;
+  } else {
+    one_ = other.one_;
+  }
+  other.size_ = 0;
+  other.capacity_ = 1;
+  other.one_ = 0;
+}
+
+void ElementList::reserve(uint32_t capacity) {
+  if (capacity <= capacity_) return;
+  auto* grown = new Element[capacity];
+  std::copy(begin(), end(), grown);
+  const uint32_t size = size_;
+  release();
+  size_ = size;
+  capacity_ = capacity;
+  many_ = grown;
+}
+
+void ElementList::push_back(Element e) {
+  if (size_ == capacity_) reserve(std::max<uint32_t>(4, 2 * capacity_));
+  data()[size_++] = e;
+}
+
+void ElementList::assign(const Element* first, const Element* last) {
+  const auto n = static_cast<uint32_t>(last - first);
+  if (n > capacity_) {
+    release();
+    reserve(n);
+  }
+  std::copy(first, last, data());
+  size_ = n;
 }
 
 bool LocationSet::intersects(const LocationSet& other) const {
-  const Element* a = data();
-  const Element* a_end = a + size_;
-  const Element* b = other.data();
-  const Element* b_end = b + other.size_;
+  const Element* a = locations_.begin();
+  const Element* a_end = locations_.end();
+  const Element* b = other.locations_.begin();
+  const Element* b_end = other.locations_.end();
   while (a != a_end && b != b_end) {
     if (*a == *b) return true;
     if (*a < *b) {
@@ -39,29 +96,31 @@ void LocationSet::insertAll(const LocationSet& other) {
     return;
   }
   std::vector<Element> merged;
-  merged.reserve(size_ + other.size_);
-  std::set_union(data(), data() + size_, other.data(), other.data() + other.size_,
-                 std::back_inserter(merged));
-  assign(std::move(merged));
+  merged.reserve(locations_.size() + other.locations_.size());
+  std::set_union(locations_.begin(), locations_.end(), other.locations_.begin(),
+                 other.locations_.end(), std::back_inserter(merged));
+  locations_.assign(merged.data(), merged.data() + merged.size());
 }
 
 Element MemoryDag::makeFreshElement() {
-  elements_.emplace_back();
+  points_to_.emplace_back();
+  pointed_to_.push_back(false);
   has_contents_.push_back(false);
   cache_.emplace_back();
   cached_.push_back(false);
-  return static_cast<Element>(elements_.size() - 1);
+  return static_cast<Element>(points_to_.size() - 1);
 }
 
 void MemoryDag::reserve(size_t elements) {
-  elements_.reserve(elements);
+  points_to_.reserve(elements);
+  pointed_to_.reserve(elements);
   has_contents_.reserve(elements);
   cache_.reserve(elements);
   cached_.reserve(elements);
 }
 
 void MemoryDag::invalidateCacheFor(Element from) {
-  if (!elements_[from].pointed_to) {
+  if (!pointed_to_[from]) {
     // Nothing points at `from`: only its own answer changes.
     cached_[from] = false;
   } else {
@@ -72,15 +131,15 @@ void MemoryDag::invalidateCacheFor(Element from) {
 
 void MemoryDag::makePointerTo(Element from, Element to) {
   if (from == to) return;
-  auto& pts = elements_[from].points_to;
+  ElementList& pts = points_to_[from];
   if (std::find(pts.begin(), pts.end(), to) != pts.end()) return;
   pts.push_back(to);
-  elements_[to].pointed_to = true;
+  pointed_to_[to] = true;
   invalidateCacheFor(from);
 }
 
 void MemoryDag::addToContainedElements(Element contained, Element container) {
-  auto& c = elements_[container].contained;
+  std::vector<Element>& c = contained_[container];
   if (std::find(c.begin(), c.end(), contained) == c.end()) c.push_back(contained);
   has_contents_[container] = true;
 }
@@ -91,21 +150,21 @@ const LocationSet& MemoryDag::memoryLocations(Element root) const {
   std::vector<std::pair<Element, size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [e, next_child] = stack.back();
-    const Entry& entry = elements_[e];
+    const ElementList& points_to = points_to_[e];
     if (cached_[e]) {
       stack.pop_back();
       continue;
     }
-    if (next_child < entry.points_to.size()) {
-      Element child = entry.points_to[next_child++];
+    if (next_child < points_to.size()) {
+      Element child = points_to.begin()[next_child++];
       if (!cached_[child]) stack.emplace_back(child, 0);
       continue;
     }
     LocationSet locs;
-    if (entry.points_to.empty()) {
+    if (points_to.empty()) {
       locs = LocationSet(e);
     } else {
-      for (Element child : entry.points_to) locs.insertAll(cache_[child]);
+      for (Element child : points_to) locs.insertAll(cache_[child]);
     }
     cache_[e] = std::move(locs);
     cached_[e] = true;
@@ -132,10 +191,13 @@ LocationSet MemoryDag::allContainedMemoryLocations(Element root) const {
     if (!seen.insert(e).second) continue;
     const LocationSet& locs = memoryLocations(e);
     result.insertAll(locs);
-    for (Element loc : locs.elements()) {
-      for (Element c : elements_[loc].contained) work.push_back(c);
-    }
-    for (Element c : elements_[e].contained) work.push_back(c);
+    auto push_contents = [&](Element container) {
+      if (!has_contents_[container]) return;
+      const std::vector<Element>& contents = contained_.at(container);
+      work.insert(work.end(), contents.begin(), contents.end());
+    };
+    for (Element loc : locs.elements()) push_contents(loc);
+    push_contents(e);
   }
   return result;
 }

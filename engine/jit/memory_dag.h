@@ -9,11 +9,46 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace ag::jit {
 
 using Element = uint32_t;
+
+// A short list of elements in 16 bytes: one element is kept inline, more on the heap. A graph has
+// as many elements as values and most point to at most one other and hold one memory location,
+// so keeping one inline is what keeps the per-element tables small (Note [Compact alias tables]).
+class ElementList {
+ public:
+  ElementList() = default;
+  ElementList(const ElementList& other) { assign(other.begin(), other.end()); }
+  ElementList(ElementList&& other) noexcept { steal(other); }
+  ElementList& operator=(const ElementList& other);
+  ElementList& operator=(ElementList&& other) noexcept;
+  ~ElementList() { release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Element* begin() const { return onHeap() ? many_ : &one_; }
+  const Element* end() const { return begin() + size_; }
+  void push_back(Element e);
+  void assign(const Element* first, const Element* last);
+
+ private:
+  bool onHeap() const { return capacity_ > 1; }
+  Element* data() { return onHeap() ? many_ : &one_; }
+  void reserve(uint32_t capacity);
+  void release();
+  void steal(ElementList& other) noexcept;
+
+  uint32_t size_ = 0;
+  uint32_t capacity_ = 1;  // 1: the element (if any) is inline in one_
+  union {
+    Element one_ = 0;
+    Element* many_;
+  };
+};
 
 // A sorted set of memory locations. Most sets hold one location (a value's own memory): that
 // one is kept inline, so making, copying and reading such a set touches no heap memory.
@@ -31,20 +66,17 @@ class LocationSet {
   };
 
   LocationSet() = default;
-  explicit LocationSet(Element single) : size_(1), single_(single) {}
-  explicit LocationSet(std::vector<Element> sorted) { assign(std::move(sorted)); }
-  bool empty() const { return size_ == 0; }
+  explicit LocationSet(Element single) { locations_.push_back(single); }
+  explicit LocationSet(const std::vector<Element>& sorted) {
+    locations_.assign(sorted.data(), sorted.data() + sorted.size());
+  }
+  bool empty() const { return locations_.empty(); }
   bool intersects(const LocationSet& other) const;
   void insertAll(const LocationSet& other);
-  Range elements() const { return Range(data(), data() + size_); }
+  Range elements() const { return Range(locations_.begin(), locations_.end()); }
 
  private:
-  const Element* data() const { return size_ <= 1 ? &single_ : many_.data(); }
-  void assign(std::vector<Element> sorted);
-
-  size_t size_ = 0;
-  Element single_ = 0;         // the location, when size_ == 1
-  std::vector<Element> many_;  // the locations, when size_ > 1
+  ElementList locations_;
 };
 
 class MemoryDag {
@@ -53,7 +85,7 @@ class MemoryDag {
   void reserve(size_t elements);
   void makePointerTo(Element from, Element to);
   void addToContainedElements(Element contained, Element container);
-  size_t size() const { return elements_.size(); }
+  size_t size() const { return points_to_.size(); }
 
   const LocationSet& memoryLocations(Element e) const;
   // memoryLocations(e) plus, recursively, the memory locations of whatever is
@@ -61,16 +93,14 @@ class MemoryDag {
   LocationSet allContainedMemoryLocations(Element e) const;
 
  private:
-  struct Entry {
-    std::vector<Element> points_to;
-    std::vector<Element> contained;
-    bool pointed_to = false;  // some element points here
-  };
   void invalidateCacheFor(Element from);
 
-  std::vector<Entry> elements_;
-  // element -> contains something (a dense copy of !contained.empty(): most queries only ask this).
+  // Per element (Note [Compact alias tables]): what it points to, whether anything points to it,
+  // whether it contains anything. Only lists contain elements: their contents sit in a map.
+  std::vector<ElementList> points_to_;
+  std::vector<bool> pointed_to_;
   std::vector<bool> has_contents_;
+  std::unordered_map<Element, std::vector<Element>> contained_;
   // Memory locations per element, computed on demand. Edges are only added
   // while an AliasDb is built or when a brand-new element is attached, so the
   // cache rarely needs to be thrown away.
