@@ -36,8 +36,15 @@ bool held_only_here(const Tensor& g) {
 // is known, so that tensors do not depend on nodes).
 void TensorImpl::forget_grad_accumulator() { grad_accumulator->forget_variable(this); }
 
+void TensorImpl::set_requires_grad(bool value) {
+  requires_grad = value;
+  if (has_grad_accumulator.load(std::memory_order_acquire)) {
+    grad_accumulator->variable_requires_grad_set(*this);
+  }
+}
+
 AccumulateGrad::AccumulateGrad(TensorImpl& variable)
-    : Node(LeafAccumulator{}), variable_(&variable) {
+    : Node(LeafAccumulator{}), variable_(&variable), requires_grad_(variable.requires_grad) {
   add_input_metadata({variable.shape, variable.dtype, variable.device});
 }
 
@@ -50,8 +57,9 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!grad.defined()) return;
   // The leaf cannot finish dying while the lock is held: its destructor waits here first.
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!variable_) return;
-  TensorImpl& leaf = *variable_;
+  TensorImpl* const variable = variable_.load(std::memory_order_relaxed);
+  if (!variable) return;
+  TensorImpl& leaf = *variable;
   AG_CHECK(leaf.grad_fn == nullptr,
            "AccumulateGrad: leaf variable has been moved into the graph "
            "interior (an in-place op gave this ",
@@ -70,21 +78,19 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
 }
 
 void AccumulateGrad::forget_variable(const TensorImpl* dying) {
+  // Most calls come from aliases of the leaf (saved values), which need no lock: see variable_.
+  if (variable_.load(std::memory_order_acquire) != dying) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (dying != variable_) return;
-  last_requires_grad_ = variable_->requires_grad;
-  variable_ = nullptr;
+  variable_.store(nullptr, std::memory_order_release);
 }
 
-bool AccumulateGrad::has_variable() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return variable_ != nullptr;
+void AccumulateGrad::variable_requires_grad_set(const TensorImpl& tensor) {
+  // Only the leaf itself writes its flag, so no lock is needed to know it is alive.
+  if (variable_.load(std::memory_order_acquire) != &tensor) return;
+  requires_grad_.store(tensor.requires_grad, std::memory_order_release);
 }
 
-bool AccumulateGrad::variable_requires_grad() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return variable_ ? variable_->requires_grad : last_requires_grad_;
-}
+bool AccumulateGrad::has_variable() { return variable_.load(std::memory_order_acquire) != nullptr; }
 
 std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -41,15 +42,26 @@ class AccumulateGrad final : public Node {
   // an accumulation in progress, then drops the pointer. (A saved leaf is an alias that holds
   // the leaf's node too: Note [Saved values hold no cycles].)
   void forget_variable(const TensorImpl* dying);
+  // Called by TensorImpl::set_requires_grad: if `tensor` is the leaf, copies its new flag.
+  void variable_requires_grad_set(const TensorImpl& tensor);
   // Whether the leaf is still alive (for tests).
   bool has_variable();
-  // The leaf's requires_grad now, or when it died.
-  bool variable_requires_grad();
+  // The leaf's requires_grad now, or when it died. Lock-free (Note [The leaf's flag, copied]).
+  bool variable_requires_grad() const { return requires_grad_.load(std::memory_order_acquire); }
 
  private:
-  std::mutex mutex_;  // held while variable_ is used, and by forget_variable()
-  TensorImpl* variable_;
-  bool last_requires_grad_ = false;  // the leaf's requires_grad when it died
+  std::mutex mutex_;  // held while variable_ is dereferenced, and by forget_variable()
+  // The leaf, or null once it died. Written only under mutex_, and only ever from the leaf to
+  // null, so a tensor that finds something else here without the lock is not the leaf and never
+  // will be (forget_variable()'s fast path).
+  std::atomic<TensorImpl*> variable_;
+  // Note [The leaf's flag, copied]
+  // Every saved leaf asks for its leaf's requires_grad when it is unpacked (Note [Saved values
+  // hold no cycles]), and so does backward() for every leaf it reaches; reading it through
+  // variable_ would need mutex_, as the leaf may be dying on another thread. So the node keeps a
+  // copy that any thread can read: set from the leaf here, updated by every write to the leaf's
+  // flag (TensorImpl::set_requires_grad), and kept as the last value once the leaf died.
+  std::atomic<bool> requires_grad_;
 };
 
 // The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.

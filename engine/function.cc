@@ -105,7 +105,7 @@ TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
     if (is_in(out, inputs)) out = out.detach();
     const uint32_t nr = node->add_input_metadata(TensorMeta::of(out));
     if (is_in(out, non_differentiable)) continue;
-    out.impl()->requires_grad = true;
+    out.impl()->set_requires_grad(true);
     out.impl()->grad_fn = node;
     out.impl()->output_nr = nr;
   }

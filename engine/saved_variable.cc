@@ -29,15 +29,23 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     data_.impl()->view_version.store(saved_version_, std::memory_order_relaxed);
     return;
   }
-  leaf_ = grad_accumulator(tensor);
-  if (requires_grad_) with_leaf_history(data_);
+  is_leaf_ = true;
+  if (requires_grad_) {
+    with_leaf_history(data_, grad_accumulator(tensor));
+  } else {
+    leaf_ = grad_accumulator(tensor);
+  }
 }
 
 // Makes `alias` (of the leaf's data) what the leaf is while it requires grad: a leaf whose
 // gradient flows into the leaf's AccumulateGrad.
-void SavedVariable::with_leaf_history(Tensor& alias) const {
+void SavedVariable::with_leaf_history(Tensor& alias, std::shared_ptr<AccumulateGrad> leaf) {
   alias.impl()->requires_grad = true;
-  alias.impl()->grad_accumulator = leaf_;
+  alias.impl()->grad_accumulator = std::move(leaf);
+}
+
+const AccumulateGrad& SavedVariable::leaf() const {
+  return requires_grad_ ? *data_.impl()->grad_accumulator : *leaf_;
 }
 
 namespace {
@@ -60,12 +68,12 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
         slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
         "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
   }
-  if (leaf_) {
+  if (is_leaf_) {
     // The leaf's requires_grad may have changed since (requires_grad_() does not bump the
     // version); the alias saved is right unless it did.
-    if (leaf_->variable_requires_grad() == requires_grad_) return data_;
+    if (leaf().variable_requires_grad() == requires_grad_) return data_;
     Tensor t = data_.detach();
-    if (!requires_grad_) with_leaf_history(t);
+    if (!requires_grad_) with_leaf_history(t, leaf_);
     return t;
   }
   if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;

@@ -56,13 +56,17 @@ class SavedVariable {
   Node::SavedValue describe_as(std::string name) const;
 
  private:
-  void with_leaf_history(Tensor& alias) const;
+  static void with_leaf_history(Tensor& alias, std::shared_ptr<AccumulateGrad> leaf);
+  const AccumulateGrad& leaf() const;
 
   // An alias of the saved tensor's data, without history; a leaf's that required grad when saved
   // is an alias with the leaf's AccumulateGrad (what unpack() gives while the leaf requires grad).
   Tensor data_;
-  std::shared_ptr<Node> grad_fn_;         // a non-leaf input's grad_fn when saved
-  std::shared_ptr<AccumulateGrad> leaf_;  // a leaf input's AccumulateGrad
+  std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
+  // A leaf input's AccumulateGrad when data_ does not hold it (the leaf did not require grad when
+  // saved): one owner per saved leaf, not two.
+  std::shared_ptr<AccumulateGrad> leaf_;
+  bool is_leaf_ = false;
   bool is_output_ = false;
   bool requires_grad_ = false;
   uint32_t output_nr_ = 0;

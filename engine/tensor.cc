@@ -56,7 +56,7 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
            "set_requires_grad: only leaf tensors can change requires_grad; this tensor has "
            "grad_fn '",
            history ? history->name() : "", "' (use detach() to get a leaf)");
-  impl_->requires_grad = requires_grad;
+  impl_->set_requires_grad(requires_grad);
   return *this;
 }
 

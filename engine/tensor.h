@@ -37,6 +37,9 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
     if (grad_accumulator) forget_grad_accumulator();
   }
 
+  // Sets requires_grad, and the copy that this tensor's AccumulateGrad keeps if it is its leaf.
+  void set_requires_grad(bool value);
+
   // Fixed at construction. The last three follow from the others; every op reads them, and each
   // would otherwise be a chain of dependent loads or a loop over the shape.
   const Shape shape;
@@ -48,7 +51,8 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   const Device device;
 
   // A leaf's flag (set_requires_grad), or true once an op gave this tensor a grad_fn. A view
-  // also requires grad while its base does (Tensor::requires_grad()).
+  // also requires grad while its base does (Tensor::requires_grad()). Written through
+  // set_requires_grad(), which a leaf's AccumulateGrad follows (Note [The leaf's flag, copied]).
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is

@@ -261,7 +261,7 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
 
 void attach_output(OpNode& node, const Tensor& result) {
   TensorImpl& out = *result.impl();
-  out.requires_grad = true;
+  out.set_requires_grad(true);  // an in-place op may move a leaf into the graph
   out.grad_fn = node.shared_from_this();
   out.output_nr = node.add_input_metadata(TensorMeta::of(result));
   const int j = node.spec().slot_index(Result());

@@ -15,7 +15,7 @@ namespace {
 void take_history(TensorImpl& to, const Tensor& from) {
   to.grad_fn = from.grad_fn();
   to.output_nr = from.output_nr();
-  to.requires_grad = from.impl()->requires_grad;  // its own flag: set iff it has a history
+  to.set_requires_grad(from.impl()->requires_grad);  // its own flag: set iff it has a history
 }
 
 }  // namespace

@@ -211,6 +211,21 @@ TEST(GradAccumulation, LeafMovedIntoTheGraphInteriorRaises) {
   }
 }
 
+// The same through a view of the leaf: the write gives the leaf a CopySlices history (PyTorch
+// 2.15 raises the same error). The leaf's AccumulateGrad must see the flag that write set (Note
+// [The leaf's flag, copied]).
+TEST(GradAccumulation, LeafMovedIntoTheGraphInteriorThroughItsViewRaises) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor w = leaf({3, 4}, {2});
+  Tensor y = ops::sum(ops::mul(x, 2.0));
+  x.set_requires_grad(false);
+  Tensor v = ops::view(x, {2});
+  ops::mul_(v, w);
+  EXPECT_FALSE(x.is_leaf());
+  EXPECT_NE(testing::error_of([&] { backward(y); }).find("moved into the graph interior"),
+            std::string::npos);
+}
+
 // Bug 6: zero-size dims go through matmul and linear like any other size.
 TEST(ZeroSize, MatmulWithAnEmptyOutputDim) {
   Tensor out =

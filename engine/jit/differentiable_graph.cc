@@ -281,7 +281,7 @@ void DifferentiableGraphOp::wire(const SegmentState& state, std::vector<IValue>&
       frame[state.frame_slot[v]] = t;
     }
     TensorImpl& impl = *t.impl();
-    impl.requires_grad = true;
+    impl.set_requires_grad(true);
     impl.grad_fn = node;
     impl.output_nr = static_cast<uint32_t>(s);
   }
