@@ -373,6 +373,22 @@ bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
   return false;
 }
 
+// Whether the lines differ in "rg=1 leaf=0" (expected) against "rg=0 leaf=1" (actual) alone.
+bool differ_in_history_alone(const Pair& p) {
+  Tokens fixed = p.a;
+  bool replaced = false;
+  for (std::string& t : fixed) {
+    if (t == "rg=0") t = "rg=1", replaced = true;
+    if (t == "leaf=1") t = "leaf=0";
+  }
+  if (!replaced || std::find(p.e.begin(), p.e.end(), "leaf=0") == p.e.end()) return false;
+  std::string e, a;
+  for (const std::string& x : p.e) e += x + " ";
+  for (const std::string& x : fixed) a += x + " ";
+  NumberStats ignored;
+  return lines_agree(e, a, Tolerance{}, ignored);
+}
+
 // Whether value v is a grad() result or computed from one (PyTorch's elementwise ops keep an
 // expanded or transposed gradient's strides).
 bool computed_from_grad_result(const Context& c, int v) {
@@ -424,6 +440,29 @@ Excuse copied_gradient_views(const Pair& p) {
   return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
 
+// PyTorch's linear saves weight.t(), a view with a history of its own, where the engine saves the
+// weight. After requires_grad_(False) on the weight, the gradient that reads it under
+// create_graph requires grad in PyTorch (through the view's history), not here. The comparison
+// ends at such a line: only rg= and leaf= differ, in a call with create_graph, in a program that
+// ran linear with a weight whose requires_grad was turned off since.
+Excuse linear_saves_weight(const Pair& p) {
+  if (!autograd_call(p) || !p.s->create_graph || !differ_in_history_alone(p)) {
+    return Excuse::kNone;
+  }
+  const auto& stmts = p.c.program().stmts;
+  for (int i = 0; i < p.index; ++i) {
+    if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kLinear) continue;
+    const int weight = p.c.tensor(stmts[i].instr.args[1]);
+    for (int j = i + 1; j < p.index; ++j) {
+      if (stmts[j].kind == StmtKind::kSetRequiresGrad && !stmts[j].flag &&
+          p.c.tensor(stmts[j].args[0]) == weight) {
+        return Excuse::kStop;
+      }
+    }
+  }
+  return Excuse::kNone;
+}
+
 Excuse mean_of_empty_raises(const Pair& p) {
   return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
                  std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
@@ -444,6 +483,7 @@ const Rule kRules[] = {
     {"copied-gradient-views", copied_gradient_views},
     {"held-grad-tensors", held_grad_tensors},
     {"overlapping-operand-saved", overlapping_operand_saved},
+    {"linear-saves-weight", linear_saves_weight},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"pytorch-internal-error", pytorch_internal_error},
 };

@@ -49,6 +49,8 @@ const std::vector<Explanation>& explanations() {
        "a .grad is never a view of a backward() gradient that shares storage with another .grad"},
       {"overlapping-operand-saved", kDeviation, kComparing,
        "an in-place op saves an operand that views its target's memory, which the write changes"},
+      {"linear-saves-weight", kDeviation, kComparing,
+       "linear saves its weight, not a transposed view of it with a history of its own"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},

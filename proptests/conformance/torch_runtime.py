@@ -128,8 +128,8 @@ def _begin_call(inputs):
         return
     _Call.targets, _Call.keep = set(), []
     for t in inputs:
-        if isinstance(t, torch.Tensor) and t.requires_grad:
-            edge = torch.autograd.graph.get_gradient_edge(t)
+        edge = _edge(t) if isinstance(t, torch.Tensor) and t.requires_grad else None
+        if edge is not None:
             _Call.keep.append(edge.node)
             _Call.targets.add((id(edge.node), edge.output_nr))
 
@@ -163,8 +163,18 @@ def _ideal_needs(ctx):
     return [_edge_needed(node, nr) for node, nr in ctx.next_functions]
 
 
+def _edge(t):
+    """PyTorch's gradient edge of `t`, or None where it has none: a view made without a history
+    that requires grad only through its base has neither a grad_fn nor an AccumulateGrad."""
+    try:
+        return torch.autograd.graph.get_gradient_edge(t)
+    except AssertionError:
+        return None
+
+
 def _node(t):
-    return torch.autograd.graph.get_gradient_edge(t).node
+    edge = _edge(t)
+    return None if edge is None else edge.node
 
 
 def _check_reachable(outputs, inputs):
