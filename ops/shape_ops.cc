@@ -21,23 +21,27 @@ const OpSpec Reshape::spec{
 
 // The histories an in-place op gives views and bases (Note [In-place ops on views]): a view
 // regenerated from its base is PyTorch's AsStridedBackward0, a base written through a view its
-// CopySlices. Their gradients are copied_gradient()s: new tensors, never views of the incoming
-// gradient, so a gradient through them neither shares memory with the caller's grad_outputs nor,
-// made without create_graph, requires grad through them. as_strided_backward returns plain zeros
+// CopySlices. Their gradients are copied_gradient()s (for a regenerated view, a view of one, as
+// PyTorch's): new storage, never the incoming gradient's, so a gradient through them neither
+// shares memory with the caller's grad_outputs nor, made without create_graph, requires grad
+// through them. as_strided_backward returns plain zeros
 // for a zero-size view, so that gradient never requires grad. No forward: none of the three is
 // an op of the JIT.
 struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, [](const Ctx& c) {
-                                                           const Tensor& g = c.grad();
-                                                           const Shape& shape = c.input_shape(self);
-                                                           if (g.numel() == 0)
-                                                             return zeros(shape, g.dtype(),
-                                                                          g.device());
-                                                           return copied_gradient(g, shape);
-                                                         }}}};
+const OpSpec RegeneratedView::spec{"regenerated_view",
+                                   {{self, {}, [](const Ctx& c) {
+                                       const Tensor& g = c.grad();
+                                       const Shape& shape = c.input_shape(self);
+                                       if (g.numel() == 0)
+                                         return zeros(shape, g.dtype(), g.device());
+                                       // A view of the copy, as
+                                       // as_strided_backward's result is a
+                                       // view of the storage it fills.
+                                       return reshape(copied_gradient(g, g.shape()), shape);
+                                     }}}};
 
 struct RebasedBase {
   static constexpr Input view{0, "view"};

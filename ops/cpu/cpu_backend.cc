@@ -297,8 +297,10 @@ class CpuBackend final : public Backend {
         for (int64_t k = 1; k < len; ++k) mx = std::max(mx, x[k * inner]);
         T total = 0;
         for (int64_t k = 0; k < len; ++k) total += std::exp(x[k * inner] - mx);
-        const T lse = mx + std::log(total);
-        for (int64_t k = 0; k < len; ++k) y[k * inner] = x[k * inner] - lse;
+        // (x - max) - log(total), in PyTorch's order: exact for the largest element, where
+        // x - (max + log(total)) would round at max's magnitude.
+        const T log_total = std::log(total);
+        for (int64_t k = 0; k < len; ++k) y[k * inner] = (x[k * inner] - mx) - log_total;
       }
     }
   }

@@ -402,7 +402,8 @@ bool computed_from_grad_result(const Context& c, int v) {
 }
 
 // Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
-// sum, sum over a dim, sum_to and broadcast_to's sum) are new tensors here (copying-shape-ops).
+// sum, sum over a dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions'
+// backward) are new tensors here (copying-shape-ops).
 // A view requires grad while its base does, so such a grad() result requires grad in PyTorch
 // and not here where its base, a grad_outputs tensor, requires grad: at once without
 // create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
@@ -417,9 +418,20 @@ Excuse copied_gradient_views(const Pair& p) {
   const int upto = std::min(p.index, static_cast<int>(stmts.size()));
   const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
     using proptests::Op;
-    return s.kind == StmtKind::kOp &&
-           (s.instr.op == Op::kTranspose || s.instr.op == Op::kSum || s.instr.op == Op::kSumDim ||
-            s.instr.op == Op::kSumTo || s.instr.op == Op::kBroadcastTo);
+    if (s.kind == StmtKind::kCustom) return true;  // Mul's and Two's backward sum_to
+    if (s.kind != StmtKind::kOp) return false;
+    switch (s.instr.op) {
+      case Op::kTranspose:
+      case Op::kSum:
+      case Op::kSumDim:
+      case Op::kMean:
+      case Op::kMeanDim:
+      case Op::kSumTo:
+      case Op::kBroadcastTo:
+        return true;
+      default:  // an op of two operands may broadcast them: its gradient sums back
+        return s.instr.args.size() >= 2;
+    }
   });
   if (!copies) return Excuse::kNone;
   if (p.s && p.s->kind == StmtKind::kView && p.status("raise", "ok") &&
@@ -431,8 +443,10 @@ Excuse copied_gradient_views(const Pair& p) {
   if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
   if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
   if (v < 0 || !differ_in_requires_grad_alone(p)) return Excuse::kNone;
+  // The value, or what the statement that made it read (a view of such a result, say).
   std::vector<int> values = {v};
-  if (p.result_line() && p.s && p.s->kind != StmtKind::kGrad) values = reads(*p.s);
+  const Stmt* made = p.result_line() && p.s ? p.s : p.c.producer(p.c.tensor(v));
+  if (made && made->kind != StmtKind::kGrad) values = reads(*made);
   const bool viewing = std::any_of(values.begin(), values.end(), [&](int u) {
     return grad_result_viewing_requires_grad(p.c, u, p.index);
   });
