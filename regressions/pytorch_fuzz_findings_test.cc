@@ -3,6 +3,8 @@
 // (the reduced fuzz programs are also in proptests/conformance/programs/pinned.txt).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
@@ -38,6 +40,27 @@ TEST(CopiedGradients, SecondOrderThroughARegeneratedViewIsANewTensor) {
   expect_values(g2, {1.5});
   EXPECT_FALSE(g2.requires_grad());
   EXPECT_FALSE(shares_storage(g2, g1));
+}
+
+// x = torch.tensor(0.5, requires_grad=True); v = x.view([])
+// with torch.no_grad(): x.copy_(v)
+// g, = grad([v], [x], [torch.tensor(2.)])  -> 2.0, a view (of the storage as_strided_backward
+// fills) r = g.reshape([1]); g.requires_grad_(True) -> r.requires_grad False: r follows that
+// storage
+TEST(CopiedGradients, ARegeneratedViewsGradientIsAViewOfANewTensor) {
+  Tensor x = leaf({0.5}, {});
+  Tensor v = ops::view(x, {});
+  {
+    NoGradGuard no_grad;
+    ops::copy_(x, v);
+  }
+  Tensor g = grad({v}, {x}, GradArgs().grad_outputs({values({2.0}, {})}))[0];
+  expect_values(g, {2.0});
+  Tensor r = ops::reshape(g, {1});
+  g.set_requires_grad(true);
+  EXPECT_TRUE(g.requires_grad());
+  EXPECT_TRUE(g.is_leaf());
+  EXPECT_FALSE(r.requires_grad());
 }
 
 // x = torch.tensor(0.5, requires_grad=True); go = torch.tensor(2.0, requires_grad=True)
@@ -133,7 +156,7 @@ TEST(Linear, AOneDimInputGivesAResultThatIsNotAView) {
   Tensor go = values({1, 2, 3}, {3});
   TensorList g = grad({y}, {src, x}, GradArgs().grad_outputs({go}).allow_unused());
   EXPECT_TRUE(g[0].is_same(go));  // copy_'s gradient for the source is the incoming gradient
-  expect_values(g[1], {0, 0});  // through copy_'s zeros for the overwritten y
+  expect_values(g[1], {0, 0});    // through copy_'s zeros for the overwritten y
 }
 
 // x = torch.tensor(0.5, requires_grad=True); a = x.view(1); s = torch.sigmoid(a) + 0.5
@@ -157,6 +180,14 @@ TEST(Div, TheDivisorsGradientInPyTorchsOrderReadsNoWrittenTensor) {
   EXPECT_EQ(error_of([&] { gg = grad({gs}, {g}); }), "");
   ASSERT_EQ(gg.size(), 1u);
   expect_values(gg[0], {-0.3968521842841776});
+}
+
+// torch.log_softmax(torch.tensor([20., 0.3]), 0)[0] == -log(1 + exp(0.3 - 20)) exactly: PyTorch
+// computes (x - max) - log(sum), exact for the largest element; x - (max + log(sum)) rounds at
+// the magnitude of max (a difference of about 2e-15 here).
+TEST(LogSoftmax, TheLargestElementIsMinusTheLogOfTheSum) {
+  Tensor y = ops::log_softmax(values({20.0, 0.3}, {2}), 0);
+  EXPECT_EQ(y.to_vector()[0], -std::log(1.0 + std::exp(0.3 - 20.0)));
 }
 
 }  // namespace
