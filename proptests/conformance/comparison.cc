@@ -231,6 +231,25 @@ bool pow_saved_value_written(const Context& c, int before) {
   return false;
 }
 
+// Whether, before statement `before`, a call with create_graph ran after an in-place write into
+// the storage of a tensor that has views (so that a view's regenerated gradient was recorded).
+// PyTorch records as_strided_backward's ops there, some of which save tensors, and a later call
+// through them after a call without retain_graph raises "freed"; the engine's copied gradient
+// saves nothing.
+bool differentiated_regenerated_view(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  std::set<int> viewed;  // storage with a view
+  bool written = false;
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kView) viewed.insert(storage_root(c, s.args[0]));
+    if (s.kind == StmtKind::kInplace && viewed.count(storage_root(c, s.args[0]))) written = true;
+    if (written && (s.kind == StmtKind::kGrad || s.kind == StmtKind::kBackward) && s.create_graph)
+      return true;
+  }
+  return false;
+}
+
 Excuse version_check_per_formula(const Pair& p) {
   const bool freed = p.error() == "freed";
   // Or the engine's call goes on to a node whose saved values were freed, and raises that.
@@ -256,7 +275,10 @@ Excuse version_check_per_formula(const Pair& p) {
           return p.c.tensor(v) == p.c.tensor(s.results[0]);
         });
   }
-  if (freed) return unrequested_leaf ? Excuse::kStop : Excuse::kNone;
+  if (freed) {
+    return unrequested_leaf || differentiated_regenerated_view(p.c, p.index) ? Excuse::kStop
+                                                                             : Excuse::kNone;
+  }
   return !p.c.recorded_inplace() || unrequested_leaf ? Excuse::kStop : Excuse::kNone;
 }
 
