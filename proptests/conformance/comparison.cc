@@ -201,12 +201,16 @@ bool autograd_call(const Pair& p) {
 // Likewise PyTorch finds a freed saved tensor that no formula of this call reads (addmm's node
 // run for the bias's gradient alone): that raise ends the comparison where some leaf is not
 // requested.
-// The tensor whose storage value v uses: through views and detached aliases.
+// The tensor whose storage value v uses: through views, reshapes and detached aliases.
 int storage_root(const Context& c, int v) {
-  for (const Stmt* made = c.producer(c.tensor(v));
-       made && (made->kind == StmtKind::kView || made->kind == StmtKind::kDetach);
-       made = c.producer(c.tensor(v))) {
-    v = made->args[0];
+  for (const Stmt* made = c.producer(c.tensor(v)); made; made = c.producer(c.tensor(v))) {
+    if (made->kind == StmtKind::kView || made->kind == StmtKind::kDetach) {
+      v = made->args[0];
+    } else if (made->kind == StmtKind::kOp && made->instr.op == proptests::Op::kReshape) {
+      v = made->instr.args[0];  // reshape is a view here
+    } else {
+      break;
+    }
   }
   return c.tensor(v);
 }
