@@ -55,7 +55,7 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
   AG_CHECK(!history,
            "set_requires_grad: only leaf tensors can change requires_grad; this tensor has "
            "grad_fn '",
-           history ? history->name() : "", "' (use detach() to get a leaf)");
+           history->name(), "' (use detach() to get a leaf)");
   impl_->set_requires_grad(requires_grad);
   return *this;
 }

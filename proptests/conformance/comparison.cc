@@ -366,13 +366,8 @@ Excuse unused_input_zeros(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Whether the lines differ in one token, "rg=", up to the tolerance.
-bool differ_in_requires_grad_alone(const Pair& p) {
-  const bool expected_rg = std::find(p.e.begin(), p.e.end(), "rg=1") != p.e.end();
-  const auto rg = std::find(p.a.begin(), p.a.end(), expected_rg ? "rg=0" : "rg=1");
-  if (rg == p.a.end()) return false;
-  Tokens fixed = p.a;
-  fixed[static_cast<size_t>(rg - p.a.begin())] = expected_rg ? "rg=1" : "rg=0";
+// Whether the expected line agrees with `fixed` (the actual line with some tokens replaced).
+bool agrees_with_expected(const Pair& p, const Tokens& fixed) {
   auto join = [](const Tokens& t) {
     std::string s;
     for (const std::string& x : t) s += x + " ";
@@ -380,6 +375,16 @@ bool differ_in_requires_grad_alone(const Pair& p) {
   };
   NumberStats ignored;
   return lines_agree(join(p.e), join(fixed), Tolerance{}, ignored);
+}
+
+// Whether the lines differ in one token, "rg=", up to the tolerance.
+bool differ_in_requires_grad_alone(const Pair& p) {
+  const bool expected_rg = std::find(p.e.begin(), p.e.end(), "rg=1") != p.e.end();
+  const auto rg = std::find(p.a.begin(), p.a.end(), expected_rg ? "rg=0" : "rg=1");
+  if (rg == p.a.end()) return false;
+  Tokens fixed = p.a;
+  fixed[static_cast<size_t>(rg - p.a.begin())] = expected_rg ? "rg=1" : "rg=0";
+  return agrees_with_expected(p, fixed);
 }
 
 // Whether value v is a result of grad() that PyTorch may have made as a view of a grad_outputs
@@ -409,11 +414,7 @@ bool differ_in_history_alone(const Pair& p) {
     if (t == "leaf=1") t = "leaf=0";
   }
   if (!replaced || std::find(p.e.begin(), p.e.end(), "leaf=0") == p.e.end()) return false;
-  std::string e, a;
-  for (const std::string& x : p.e) e += x + " ";
-  for (const std::string& x : fixed) a += x + " ";
-  NumberStats ignored;
-  return lines_agree(e, a, Tolerance{}, ignored);
+  return agrees_with_expected(p, fixed);
 }
 
 // Whether value v is a grad() result or computed from one (PyTorch's elementwise ops keep an
