@@ -19,14 +19,18 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     grad_fn_ = grad_fn;
     return;
   }
-  if (requires_grad_ && !tensor.impl()->requires_grad) {
-    // A view that requires grad only through its base has no edge of its own (Note [View flags
-    // follow the base] in ops/views.h): keep it as a view of a fresh alias that requires grad,
-    // so the value unpacked requires grad and a gradient into it goes nowhere, as PyTorch's.
-    Tensor base = tensor.detach();
-    base.impl()->requires_grad = true;
-    data_.impl()->view_base = base.impl();
-    data_.impl()->view_version.store(saved_version_, std::memory_order_relaxed);
+  if (const Ref<TensorImpl>& base = tensor.impl()->view_base;
+      base && !tensor.impl()->requires_grad) {
+    // A view without a history or a flag of its own requires grad while its base does (Note
+    // [View flags follow the base] in ops/views.h). A leaf base's flag may change before the value
+    // is unpacked, so its AccumulateGrad is kept to read it then; a base with a history requires
+    // grad for good.
+    if (base->grad_fn == nullptr) {
+      follows_base_ = true;
+      leaf_ = grad_accumulator(Tensor(base));
+    } else {
+      data_ = view_requiring_grad(data_, saved_version_);
+    }
     return;
   }
   is_leaf_ = true;
@@ -35,6 +39,17 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
   } else {
     leaf_ = grad_accumulator(tensor);
   }
+}
+
+// A view of a fresh alias of `data` that requires grad: it requires grad, and a gradient into it
+// goes nowhere, as one into a view that requires grad only through its base, without holding
+// that base.
+Tensor SavedVariable::view_requiring_grad(const Tensor& data, uint32_t version) {
+  Tensor view = data.detach(), base = data.detach();
+  base.impl()->requires_grad = true;
+  view.impl()->view_base = base.impl();
+  view.impl()->view_version.store(version, std::memory_order_relaxed);
+  return view;
 }
 
 // Makes `alias` (of the leaf's data) what the leaf is while it requires grad: a leaf whose
@@ -67,6 +82,9 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
         "operation: the value '",
         slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
         "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
+  }
+  if (follows_base_) {
+    return leaf_->variable_requires_grad() ? view_requiring_grad(data_, saved_version_) : data_;
   }
   if (is_leaf_) {
     // The leaf's requires_grad may have changed since (requires_grad_() does not bump the

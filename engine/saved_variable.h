@@ -36,9 +36,11 @@ class AccumulateGrad;
 //   requires_grad, or its last one if the caller dropped it, whose gradient flows into the leaf's
 //   .grad); the write that moves the leaf bumps the version, so unpack() refuses the value then,
 //   as it would the object;
-// - a view that requires grad only through its base (no history, no AccumulateGrad of its own) is
-//   stored as a view of a fresh alias that requires grad: it requires grad, and its gradient goes
-//   nowhere, as the view's, without holding the base.
+// - a view without a history or a flag of its own (it requires grad while its base does) is
+//   stored as an alias of its data, plus its base's AccumulateGrad when the base is a leaf, whose
+//   flag may change before unpack(). While the base requires grad, unpack() gives a view of a
+//   fresh alias that requires grad: it requires grad, and its gradient goes nowhere, as the
+//   view's, without holding the base.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -56,6 +58,7 @@ class SavedVariable {
   Node::SavedValue describe_as(std::string name) const;
 
  private:
+  static Tensor view_requiring_grad(const Tensor& data, uint32_t version);
   static void with_leaf_history(Tensor& alias, std::shared_ptr<AccumulateGrad> leaf);
   const AccumulateGrad& leaf() const;
 
@@ -64,9 +67,10 @@ class SavedVariable {
   Tensor data_;
   std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
   // A leaf input's AccumulateGrad when data_ does not hold it (the leaf did not require grad when
-  // saved): one owner per saved leaf, not two.
+  // saved): one owner per saved leaf, not two. For a view that follows its base, the base's.
   std::shared_ptr<AccumulateGrad> leaf_;
   bool is_leaf_ = false;
+  bool follows_base_ = false;  // a view whose flag is its leaf base's, read through leaf_
   bool is_output_ = false;
   bool requires_grad_ = false;
   uint32_t output_nr_ = 0;

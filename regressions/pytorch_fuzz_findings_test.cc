@@ -129,6 +129,38 @@ TEST(SavedValues, ANoGradViewOfATensorThatRequiresGradStillRequiresGradWhenUnpac
   EXPECT_FALSE(v.grad().defined());
 }
 
+// x = torch.tensor([1., 2.]); w = torch.tensor([3., 4.], requires_grad=True)
+// v = x.view(2); y = (w * v).sum(); x.requires_grad_(True)
+// gw, = grad([y], [w], create_graph=True)  -> [1., 2.], requires_grad True, not a leaf
+// (and with x requiring grad first, v made under no_grad, then x.requires_grad_(False): gw does
+// not require grad). A saved view follows its base's flag as it is when the value is unpacked;
+// the fuzzer found it through matmul([1, 1], [1]), whose vector is saved as a reshape.
+TEST(SavedValues, ASavedViewFollowsItsBasesRequiresGradWhenUnpacked) {
+  for (bool on : {true, false}) {
+    SCOPED_TRACE(on ? "turned on" : "turned off");
+    Tensor x = leaf({1, 2}, {2}, /*requires_grad=*/!on);
+    Tensor w = leaf({3, 4}, {2});
+    Tensor v;
+    {
+      NoGradGuard no_grad;
+      v = ops::view(x, {2});
+    }
+    Tensor y = ops::sum(ops::mul(w, v));
+    x.set_requires_grad(on);
+    Tensor gw = grad({y}, {w}, GradArgs().create_graph())[0];
+    expect_values(gw, {1, 2});
+    EXPECT_EQ(gw.requires_grad(), on);
+    EXPECT_EQ(gw.is_leaf(), !on);
+  }
+  Tensor a = leaf({0.5}, {1, 1});
+  Tensor b = leaf({2.0}, {1}, /*requires_grad=*/false);
+  Tensor y = ops::matmul(a, b);
+  b.set_requires_grad(true);
+  Tensor ga = grad({y}, {a}, GradArgs().create_graph())[0];
+  expect_values(ga, {2.0});
+  EXPECT_TRUE(ga.requires_grad());
+}
+
 // v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)
 // v1.requires_grad_(False)  -> no error (the check reads v1's history before it is regenerated);
 // v1.requires_grad True, v1.is_leaf False afterwards

@@ -51,6 +51,8 @@ const std::vector<Explanation>& explanations() {
        "an in-place op saves an operand that views its target's memory, which the write changes"},
       {"linear-saves-weight", kDeviation, kComparing,
        "linear saves its weight, not a transposed view of it with a history of its own"},
+      {"matmul-saves-copies", kDeviation, kComparing,
+       "matmul's broadcast or transposed operand is saved as a copy, not PyTorch's view or copy"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
