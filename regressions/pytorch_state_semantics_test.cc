@@ -194,6 +194,31 @@ TEST(GradAccumulation, LeafWhoseRequiresGradWasTurnedOffGetsNoGrad) {
   EXPECT_FALSE(x.grad().defined());
 }
 
+// ... also when the flag is turned off while backward runs, after per-call needs were computed:
+// x = torch.tensor([1., 2.], requires_grad=True)
+// class Off(Function): backward(ctx, g): x.requires_grad_(False); return g * 2
+// Off.apply(x * 1.).sum().backward()  -> x.grad is None
+thread_local Tensor turned_off_in_backward;
+
+struct TurnsTheLeafOff : Function<TurnsTheLeafOff> {
+  static constexpr const char* name = "TurnsTheLeafOff";
+  static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }
+  static TensorList backward(BackwardCtx&, const TensorList& g) {
+    turned_off_in_backward.set_requires_grad(false);
+    return {ops::mul(g[0], 2.0)};
+  }
+};
+
+TEST(GradAccumulation, LeafTurnedOffWhileBackwardRunsGetsNoGrad) {
+  Tensor x = leaf({1, 2}, {2});
+  turned_off_in_backward = x;
+  Tensor y = ops::sum(TurnsTheLeafOff::apply({ops::mul(x, 1.0)})[0]);
+  backward(y);
+  turned_off_in_backward = Tensor();
+  EXPECT_FALSE(x.requires_grad());
+  EXPECT_FALSE(x.grad().defined());
+}
+
 TEST(GradAccumulation, LeafMovedIntoTheGraphInteriorRaises) {
   Tensor x = leaf({1, 2}, {2});
   Tensor w = leaf({3, 4}, {2});

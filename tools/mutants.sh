@@ -93,6 +93,10 @@ if [[ $write -eq 1 ]]; then
     printf '%b' "$table"
     echo
     echo "$(( ${#names[@]} - survivors )) of ${#names[@]} mutants caught."
+    if [[ -f "$root/proptests/mutants/RETIRED.md" ]]; then
+      echo
+      sed 's/^# /## /' "$root/proptests/mutants/RETIRED.md"
+    fi
   } >"$root/paper/results/mutants.md"
 fi
 exit $((survivors > 0))
