@@ -136,6 +136,26 @@ TEST(Comparison, CatchesEachKindOfDifference) {
   EXPECT_FALSE(compare(p, shorter, actual).ok());
 }
 
+// A digest sums n weighted values (weights below 2), so values that each agree may move it by up
+// to 2 n atol: nine values of about -1e-16 (a cancellation of O(1) terms, rounded differently by
+// the two engines) give digests 1.2e-15 apart. More than that, or another count, disagrees.
+TEST(Comparison, ADigestToleratesWhatItsValuesMayEachMove) {
+  NumberStats stats;
+  auto line = [](double d, int n) {
+    char text[128];
+    std::snprintf(text, sizeof(text), "end v7 rg=0 leaf=1 d=%.17g a=%.17g n=%d", d, -d, n);
+    return std::string(text);
+  };
+  EXPECT_TRUE(lines_agree(line(-1.7886465262667168e-15, 9), line(-2.941918618714338e-15, 9),
+                          Tolerance{}, stats));
+  EXPECT_FALSE(
+      lines_agree(line(-1.7886465262667168e-15, 9), line(-2.1e-14, 9), Tolerance{}, stats));
+  // 2.6e-15 apart: within what nine values may move, not one.
+  EXPECT_TRUE(lines_agree(line(-1e-15, 9), line(-3.6e-15, 9), Tolerance{}, stats));
+  EXPECT_FALSE(lines_agree(line(-1e-15, 1), line(-3.6e-15, 1), Tolerance{}, stats));
+  EXPECT_FALSE(lines_agree(line(-1e-15, 9), line(-1e-15, 8), Tolerance{}, stats));
+}
+
 TEST(Comparison, ToleratesRoundingOnly) {
   const Program p = parse_program(kProgram);
   const Records actual = run_on_engine(p);

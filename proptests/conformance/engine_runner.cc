@@ -39,7 +39,7 @@ std::string values_text(const Tensor& t) {
 
 std::string digest_text(const Tensor& t) {
   const Digest g = digest(t.to_vector());
-  return "d=" + format_double(g.d) + " a=" + format_double(g.a);
+  return "d=" + format_double(g.d) + " a=" + format_double(g.a) + " n=" + std::to_string(g.n);
 }
 
 class Runner {

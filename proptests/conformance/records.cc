@@ -34,6 +34,7 @@ std::string error_kind(const std::string& message) {
 
 Digest digest(const std::vector<double>& values) {
   Digest g;
+  g.n = static_cast<int64_t>(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     // Kept as separate roundings (this file is built with -ffp-contract=off), as Python does.
     const double w = 1.0 + std::fmod(static_cast<double>(i) * 0.6180339887498949, 1.0);
@@ -102,12 +103,22 @@ bool lines_agree(const std::string& expected, const std::string& actual, const T
     }
     if (std::isnan(x) || std::isnan(y) || std::isinf(x) || std::isinf(y)) return false;
     double scale = std::max(std::fabs(x), std::fabs(y));
-    if (ke == "d=") {
-      double ax = 0;
-      if (i + 1 < e.size() && is_number(split_key(e[i + 1]).second, &ax)) digest_scale = ax;
-      scale = std::max(scale, digest_scale);
+    double atol = tol.atol;
+    if (ke == "d=" || ke == "a=") {
+      // A digest "d=D a=A n=N": its n values, each within atol, move it by less than 2 n atol
+      // (weights w_i < 2); d's scale is a.
+      double ax = 0, n = 1;
+      const size_t a_at = ke == "d=" ? i + 1 : i;
+      if (ke == "d=" && i + 1 < e.size() && is_number(split_key(e[i + 1]).second, &ax)) {
+        digest_scale = ax;
+      }
+      if (a_at + 1 < e.size() && split_key(e[a_at + 1]).first == "n=") {
+        is_number(split_key(e[a_at + 1]).second, &n);
+      }
+      if (ke == "d=") scale = std::max(scale, digest_scale);
+      atol = 2 * std::max(n, 1.0) * tol.atol;
     }
-    const double err = std::fabs(x - y) / (tol.atol + tol.rtol * scale);
+    const double err = std::fabs(x - y) / (atol + tol.rtol * scale);
     c.max_error = std::max(c.max_error, err);
     if (err > 1.0) return false;
   }

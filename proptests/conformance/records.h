@@ -15,8 +15,8 @@
 //   s4 grad v0 [2,3] rg=0 leaf=1 = ...      a value's .grad ("none": no .grad)
 //   s4 needs s2 [1,0]                       a custom Function (created by statement 2) ran its
 //                                           backward during statement 4 and got needs 1, 0
-//   end v3 rg=1 leaf=0 d=1.25 a=2.5         every value at the end of the program: flags and a
-//   end v3 grad d=0.5 a=0.5                 digest of its values and of its .grad (below; the
+//   end v3 rg=1 leaf=0 d=1.25 a=2.5 n=6     every value at the end of the program: flags and a
+//   end v3 grad d=0.5 a=0.5 n=6             digest of its values and of its .grad (below; the
 //                                           .grad's records say same=vK too)
 //
 // A statement that raises or is skipped has no further lines. The `needs` lines of one statement
@@ -41,14 +41,16 @@ struct Records {
 // Digest of a tensor's values (row-major): d = sum x_i w_i and a = sum |x_i| w_i, with
 // w_i = 1 + frac(i * 0.618...) so that a swap or a change of any element changes d. Summed in
 // order, without fused multiply-adds, so an engine with the same values gets the same bits.
+// n, the number of values, bounds what elements within the tolerance can move d.
 struct Digest {
   double d = 0, a = 0;
+  int64_t n = 0;
 };
 Digest digest(const std::vector<double>& values);
 
 // Numbers agree when bitwise equal (NaN equals NaN) or within this tolerance (DEVIATIONS.md,
-// "Float tolerance"): |x - y| <= atol + rtol * max(|x|, |y|). A digest `d` agrees when within
-// atol + rtol * a.
+// "Float tolerance"): |x - y| <= atol + rtol * max(|x|, |y|). A digest `d` of n values agrees
+// when within 2 n atol + rtol * a: what n values that each agree can move it (w_i < 2).
 struct Tolerance {
   double rtol = 1e-12;
   double atol = 1e-15;

@@ -372,11 +372,12 @@ def _state(ns, names, t, self, values):
 
 def _digest(t):
     d = a = 0.0
-    for i, x in enumerate(_values(t)):
+    values = _values(t)
+    for i, x in enumerate(values):
         w = 1.0 + math.fmod(i * 0.6180339887498949, 1.0)
         d += x * w
         a += abs(x) * w
-    return "d=%s a=%s" % (_num(d), _num(a))
+    return "d=%s a=%s n=%d" % (_num(d), _num(a), len(values))
 
 
 class S:
