@@ -53,6 +53,8 @@ const std::vector<Explanation>& explanations() {
        "linear saves its weight, not a transposed view of it with a history of its own"},
       {"matmul-saves-copies", kDeviation, kComparing,
        "matmul's broadcast or transposed operand is saved as a copy, not PyTorch's view or copy"},
+      {"composite-derivatives", kDeviation, kComparing,
+       "a derivative under create_graph is recorded as its formula's ops, not one backward op"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
