@@ -19,19 +19,17 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     grad_fn_ = grad_fn;
     return;
   }
-  if (const Ref<TensorImpl>& base = tensor.impl()->view_base;
-      base && !tensor.impl()->requires_grad) {
-    // A view without a history or a flag of its own requires grad while its base does (Note
-    // [View flags follow the base] in ops/views.h). A leaf base's flag may change before the value
-    // is unpacked, so its AccumulateGrad is kept to read it then; a base with a history requires
-    // grad for good.
-    if (base->grad_fn == nullptr) {
-      follows_base_ = true;
-      leaf_ = grad_accumulator(Tensor(base));
-    } else {
+  if (const Ref<TensorImpl>& base = tensor.impl()->view_base) {
+    // A view without a history requires grad while its base does, or while its own flag is on
+    // (Note [View flags follow the base] in ops/views.h). A base with a history requires grad for
+    // good; a leaf base's flag, and the view's own, may change before the value is unpacked, so
+    // both AccumulateGrads are kept to read them then.
+    if (base->grad_fn != nullptr && !tensor.impl()->requires_grad) {
       data_ = view_requiring_grad(data_, saved_version_);
+      return;
     }
-    return;
+    if (base->grad_fn == nullptr) base_leaf_ = grad_accumulator(Tensor(base));
+    requires_grad_ = tensor.impl()->requires_grad;  // the view's own flag, as for any leaf below
   }
   is_leaf_ = true;
   if (requires_grad_) {
@@ -83,13 +81,14 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
         slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
         "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
   }
-  if (follows_base_) {
-    return leaf_->variable_requires_grad() ? view_requiring_grad(data_, saved_version_) : data_;
-  }
   if (is_leaf_) {
     // The leaf's requires_grad may have changed since (requires_grad_() does not bump the
     // version); the alias saved is right unless it did.
-    if (leaf().variable_requires_grad() == requires_grad_) return data_;
+    const bool requires_grad = leaf().variable_requires_grad();
+    if (!requires_grad && base_leaf_ && base_leaf_->variable_requires_grad()) {
+      return view_requiring_grad(data_, saved_version_);
+    }
+    if (requires_grad == requires_grad_) return data_;
     Tensor t = data_.detach();
     if (!requires_grad_) with_leaf_history(t, leaf_);
     return t;

@@ -36,11 +36,11 @@ class AccumulateGrad;
 //   requires_grad, or its last one if the caller dropped it, whose gradient flows into the leaf's
 //   .grad); the write that moves the leaf bumps the version, so unpack() refuses the value then,
 //   as it would the object;
-// - a view without a history or a flag of its own (it requires grad while its base does) is
-//   stored as an alias of its data, plus its base's AccumulateGrad when the base is a leaf, whose
-//   flag may change before unpack(). While the base requires grad, unpack() gives a view of a
-//   fresh alias that requires grad: it requires grad, and its gradient goes nowhere, as the
-//   view's, without holding the base.
+// - a view without a history or a flag of its own (it requires grad while its base does) is a
+//   leaf as above, plus its base's AccumulateGrad when the base is a leaf, whose flag may change
+//   before unpack(). While the base requires grad (and the view's own flag is off), unpack()
+//   gives a view of a fresh alias that requires grad: it requires grad, and its gradient goes
+//   nowhere, as the view's, without holding the base.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -67,10 +67,12 @@ class SavedVariable {
   Tensor data_;
   std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
   // A leaf input's AccumulateGrad when data_ does not hold it (the leaf did not require grad when
-  // saved): one owner per saved leaf, not two. For a view that follows its base, the base's.
+  // saved): one owner per saved leaf, not two.
   std::shared_ptr<AccumulateGrad> leaf_;
+  // For a saved view without a history or a flag of its own: its leaf base's AccumulateGrad,
+  // whose flag the view follows.
+  std::shared_ptr<AccumulateGrad> base_leaf_;
   bool is_leaf_ = false;
-  bool follows_base_ = false;  // a view whose flag is its leaf base's, read through leaf_
   bool is_output_ = false;
   bool requires_grad_ = false;
   uint32_t output_nr_ = 0;

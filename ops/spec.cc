@@ -179,10 +179,13 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   // Note [Written through a view]: PyTorch's CopySlices copies the incoming gradient into a new
   // tensor and writes the op's gradient for self into it, so under create_graph the base's
   // gradient depends on the incoming one even where that formula is a constant (copy_'s zeros).
+  // The write goes through a view, as CopySlices' does, so that its own derivative does the same
+  // at the next order.
   if (written_through_view_ && grad_enabled() && out[0].defined() && incoming.defined() &&
       incoming.requires_grad() && !out[0].requires_grad()) {
     Tensor through = clone(incoming);
-    copy_(through, out[0]);
+    Tensor whole = reshape(through, through.shape());
+    copy_(whole, out[0]);
     out[0] = std::move(through);
   }
   return out;

@@ -42,6 +42,29 @@ TEST(CopiedGradients, SecondOrderThroughARegeneratedViewIsANewTensor) {
   EXPECT_FALSE(shares_storage(g2, g1));
 }
 
+// b = torch.tensor([[0.5]]); v = b.view(1, 1); p = torch.tensor(2., requires_grad=True)
+// b.mul_(p.expand(1, 1)); v.copy_(torch.tensor(3., requires_grad=True).expand(1, 1))
+// q = torch.tensor(-0.5, requires_grad=True)
+// g, = grad([p, b], [p], [q, v], create_graph=True)         -> -0.5 (q, plus a zero through b)
+// _, h = grad([g], [g, p], [q], create_graph=True)          -> 0.0, requires_grad True
+// The zero from copy_'s overwritten self reaches p through CopySlices, whose copy of the
+// incoming gradient makes it depend on that gradient, at every order.
+TEST(CopiedGradients, AWriteThroughAViewPassesOnAZeroThatRequiresGradAtTheSecondOrder) {
+  Tensor b = leaf({0.5}, {1, 1}, /*requires_grad=*/false);
+  Tensor v = ops::view(b, {1, 1});
+  Tensor p = leaf({2.0}, {});
+  ops::mul_(b, p);
+  Tensor three = leaf({3.0}, {});
+  ops::copy_(v, three);
+  Tensor q = leaf({-0.5}, {});
+  Tensor g = grad({p, b}, {p}, GradArgs().grad_outputs({q, v}).create_graph())[0];
+  expect_values(g, {-0.5});
+  TensorList second = grad({g}, {g, p}, GradArgs().grad_outputs({q}).create_graph());
+  expect_values(second[1], {0.0});
+  EXPECT_TRUE(second[1].requires_grad());
+  EXPECT_FALSE(second[1].is_leaf());
+}
+
 // x = torch.tensor(0.5, requires_grad=True); v = x.view([])
 // with torch.no_grad(): x.copy_(v)
 // g, = grad([v], [x], [torch.tensor(2.)])  -> 2.0, a view (of the storage as_strided_backward
@@ -159,6 +182,21 @@ TEST(SavedValues, ASavedViewFollowsItsBasesRequiresGradWhenUnpacked) {
   Tensor ga = grad({y}, {a}, GradArgs().create_graph())[0];
   expect_values(ga, {2.0});
   EXPECT_TRUE(ga.requires_grad());
+}
+
+// x = torch.tensor(2.); v = x.reshape(1, 1); w = torch.tensor([[3.]], requires_grad=True)
+// y = v.mm(w); v.requires_grad_(True)   (v is a leaf: requires_grad_() sets its own flag)
+// gw, = grad([y], [w], [torch.ones(1, 1)], create_graph=True)  -> [[2.]], requires_grad True
+TEST(SavedValues, ASavedViewFollowsItsOwnRequiresGradWhenUnpacked) {
+  Tensor x = leaf({2}, {}, /*requires_grad=*/false);
+  Tensor v = ops::reshape(x, {1, 1});
+  Tensor w = leaf({3}, {1, 1});
+  Tensor y = ops::mm(v, w);
+  v.set_requires_grad(true);
+  EXPECT_FALSE(x.requires_grad());
+  Tensor gw = grad({y}, {w}, GradArgs().create_graph())[0];
+  expect_values(gw, {2});
+  EXPECT_TRUE(gw.requires_grad());
 }
 
 // v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)

@@ -85,7 +85,10 @@ class Context {
       // It raised: which nodes ran (and freed their saved values) before the error depends on
       // the order ready nodes run in, which the engine follows only for AccumulateGrad nodes.
       extra_frees_ = extra_frees_ || t[1] == "raise";
-      version_raised_ = version_raised_ || (t[1] == "raise" && t.size() == 3 && t[2] == "version");
+      if (!version_raised_ && t[1] == "raise" && t.size() == 3 && t[2] == "version") {
+        version_raised_ = true;
+        version_raised_at_ = stmt;
+      }
     }
   }
 
@@ -93,6 +96,7 @@ class Context {
   bool freed_after_extra_frees() const { return freed_after_extra_; }
   bool recorded_inplace() const { return recorded_inplace_; }
   bool version_raised() const { return version_raised_; }
+  int version_raised_at() const { return version_raised_at_; }
   bool version_raised_after_create_graph() const { return version_raised_after_create_graph_; }
 
   const Program& program() const { return program_; }
@@ -178,6 +182,7 @@ class Context {
   bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
   bool freed_after_extra_ = false;     // a call raised "freed" in both after extra frees
   bool version_raised_ = false;        // a call without retain_graph raised "version" in both
+  int version_raised_at_ = -1;         // the first such call
   bool create_graph_ran_ = false;      // a call with create_graph succeeded
   bool version_raised_after_create_graph_ = false;  // then a call raised "version" in both
 };
@@ -297,38 +302,51 @@ bool differentiated_regenerated_view(const Context& c, int before) {
   return false;
 }
 
+// Whether some leaf is not among the inputs of `call` (statement `index`): then some node's
+// formulas for an unrequested input may be all that reads a modified tensor. backward() without
+// inputs runs no node whose gradient reaches only leaves that stopped requiring grad (per-call
+// needs); PyTorch runs (and unpacks) every node.
+bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
+  const auto& stmts = c.program().stmts;
+  if (call.kind == StmtKind::kBackward && call.inputs.empty()) {
+    return std::any_of(stmts.begin(), stmts.begin() + index, [](const Stmt& s) {
+      return s.kind == StmtKind::kSetRequiresGrad && !s.flag;
+    });
+  }
+  for (int i = 0; i < index; ++i) {
+    if (stmts[i].kind != StmtKind::kLeaf) continue;
+    const int leaf = c.tensor(stmts[i].results[0]);
+    if (std::none_of(call.inputs.begin(), call.inputs.end(),
+                     [&](int v) { return c.tensor(v) == leaf; })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Excuse version_check_per_formula(const Pair& p) {
+  if (!autograd_call(p)) return Excuse::kNone;
+  const bool freed_here = p.a.size() == 3 && p.a[1] == "raise" && p.a[2] == "freed";
   // An earlier call without retain_graph raised the version error in both, PyTorch's at the first
   // node holding the modified tensor, the engine's maybe later, after running (and freeing) nodes
-  // PyTorch did not: a later call raises "freed" here alone.
-  if (autograd_call(p) && p.status("ok", "raise") && p.a.size() == 3 && p.a[2] == "freed" &&
-      p.c.version_raised() && (pow_saved_value_written(p.c, p.index) || !p.c.recorded_inplace())) {
-    return Excuse::kStop;
+  // PyTorch did not: a later call that needs them raises "freed" here, where PyTorch goes on or
+  // raises the version error again.
+  if (freed_here && (p.status("ok", "raise") || p.error() == "version") && p.c.version_raised()) {
+    const int at = p.c.version_raised_at();
+    if (pow_saved_value_written(p.c, p.index) || !p.c.recorded_inplace() ||
+        some_leaf_unrequested(p.c, p.c.program().stmts[at], at)) {
+      return Excuse::kStop;
+    }
   }
   const bool freed = p.error() == "freed";
   // Or the engine's call goes on to a node whose saved values were freed, and raises that.
-  const bool freed_here = p.status("raise", "raise") && p.a.size() == 3 && p.a[2] == "freed";
-  if (!autograd_call(p) || !(p.status("raise", "ok") || freed_here) ||
+  if (!(p.status("raise", "ok") || (p.status("raise", "raise") && freed_here)) ||
       (p.error() != "version" && !freed)) {
     return Excuse::kNone;
   }
   if (freed && freed_here) return Excuse::kNone;
   if (!freed && pow_saved_value_written(p.c, p.index)) return Excuse::kStop;
-  const bool all_leaves = p.s->kind == StmtKind::kBackward && p.s->inputs.empty();
-  // backward() without inputs runs no node whose gradient reaches only leaves that stopped
-  // requiring grad (per-call needs); PyTorch runs (and unpacks) every node.
-  bool unrequested_leaf =
-      all_leaves &&
-      std::any_of(p.c.program().stmts.begin(), p.c.program().stmts.begin() + p.index,
-                  [](const Stmt& s) { return s.kind == StmtKind::kSetRequiresGrad && !s.flag; });
-  for (int i = 0; i < p.index && !all_leaves; ++i) {
-    const Stmt& s = p.c.program().stmts[i];
-    if (s.kind != StmtKind::kLeaf) continue;
-    unrequested_leaf =
-        unrequested_leaf || std::none_of(p.s->inputs.begin(), p.s->inputs.end(), [&](int v) {
-          return p.c.tensor(v) == p.c.tensor(s.results[0]);
-        });
-  }
+  const bool unrequested_leaf = some_leaf_unrequested(p.c, *p.s, p.index);
   if (freed) {
     return unrequested_leaf || differentiated_regenerated_view(p.c, p.index) ? Excuse::kStop
                                                                              : Excuse::kNone;
