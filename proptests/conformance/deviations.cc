@@ -55,6 +55,8 @@ const std::vector<Explanation>& explanations() {
        "matmul's broadcast or transposed operand is saved as a copy, not PyTorch's view or copy"},
       {"composite-derivatives", kDeviation, kComparing,
        "a derivative under create_graph is recorded as its formula's ops, not one backward op"},
+      {"zero-size-view-written", kDeviation, kComparing,
+       "an in-place op on a zero-size view passes plain zeros on to its base's history"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},

@@ -214,8 +214,10 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # .grad in place writes into the gradient in both engines, and a copy would hide the write.
     # Under create_graph AccumulateGrad copies anyway, and a copy here would hide the formulas'
     # reads of the caller's gradients (an in-place write into one then fails their version check).
+    # .grad first: `is_leaf` reads grad_fn, which regenerates a stale view's history (PyTorch's
+    # VariableHooks::grad_fn), a side effect that requires_grad_() would see later.
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
-            if isinstance(t, torch.Tensor) and t.is_leaf and t.grad is not None}
+            if isinstance(t, torch.Tensor) and t.grad is not None and t.is_leaf}
     if not kwargs.get("create_graph", False):
         grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
                         g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
