@@ -44,11 +44,7 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
   // Whether it is a leaf is read from the history it has now, as PyTorch's requires_grad_()
   // does (VariableHooks::is_leaf reads grad_fn_): a view whose base was written since is not
   // regenerated first (Note [In-place ops on views]).
-  std::shared_ptr<Node> history;
-  {
-    std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
-    history = impl_->grad_fn;
-  }
+  const std::shared_ptr<Node> history = history_as_it_stands();
   // As in PyTorch, asking a non-leaf (which requires grad) to require grad is a no-op; only
   // turning it off is an error.
   if (requires_grad && history) return *this;
@@ -58,6 +54,11 @@ Tensor& Tensor::set_requires_grad(bool requires_grad) {
            history->name(), "' (use detach() to get a leaf)");
   impl_->set_requires_grad(requires_grad);
   return *this;
+}
+
+std::shared_ptr<Node> Tensor::history_as_it_stands() const {
+  std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+  return impl_->grad_fn;
 }
 
 Tensor Tensor::grad() const {

@@ -116,6 +116,9 @@ class Tensor {
   // Only leaves may be marked; throws otherwise (like torch.Tensor.requires_grad_).
   Tensor& set_requires_grad(bool requires_grad);
   bool is_leaf() const { return grad_fn() == nullptr; }
+  // The history as it stands, a stale view's not brought up to date first: what PyTorch's
+  // requires_grad_() and its in-place ops' leaf check read (VariableHooks::is_leaf).
+  std::shared_ptr<Node> history_as_it_stands() const;
   const std::shared_ptr<Node>& grad_fn() const {
     sync_view();
     return impl_->grad_fn;

@@ -38,11 +38,14 @@ const OpSpec CopyInplace::spec{"copy_",
 void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(op, a, b);
   check_broadcastable_to(op, b.shape(), a.shape());
-  AG_CHECK(!(grad_enabled() && a.is_leaf() && a.requires_grad()), op, ": a leaf tensor that ",
-           "requires grad (", a.describe(),
+  // PyTorch's check_inplace, in its order: a view's checks first, then whether `a` is a leaf, read
+  // from the history it has now (a stale view of a base that gained a history since is refused
+  // as a leaf, as in PyTorch).
+  check_inplace_on_view(op, a, b);
+  AG_CHECK(!(grad_enabled() && !a.history_as_it_stands() && a.requires_grad()), op,
+           ": a leaf tensor that requires grad (", a.describe(),
            ") cannot be modified in place while grad mode is on; modify its detach() or use a "
            "no-grad guard");
-  check_inplace_on_view(op, a, b);
 }
 
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.

@@ -43,7 +43,9 @@ TEST(CopiedGradients, SecondOrderThroughARegeneratedViewIsANewTensor) {
 }
 
 // b = torch.tensor([[0.5]]); v = b.view(1, 1); p = torch.tensor(2., requires_grad=True)
-// b.mul_(p.expand(1, 1)); v.copy_(torch.tensor(3., requires_grad=True).expand(1, 1))
+// b.mul_(p.expand(1, 1)); v.grad_fn  (regenerates v's history: without it copy_ refuses v as a
+// leaf, LeafState.AnInplaceOpReadsAStaleViewsHistoryAsItStands below)
+// v.copy_(torch.tensor(3., requires_grad=True).expand(1, 1))
 // q = torch.tensor(-0.5, requires_grad=True)
 // g, = grad([p, b], [p], [q, v], create_graph=True)         -> -0.5 (q, plus a zero through b)
 // _, h = grad([g], [g, p], [q], create_graph=True)          -> 0.0, requires_grad True
@@ -54,6 +56,7 @@ TEST(CopiedGradients, AWriteThroughAViewPassesOnAZeroThatRequiresGradAtTheSecond
   Tensor v = ops::view(b, {1, 1});
   Tensor p = leaf({2.0}, {});
   ops::mul_(b, p);
+  EXPECT_FALSE(v.is_leaf());
   Tensor three = leaf({3.0}, {});
   ops::copy_(v, three);
   Tensor q = leaf({-0.5}, {});
@@ -197,6 +200,32 @@ TEST(SavedValues, ASavedViewFollowsItsOwnRequiresGradWhenUnpacked) {
   Tensor gw = grad({y}, {w}, GradArgs().create_graph())[0];
   expect_values(gw, {2});
   EXPECT_TRUE(gw.requires_grad());
+}
+
+// b = torch.zeros(2); v = b.view(2); b.mul_(torch.ones(2, requires_grad=True))
+// v.add_(1)  -> "a leaf Variable that requires grad is being used in an in-place operation": the
+// check reads v's history as it stands (none yet), and nothing regenerates it
+// and, raising before anything regenerates it either:
+// x = torch.tensor(0.5); w = x.view([]); x.mul_(w); x.requires_grad_(True)
+// w.mul_(torch.tensor(2.))  -> "a view of a leaf Variable that requires grad ..."
+// x.requires_grad_(False); w.requires_grad, w.is_leaf  -> False, True
+TEST(LeafState, AnInplaceOpReadsAStaleViewsHistoryAsItStands) {
+  Tensor b = leaf({0, 0}, {2}, /*requires_grad=*/false);
+  Tensor v = ops::view(b, {2});
+  Tensor ones = leaf({1, 1}, {2});
+  ops::mul_(b, ones);
+  const std::string leaf_error = error_of([&] { ops::add_(v, leaf({1, 1}, {2}, false)); });
+  EXPECT_NE(leaf_error.find("a leaf tensor that requires grad"), std::string::npos) << leaf_error;
+
+  Tensor x = leaf({0.5}, {}, /*requires_grad=*/false);
+  Tensor w = ops::view(x, {});
+  ops::mul_(x, w);
+  x.set_requires_grad(true);
+  const std::string view_error = error_of([&] { ops::mul_(w, leaf({2.0}, {}, false)); });
+  EXPECT_NE(view_error.find("view of a leaf tensor"), std::string::npos) << view_error;
+  x.set_requires_grad(false);
+  EXPECT_FALSE(w.requires_grad());
+  EXPECT_TRUE(w.is_leaf());
 }
 
 // v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)
