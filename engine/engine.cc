@@ -279,14 +279,18 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   }
 }
 
-// The ready heap's order: the highest ready_key() on top (Note [Sequence number]).
-bool runs_later(const Node* a, const Node* b) { return a->ready_key() < b->ready_key(); }
+// The ready heap's order: the highest ready_key() on top (Note [Sequence number]). A function
+// object rather than a function, so that the heap operations inline it instead of calling
+// through a pointer.
+struct RunsLater {
+  bool operator()(const Node* a, const Node* b) const { return a->ready_key() < b->ready_key(); }
+};
 
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;
   state.queued = true;
   ready_.push_back(node);
-  std::push_heap(ready_.begin(), ready_.end(), runs_later);
+  std::push_heap(ready_.begin(), ready_.end(), RunsLater());
 }
 
 // 5.
@@ -306,9 +310,20 @@ void GraphTask::seed_roots() {
   }
 }
 
+// Whether capture k of `state` may take its slot's gradient instead of a copy: the node does not
+// run, so needs it no more, and no later capture reads the same slot (an input named twice).
+// Moving spares a reference count update per target, and lets a handler that keeps the gradient
+// (backward's .grad) see that nobody else holds it.
+bool hands_over(const NodeState& state, size_t k) {
+  if (state.runs) return false;
+  const uint32_t slot = state.captures[k].first;
+  return std::none_of(state.captures.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                      state.captures.end(), [&](const auto& c) { return c.first == slot; });
+}
+
 void GraphTask::run_ready_nodes() {
   while (!ready_.empty()) {
-    std::pop_heap(ready_.begin(), ready_.end(), runs_later);
+    std::pop_heap(ready_.begin(), ready_.end(), RunsLater());
     Node* node = ready_.back();
     ready_.pop_back();
     NodeState& state = nodes_[node];
@@ -317,11 +332,13 @@ void GraphTask::run_ready_nodes() {
     // here on, so `state` stays valid.
     TensorList& grads = state.buffer;
     grads.resize(node->num_inputs());
-    for (const auto& [slot, target] : state.captures) {
-      if (!request_.on_capture)
-        captured_[target] = grads[slot];
-      else  // a node that does not run needs its gradient no more: the handler may keep it
-        request_.on_capture(target, state.runs ? Tensor(grads[slot]) : std::move(grads[slot]));
+    for (size_t k = 0; k < state.captures.size(); ++k) {
+      const auto [slot, target] = state.captures[k];
+      Tensor grad = hands_over(state, k) ? std::move(grads[slot]) : Tensor(grads[slot]);
+      if (request_.on_capture)
+        request_.on_capture(target, std::move(grad));
+      else
+        captured_[target] = std::move(grad);
     }
     if (state.runs) {
       TensorList outputs = call(*node, std::move(grads));
