@@ -161,10 +161,19 @@ class GraphTask final : public ExecPlan {
   TensorList captured_;         // the result: one gradient per target
 };
 
+// Grows `list` (empty, or already of size n) to n undefined gradients. emplace_back, not
+// resize(): resize's out-of-line path value-initializes through a memset call, several times the
+// cost of the one or two gradients a node receives. The node states' lists keep their memory
+// between calls (Note [Reused node states]), so this seldom allocates.
+void grow_to(TensorList& list, size_t n) {
+  list.reserve(n);
+  while (list.size() < n) list.emplace_back();
+}
+
 // 1.
 void GraphTask::mark_targets() {
   const EdgeList& targets = request_.targets;
-  captured_.resize(targets.size());
+  grow_to(captured_, targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
     if (fn == nullptr) continue;  // a leaf view with no edge of its own: never reached
@@ -300,7 +309,7 @@ void GraphTask::seed_roots() {
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
     if (!state.uses_gradient(root.input_nr)) continue;
-    state.buffer.resize(root.function->num_inputs());
+    grow_to(state.buffer, root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }
   for (const Edge& root : request_.roots) {
@@ -389,7 +398,7 @@ void GraphTask::add_to_buffer(const Node& from, size_t i, NodeState& child, Tens
         " but expected ", to_string(meta.dtype), to_string(meta.shape), " on ",
         to_string(meta.device));
   }
-  if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
+  if (child.buffer.empty()) grow_to(child.buffer, edge.function->num_inputs());
   accumulate(child.buffer, edge.input_nr, std::move(grad));
 }
 
