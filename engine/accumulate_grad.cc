@@ -92,9 +92,7 @@ void AccumulateGrad::variable_requires_grad_set(const TensorImpl& tensor) {
 
 bool AccumulateGrad::has_variable() { return variable_.load(std::memory_order_acquire) != nullptr; }
 
-std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
-  TensorImpl& impl = *leaf.impl();
-  if (impl.has_grad_accumulator.load(std::memory_order_acquire)) return impl.grad_accumulator;
+std::shared_ptr<AccumulateGrad> detail::create_grad_accumulator(TensorImpl& impl) {
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
   if (!impl.grad_accumulator) {
     impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);

@@ -64,8 +64,18 @@ class AccumulateGrad final : public Node {
   std::atomic<bool> requires_grad_;
 };
 
-// The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime.
-std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf);
+namespace detail {
+// grad_accumulator()'s first call on a leaf: creates the node under the leaf's lock.
+std::shared_ptr<AccumulateGrad> create_grad_accumulator(TensorImpl& leaf);
+}  // namespace detail
+
+// The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime. Inline for
+// the common case, a leaf that has one already: every op recorded on a leaf asks.
+inline std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
+  TensorImpl& impl = *leaf.impl();
+  if (impl.has_grad_accumulator.load(std::memory_order_acquire)) return impl.grad_accumulator;
+  return detail::create_grad_accumulator(impl);
+}
 
 // backward(inputs=...) on an interior tensor: its .grad becomes a copy of `grad`, or old + grad
 // (Note [Accumulating into .grad]); grad mode must already be create_graph.

@@ -161,10 +161,19 @@ class GraphTask final : public ExecPlan {
   TensorList captured_;         // the result: one gradient per target
 };
 
+// Grows `list` (empty, or already of size n) to n undefined gradients. emplace_back, not
+// resize(): resize's out-of-line path value-initializes through a memset call, several times the
+// cost of the one or two gradients a node receives. The node states' lists keep their memory
+// between calls (Note [Reused node states]), so this seldom allocates.
+void grow_to(TensorList& list, size_t n) {
+  list.reserve(n);
+  while (list.size() < n) list.emplace_back();
+}
+
 // 1.
 void GraphTask::mark_targets() {
   const EdgeList& targets = request_.targets;
-  captured_.resize(targets.size());
+  grow_to(captured_, targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
     if (fn == nullptr) continue;  // a leaf view with no edge of its own: never reached
@@ -279,14 +288,18 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   }
 }
 
-// The ready heap's order: the highest ready_key() on top (Note [Sequence number]).
-bool runs_later(const Node* a, const Node* b) { return a->ready_key() < b->ready_key(); }
+// The ready heap's order: the highest ready_key() on top (Note [Sequence number]). A function
+// object rather than a function, so that the heap operations inline it instead of calling
+// through a pointer.
+struct RunsLater {
+  bool operator()(const Node* a, const Node* b) const { return a->ready_key() < b->ready_key(); }
+};
 
 void GraphTask::enqueue(Node* node, NodeState& state) {
   if (state.queued) return;
   state.queued = true;
   ready_.push_back(node);
-  std::push_heap(ready_.begin(), ready_.end(), runs_later);
+  std::push_heap(ready_.begin(), ready_.end(), RunsLater());
 }
 
 // 5.
@@ -296,7 +309,7 @@ void GraphTask::seed_roots() {
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
     if (!state.uses_gradient(root.input_nr)) continue;
-    state.buffer.resize(root.function->num_inputs());
+    grow_to(state.buffer, root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }
   for (const Edge& root : request_.roots) {
@@ -306,9 +319,20 @@ void GraphTask::seed_roots() {
   }
 }
 
+// Whether capture k of `state` may take its slot's gradient instead of a copy: the node does not
+// run, so needs it no more, and no later capture reads the same slot (an input named twice).
+// Moving spares a reference count update per target, and lets a handler that keeps the gradient
+// (backward's .grad) see that nobody else holds it.
+bool hands_over(const NodeState& state, size_t k) {
+  if (state.runs) return false;
+  const uint32_t slot = state.captures[k].first;
+  return std::none_of(state.captures.begin() + static_cast<std::ptrdiff_t>(k) + 1,
+                      state.captures.end(), [&](const auto& c) { return c.first == slot; });
+}
+
 void GraphTask::run_ready_nodes() {
   while (!ready_.empty()) {
-    std::pop_heap(ready_.begin(), ready_.end(), runs_later);
+    std::pop_heap(ready_.begin(), ready_.end(), RunsLater());
     Node* node = ready_.back();
     ready_.pop_back();
     NodeState& state = nodes_[node];
@@ -317,11 +341,13 @@ void GraphTask::run_ready_nodes() {
     // here on, so `state` stays valid.
     TensorList& grads = state.buffer;
     grads.resize(node->num_inputs());
-    for (const auto& [slot, target] : state.captures) {
-      if (!request_.on_capture)
-        captured_[target] = grads[slot];
-      else  // a node that does not run needs its gradient no more: the handler may keep it
-        request_.on_capture(target, state.runs ? Tensor(grads[slot]) : std::move(grads[slot]));
+    for (size_t k = 0; k < state.captures.size(); ++k) {
+      const auto [slot, target] = state.captures[k];
+      Tensor grad = hands_over(state, k) ? std::move(grads[slot]) : Tensor(grads[slot]);
+      if (request_.on_capture)
+        request_.on_capture(target, std::move(grad));
+      else
+        captured_[target] = std::move(grad);
     }
     if (state.runs) {
       TensorList outputs = call(*node, std::move(grads));
@@ -372,7 +398,7 @@ void GraphTask::add_to_buffer(const Node& from, size_t i, NodeState& child, Tens
         " but expected ", to_string(meta.dtype), to_string(meta.shape), " on ",
         to_string(meta.device));
   }
-  if (child.buffer.empty()) child.buffer.resize(edge.function->num_inputs());
+  if (child.buffer.empty()) grow_to(child.buffer, edge.function->num_inputs());
   accumulate(child.buffer, edge.input_nr, std::move(grad));
 }
 

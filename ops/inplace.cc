@@ -59,7 +59,7 @@ std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const
 Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, Tensor& a,
                        const Tensor& b) {
   a.bump_version();
-  if (node) attach_output(*node, a);
+  if (node) attach_output(node, a);
   if (node && a.impl()->view_base) node->mark_written_through_view();
   rebase_history_after_inplace(a, node != nullptr);
   trace(spec, {&a, &b}, a);

@@ -257,24 +257,30 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
     }
     const bool aliases_written =
         written != nullptr && value.impl()->storage.get() == written->impl()->storage.get();
-    node->save(j, aliases_written ? value.detach() : value, false);
+    // Two calls, not `aliases_written ? value.detach() : value`: that expression is a temporary
+    // copy of `value` even when it is not detached, an atomic increment and decrement per save.
+    if (aliases_written) {
+      node->save(j, value.detach(), false);
+    } else {
+      node->save(j, value, false);
+    }
   }
   return node;
 }
 
-void attach_output(OpNode& node, const Tensor& result) {
+void attach_output(std::shared_ptr<OpNode> node, const Tensor& result) {
+  OpNode& n = *node;
   TensorImpl& out = *result.impl();
   out.set_requires_grad(true);  // an in-place op may move a leaf into the graph
-  out.grad_fn = node.shared_from_this();
-  out.output_nr = node.add_input_metadata(TensorMeta::of(result));
-  const int j = node.spec().slot_index(Result());
-  if (j >= 0 && node.keeps_slot(j)) node.save(j, result, true);
+  out.grad_fn = std::move(node);
+  out.output_nr = n.add_input_metadata(TensorMeta::of(result));
+  const int j = n.spec().slot_index(Result());
+  if (j >= 0 && n.keeps_slot(j)) n.save(j, result, true);
 }
 
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
-  std::shared_ptr<OpNode> node = make_node(spec, inputs, std::move(attrs), from_forward);
-  attach_output(*node, result);
+  attach_output(make_node(spec, inputs, std::move(attrs), from_forward), result);
   return result;
 }
 

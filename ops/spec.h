@@ -359,8 +359,10 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
                                   OpAttrs attrs, std::initializer_list<Tensor> from_forward,
                                   const Tensor* written = nullptr);
 
-// Makes `result` the node's output and saves the needed slots that come from the result.
-void attach_output(OpNode& node, const Tensor& result);
+// Makes `result` the node's output and saves the needed slots that come from the result. The
+// node comes as a shared_ptr to become result's grad_fn: a caller done with it moves it in,
+// which costs no reference count update (shared_from_this() would cost an atomic one).
+void attach_output(std::shared_ptr<OpNode> node, const Tensor& result);
 
 // make_node + attach_output: record()'s slow half.
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
