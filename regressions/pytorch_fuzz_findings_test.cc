@@ -228,6 +228,23 @@ TEST(LeafState, AnInplaceOpReadsAStaleViewsHistoryAsItStands) {
   EXPECT_TRUE(w.is_leaf());
 }
 
+// x = torch.tensor(0.5); v = x.view([])
+// with torch.no_grad(): x.copy_(v.clone())
+// x.requires_grad_(True); v.grad = torch.tensor(0.3)
+// v.requires_grad_(False)  -> raises "you can only change requires_grad flags of leaf variables":
+// the .grad setter read v's grad_fn, which regenerated v's history (without it, no error)
+TEST(LeafState, SettingAStaleViewsGradBringsItsHistoryUpToDate) {
+  Tensor x = leaf({0.5}, {}, /*requires_grad=*/false);
+  Tensor v = ops::view(x, {});
+  {
+    NoGradGuard no_grad;
+    ops::copy_(x, ops::clone(v));
+  }
+  x.set_requires_grad(true);
+  v.set_grad(leaf({0.3}, {}, /*requires_grad=*/false));
+  EXPECT_THROW(v.set_requires_grad(false), Error);
+}
+
 // v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)
 // v1.requires_grad_(False)  -> no error (the check reads v1's history before it is regenerated);
 // v1.requires_grad True, v1.is_leaf False afterwards

@@ -449,16 +449,6 @@ bool agrees_with_expected(const Pair& p, const Tokens& fixed) {
   return lines_agree(join(p.e), join(fixed), Tolerance{}, ignored);
 }
 
-// Whether the lines differ in one token, "rg=", up to the tolerance.
-bool differ_in_requires_grad_alone(const Pair& p) {
-  const bool expected_rg = std::find(p.e.begin(), p.e.end(), "rg=1") != p.e.end();
-  const auto rg = std::find(p.a.begin(), p.a.end(), expected_rg ? "rg=0" : "rg=1");
-  if (rg == p.a.end()) return false;
-  Tokens fixed = p.a;
-  fixed[static_cast<size_t>(rg - p.a.begin())] = expected_rg ? "rg=1" : "rg=0";
-  return agrees_with_expected(p, fixed);
-}
-
 // Whether value v is a result of grad() that PyTorch may have made as a view of a grad_outputs
 // tensor (or of another result) that requires grad by statement `before`: made without
 // create_graph, or requires_grad_() was called on one of them since.
@@ -475,6 +465,22 @@ bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
     if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
   }
   return false;
+}
+
+// Whether the lines agree once the actual one's rg= and leaf= are the expected one's, and differ
+// in one of them.
+bool differ_in_flags_alone(const Pair& p) {
+  Tokens fixed = p.a;
+  bool replaced = false;
+  for (std::string& t : fixed) {
+    for (const char* flag : {"rg=", "leaf="}) {
+      if (!has_prefix(t, flag)) continue;
+      for (const std::string& want : p.e) {
+        if (has_prefix(want, flag) && want != t) t = want, replaced = true;
+      }
+    }
+  }
+  return replaced && agrees_with_expected(p, fixed);
 }
 
 // Whether the lines differ in "rg=1 leaf=0" (expected) against "rg=0 leaf=1" (actual) alone.
@@ -508,8 +514,9 @@ bool computed_from_grad_result(const Context& c, int v) {
 // and not here where its base, a grad_outputs tensor, requires grad: at once without
 // create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
 // a transposed gradient (not contiguous) is a copy where here it is a view of a result that
-// requires grad after requires_grad_(). Only lines that differ in rg= alone, about such
-// a result (or the result of a statement reading one), in a program that used one of those ops.
+// requires grad after requires_grad_(). Only lines that differ in rg= and leaf= alone (an op's
+// result that requires grad has a history), about such a result (or the result of a statement
+// reading one), in a program that used one of those ops.
 // And PyTorch's view() of such a gradient, or of a tensor computed from one, may raise (an
 // expanded or transposed tensor is not contiguous: "view size is not compatible with input
 // tensor's size and stride"); every tensor here is contiguous.
@@ -542,7 +549,7 @@ Excuse copied_gradient_views(const Pair& p) {
   if (p.result_line()) v = value_of(p.e[1]);
   if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
   if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
-  if (v < 0 || !differ_in_requires_grad_alone(p)) return Excuse::kNone;
+  if (v < 0 || !differ_in_flags_alone(p)) return Excuse::kNone;
   // The value, or what the statement that made it read (a view of such a result, say).
   std::vector<int> values = {v};
   const Stmt* made = p.result_line() && p.s ? p.s : p.c.producer(p.c.tensor(v));
@@ -575,22 +582,6 @@ Excuse linear_saves_weight(const Pair& p) {
     }
   }
   return Excuse::kNone;
-}
-
-// Whether the lines agree once the actual one's rg= and leaf= are the expected one's, and differ
-// in one of them.
-bool differ_in_flags_alone(const Pair& p) {
-  Tokens fixed = p.a;
-  bool replaced = false;
-  for (std::string& t : fixed) {
-    for (const char* flag : {"rg=", "leaf="}) {
-      if (!has_prefix(t, flag)) continue;
-      for (const std::string& want : p.e) {
-        if (has_prefix(want, flag) && want != t) t = want, replaced = true;
-      }
-    }
-  }
-  return replaced && agrees_with_expected(p, fixed);
 }
 
 // Whether matmul(x, y) broadcasts or transposes an operand before its product: PyTorch makes an

@@ -149,10 +149,10 @@ TEST(Comparison, ADigestToleratesWhatItsValuesMayEachMove) {
   EXPECT_TRUE(lines_agree(line(-1.7886465262667168e-15, 9), line(-2.941918618714338e-15, 9),
                           Tolerance{}, stats));
   EXPECT_FALSE(
-      lines_agree(line(-1.7886465262667168e-15, 9), line(-2.1e-14, 9), Tolerance{}, stats));
+      lines_agree(line(-1.7886465262667168e-15, 9), line(-2.1e-12, 9), Tolerance{}, stats));
   // 2.6e-15 apart: within what nine values may move, not one.
-  EXPECT_TRUE(lines_agree(line(-1e-15, 9), line(-3.6e-15, 9), Tolerance{}, stats));
-  EXPECT_FALSE(lines_agree(line(-1e-15, 1), line(-3.6e-15, 1), Tolerance{}, stats));
+  EXPECT_TRUE(lines_agree(line(-1e-14, 9), line(-3.6e-14, 9), Tolerance{}, stats));
+  EXPECT_FALSE(lines_agree(line(-1e-14, 1), line(-3.6e-14, 1), Tolerance{}, stats));
   EXPECT_FALSE(lines_agree(line(-1e-15, 9), line(-1e-15, 8), Tolerance{}, stats));
 }
 
