@@ -483,18 +483,6 @@ bool differ_in_flags_alone(const Pair& p) {
   return replaced && agrees_with_expected(p, fixed);
 }
 
-// Whether the lines differ in "rg=1 leaf=0" (expected) against "rg=0 leaf=1" (actual) alone.
-bool differ_in_history_alone(const Pair& p) {
-  Tokens fixed = p.a;
-  bool replaced = false;
-  for (std::string& t : fixed) {
-    if (t == "rg=0") t = "rg=1", replaced = true;
-    if (t == "leaf=1") t = "leaf=0";
-  }
-  if (!replaced || std::find(p.e.begin(), p.e.end(), "leaf=0") == p.e.end()) return false;
-  return agrees_with_expected(p, fixed);
-}
-
 // Whether value v is a grad() result or computed from one (PyTorch's elementwise ops keep an
 // expanded or transposed gradient's strides).
 bool computed_from_grad_result(const Context& c, int v) {
@@ -561,22 +549,21 @@ Excuse copied_gradient_views(const Pair& p) {
   return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
 
-// PyTorch's linear saves weight.t(), a view with a history of its own, where the engine saves the
-// weight. After requires_grad_(False) on the weight, the gradient that reads it under
-// create_graph requires grad in PyTorch (through the view's history), not here. The comparison
-// ends at such a line: only rg= and leaf= differ, in a call with create_graph, in a program that
-// ran linear with a weight whose requires_grad was turned off since.
+// PyTorch's linear saves weight.t(), a view made then (with a history of its own if the weight
+// required grad), where the engine saves the weight. After requires_grad_(False) on the weight,
+// the gradient that reads it under create_graph requires grad in PyTorch (through the view's
+// history), not here; after requires_grad_(True) on a weight that is itself a view (a leaf, so
+// the flag is its own), here and not in PyTorch (the transposed view follows the root base). The
+// comparison ends at such a line: only rg= and leaf= differ, in a call with create_graph, in a
+// program that ran linear with a weight whose requires_grad was changed since.
 Excuse linear_saves_weight(const Pair& p) {
-  if (!autograd_call(p) || !p.s->create_graph || !differ_in_history_alone(p)) {
-    return Excuse::kNone;
-  }
+  if (!autograd_call(p) || !p.s->create_graph || !differ_in_flags_alone(p)) return Excuse::kNone;
   const auto& stmts = p.c.program().stmts;
   for (int i = 0; i < p.index; ++i) {
     if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kLinear) continue;
     const int weight = p.c.tensor(stmts[i].instr.args[1]);
     for (int j = i + 1; j < p.index; ++j) {
-      if (stmts[j].kind == StmtKind::kSetRequiresGrad && !stmts[j].flag &&
-          p.c.tensor(stmts[j].args[0]) == weight) {
+      if (stmts[j].kind == StmtKind::kSetRequiresGrad && p.c.tensor(stmts[j].args[0]) == weight) {
         return Excuse::kStop;
       }
     }
