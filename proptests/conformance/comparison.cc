@@ -604,6 +604,29 @@ Excuse matmul_saves_copies(const Pair& p) {
   return Excuse::kNone;
 }
 
+// PyTorch's matmul of a matrix by a batch (`[n, k] @ [..., k, m]`) with a first operand that
+// requires grad folds the batch into one mm on the transposed operands and returns
+// `output.mT().contiguous()`: a transposed view of the product where that is contiguous already
+// (a dim of size 1), whose in-place writes then go through CopySlices on the product. Here the
+// result is never a view. After an in-place op on such a result (or on a view of it) the two
+// graphs differ: the comparison ends at the first line that differs from then on.
+Excuse matmul_result_view(const Pair& p) {
+  const auto& stmts = p.c.program().stmts;
+  const int upto = std::min(p.index, static_cast<int>(stmts.size()) - 1);
+  for (int i = 0; i <= upto; ++i) {
+    const Stmt& m = stmts[i];
+    if (m.kind != StmtKind::kOp || m.instr.op != proptests::Op::kMatmul) continue;
+    if (p.c.rank(m.instr.args[0]) != 2 || p.c.rank(m.instr.args[1]) < 3) continue;
+    const int result = p.c.tensor(m.results[0]);
+    for (int j = i + 1; j <= upto; ++j) {
+      if (stmts[j].kind == StmtKind::kInplace && p.c.storage_root(stmts[j].args[0]) == result) {
+        return Excuse::kStop;
+      }
+    }
+  }
+  return Excuse::kNone;
+}
+
 // Under create_graph the engine records a derivative as the ops of its formula (sigmoid's
 // grad * (y * (1 - y))), PyTorch as one backward op (SigmoidBackwardBackward) that saves y and
 // the incoming gradient and unpacks both whenever it runs. After an in-place write into y, a
@@ -660,6 +683,7 @@ const Rule kRules[] = {
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
     {"matmul-saves-copies", matmul_saves_copies},
+    {"matmul-result-view", matmul_result_view},
     {"composite-derivatives", composite_derivatives},
     {"zero-size-view-written", zero_size_view_written},
     {"mean-of-empty-raises", mean_of_empty_raises},

@@ -53,6 +53,8 @@ const std::vector<Explanation>& explanations() {
        "linear saves its weight, not a transposed view of it with a history of its own"},
       {"matmul-saves-copies", kDeviation, kComparing,
        "matmul's broadcast or transposed operand is saved as a copy, not PyTorch's view or copy"},
+      {"matmul-result-view", kDeviation, kComparing,
+       "matmul of a matrix by a batch never returns a view (PyTorch's may be a transposed one)"},
       {"composite-derivatives", kDeviation, kComparing,
        "a derivative under create_graph is recorded as its formula's ops, not one backward op"},
       {"zero-size-view-written", kDeviation, kComparing,
