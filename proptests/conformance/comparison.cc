@@ -553,16 +553,25 @@ Excuse copied_gradient_views(const Pair& p) {
 // required grad), where the engine saves the weight. After requires_grad_(False) on the weight,
 // the gradient that reads it under create_graph requires grad in PyTorch (through the view's
 // history), not here; after requires_grad_(True) on a weight that is itself a view (a leaf, so
-// the flag is its own), here and not in PyTorch (the transposed view follows the root base). The
-// comparison ends at such a line: only rg= and leaf= differ, in a call with create_graph, in a
-// program that ran linear with a weight whose requires_grad was changed since.
+// the flag is its own), here and not in PyTorch (the transposed view follows the root base).
+// And a gradient through the saved weight reaches the weight's .grad here, where PyTorch's goes
+// into a view made before the weight required grad, which has no AccumulateGrad: nowhere. The
+// comparison ends at such a line (only rg= and leaf= differ, in a call with create_graph; or a
+// .grad line of the weight), in a program that ran linear with a weight whose requires_grad was
+// changed since.
 Excuse linear_saves_weight(const Pair& p) {
-  if (!autograd_call(p) || !p.s->create_graph || !differ_in_flags_alone(p)) return Excuse::kNone;
+  const bool flags = autograd_call(p) && p.s->create_graph && differ_in_flags_alone(p);
+  int grad_of = -1;  // the value whose .grad the line records
+  if (p.e.size() >= 3 && p.e[1] == "grad") grad_of = value_of(p.e[2]);
+  if (p.e.size() >= 3 && p.e[0] == "end" && p.e[2] == "grad") grad_of = value_of(p.e[1]);
+  if (!flags && grad_of < 0) return Excuse::kNone;
   const auto& stmts = p.c.program().stmts;
-  for (int i = 0; i < p.index; ++i) {
+  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
+  for (int i = 0; i < upto; ++i) {
     if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kLinear) continue;
     const int weight = p.c.tensor(stmts[i].instr.args[1]);
-    for (int j = i + 1; j < p.index; ++j) {
+    if (!flags && p.c.tensor(grad_of) != weight) continue;
+    for (int j = i + 1; j < upto; ++j) {
       if (stmts[j].kind == StmtKind::kSetRequiresGrad && p.c.tensor(stmts[j].args[0]) == weight) {
         return Excuse::kStop;
       }
