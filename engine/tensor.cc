@@ -73,9 +73,9 @@ void Tensor::set_grad(const Tensor& g) {
     AG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(),
              "set_grad: gradient ", g.describe(), " does not match tensor ", describe());
   }
-  // As PyTorch's .grad setter, which reads the tensor's grad_fn: a stale view's history is
-  // brought up to date first (a later requires_grad_() sees it).
-  sync_view();
+  // As PyTorch's .grad setter, which reads the tensor's grad_fn for a gradient (not for None): a
+  // stale view's history is brought up to date first (a later requires_grad_() sees it).
+  if (g.defined()) sync_view();
   std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
   impl_->grad = g.impl();
 }

@@ -245,6 +245,22 @@ TEST(LeafState, SettingAStaleViewsGradBringsItsHistoryUpToDate) {
   EXPECT_THROW(v.set_requires_grad(false), Error);
 }
 
+// x = torch.tensor(0.5, requires_grad=True)
+// with torch.no_grad(): v = x.view([]); x.copy_(torch.tensor(1.))
+// v.grad = None  -> no error (the setter reads grad_fn only to set a gradient; reading v's
+// grad_fn raises here, as v was made with grad mode off and its base written since)
+TEST(LeafState, ClearingAStaleNoGradViewsGradReadsNoHistory) {
+  Tensor x = leaf({0.5}, {});
+  Tensor v;
+  {
+    NoGradGuard no_grad;
+    v = ops::view(x, {});
+    ops::copy_(x, leaf({1.0}, {}, /*requires_grad=*/false));
+  }
+  EXPECT_NO_THROW(v.set_grad(Tensor()));
+  EXPECT_THROW(v.grad_fn(), Error);
+}
+
 // v0 = torch.tensor(1.5); v1 = v0.view([]); v0.add_(v1); v0.requires_grad_(True)
 // v1.requires_grad_(False)  -> no error (the check reads v1's history before it is regenerated);
 // v1.requires_grad True, v1.is_leaf False afterwards
