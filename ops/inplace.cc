@@ -42,7 +42,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   // from the history it has now (a stale view of a base that gained a history since is refused
   // as a leaf, as in PyTorch).
   check_inplace_on_view(op, a, b);
-  AG_CHECK(!(grad_enabled() && !a.history_as_it_stands() && a.requires_grad()), op,
+  AG_CHECK(!(grad_enabled() && a.requires_grad() && !a.history_as_it_stands()), op,
            ": a leaf tensor that requires grad (", a.describe(),
            ") cannot be modified in place while grad mode is on; modify its detach() or use a "
            "no-grad guard");

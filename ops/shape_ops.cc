@@ -30,17 +30,14 @@ struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-const OpSpec RegeneratedView::spec{"regenerated_view",
-                                   {{self, {}, [](const Ctx& c) {
-                                       const Tensor& g = c.grad();
-                                       const Shape& shape = c.input_shape(self);
-                                       if (g.numel() == 0)
-                                         return zeros(shape, g.dtype(), g.device());
-                                       // A view of the copy, as
-                                       // as_strided_backward's result is a
-                                       // view of the storage it fills.
-                                       return reshape(copied_gradient(g, g.shape()), shape);
-                                     }}}};
+// A view of a copy, as as_strided_backward's result is a view of the storage it fills.
+Tensor regenerated_view_gradient(const Ctx& c) {
+  const Tensor& g = c.grad();
+  const Shape& shape = c.input_shape(RegeneratedView::self);
+  if (g.numel() == 0) return zeros(shape, g.dtype(), g.device());
+  return reshape(copied_gradient(g, g.shape()), shape);
+}
+const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, regenerated_view_gradient}}};
 
 struct RebasedBase {
   static constexpr Input view{0, "view"};

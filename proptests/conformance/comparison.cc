@@ -208,6 +208,12 @@ struct Pair {
   bool inputs_any(bool (*pred)(const Context&, int)) const {
     return s && std::any_of(s->inputs.begin(), s->inputs.end(), [&](int v) { return pred(c, v); });
   }
+  // The value whose .grad an expected line records ("sN grad vK ...", "end vK grad ..."), or -1.
+  int grad_line_value() const {
+    if (e.size() < 3) return -1;
+    if (e[1] == "grad") return value_of(e[2]);
+    return e[0] == "end" && e[2] == "grad" ? value_of(e[1]) : -1;
+  }
   // A result line of this statement ("sN vK ...") on both sides.
   bool result_line() const {
     return e.size() > 2 && a.size() > 2 && e[0] == a[0] && e[1] == a[1] && value_of(e[1]) >= 0;
@@ -410,9 +416,7 @@ Excuse backward_inputs_retain_grad(const Pair& p) {
       p.c.retained_before(p.s->args[0], p.index)) {
     return Excuse::kStop;
   }
-  int v = -1;
-  if (p.e.size() >= 3 && p.e[1] == "grad") v = value_of(p.e[2]);
-  if (p.e.size() >= 3 && p.e[0] == "end" && p.e[2] == "grad") v = value_of(p.e[1]);
+  const int v = p.grad_line_value();
   if (v < 0 || p.a.size() < 3 || p.a[0] != p.e[0] || p.a[1] != p.e[1] || p.a[2] != p.e[2]) {
     return Excuse::kNone;
   }
@@ -549,6 +553,17 @@ Excuse copied_gradient_views(const Pair& p) {
   return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
 
+// Whether requires_grad_() was called on `tensor` after statement `from` and before `to`.
+bool requires_grad_set_between(const Context& c, int tensor, int from, int to) {
+  const auto& stmts = c.program().stmts;
+  for (int j = from + 1; j < to; ++j) {
+    if (stmts[j].kind == StmtKind::kSetRequiresGrad && c.tensor(stmts[j].args[0]) == tensor) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // PyTorch's linear saves weight.t(), a view made then (with a history of its own if the weight
 // required grad), where the engine saves the weight. After requires_grad_(False) on the weight,
 // the gradient that reads it under create_graph requires grad in PyTorch (through the view's
@@ -561,9 +576,7 @@ Excuse copied_gradient_views(const Pair& p) {
 // changed since.
 Excuse linear_saves_weight(const Pair& p) {
   const bool flags = autograd_call(p) && p.s->create_graph && differ_in_flags_alone(p);
-  int grad_of = -1;  // the value whose .grad the line records
-  if (p.e.size() >= 3 && p.e[1] == "grad") grad_of = value_of(p.e[2]);
-  if (p.e.size() >= 3 && p.e[0] == "end" && p.e[2] == "grad") grad_of = value_of(p.e[1]);
+  const int grad_of = p.grad_line_value();
   if (!flags && grad_of < 0) return Excuse::kNone;
   const auto& stmts = p.c.program().stmts;
   const int upto = std::min(p.index, static_cast<int>(stmts.size()));
@@ -571,11 +584,7 @@ Excuse linear_saves_weight(const Pair& p) {
     if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kLinear) continue;
     const int weight = p.c.tensor(stmts[i].instr.args[1]);
     if (!flags && p.c.tensor(grad_of) != weight) continue;
-    for (int j = i + 1; j < upto; ++j) {
-      if (stmts[j].kind == StmtKind::kSetRequiresGrad && p.c.tensor(stmts[j].args[0]) == weight) {
-        return Excuse::kStop;
-      }
-    }
+    if (requires_grad_set_between(p.c, weight, i, upto)) return Excuse::kStop;
   }
   return Excuse::kNone;
 }
@@ -604,10 +613,8 @@ Excuse matmul_saves_copies(const Pair& p) {
     const Stmt& m = stmts[i];
     if (m.kind != StmtKind::kOp || m.instr.op != proptests::Op::kMatmul) continue;
     if (!matmul_reshapes_operands(p.c, m.instr.args[0], m.instr.args[1])) continue;
-    const int x = p.c.tensor(m.instr.args[0]), y = p.c.tensor(m.instr.args[1]);
-    for (int j = i + 1; j < p.index; ++j) {
-      const int t = stmts[j].kind == StmtKind::kSetRequiresGrad ? p.c.tensor(stmts[j].args[0]) : -1;
-      if (t == x || t == y) return Excuse::kStop;
+    for (int operand : m.instr.args) {
+      if (requires_grad_set_between(p.c, p.c.tensor(operand), i, p.index)) return Excuse::kStop;
     }
   }
   return Excuse::kNone;
@@ -644,9 +651,8 @@ Excuse matmul_result_view(const Pair& p) {
 // PyTorch. Once a call raised the version error in both after a call with create_graph, the
 // comparison ends at the first .grad line that differs.
 Excuse composite_derivatives(const Pair& p) {
-  if (!p.c.version_raised_after_create_graph() || p.e.size() < 3) return Excuse::kNone;
-  const bool grad_line = p.e[1] == "grad" || (p.e[0] == "end" && p.e[2] == "grad");
-  return grad_line ? Excuse::kStop : Excuse::kNone;
+  return p.c.version_raised_after_create_graph() && p.grad_line_value() >= 0 ? Excuse::kStop
+                                                                             : Excuse::kNone;
 }
 
 // An in-place op on a view records its node with the view's history as its self edge, the
