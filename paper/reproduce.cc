@@ -15,6 +15,7 @@
 //
 // Each workload's measuring and table live in paper/workloads/*_section.cc; the published figures
 // in paper/harness/published.cc; the table writer in paper/harness/markdown.h.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -106,42 +107,44 @@ int reproduce(const Options& options) {
   context.results = &results;
 
   auto wanted = [&](const char* seed) { return options.only.empty() || options.only == seed; };
-  std::vector<Report> reports(4);
+  std::vector<Report> reports(4);  // by seed; a seed the run skips leaves its body empty
+  reports[0].file = "seed_000_topological_nr.md";
+  reports[0].title = "Seed 000: topological number and discovery pruning (PR 52180, issue 12635)";
+  reports[1].file = "seed_001_needs_input_grad.md";
+  reports[1].title = "Seed 001: per-call needs_input_grad (issue 56500, PR 82544)";
+  reports[2].file = "seed_002_alias_db.md";
+  reports[2].title = "Seed 002: AliasDb updated in place by create_autodiff_subgraphs (PR 42141)";
+  reports[3].file = "seed_003_guarded_saves.md";
+  reports[3].title = "Seed 003: guarded saved inputs (PR 16583, issue 16577)";
   if (wanted("000")) {
-    reports[0].file = "seed_000_topological_nr.md";
-    reports[0].title = "Seed 000: topological number and discovery pruning (PR 52180, issue 12635)";
     reports[0].body << peers.describe() << "\n";
     unrolled_loop_section(context, reports[0]);
     overhead_section(context, reports[0]);
   }
   if (wanted("001")) {
-    reports[1].file = "seed_001_needs_input_grad.md";
-    reports[1].title = "Seed 001: per-call needs_input_grad (issue 56500, PR 82544)";
     hessian_section(context, reports[1]);
     graph_section(context, reports[1]);
   }
   if (wanted("003")) {
-    reports[3].file = "seed_003_guarded_saves.md";
-    reports[3].title = "Seed 003: guarded saved inputs (PR 16583, issue 16577)";
     memory_section(context, reports[3]);
   }
   if (wanted("002")) {
-    reports[2].file = "seed_002_alias_db.md";
-    reports[2].title = "Seed 002: AliasDb updated in place by create_autodiff_subgraphs (PR 42141)";
     jit_pass_section(context, reports[2]);
   }
 
   progress(6, "writing results");
   results.write_tsv(options.out / "figures.tsv", /*keep_other_workloads=*/!options.only.empty());
-  // A full run into the source tree also refreshes the generated section of paper/paper.md.
+  // A run into the source tree (full or --only) also refreshes the generated section of
+  // paper/paper.md from the results files there.
   const fs::path paper_md = context.saved_results.parent_path() / "paper.md";
-  const bool full = !options.quick && options.only.empty() &&
-                    std::getenv("BUILD_WORKSPACE_DIRECTORY") &&
-                    same_path(options.out, context.saved_results);
-  write_reports(reports, info, options.out, full ? &paper_md : nullptr);
+  const bool into_tree =
+      !options.quick && same_path(options.out, context.saved_results) && fs::exists(paper_md);
+  write_reports(reports, info, options.out, into_tree ? &paper_md : nullptr);
   if (options.plots) draw_plots(options.out);
-  std::cout << "reproduce: wrote " << results.size() << " figures and " << reports.size()
-            << " tables to " << options.out << std::endl;
+  const auto tables = std::count_if(reports.begin(), reports.end(),
+                                    [](const Report& r) { return !r.body.str().empty(); });
+  std::cout << "reproduce: wrote " << results.size() << " figures and " << tables << " tables to "
+            << options.out << std::endl;
   return 0;
 }
 

@@ -89,28 +89,36 @@ void update_generated_section(const fs::path& path, const std::string& text) {
   std::cout << "updated the generated results in " << path << std::endl;
 }
 
-}  // namespace
-
-void write_reports(const std::vector<Report>& reports, const RunInfo& info, const fs::path& out,
-                   const fs::path* paper_md) {
-  const std::string header = header_block(info);
-  std::ostringstream section;  // paper.md's generated section: one level deeper, images moved
-  section << header;
+// paper.md's generated section: every results file in `out` that exists, in seed order, each
+// with its own header (an --only run refreshes one file; the others keep the date and load of
+// the run that wrote them), headings one level deeper and images moved under results/.
+std::string generated_section(const std::vector<Report>& reports, const fs::path& out) {
+  std::ostringstream section;
   for (const Report& r : reports) {
-    if (r.file.empty()) continue;
-    std::ofstream(out / r.file) << "## " << r.title << "\n\n" << header << r.body.str();
-    std::cout << "\n## " << r.title << "\n\n" << r.body.str();
-    section << "### " << r.title << "\n\n";
-    std::istringstream body(r.body.str());
+    std::ifstream file(out / r.file);
+    if (!file) continue;
     std::string line;
-    while (std::getline(body, line)) {
+    while (std::getline(file, line)) {
       if (line.rfind("![", 0) == 0) line.insert(line.find('(') + 1, "results/");
       section << (line.rfind("#", 0) == 0 ? "#" + line : line) << "\n";
     }
     section << "\n";
   }
+  return section.str();
+}
+
+}  // namespace
+
+void write_reports(const std::vector<Report>& reports, const RunInfo& info, const fs::path& out,
+                   const fs::path* paper_md) {
+  const std::string header = header_block(info);
+  for (const Report& r : reports) {
+    if (r.body.str().empty()) continue;
+    std::ofstream(out / r.file) << "## " << r.title << "\n\n" << header << r.body.str();
+    std::cout << "\n## " << r.title << "\n\n" << r.body.str();
+  }
   std::cout << std::endl;
-  if (paper_md) update_generated_section(*paper_md, section.str());
+  if (paper_md) update_generated_section(*paper_md, generated_section(reports, out));
 }
 
 }  // namespace ag::paper

@@ -31,7 +31,8 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// One results file (paper/results/seed_NNN_*.md): a title and a body that sections append to.
+// One results file (paper/results/seed_NNN_*.md): a title and a body that sections append to (empty
+// when the run skips the seed).
 struct Report {
   std::string file, title;
   std::ostringstream body;
@@ -48,7 +49,8 @@ struct RunInfo {
 std::string header_block(const RunInfo& info);
 
 // Writes each non-empty report to `out`/file (and prints it). With `paper_md`, also replaces the
-// text between its BEGIN/END GENERATED RESULTS markers with every report (images under results/).
+// text between its BEGIN/END GENERATED RESULTS markers with every report file now in `out`, the
+// ones this run wrote and the ones an earlier run did (images under results/).
 void write_reports(const std::vector<Report>& reports, const RunInfo& info,
                    const std::filesystem::path& out, const std::filesystem::path* paper_md);
 
