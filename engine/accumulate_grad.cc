@@ -94,10 +94,14 @@ bool AccumulateGrad::has_variable() { return variable_.load(std::memory_order_ac
 
 std::shared_ptr<AccumulateGrad> detail::create_grad_accumulator(TensorImpl& impl) {
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
-  if (!impl.grad_accumulator) {
-    impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
-    impl.has_grad_accumulator.store(true, std::memory_order_release);
-  }
+  if (impl.has_grad_accumulator.load(std::memory_order_relaxed)) return impl.grad_accumulator;
+  // An alias that stands for a leaf (a saved value, unpacked and used by a formula under
+  // create_graph) comes with the leaf's node; a leaf gets its own.
+  if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
+  impl.saved_alias = Ref<TensorImpl>::make(impl.shape, impl.dtype, impl.storage, impl.offset);
+  impl.saved_alias->requires_grad = true;
+  impl.saved_alias->grad_accumulator = impl.grad_accumulator;
+  impl.has_grad_accumulator.store(true, std::memory_order_release);
   return impl.grad_accumulator;
 }
 

@@ -77,6 +77,16 @@ inline std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
   return detail::create_grad_accumulator(impl);
 }
 
+// What a save of `leaf` keeps while the leaf requires grad (TensorImpl::saved_alias): an alias of
+// its data that requires grad and holds its AccumulateGrad, created with the AccumulateGrad.
+inline Tensor saved_alias(const Tensor& leaf) {
+  TensorImpl& impl = *leaf.impl();
+  if (!impl.has_grad_accumulator.load(std::memory_order_acquire)) {
+    detail::create_grad_accumulator(impl);
+  }
+  return Tensor(impl.saved_alias);
+}
+
 // backward(inputs=...) on an interior tensor: its .grad becomes a copy of `grad`, or old + grad
 // (Note [Accumulating into .grad]); grad mode must already be create_graph.
 void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad);

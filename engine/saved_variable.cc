@@ -13,9 +13,12 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
       saved_version_(tensor.version()),
       saved_shape_(tensor.shape()) {
   // Note [Saved values hold no cycles]: nothing is kept as itself.
-  data_ = tensor.detach();
-  if (is_output) return;
+  if (is_output) {
+    data_ = tensor.detach();
+    return;
+  }
   if (const std::shared_ptr<Node>& grad_fn = tensor.grad_fn()) {
+    data_ = tensor.detach();
     grad_fn_ = grad_fn;
     return;
   }
@@ -25,7 +28,7 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     // good; a leaf base's flag, and the view's own, may change before the value is unpacked, so
     // both AccumulateGrads are kept to read them then.
     if (base->grad_fn != nullptr && !tensor.impl()->requires_grad) {
-      data_ = view_requiring_grad(data_, saved_version_);
+      data_ = view_requiring_grad(tensor, saved_version_);
       return;
     }
     if (base->grad_fn == nullptr) base_leaf_ = grad_accumulator(Tensor(base));
@@ -33,8 +36,9 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
   }
   is_leaf_ = true;
   if (requires_grad_) {
-    with_leaf_history(data_, grad_accumulator(tensor));
+    data_ = saved_alias(tensor);  // shared by every save of this leaf; nothing changes it
   } else {
+    data_ = tensor.detach();
     leaf_ = grad_accumulator(tensor);
   }
 }

@@ -27,12 +27,14 @@ class AccumulateGrad;
 //   version, so unpack() would refuse the value anyway: the alias sees exactly what the object
 //   would have (a tensor's history only changes together with its version);
 // - a leaf is stored as an alias of its data plus its AccumulateGrad, which points back at the
-//   leaf without owning it (engine/accumulate_grad.h). PyTorch keeps the leaf object, and an
-//   in-place op that later moves the leaf into the graph's interior with the owner's result as
-//   the other operand (y = x / a; a.copy_(y), `a` not requiring grad) gives the object a grad_fn
-//   that reaches the owner: owner -> a -> CopyBackward -> owner, again a cycle PyTorch 2.15
-//   leaks. unpack() reads the leaf's requires_grad through the AccumulateGrad when it runs, so the
-//   value it gives is what the leaf object would be (a leaf, with the leaf's current
+//   leaf without owning it (engine/accumulate_grad.h); while the leaf requires grad that alias
+//   is the leaf's own TensorImpl::saved_alias, shared by every save of the leaf and changed by
+//   none (the leaf owns it, it owns the AccumulateGrad, which does not own the leaf). PyTorch keeps
+//   the leaf object, and an in-place op that later moves the leaf into the graph's interior with
+//   the owner's result as the other operand (y = x / a; a.copy_(y), `a` not requiring grad) gives
+//   the object a grad_fn that reaches the owner: owner -> a -> CopyBackward -> owner, again a cycle
+//   PyTorch 2.15 leaks. unpack() reads the leaf's requires_grad through the AccumulateGrad when it
+//   runs, so the value it gives is what the leaf object would be (a leaf, with the leaf's current
 //   requires_grad, or its last one if the caller dropped it, whose gradient flows into the leaf's
 //   .grad); the write that moves the leaf bumps the version, so unpack() refuses the value then,
 //   as it would the object;
@@ -63,7 +65,8 @@ class SavedVariable {
   const AccumulateGrad& leaf() const;
 
   // An alias of the saved tensor's data, without history; a leaf's that required grad when saved
-  // is an alias with the leaf's AccumulateGrad (what unpack() gives while the leaf requires grad).
+  // is the leaf's saved_alias, which holds its AccumulateGrad (what unpack() gives while the leaf
+  // requires grad).
   Tensor data_;
   std::shared_ptr<Node> grad_fn_;  // a non-leaf input's grad_fn when saved
   // A leaf input's AccumulateGrad when data_ does not hold it (the leaf did not require grad when

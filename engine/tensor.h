@@ -63,8 +63,12 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // there is no cycle. Every graph built on the leaf shares it, and so do the aliases that stand
   // for the leaf as a saved value (Note [Saved values hold no cycles]).
   std::shared_ptr<AccumulateGrad> grad_accumulator;
-  // Set (release) once grad_accumulator is: from then on it never changes, and is read without
-  // the lock (every op recorded on a leaf reads it).
+  // Created with grad_accumulator: what every save of this leaf keeps while it requires grad, an
+  // alias of its data that requires grad and holds grad_accumulator (Note [Saved values hold no
+  // cycles]). One per leaf, not one per save: saving a weight costs a reference count.
+  Ref<TensorImpl> saved_alias;
+  // Set (release) once grad_accumulator and saved_alias are: from then on they never change, and
+  // are read without the lock (every op recorded on a leaf reads them).
   std::atomic<bool> has_grad_accumulator{false};
   std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
 
