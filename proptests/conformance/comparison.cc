@@ -487,14 +487,17 @@ bool differ_in_flags_alone(const Pair& p) {
   return replaced && agrees_with_expected(p, fixed);
 }
 
-// Whether value v is a grad() result or computed from one (PyTorch's elementwise ops keep an
-// expanded or transposed gradient's strides).
+// Whether value v is a grad() result or computed from one (PyTorch's elementwise ops, also those
+// of the custom Functions, keep an expanded or transposed gradient's strides, and detach() keeps
+// them as they are).
 bool computed_from_grad_result(const Context& c, int v) {
   const Stmt* made = c.producer(c.tensor(v));
   if (!made) return false;
   if (made->kind == StmtKind::kGrad) return true;
+  const bool keeps_strides = made->kind == StmtKind::kOp || made->kind == StmtKind::kDetach ||
+                             made->kind == StmtKind::kCustom;
   const std::vector<int> in = reads(*made);
-  return made->kind == StmtKind::kOp && std::any_of(in.begin(), in.end(), [&](int u) {
+  return keeps_strides && std::any_of(in.begin(), in.end(), [&](int u) {
            return u < v && computed_from_grad_result(c, u);
          });
 }

@@ -184,24 +184,20 @@ class Runner {
         set_results(apply_custom(s.custom, args, index));
         return;
       case StmtKind::kGrad: {
-        const std::optional<bool> retain =
-            s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
         GradArgs g;
         g.grad_outputs(gather(s.grad_outputs))
             .create_graph(s.create_graph)
             .allow_unused(s.allow_unused);
-        if (retain) g.retain_graph(*retain);
+        if (s.retain_graph >= 0) g.retain_graph(s.retain_graph == 1);  // -1: the default
         set_results(grad(gather(s.outputs), gather(s.inputs), g));
         return;
       }
       case StmtKind::kBackward: {
-        const std::optional<bool> retain =
-            s.retain_graph < 0 ? std::nullopt : std::optional<bool>(s.retain_graph == 1);
         BackwardArgs b;
         b.grad_tensors(gather(s.grad_outputs))
             .inputs(gather(s.inputs))
             .create_graph(s.create_graph);
-        if (retain) b.retain_graph(*retain);
+        if (s.retain_graph >= 0) b.retain_graph(s.retain_graph == 1);
         backward(gather(s.outputs), b);
         return;
       }
