@@ -1,5 +1,6 @@
 // Elementwise ops: forward kernels and derivative specs (Note [Derivative spec]).
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/op_list.h"
@@ -105,6 +106,47 @@ const OpSpec Div::spec{kind_name(kind),
                          [](const Ctx& c) { return -c.grad() * (c[self] / c[other] / c[other]); }}},
                        binary_forward<div>()};
 
+// Note [pow's gradients select]
+// PyTorch's gradients of pow with a tensor exponent are selections (at::where), not products:
+// the base's is 0 where the exponent is 0 (not 0 * base^-1, NaN at a base of 0), the exponent's
+// is 0 where the base is 0 and the exponent is not negative (not 0^e * log(0)). A selection also
+// has its own derivative: under create_graph, the base's gradient does not depend on the exponent
+// where it was selected away, so its derivative there is 0, not 1 / base. The engine selects the
+// same way: threshold_backward(value, keep) is value where keep > 0, else 0, and differentiable
+// in value alone; `keep` is a constant built from the same kernels.
+
+// Flags without history, each 1 where its condition holds and 0 elsewhere (NaN included as
+// PyTorch's comparisons take it: not 0, not negative). The op set has no comparisons; and
+// threshold_backward(1, y) is 1 exactly where y > 0, which is false for NaN.
+Tensor flag_positive(const Tensor& x) { return threshold_backward(ones_like(x), x); }
+Tensor flag_nan(const Tensor& x) { return 1.0 - flag_positive(x * x + 1.0); }
+Tensor flag_nonzero(const Tensor& x) { return flag_positive(x) + flag_positive(-x) + flag_nan(x); }
+
+// `value` where `keep` > 0, else 0 (keep broadcast to value's shape).
+Tensor select_where(const Tensor& value, const Tensor& keep) {
+  return threshold_backward(value, broadcast_to(keep, value.shape()));
+}
+
+Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent) {
+  Tensor keep;
+  {
+    NoGradGuard constant;
+    keep = flag_nonzero(exponent.detach());
+  }
+  return select_where(grad * (exponent * pow(self, exponent - 1.0)), keep);
+}
+
+Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
+                             const Tensor& result) {
+  Tensor keep;
+  {
+    NoGradGuard constant;
+    const Tensor e = exponent.detach();
+    keep = flag_nonzero(self.detach()) + flag_positive(-e) + flag_nan(e);
+  }
+  return grad * select_where(result * log(self), keep);
+}
+
 // pow(self, exponent) = result
 struct Pow {
   static constexpr Input self{0, "self"}, exponent{1, "exponent"};
@@ -114,12 +156,15 @@ struct Pow {
 };
 const OpSpec Pow::spec{
     kind_name(kind),
+    // Note [pow's gradients select]
     {{self,
       {self, exponent},
-      [](const Ctx& c) { return c.grad() * (c[exponent] * pow(c[self], c[exponent] - 1.0)); }},
+      [](const Ctx& c) { return pow_backward_self(c.grad(), c[self], c[exponent]); }},
      {exponent,
-      {self, result},
-      [](const Ctx& c) { return c.grad() * (c[result] * log(c[self])); }}},
+      {self, exponent, result},
+      [](const Ctx& c) {
+        return pow_backward_exponent(c.grad(), c[self], c[exponent], c[result]);
+      }}},
     binary_forward<pow>()};
 
 struct AddScalar : Unary {

@@ -314,6 +314,50 @@ TEST(Div, TheDivisorsGradientInPyTorchsOrderReadsNoWrittenTensor) {
   expect_values(gg[0], {-0.3968521842841776});
 }
 
+// Each element equal, NaN where PyTorch's is NaN (EXPECT_NEAR takes neither NaN nor infinities).
+void expect_same_values(const Tensor& t, const std::vector<double>& expected) {
+  const std::vector<double> got = t.to_vector();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << ": " << got[i];
+    } else {
+      EXPECT_EQ(got[i], expected[i]) << "element " << i;
+    }
+  }
+}
+
+// Fuzz seed 31. x = torch.tensor(0.5, requires_grad=True); e = x - x; b = torch.sigmoid(x) + 0.5
+// gb, = grad([torch.pow(b, e)], [b], create_graph=True)   -> 0 (the exponent is 0)
+// ge, = grad([gb], [e])                                   -> 0, not 1 / b = 0.89...: PyTorch's
+// pow_backward_self is where(exponent == 0, 0, ...), whose derivative is 0 where it selected 0
+TEST(Pow, TheBasesGradientIsASelectionWithItsOwnDerivative) {
+  Tensor x = leaf({0.5}, {});
+  Tensor e = ops::sub(x, x);
+  Tensor b = ops::add(ops::sigmoid(x), 0.5);
+  Tensor gb = grad({ops::pow(b, e)}, {b}, GradArgs().create_graph())[0];
+  expect_values(gb, {0.0});
+  expect_values(grad({gb}, {e})[0], {0.0});
+}
+
+// base = torch.zeros(4, requires_grad=True); ex = torch.tensor([2., 0., -1., nan],
+// requires_grad=True) grad([torch.pow(base, ex).sum()], [base, ex]) -> [0, 0, -inf, nan] and [0, 0,
+// -inf, nan] base = torch.tensor([.5, .5], ...); ex = torch.tensor([nan, 0.], ...) grad(...) ->
+// [nan, 0] and [nan, log(0.5)]
+TEST(Pow, GradientsAtAZeroBaseOrExponentAreTorchs) {
+  const double nan = std::nan(""), inf = INFINITY;
+  Tensor base = leaf({0, 0, 0, 0}, {4});
+  Tensor ex = leaf({2, 0, -1, nan}, {4});
+  TensorList g = grad({ops::sum(ops::pow(base, ex))}, {base, ex});
+  expect_same_values(g[0], {0, 0, -inf, nan});
+  expect_same_values(g[1], {0, 0, -inf, nan});
+  Tensor half = leaf({0.5, 0.5}, {2});
+  Tensor ex2 = leaf({nan, 0}, {2});
+  g = grad({ops::sum(ops::pow(half, ex2))}, {half, ex2});
+  expect_same_values(g[0], {nan, 0});
+  expect_same_values(g[1], {nan, std::log(0.5)});
+}
+
 // torch.log_softmax(torch.tensor([20., 0.3]), 0)[0] == -log(1 + exp(0.3 - 20)) exactly: PyTorch
 // computes (x - max) - log(sum), exact for the largest element; x - (max + log(sum)) rounds at
 // the magnitude of max (a difference of about 2e-15 here).

@@ -71,7 +71,9 @@ std::vector<Row> table() {
        {{"pow:self", 6}, {"pow:exponent", 3}, {"pow:result", 6}},
        {{"FF", {}},
         {"TF", {"pow:self", "pow:exponent"}},
-        {"FT", {"pow:self", "pow:result"}},
+        // The exponent's gradient selects on the exponent too, as PyTorch's pow_backward_exponent
+        // (Note [pow's gradients select] in ops/elementwise.cc).
+        {"FT", {"pow:self", "pow:exponent", "pow:result"}},
         {"TT", {"pow:self", "pow:exponent", "pow:result"}}}},
       {"add_scalar",
        {m23},

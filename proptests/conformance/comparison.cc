@@ -274,20 +274,17 @@ bool autograd_call(const Pair& p) {
 int storage_root(const Context& c, int v) { return c.storage_root(v); }
 
 // Whether an in-place op before statement `before` wrote into the storage of an earlier pow's
-// tensor exponent or result. PyTorch's pow saves the exponent for the exponent's own gradient
-// as well (pow_backward_exponent reads it, to give 0 where the base is 0), and saves its result
-// whether or not the exponent requires grad; both are unpacked whenever the node runs. The
-// engine's formula for the exponent alone reads the result.
+// result. PyTorch's pow saves its result whether or not the exponent requires grad, and unpacks
+// it whenever the node runs; the engine's formula for the exponent alone reads it. (Both read the
+// exponent in either formula: Note [pow's gradients select] in ops/elementwise.cc.)
 bool pow_saved_value_written(const Context& c, int before) {
   const auto& stmts = c.program().stmts;
   for (int i = 0; i < before; ++i) {
     if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kPow) continue;
-    const int exponent = storage_root(c, stmts[i].instr.args[1]);
     const int result = storage_root(c, stmts[i].results[0]);
     for (int j = i + 1; j < before; ++j) {
       if (stmts[j].kind != StmtKind::kInplace) continue;
-      const int written = storage_root(c, stmts[j].args[0]);
-      if (written == exponent || written == result) return true;
+      if (storage_root(c, stmts[j].args[0]) == result) return true;
     }
   }
   return false;
