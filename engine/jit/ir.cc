@@ -214,6 +214,48 @@ void Node::destroy() {
   delete this;
 }
 
+void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
+  Graph* into = point->graph_;
+  if (this == graph_->param_ || this == graph_->return_) {
+    throw IrError("moveToGraph: cannot move " + kind_);
+  }
+  if (into == graph_ || into->value_ids_ != graph_->value_ids_) {
+    throw IrError("moveToGraph: " + kind_ + " can only move to another graph of its id space");
+  }
+  if (point == into->param_) throw IrError("moveToGraph: nothing goes before prim::Param");
+  if (inputs.size() != inputs_.size()) {
+    throw IrError("moveToGraph: " + kind_ + " has " + std::to_string(inputs_.size()) +
+                  " inputs, given " + std::to_string(inputs.size()));
+  }
+  for (Value* v : inputs) {
+    if (v->owningGraph() != into)
+      throw IrError("moveToGraph: input %" + v->name() + " belongs to another graph");
+  }
+  for (Value* v : outputs_) {
+    if (v->hasUses()) throw IrError("moveToGraph: output %" + v->name() + " still has uses");
+  }
+  for (size_t i = 0; i < inputs_.size(); ++i) removeFromInputUses(i);
+  if (isInserted()) unlink();
+  for (Value* v : outputs_) {
+    graph_->forgetValue(v);
+    if (!into->nameIsFree(*v)) {
+      v->name_.clear();
+      v->number_ = into->names_.freshNumber();
+    }
+    if (v->name_.empty()) {
+      into->names_.bind(v->number_, v);
+    } else {
+      into->names_.bind(v->name_, v);
+    }
+  }
+  graph_ = into;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    inputs_[i] = inputs[i];
+    pushUse(i);
+  }
+  insertBefore(point);
+}
+
 // ---------------------------------------------------------------- Graph
 
 Graph::Graph()

@@ -182,6 +182,13 @@ class Node {
   // Unlinks and deletes the node. Its outputs must have no uses.
   void destroy();
 
+  // Takes the node out of its graph and inserts it before `point`, a node of another graph of
+  // the same id space (Note [Value ids]: a graph and its subgraphs), `inputs[i]` (values of that
+  // graph) standing in for inputs()[i]. Its outputs, which must have no uses, go with it: the
+  // same Value objects, ids unchanged, each keeping its name where that graph has it free and
+  // taking a fresh number where not (Note [Merging by moving] in subgraph_utils.cc).
+  void moveToGraph(Node* point, const std::vector<Value*>& inputs);
+
  private:
   friend class Graph;
   friend class Value;
