@@ -70,6 +70,7 @@ class SubgraphSlicer {
       stats_.singletons++;
       graphChanged("singleton");
     }
+    // The loop ends at the first merge, before anything refills producers_.
     for (Node* producer : producersLatestFirst(consumer)) {
       if (!shouldConsiderForMerge(producer)) continue;
       if (!db_->moveBeforeTopologicallyValid(producer, consumer)) continue;
@@ -82,8 +83,10 @@ class SubgraphSlicer {
     return {consumer->prev(), false};
   }
 
-  std::vector<Node*> producersLatestFirst(const Node* group) const {
-    std::vector<Node*> producers;
+  // Fills and returns producers_, which keeps its capacity from one call to the next.
+  const std::vector<Node*>& producersLatestFirst(const Node* group) {
+    std::vector<Node*>& producers = producers_;
+    producers.clear();
     for (const Value* in : group->inputs()) {
       Node* p = in->node();
       if (p == graph_.paramNode()) continue;
@@ -113,6 +116,7 @@ class SubgraphSlicer {
   const AutodiffSubgraphOptions& options_;
   std::unique_ptr<AliasDb> db_;
   AutodiffSubgraphStats stats_;
+  std::vector<Node*> producers_;  // producersLatestFirst's result
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <mutex>
+#include <unordered_set>
 
 #include "engine/jit/schema.h"
 
@@ -59,13 +61,29 @@ void Value::replaceAllUsesWith(Value* other) {
 
 // ---------------------------------------------------------------- Node
 
-Node::Node(Graph* graph, std::string kind) : Node(graph, kind, lookupSchema(kind)) {}
+// Note [Node kinds]
+// A node's kind is a pointer to one shared copy of its text: the schema's name for an operator
+// of the IR, else an entry of a process-wide table of the other kinds met (prim::Param,
+// prim::Return, unknown ops that the verifier will report). A node then carries 8 bytes for its
+// kind instead of a string (which kept "prim::DifferentiableGraph" on the heap, once per group),
+// and copying or moving a node copies a pointer. PyTorch interns kinds the same way (Symbol).
+namespace {
+const std::string* internKind(const std::string& kind, const OpSchema* schema) {
+  if (schema != nullptr && schema->name == kind) return &schema->name;
+  static std::mutex mutex;
+  static auto* const others = new std::unordered_set<std::string>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  return &*others->insert(kind).first;
+}
+}  // namespace
 
-Node::Node(Graph* graph, std::string kind, const OpSchema* schema)
+Node::Node(Graph* graph, const std::string& kind) : Node(graph, kind, lookupSchema(kind)) {}
+
+Node::Node(Graph* graph, const std::string& kind, const OpSchema* schema)
     : graph_(graph),
       schema_(schema),
       is_differentiable_graph_(kind == kinds::kDifferentiableGraph),
-      kind_(std::move(kind)) {}
+      kind_(internKind(kind, schema)) {}
 
 Node::~Node() {
   for (Value* v : outputs_) delete v;
@@ -73,7 +91,7 @@ Node::~Node() {
 
 void Node::addInput(Value* v) {
   if (v->owningGraph() != graph_) {
-    throw IrError("node " + kind_ + ": input %" + v->name() + " belongs to another graph");
+    throw IrError("node " + kind() + ": input %" + v->name() + " belongs to another graph");
   }
   inputs_.push_back(v);
   use_slots_.push_back(0);
@@ -103,7 +121,7 @@ void Node::removeFromInputUses(size_t i) {
 
 void Node::replaceInput(size_t i, Value* v) {
   if (v->owningGraph() != graph_) {
-    throw IrError("node " + kind_ + ": input %" + v->name() + " belongs to another graph");
+    throw IrError("node " + kind() + ": input %" + v->name() + " belongs to another graph");
   }
   removeFromInputUses(i);
   inputs_.at(i) = v;
@@ -162,7 +180,7 @@ bool Node::isBefore(const Node* other) const {
 }
 
 void Node::insertBefore(Node* n) {
-  if (isInserted()) throw IrError("insertBefore: " + kind_ + " is already in a graph");
+  if (isInserted()) throw IrError("insertBefore: " + kind() + " is already in a graph");
   if (n == graph_->param_) throw IrError("insertBefore: nothing goes before prim::Param");
   next_ = n;
   prev_ = n->prev_;
@@ -201,11 +219,11 @@ void Node::moveAfter(Node* n) {
 
 void Node::destroy() {
   if (this == graph_->param_ || this == graph_->return_) {
-    throw IrError("destroy: cannot destroy " + kind_);
+    throw IrError("destroy: cannot destroy " + kind());
   }
   for (Value* v : outputs_) {
     if (v->hasUses())
-      throw IrError("destroy: output %" + v->name() + " of " + kind_ + " still has uses");
+      throw IrError("destroy: output %" + v->name() + " of " + kind() + " still has uses");
   }
   for (size_t i = 0; i < inputs_.size(); ++i) removeFromInputUses(i);
   inputs_.clear();
@@ -217,14 +235,14 @@ void Node::destroy() {
 void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
   Graph* into = point->graph_;
   if (this == graph_->param_ || this == graph_->return_) {
-    throw IrError("moveToGraph: cannot move " + kind_);
+    throw IrError("moveToGraph: cannot move " + kind());
   }
   if (into == graph_ || into->value_ids_ != graph_->value_ids_) {
-    throw IrError("moveToGraph: " + kind_ + " can only move to another graph of its id space");
+    throw IrError("moveToGraph: " + kind() + " can only move to another graph of its id space");
   }
   if (point == into->param_) throw IrError("moveToGraph: nothing goes before prim::Param");
   if (inputs.size() != inputs_.size()) {
-    throw IrError("moveToGraph: " + kind_ + " has " + std::to_string(inputs_.size()) +
+    throw IrError("moveToGraph: " + kind() + " has " + std::to_string(inputs_.size()) +
                   " inputs, given " + std::to_string(inputs.size()));
   }
   for (Value* v : inputs) {

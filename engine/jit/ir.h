@@ -138,7 +138,7 @@ class Node {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  const std::string& kind() const { return kind_; }
+  const std::string& kind() const { return *kind_; }
   // The op's schema, or nullptr for an unknown op (the verifier reports it).
   const OpSchema* schema() const { return schema_; }
   Graph* owningGraph() const { return graph_; }
@@ -192,15 +192,16 @@ class Node {
  private:
   friend class Graph;
   friend class Value;
-  Node(Graph* graph, std::string kind);
-  Node(Graph* graph, std::string kind, const OpSchema* schema);
+  Node(Graph* graph, const std::string& kind);
+  Node(Graph* graph, const std::string& kind, const OpSchema* schema);
   void unlink();
   void removeFromInputUses(size_t i);
   void reserveInputs(size_t n);
   void pushUse(size_t i);
 
   // What walks over the graph (the node list, alias analysis, moves) read comes first, so that
-  // it shares a cache line or two; the kind's text and the attributes come last.
+  // it shares a cache line or two; the kind and the attributes come last. The kind's text is
+  // interned (Note [Node kinds] in ir.cc): nodes of one kind share it, as PyTorch's Symbol.
   Graph* graph_;
   const OpSchema* schema_;
   Node* prev_ = nullptr;
@@ -214,7 +215,7 @@ class Node {
   std::vector<size_t> use_slots_;
   bool is_differentiable_graph_;
   std::unique_ptr<Graph> subgraph_;
-  std::string kind_;
+  const std::string* kind_;
   Attributes attrs_;
 };
 
