@@ -132,8 +132,8 @@ void Node::removeInput(size_t i) {
   removeFromInputUses(i);
   // Inputs after `i` shift down by one: their Use offsets must follow.
   for (size_t j = i + 1; j < inputs_.size(); ++j) inputs_[j]->uses_[use_slots_[j]].offset = j - 1;
-  inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
-  use_slots_.erase(use_slots_.begin() + static_cast<std::ptrdiff_t>(i));
+  inputs_.erase(inputs_.begin() + i);
+  use_slots_.erase(use_slots_.begin() + i);
 }
 
 Value* Node::addOutput(Type t) {
@@ -147,7 +147,7 @@ void Node::eraseOutput(size_t i) {
   if (v->hasUses()) throw IrError("eraseOutput: %" + v->name() + " still has uses");
   graph_->forgetValue(v);
   delete v;
-  outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  outputs_.erase(outputs_.begin() + i);
   for (size_t j = i; j < outputs_.size(); ++j) outputs_[j]->offset_ = j;
 }
 
@@ -381,14 +381,14 @@ Value* Graph::addInput(Type t, const std::string& name) {
 
 void Graph::eraseInput(size_t i) { param_->eraseOutput(i); }
 
-const std::vector<Value*>& Graph::inputs() const { return param_->outputs(); }
+const ValueList& Graph::inputs() const { return param_->outputs(); }
 
 size_t Graph::registerOutput(Value* v) {
   return_->addInput(v);
   return return_->inputs().size() - 1;
 }
 
-const std::vector<Value*>& Graph::outputs() const { return return_->inputs(); }
+const ValueList& Graph::outputs() const { return return_->inputs(); }
 
 Node* Graph::firstNode() const { return return_->next_; }
 Node* Graph::lastNode() const { return return_->prev_; }

@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/jit/small_vector.h"
 #include "engine/jit/value_names.h"
 #include "engine/tensor.h"
 
@@ -68,6 +69,24 @@ struct Use {
   size_t offset;  // index into user->inputs()
 };
 
+// Note [IR memory layout]
+// A pass over a large graph is bound by memory, not by instructions: create_autodiff_subgraphs
+// runs the same instructions per node at 1k and at 100k nodes, and a graph of 100k nodes is
+// tens of megabytes, more than any cache, so every node it reaches costs the cache lines its
+// data spans. So a node keeps its data close and small:
+//  - a node's inputs and outputs and a value's uses (ValueList, UseList) keep their first
+//    elements inside the Node or Value (SmallVector), where a std::vector put each list in a
+//    block of its own, allocated apart (three per node, one per value);
+//  - a node's kind is a pointer to shared text (Note [Node kinds] in ir.cc), not a string;
+//  - what walks read comes first in Node and Value, the rest (kind, attributes, name) last;
+//  - create_autodiff_subgraphs moves a node into its group instead of copying it and destroying
+//    the original (Note [Merging by moving] in subgraph_utils.cc), so a merge allocates only
+//    what the group gains.
+// Inline capacities: two inputs and outputs (most ops take one or two and give one), one use
+// (most values have one user); longer lists move to the heap, as a std::vector would.
+using ValueList = SmallVector<Value*, 2>;
+using UseList = SmallVector<Use, 1>;
+
 // Note [Value ids]
 // Every value has an id: a small integer, unique among the values of a graph and of the
 // subgraphs nested in it (a subgraph draws its ids from the outer graph's counter; one built
@@ -92,7 +111,7 @@ class Value {
   // touching the defining node.
   uint64_t idSpace() const { return id_space_; }
   std::string name() const { return name_.empty() ? std::to_string(number_) : name_; }
-  const std::vector<Use>& uses() const { return uses_; }
+  const UseList& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
   Graph* owningGraph() const;
 
@@ -114,7 +133,7 @@ class Value {
   Node* node_;
   size_t id_;
   uint64_t id_space_;  // Graph::valueIdSpace() of the graph that drew id_
-  std::vector<Use> uses_;
+  UseList uses_;
   Type type_;
   uint32_t offset_;
   uint64_t number_ = 0;  // the name, when name_ is empty
@@ -143,8 +162,8 @@ class Node {
   const OpSchema* schema() const { return schema_; }
   Graph* owningGraph() const { return graph_; }
 
-  const std::vector<Value*>& inputs() const { return inputs_; }
-  const std::vector<Value*>& outputs() const { return outputs_; }
+  const ValueList& inputs() const { return inputs_; }
+  const ValueList& outputs() const { return outputs_; }
   Value* input(size_t i) const { return inputs_.at(i); }
   Value* output(size_t i = 0) const { return outputs_.at(i); }
 
@@ -207,12 +226,12 @@ class Node {
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
   int64_t topo_position_ = 0;
-  std::vector<Value*> inputs_;
-  std::vector<Value*> outputs_;  // owned
+  ValueList inputs_;
+  ValueList outputs_;  // owned
   // use_slots_[i]: where Use{this, i} sits in inputs_[i]->uses(). Lets a use be
   // removed in O(1) even from a value with very many uses (a weight used by
   // every layer), by moving the last use into its slot.
-  std::vector<size_t> use_slots_;
+  SmallVector<size_t, 2> use_slots_;
   bool is_differentiable_graph_;
   std::unique_ptr<Graph> subgraph_;
   const std::string* kind_;
@@ -231,9 +250,9 @@ class Graph {
 
   Value* addInput(Type t, const std::string& name = "");
   void eraseInput(size_t i);  // the input must have no uses
-  const std::vector<Value*>& inputs() const;
+  const ValueList& inputs() const;
   size_t registerOutput(Value* v);
-  const std::vector<Value*>& outputs() const;
+  const ValueList& outputs() const;
 
   Node* paramNode() const { return param_; }
   Node* returnNode() const { return return_; }

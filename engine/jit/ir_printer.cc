@@ -19,7 +19,7 @@ std::string formatDouble(double d) {
   return s;
 }
 
-void printValueList(std::ostream& os, const std::vector<Value*>& values, bool with_types) {
+void printValueList(std::ostream& os, const ValueList& values, bool with_types) {
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) os << ", ";
     os << "%" << values[i]->name();

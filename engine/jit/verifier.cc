@@ -20,7 +20,7 @@ void checkArity(const Node& n, const char* what, size_t actual, size_t declared,
   }
 }
 
-void checkTypes(const Node& n, const char* what, const std::vector<Value*>& values,
+void checkTypes(const Node& n, const char* what, const ValueList& values,
                 const std::vector<Type>& declared) {
   for (size_t i = 0; i < values.size(); ++i) {
     Type want = declared[std::min(i, declared.size() - 1)];
