@@ -104,6 +104,31 @@ TEST(CreateAutodiffSubgraphsTest, GroupsMergeIntoGroups) {
       << out;  // exactly one group
 }
 
+// Note [Merging by moving]: the nodes in a group are the graph's own nodes, not copies, and
+// their values keep their ids.
+TEST(CreateAutodiffSubgraphsTest, MergedNodesAreMovedNotCopied) {
+  for (AliasDbMode mode : {AliasDbMode::kRebuild, AliasDbMode::kIncremental}) {
+    auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+  %a : Tensor = aten::mul(%x, %y)
+  %b : Tensor = aten::tanh(%a)
+  %c : Tensor = aten::add(%b, %x)
+  return (%c)
+)IR");
+    const std::vector<Node*> before = g->nodes();
+    std::vector<size_t> ids;
+    for (Node* n : before) ids.push_back(n->output()->id());
+    createAutodiffSubgraphs(*g, withMode(mode));
+    ASSERT_EQ(g->numNodes(), 1u);
+    const Graph& body = *g->firstNode()->subgraph();
+    EXPECT_EQ(body.nodes(), before) << modeName(mode);
+    for (size_t i = 0; i < before.size(); ++i) {
+      EXPECT_EQ(before[i]->owningGraph(), &body);
+      EXPECT_EQ(before[i]->output()->id(), ids[i]);
+    }
+    verify(*g);
+  }
+}
+
 TEST(CreateAutodiffSubgraphsTest, PreservesResultsOnALayeredGraph) {
   auto g = makeLayeredGraph(120);
   auto inputs = [] {

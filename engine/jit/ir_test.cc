@@ -169,6 +169,118 @@ TEST(IrTest, ValueIdsAreUniqueAcrossSubgraphs) {
   }
 }
 
+// Node::moveToGraph (Note [Merging by moving]): the same node and values, ids kept, names kept
+// where free; misuse throws and changes nothing.
+TEST(IrTest, MoveToGraphTakesTheNodeItselfIntoASubgraph) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Node* tanh = g.append("aten::tanh", {x});
+  g.setName(tanh->output(), "t");
+  Node* neg = g.append("aten::neg", {x});
+  g.setName(neg->output(), "p");
+  Node* group = g.create(kinds::kDifferentiableGraph, {}, 0);
+  group->setSubgraph(std::make_unique<Graph>());
+  g.appendNode(group);
+  Graph* sub = group->subgraph();
+  Value* p = sub->addInput(Type::Tensor, "p");  // holds the name of the value %p
+  const size_t t_id = tanh->output()->id();
+  const size_t p_id = neg->output()->id();
+
+  tanh->moveToGraph(sub->returnNode(), {p});
+  EXPECT_EQ(tanh->owningGraph(), sub);
+  EXPECT_EQ(tanh->input(0), p);
+  EXPECT_EQ(tanh->output()->id(), t_id);
+  EXPECT_EQ(tanh->output()->name(), "t");
+  EXPECT_TRUE(g.isNameFree("t"));
+  for (const Use& u : x->uses()) EXPECT_NE(u.user, tanh);
+  ASSERT_EQ(p->uses().size(), 1u);
+  EXPECT_EQ(p->uses()[0].user, tanh);
+  EXPECT_EQ(g.numNodes(), 2u);
+  EXPECT_EQ(sub->numNodes(), 1u);
+
+  // %p is taken in the subgraph: the moved output gets a fresh number there.
+  neg->moveToGraph(tanh, {p});
+  EXPECT_EQ(neg->output()->id(), p_id);
+  EXPECT_EQ(neg->output()->name(), "1");  // 0 went to %p before its name
+  EXPECT_TRUE(g.isNameFree("p"));
+  EXPECT_EQ(sub->firstNode(), neg);
+  sub->registerOutput(tanh->output());
+  sub->registerOutput(neg->output());
+  group->addInput(x);  // what %p stands for
+  group->addOutput(Type::Tensor);
+  group->addOutput(Type::Tensor);
+  verify(*sub);
+  verify(g);
+
+  // Misuse: a graph of another id space, an output still in use, a wrong input count.
+  Graph apart;
+  Value* y = apart.addInput(Type::Tensor, "y");
+  Node* relu = g.append("aten::relu", {x});
+  EXPECT_THROW(relu->moveToGraph(apart.returnNode(), {y}), IrError);
+  g.registerOutput(relu->output());
+  EXPECT_THROW(relu->moveToGraph(sub->returnNode(), {p}), IrError);
+  Node* exp = g.append("aten::exp", {x});
+  EXPECT_THROW(exp->moveToGraph(sub->returnNode(), {}), IrError);
+  EXPECT_THROW(exp->moveToGraph(sub->returnNode(), {x}), IrError);  // an input of `g`
+  EXPECT_EQ(exp->owningGraph(), &g);
+  EXPECT_EQ(exp->input(0), x);
+  EXPECT_EQ(relu->owningGraph(), &g);
+  verify(g);
+}
+
+// Note [Node kinds]: nodes of one kind share one copy of its text, known op or not.
+TEST(IrTest, NodeKindsAreShared) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Node* a = g.append("aten::tanh", {x});
+  Node* b = g.append("aten::tanh", {x});
+  EXPECT_EQ(&a->kind(), &b->kind());
+  EXPECT_EQ(a->kind(), "aten::tanh");
+  Node* u = g.create("my::unknown_op", {x}, 1);
+  Node* v = g.create("my::unknown_op", {x}, 1);
+  EXPECT_EQ(&u->kind(), &v->kind());
+  EXPECT_EQ(u->kind(), "my::unknown_op");
+  EXPECT_EQ(u->schema(), nullptr);
+  EXPECT_EQ(&g.paramNode()->kind(), &Graph().paramNode()->kind());
+  u->destroy();
+  v->destroy();
+}
+
+// Note [IR memory layout]: lists past their inline capacity move to the heap and keep their order.
+TEST(IrTest, SmallVectorGrowsPastItsInlineCapacity) {
+  SmallVector<int, 2> v;
+  EXPECT_EQ(v.capacity(), 2u);
+  for (int i = 0; i < 9; ++i) v.push_back(i * 10);
+  ASSERT_EQ(v.size(), 9u);
+  EXPECT_GE(v.capacity(), 9u);
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(v[static_cast<size_t>(i)], i * 10);
+  v.erase(v.begin() + 3);
+  ASSERT_EQ(v.size(), 8u);
+  EXPECT_EQ(v[2], 20);
+  EXPECT_EQ(v[3], 40);
+  EXPECT_EQ(v.back(), 80);
+  EXPECT_THROW(v.at(8), std::out_of_range);
+  v.pop_back();
+  EXPECT_EQ(v.back(), 70);
+  v.clear();
+  EXPECT_TRUE(v.empty());
+  // A node with many inputs, and a value with many uses, past the inline two and one.
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  std::vector<Value*> many(7, x);
+  Node* list = g.append(kinds::kListConstruct, many);
+  EXPECT_EQ(list->inputs().size(), 7u);
+  EXPECT_EQ(x->uses().size(), 7u);
+  list->removeInput(2);
+  for (size_t i = 0; i < list->inputs().size(); ++i) {
+    EXPECT_EQ(x->uses()[i].user, list);
+  }
+  std::vector<bool> offsets(6, false);
+  for (const Use& u : x->uses()) offsets.at(u.offset) = true;
+  EXPECT_EQ(offsets, std::vector<bool>(6, true));
+  verify(g);
+}
+
 TEST(IrTest, VerifierRejectsUseBeforeDef) {
   std::string err = parseError(R"IR(graph(%x : Tensor):
   %a : Tensor = aten::neg(%b)
