@@ -86,7 +86,7 @@ Node::Node(Graph* graph, const std::string& kind, const OpSchema* schema)
       kind_(internKind(kind, schema)) {}
 
 Node::~Node() {
-  for (Value* v : outputs_) delete v;
+  for (Value* v : outputs_) graph_->deleteValue(v);
 }
 
 void Node::addInput(Value* v) {
@@ -146,7 +146,7 @@ void Node::eraseOutput(size_t i) {
   Value* v = outputs_.at(i);
   if (v->hasUses()) throw IrError("eraseOutput: %" + v->name() + " still has uses");
   graph_->forgetValue(v);
-  delete v;
+  graph_->deleteValue(v);
   outputs_.erase(outputs_.begin() + i);
   for (size_t j = i; j < outputs_.size(); ++j) outputs_[j]->offset_ = j;
 }
@@ -168,7 +168,10 @@ const std::vector<int64_t>& Node::intsAttr(const std::string& name) const {
 }
 
 void Node::setSubgraph(std::unique_ptr<Graph> g) {
-  if (g != nullptr && g->value_ids_ != graph_->value_ids_) g->adoptValueIds(graph_->value_ids_);
+  if (g != nullptr && g->value_ids_ != graph_->value_ids_) {
+    graph_->value_ids_->pool.keepAlive(g->value_ids_);  // g's nodes stay in its pool's memory
+    g->adoptValueIds(graph_->value_ids_);
+  }
   subgraph_ = std::move(g);
 }
 
@@ -229,7 +232,7 @@ void Node::destroy() {
   inputs_.clear();
   if (isInserted()) unlink();
   for (Value* v : outputs_) graph_->forgetValue(v);
-  delete this;
+  graph_->deleteNode(this);
 }
 
 void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
@@ -276,10 +279,27 @@ void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
 
 // ---------------------------------------------------------------- Graph
 
-Graph::Graph()
-    : param_(new Node(this, kinds::kParam)),
-      return_(new Node(this, kinds::kReturn)),
-      value_ids_(std::make_shared<ValueIds>(ValueIds{0, next_id_space++})) {
+template <typename... Args>
+Node* Graph::newNode(Args&&... args) {
+  return new (value_ids_->pool.allocate(sizeof(Node))) Node(std::forward<Args>(args)...);
+}
+
+void Graph::deleteNode(Node* n) {
+  n->~Node();
+  value_ids_->pool.release(n, sizeof(Node));
+}
+
+void Graph::deleteValue(Value* v) {
+  v->~Value();
+  value_ids_->pool.release(v, sizeof(Value));
+}
+
+Graph::Graph() : Graph(std::make_shared<ValueIds>()) { value_ids_->space = next_id_space++; }
+
+Graph::Graph(std::shared_ptr<ValueIds> ids)
+    : value_ids_(std::move(ids)),
+      param_(newNode(this, kinds::kParam)),
+      return_(newNode(this, kinds::kReturn)) {
   return_->next_ = return_->prev_ = return_;  // empty circular list
   param_->topo_position_ = kLowestPosition;
   return_->topo_position_ = kHighestPosition;
@@ -289,15 +309,20 @@ Graph::~Graph() {
   // Drop all uses first so destruction order does not matter.
   for (Node* n = firstNode(); n != return_;) {
     Node* next = n->next_;
-    delete n;
+    deleteNode(n);
     n = next;
   }
-  delete return_;
-  delete param_;
+  deleteNode(return_);
+  deleteNode(param_);
+}
+
+std::unique_ptr<Graph> Graph::newSubgraph() const {
+  return std::unique_ptr<Graph>(new Graph(value_ids_));
 }
 
 Value* Graph::newValue(Node* n, size_t offset, Type t) {
-  Value* v = new Value(n, offset, t, value_ids_->next++, value_ids_->space);
+  Value* v = new (value_ids_->pool.allocate(sizeof(Value)))
+      Value(n, offset, t, value_ids_->next++, value_ids_->space);
   v->number_ = names_.freshNumber();
   names_.bind(v->number_, v);
   return v;
@@ -406,14 +431,14 @@ Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, 
 
 Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, Attributes attrs,
                     int num_outputs) {
-  Node* n = new Node(this, kind);
+  Node* n = newNode(this, kind);
   n->reserveInputs(inputs.size());
   for (Value* v : inputs) n->addInput(v);
   n->attrs_ = std::move(attrs);
   const OpSchema* s = n->schema();
   if (kind == kinds::kConstant) {  // typed by its value: a float, or a tensor (None without one)
     if (num_outputs >= 0 && num_outputs != 1) {
-      delete n;
+      deleteNode(n);
       throw IrError("create: prim::Constant has one output");
     }
     auto value = n->attrs_.find("value");
@@ -423,7 +448,7 @@ Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, 
   }
   if (num_outputs < 0) {
     if (s == nullptr || s->variadic_outputs) {
-      delete n;
+      deleteNode(n);
       throw IrError("create: " + kind + " needs an explicit output count");
     }
     num_outputs = static_cast<int>(s->outputs.size());
@@ -459,7 +484,7 @@ Value* Graph::appendConstant(const Tensor& value) {
 }
 
 Node* Graph::cloneNodeShell(const Node* n) {
-  Node* clone = new Node(this, n->kind(), n->schema());
+  Node* clone = newNode(this, n->kind(), n->schema());
   clone->reserveInputs(n->inputs_.size());  // createClone adds them
   clone->outputs_.reserve(n->outputs_.size());
   clone->attrs_ = n->attrs_;

@@ -35,6 +35,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/jit/ir_pool.h"
 #include "engine/jit/small_vector.h"
 #include "engine/jit/value_names.h"
 #include "engine/tensor.h"
@@ -79,6 +80,9 @@ struct Use {
 //    block of its own, allocated apart (three per node, one per value);
 //  - a node's kind is a pointer to shared text (Note [Node kinds] in ir.cc), not a string;
 //  - what walks read comes first in Node and Value, the rest (kind, attributes, name) last;
+//  - Nodes and Values come from a pool (IrPool) that a graph shares with its subgraphs, not
+//    from the heap one by one: a graph's nodes lie together in the order they were made (a
+//    copy of a graph too), even where the heap is fragmented by what the process did before;
 //  - create_autodiff_subgraphs moves a node into its group instead of copying it and destroying
 //    the original (Note [Merging by moving] in subgraph_utils.cc), so a merge allocates only
 //    what the group gains.
@@ -247,6 +251,9 @@ class Graph {
 
   // Deep copy (subgraphs included); value names are preserved.
   std::unique_ptr<Graph> copy() const;
+  // An empty graph that shares this graph's id space and node memory (Note [Value ids], Note
+  // [IR memory layout]): the subgraph-to-be of one of this graph's nodes (Node::setSubgraph).
+  std::unique_ptr<Graph> newSubgraph() const;
 
   Value* addInput(Type t, const std::string& name = "");
   void eraseInput(size_t i);  // the input must have no uses
@@ -300,11 +307,18 @@ class Graph {
  private:
   friend class Node;
   friend class Value;
+  // What a graph shares with its subgraphs: the id counter and the pool of their nodes' memory.
   struct ValueIds {
-    size_t next = 0;  // the next value's id
-    uint64_t space;   // tells this counter's ids from another's
+    size_t next = 0;     // the next value's id
+    uint64_t space = 0;  // tells this counter's ids from another's
+    IrPool pool;
   };
+  explicit Graph(std::shared_ptr<ValueIds> ids);
+  template <typename... Args>
+  Node* newNode(Args&&... args);
+  void deleteNode(Node* n);
   Value* newValue(Node* n, size_t offset, Type t);
+  void deleteValue(Value* v);
   void forgetValue(Value* v);
   bool nameIsFree(const Value& name_of) const;
   void bindName(Value* v, const Value& name_of);
@@ -315,11 +329,11 @@ class Graph {
   void renumberTopology();
   Node* cloneNodeShell(const Node* n);
 
+  std::shared_ptr<ValueIds> value_ids_;  // shared with the subgraphs; first: the nodes use it
   Node* param_;
   Node* return_;  // also the sentinel of the circular node list
   size_t num_nodes_ = 0;
   ValueNames names_;
-  std::shared_ptr<ValueIds> value_ids_;  // shared with the subgraphs
 };
 
 template <typename MapInput>

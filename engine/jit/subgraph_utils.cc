@@ -130,7 +130,7 @@ Node* createSingletonGroup(Node* n, const ValueTracker& tracker) {
   if (n->isDifferentiableGraph()) throw IrError("createSingletonGroup: node is already a group");
   Graph* g = n->owningGraph();
   Node* group = g->create(kinds::kDifferentiableGraph, {}, 0);
-  group->setSubgraph(std::make_unique<Graph>());
+  group->setSubgraph(g->newSubgraph());
   group->insertBefore(n);
 
   // `n` moves into the subgraph (Note [Merging by moving]); its outputs' outer uses and names go

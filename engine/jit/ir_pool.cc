@@ -1,0 +1,44 @@
+#include "engine/jit/ir_pool.h"
+
+#include <algorithm>
+#include <new>
+
+namespace ag::jit {
+
+IrPool::FreeList* IrPool::freeList(size_t size) {
+  for (FreeList& list : free_lists_) {
+    if (list.size == 0) list.size = size;
+    if (list.size == size) return &list;
+  }
+  return nullptr;
+}
+
+void* IrPool::allocate(size_t size) {
+  size = rounded(size);
+  FreeList* list = freeList(size);
+  if (list == nullptr) return ::operator new(size);
+  if (list->head != nullptr) {
+    FreeBlock* block = list->head;
+    list->head = block->next;
+    return block;
+  }
+  if (cursor_ == nullptr || static_cast<size_t>(limit_ - cursor_) < size) {
+    const size_t chunk = std::max(next_chunk_, size);
+    chunks_.emplace_back(new char[chunk]);
+    cursor_ = chunks_.back().get();
+    limit_ = cursor_ + chunk;
+    next_chunk_ = std::min(2 * next_chunk_, kLargestChunk);
+  }
+  void* block = cursor_;
+  cursor_ += size;
+  return block;
+}
+
+void IrPool::release(void* block, size_t size) {
+  size = rounded(size);
+  FreeList* list = freeList(size);
+  if (list == nullptr) return ::operator delete(block);
+  list->head = new (block) FreeBlock{list->head};
+}
+
+}  // namespace ag::jit
