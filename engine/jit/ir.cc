@@ -5,6 +5,7 @@
 #include <limits>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
 #include "engine/jit/schema.h"
 
@@ -161,6 +162,16 @@ const T& getAttr(const Node& n, const std::string& name) {
 }
 }  // namespace
 
+Attributes& Node::attrs() {
+  if (attrs_ == nullptr) attrs_ = std::make_unique<Attributes>();
+  return *attrs_;
+}
+
+const Attributes& Node::attrs() const {
+  static const Attributes* const kNone = new Attributes();  // never destroyed
+  return attrs_ != nullptr ? *attrs_ : *kNone;
+}
+
 int64_t Node::intAttr(const std::string& name) const { return getAttr<int64_t>(*this, name); }
 double Node::floatAttr(const std::string& name) const { return getAttr<double>(*this, name); }
 const std::vector<int64_t>& Node::intsAttr(const std::string& name) const {
@@ -260,13 +271,13 @@ void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
   for (Value* v : outputs_) {
     graph_->forgetValue(v);
     if (!into->nameIsFree(*v)) {
-      v->name_.clear();
+      v->name_.reset();
       v->number_ = into->names_.freshNumber();
     }
-    if (v->name_.empty()) {
+    if (v->name_ == nullptr) {
       into->names_.bind(v->number_, v);
     } else {
-      into->names_.bind(v->name_, v);
+      into->names_.bind(*v->name_, v);
     }
   }
   graph_ = into;
@@ -329,10 +340,10 @@ Value* Graph::newValue(Node* n, size_t offset, Type t) {
 }
 
 void Graph::forgetValue(Value* v) {
-  if (v->name_.empty()) {
+  if (v->name_ == nullptr) {
     names_.unbind(v->number_, v);
   } else {
-    names_.unbind(v->name_, v);
+    names_.unbind(*v->name_, v);
   }
 }
 
@@ -344,31 +355,33 @@ void Graph::setName(Value* v, const std::string& name) {
   forgetValue(v);
   uint64_t number = 0;
   if (ValueNames::isNumber(name, &number)) {
-    v->name_.clear();
+    v->name_.reset();
     v->number_ = number;
     names_.bind(number, v);
   } else {
-    v->name_ = name;
+    v->name_ = std::make_unique<std::string>(name);
     names_.bind(name, v);
   }
 }
 
 bool Graph::nameIsFree(const Value& name_of) const {
-  return name_of.name_.empty() ? names_.find(name_of.number_) == nullptr
-                               : names_.find(name_of.name_) == nullptr;
+  return name_of.name_ == nullptr ? names_.find(name_of.number_) == nullptr
+                                  : names_.find(*name_of.name_) == nullptr;
 }
 
 // Binds the name that `name_of` holds (in whichever graph) to `v`, which gives up its own.
 void Graph::bindName(Value* v, const Value& name_of) {
   const uint64_t number = name_of.number_;
-  std::string name = name_of.name_;  // a copy: `name_of` may be `v`'s own graph's value
+  // A copy: `name_of` may be `v` itself, or another value of `v`'s graph.
+  std::unique_ptr<std::string> name =
+      name_of.name_ ? std::make_unique<std::string>(*name_of.name_) : nullptr;
   forgetValue(v);
   v->number_ = number;
   v->name_ = std::move(name);
-  if (v->name_.empty()) {
+  if (v->name_ == nullptr) {
     names_.bind(number, v);
   } else {
-    names_.bind(v->name_, v);
+    names_.bind(*v->name_, v);
   }
 }
 
@@ -434,15 +447,16 @@ Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, 
   Node* n = newNode(this, kind);
   n->reserveInputs(inputs.size());
   for (Value* v : inputs) n->addInput(v);
-  n->attrs_ = std::move(attrs);
+  if (!attrs.empty()) n->attrs_ = std::make_unique<Attributes>(std::move(attrs));
   const OpSchema* s = n->schema();
   if (kind == kinds::kConstant) {  // typed by its value: a float, or a tensor (None without one)
     if (num_outputs >= 0 && num_outputs != 1) {
       deleteNode(n);
       throw IrError("create: prim::Constant has one output");
     }
-    auto value = n->attrs_.find("value");
-    const bool is_float = value != n->attrs_.end() && std::holds_alternative<double>(value->second);
+    const Attributes& node_attrs = std::as_const(*n).attrs();
+    auto value = node_attrs.find("value");
+    const bool is_float = value != node_attrs.end() && std::holds_alternative<double>(value->second);
     n->addOutput(is_float ? Type::Float : Type::Tensor);
     return n;
   }
@@ -487,7 +501,7 @@ Node* Graph::cloneNodeShell(const Node* n) {
   Node* clone = newNode(this, n->kind(), n->schema());
   clone->reserveInputs(n->inputs_.size());  // createClone adds them
   clone->outputs_.reserve(n->outputs_.size());
-  clone->attrs_ = n->attrs_;
+  if (n->attrs_ != nullptr) clone->attrs_ = std::make_unique<Attributes>(*n->attrs_);
   if (n->subgraph_) clone->setSubgraph(n->subgraph_->copy());
   for (const Value* out : n->outputs()) {
     Value* v = clone->addOutput(out->type());

@@ -79,6 +79,8 @@ struct Use {
 //    elements inside the Node or Value (SmallVector), where a std::vector put each list in a
 //    block of its own, allocated apart (three per node, one per value);
 //  - a node's kind is a pointer to shared text (Note [Node kinds] in ir.cc), not a string;
+//    its attributes, and a value's name when it is not a number, are held by pointer and
+//    allocated only when there are any (most nodes have no attributes, most names are numbers);
 //  - what walks read comes first in Node and Value, the rest (kind, attributes, name) last;
 //  - Nodes and Values come from a pool (IrPool) that a graph shares with its subgraphs, not
 //    from the heap one by one: a graph's nodes lie together in the order they were made (a
@@ -114,7 +116,7 @@ class Value {
   // The id space the id belongs to (Graph::valueIdSpace() of its graph), read without
   // touching the defining node.
   uint64_t idSpace() const { return id_space_; }
-  std::string name() const { return name_.empty() ? std::to_string(number_) : name_; }
+  std::string name() const { return name_ ? *name_ : std::to_string(number_); }
   const UseList& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
   Graph* owningGraph() const;
@@ -140,8 +142,8 @@ class Value {
   UseList uses_;
   Type type_;
   uint32_t offset_;
-  uint64_t number_ = 0;  // the name, when name_ is empty
-  std::string name_;     // the name, when it is not a number
+  uint64_t number_ = 0;                // the name, when name_ is null
+  std::unique_ptr<std::string> name_;  // the name, when it is not a number (rare: not inline)
 };
 
 namespace kinds {
@@ -177,8 +179,8 @@ class Node {
   Value* addOutput(Type t);
   void eraseOutput(size_t i);  // the output must have no uses
 
-  Attributes& attrs() { return attrs_; }
-  const Attributes& attrs() const { return attrs_; }
+  Attributes& attrs();  // makes the node's (empty) table if it has none yet
+  const Attributes& attrs() const;
   int64_t intAttr(const std::string& name) const;
   double floatAttr(const std::string& name) const;
   const std::vector<int64_t>& intsAttr(const std::string& name) const;
@@ -239,7 +241,7 @@ class Node {
   bool is_differentiable_graph_;
   std::unique_ptr<Graph> subgraph_;
   const std::string* kind_;
-  Attributes attrs_;
+  std::unique_ptr<Attributes> attrs_;  // null while the node has none (most have none)
 };
 
 class Graph {

@@ -35,7 +35,7 @@ class IrPool {
   };
   static constexpr size_t kAlign = alignof(std::max_align_t);
   static constexpr size_t kFirstChunk = size_t{1} << 10;  // a small graph stays small
-  static constexpr size_t kLargestChunk = size_t{1} << 18;
+  static constexpr size_t kLargestChunk = size_t{1} << 16;
   static size_t rounded(size_t size) { return (size + kAlign - 1) / kAlign * kAlign; }
   FreeList* freeList(size_t size);  // nullptr for a third size (then blocks come from the heap)
 
