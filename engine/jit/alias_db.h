@@ -25,10 +25,11 @@
 //
 // Note [Incremental alias update]
 // create_autodiff_subgraphs rewrites the graph one merge at a time, and every
-// rewrite only moves values around: a merged node's copy inside the group,
-// the group's new output and the subgraph input that mirrors an outer value
-// all hold the very same tensor as the value they stand for, which is then
-// destroyed. Since only differentiable (write-free) ops are ever merged, no
+// rewrite only moves values around: the group's new output and the subgraph
+// input that mirrors an outer value (and a node's copy, where a group's body is
+// copied) all hold the very same tensor as the value they stand for, which is
+// then destroyed; a node moved into a group keeps its values, ids and
+// elements. Since only differentiable (write-free) ops are ever merged, no
 // read/write fact changes either. So the update is: each new value shares the
 // element of the value it copies (copyValue), and each destroyed value is
 // forgotten (forgetValue); elements are never removed, so a view of a

@@ -40,13 +40,15 @@ std::string runBothModes(const Graph& g, size_t min_size = 2) {
   return printed[1];
 }
 
-TEST(CreateAutodiffSubgraphsTest, MergesAChainIntoOneGroup) {
-  auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
+const char* kChain = R"IR(graph(%x : Tensor, %y : Tensor):
   %a : Tensor = aten::mul(%x, %y)
   %b : Tensor = aten::tanh(%a)
   %c : Tensor = aten::add(%b, %x)
   return (%c)
-)IR");
+)IR";
+
+TEST(CreateAutodiffSubgraphsTest, MergesAChainIntoOneGroup) {
+  auto g = parseGraph(kChain);
   EXPECT_EQ(runBothModes(*g), R"IR(graph(%x : Tensor, %y : Tensor):
   %c : Tensor = prim::DifferentiableGraph(%x, %y) {
     graph(%x : Tensor, %y : Tensor):
@@ -108,12 +110,7 @@ TEST(CreateAutodiffSubgraphsTest, GroupsMergeIntoGroups) {
 // their values keep their ids.
 TEST(CreateAutodiffSubgraphsTest, MergedNodesAreMovedNotCopied) {
   for (AliasDbMode mode : {AliasDbMode::kRebuild, AliasDbMode::kIncremental}) {
-    auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
-  %a : Tensor = aten::mul(%x, %y)
-  %b : Tensor = aten::tanh(%a)
-  %c : Tensor = aten::add(%b, %x)
-  return (%c)
-)IR");
+    auto g = parseGraph(kChain);
     const std::vector<Node*> before = g->nodes();
     std::vector<size_t> ids;
     for (Node* n : before) ids.push_back(n->output()->id());

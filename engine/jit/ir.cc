@@ -456,7 +456,8 @@ Node* Graph::create(const std::string& kind, const std::vector<Value*>& inputs, 
     }
     const Attributes& node_attrs = std::as_const(*n).attrs();
     auto value = node_attrs.find("value");
-    const bool is_float = value != node_attrs.end() && std::holds_alternative<double>(value->second);
+    const bool is_float =
+        value != node_attrs.end() && std::holds_alternative<double>(value->second);
     n->addOutput(is_float ? Type::Float : Type::Tensor);
     return n;
   }

@@ -3,6 +3,17 @@
 #include <algorithm>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// A released block is poisoned (past its free-list link) until it is handed out again, so that
+// AddressSanitizer still reports a use of a destroyed Node or Value.
+#define AG_IR_POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define AG_IR_POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define AG_IR_POOL_POISON(p, n)
+#define AG_IR_POOL_UNPOISON(p, n)
+#endif
+
 namespace ag::jit {
 
 IrPool::FreeList* IrPool::freeList(size_t size) {
@@ -20,6 +31,7 @@ void* IrPool::allocate(size_t size) {
   if (list->head != nullptr) {
     FreeBlock* block = list->head;
     list->head = block->next;
+    AG_IR_POOL_UNPOISON(block, size);
     return block;
   }
   if (cursor_ == nullptr || static_cast<size_t>(limit_ - cursor_) < size) {
@@ -39,6 +51,7 @@ void IrPool::release(void* block, size_t size) {
   FreeList* list = freeList(size);
   if (list == nullptr) return ::operator delete(block);
   list->head = new (block) FreeBlock{list->head};
+  AG_IR_POOL_POISON(static_cast<char*>(block) + sizeof(FreeBlock), size - sizeof(FreeBlock));
 }
 
 }  // namespace ag::jit

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/verifier.h"
 
@@ -280,6 +284,23 @@ TEST(IrTest, SmallVectorGrowsPastItsInlineCapacity) {
   EXPECT_EQ(offsets, std::vector<bool>(6, true));
   verify(g);
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+// IrPool poisons what a destroyed node or value leaves, so AddressSanitizer still sees a use of it.
+TEST(IrTest, DestroyedNodesStayVisibleToAddressSanitizer) {
+  Graph g;
+  Value* x = g.addInput(Type::Tensor, "x");
+  Node* n = g.append("aten::tanh", {x});
+  const char* node_memory = reinterpret_cast<const char*>(n);
+  const char* value_memory = reinterpret_cast<const char*>(n->output());
+  n->destroy();
+  EXPECT_TRUE(__asan_address_is_poisoned(node_memory + 2 * sizeof(void*)));
+  EXPECT_TRUE(__asan_address_is_poisoned(value_memory + 2 * sizeof(void*)));
+  Node* again = g.append("aten::tanh", {x});  // takes the released block back
+  EXPECT_EQ(reinterpret_cast<const char*>(again), node_memory);
+  EXPECT_FALSE(__asan_address_is_poisoned(node_memory + 2 * sizeof(void*)));
+}
+#endif
 
 TEST(IrTest, VerifierRejectsUseBeforeDef) {
   std::string err = parseError(R"IR(graph(%x : Tensor):

@@ -3,7 +3,9 @@
 // Every function reports, through a ValueTracker, how values flow from old to
 // new: `copied(from, to)` when a new value `to` (a group output, a copy of a
 // node inside a subgraph, a subgraph input) will hold the same run-time
-// tensor as `from`, and `dropped(v)` right before `v` is destroyed. This is
+// tensor as `from`, and `dropped(v)` right before `v` is destroyed. A node moved
+// into a group (Note [Merging by moving] in subgraph_utils.cc) keeps its values:
+// nothing is reported for them. This is
 // exactly what an incremental AliasDb update needs (Note [Incremental alias
 // update] in alias_db.h); reporting it here means the caller never has to
 // reconstruct which new value stands for which old one.
@@ -21,7 +23,7 @@ struct ValueTracker {
   std::function<void(const Value* v)> dropped = [](const Value*) {};
 };
 
-// Replaces `n` by a group whose subgraph holds a copy of `n`.
+// Replaces `n` by a group whose subgraph holds `n` (moved there, not copied).
 Node* createSingletonGroup(Node* n, const ValueTracker& tracker);
 
 // Moves `producer` (a plain node or another group), which must be the node
