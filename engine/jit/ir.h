@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "engine/jit/ir_pool.h"
-#include "engine/jit/small_vector.h"
 #include "engine/jit/value_names.h"
+#include "engine/memory/small_vector.h"
 #include "engine/tensor.h"
 
 namespace ag::jit {
@@ -76,8 +76,8 @@ struct Use {
 // tens of megabytes, more than any cache, so every node it reaches costs the cache lines its
 // data spans. So a node keeps its data close and small:
 //  - a node's inputs and outputs and a value's uses (ValueList, UseList) keep their first
-//    elements inside the Node or Value (SmallVector), where a std::vector put each list in a
-//    block of its own, allocated apart (three per node, one per value);
+//    elements inside the Node or Value (SmallVector, Note [Small vectors]), where a std::vector put
+//    each list in a block of its own, allocated apart (three per node, one per value);
 //  - a node's kind is a pointer to shared text (Note [Node kinds] in ir.cc), not a string;
 //    its attributes, and a value's name when it is not a number, are held by pointer and
 //    allocated only when there are any (most nodes have no attributes, most names are numbers);

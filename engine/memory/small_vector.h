@@ -6,6 +6,7 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 namespace ag {
@@ -15,7 +16,9 @@ namespace ag {
 // (LLVM's and PyTorch's SmallVector). A node's per-input lists (its edges, its inputs' shapes,
 // its saved values, its outputs' metadata) hold one to three entries on nearly every op: as
 // std::vectors they were four heap allocations per recorded op, about a fifth of the engine's
-// fixed cost on a tiny graph. The interface is the part of std::vector the code base uses.
+// fixed cost on a tiny graph. The JIT IR keeps its nodes' and values' lists in them too (Note
+// [IR memory layout] in engine/jit/ir.h). The interface is the part of std::vector the code base
+// uses.
 template <typename T, size_t N>
 class SmallVector {
  public:
@@ -73,6 +76,8 @@ class SmallVector {
   const T& front() const { return data_[0]; }
   T& back() { return data_[size_ - 1]; }
   const T& back() const { return data_[size_ - 1]; }
+  T& at(size_t i) { return data_[checked(i)]; }
+  const T& at(size_t i) const { return data_[checked(i)]; }
 
   void reserve(size_t n) {
     if (n > capacity_) move_to_heap(n);
@@ -98,6 +103,12 @@ class SmallVector {
     std::destroy(data_, data_ + size_);
     size_ = 0;
   }
+  // Removes the element at `pos`, moving the ones after it down.
+  iterator erase(iterator pos) {
+    std::move(pos + 1, end(), pos);
+    pop_back();
+    return pos;
+  }
 
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
@@ -105,6 +116,10 @@ class SmallVector {
   friend bool operator!=(const SmallVector& a, const SmallVector& b) { return !(a == b); }
 
  private:
+  size_t checked(size_t i) const {
+    if (i >= size_) throw std::out_of_range("SmallVector::at");
+    return i;
+  }
   T* inline_data() { return reinterpret_cast<T*>(inline_); }
   bool on_heap() const { return data_ != reinterpret_cast<const T*>(inline_); }
 
