@@ -179,6 +179,24 @@ int show(const Args& a, ForeignEngine& foreign) {
   return c.ok() ? 0 : 1;
 }
 
+// The foreign engine's records for `program` (its `script`), and the comparison with this
+// engine's. A disagreement is checked in a fresh process of the foreign engine, whose records are
+// the ones kept (ForeignEngine::run_fresh: a crash in PyTorch may follow a corrupted run).
+struct Checked {
+  Records expected;
+  Comparison comparison;
+};
+Checked run_both(ForeignEngine& foreign, const Program& program, const std::string& script) {
+  const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
+  Checked r{foreign.run(script), {}};
+  r.comparison = compare(program, r.expected, actual);
+  if (!r.comparison.ok()) {
+    r.expected = foreign.run_fresh(script);
+    r.comparison = compare(program, r.expected, actual);
+  }
+  return r;
+}
+
 int run(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
@@ -197,7 +215,8 @@ int run(const Args& a) {
   for (int id = 0; id < a.programs; ++id) {
     const Program p = generate_program(a.seed, id);
     const std::string script = foreign->script(p, program_title(a.seed, id));
-    const Records expected = foreign->run(script);
+    const Checked checked = run_both(*foreign, p, script);
+    const Records& expected = checked.expected;
     if (!a.scripts.empty()) {
       char name[32];
       std::snprintf(name, sizeof(name), "program_%05d.py", id);
@@ -205,22 +224,17 @@ int run(const Args& a) {
     }
     shards[static_cast<size_t>(id) * a.shards / a.programs] +=
         format_entry(std::to_string(id), p, expected);
-    if (a.check) {
-      const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
-      triage.add(std::to_string(id), p, compare(p, expected, actual));
-    }
+    if (a.check) triage.add(std::to_string(id), p, checked.comparison);
     if ((id + 1) % 100 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
   }
   std::fprintf(stderr, "\n");
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
   for (const CorpusEntry& e : handwritten_programs()) {
-    const Records expected = foreign->run(foreign->script(e.program, "program " + e.id));
-    handwritten += format_entry(e.id, e.program, expected);
-    if (a.check) {
-      const Records actual = run_on_engine_with_timeout(e.program, 10).value_or(hang_records());
-      triage.add(e.id, e.program, compare(e.program, expected, actual));
-    }
+    const Checked checked =
+        run_both(*foreign, e.program, foreign->script(e.program, "program " + e.id));
+    handwritten += format_entry(e.id, e.program, checked.expected);
+    if (a.check) triage.add(e.id, e.program, checked.comparison);
   }
   if (!a.out.empty()) {
     const std::filesystem::path dir = user_path(a.out);

@@ -68,6 +68,10 @@ class PyTorchEngine final : public ForeignEngine {
     return capture(shell_quote(python_) + " " + shell_quote(runtime_) + " --explain " +
                    shell_quote(path));
   }
+  Records run_fresh(const std::string& script) override {
+    server_.restart();
+    return run(script);
+  }
   Records run(const std::string& script) override {
     const std::optional<std::string> reply = server_.request(script);
     // PyTorch crashed on the script (a segfault, seen with copy_ into views of custom Function

@@ -32,6 +32,10 @@ class ForeignEngine {
   virtual std::string runtime_path() const = 0;  // the helper module scripts import
   // Runs a script; throws std::runtime_error when the engine itself fails.
   virtual Records run(const std::string& script) = 0;
+  // Runs a script in a new process of the engine, with nothing left by earlier scripts (a
+  // memory-safety bug of the engine's, pytorch-internal-error, may corrupt its process before it
+  // crashes, and change the records of the scripts it runs until then).
+  virtual Records run_fresh(const std::string& script) = 0;
   // The records of the script at `path` with each raise line followed by " # " and the error
   // message, for people; empty if the adapter cannot say.
   virtual std::string explain(const std::string& path) = 0;
@@ -46,6 +50,11 @@ class ScriptServer {
   ScriptServer& operator=(const ScriptServer&) = delete;
   // The reply, or nothing when the server died on this script (it is restarted).
   std::optional<std::string> request(const std::string& script);
+  // Replaces the server by a new process.
+  void restart() {
+    stop();
+    start();
+  }
 
  private:
   void start();
