@@ -274,11 +274,7 @@ void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
       v->name_.reset();
       v->number_ = into->names_.freshNumber();
     }
-    if (v->name_ == nullptr) {
-      into->names_.bind(v->number_, v);
-    } else {
-      into->names_.bind(*v->name_, v);
-    }
+    into->rememberValue(v);
   }
   graph_ = into;
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -347,6 +343,14 @@ void Graph::forgetValue(Value* v) {
   }
 }
 
+void Graph::rememberValue(Value* v) {
+  if (v->name_ == nullptr) {
+    names_.bind(v->number_, v);
+  } else {
+    names_.bind(*v->name_, v);
+  }
+}
+
 void Graph::setName(Value* v, const std::string& name) {
   if (name.empty()) return;
   Value* holder = names_.find(name);
@@ -378,11 +382,7 @@ void Graph::bindName(Value* v, const Value& name_of) {
   forgetValue(v);
   v->number_ = number;
   v->name_ = std::move(name);
-  if (v->name_ == nullptr) {
-    names_.bind(number, v);
-  } else {
-    names_.bind(*v->name_, v);
-  }
+  rememberValue(v);
 }
 
 void Graph::copyNameIfFree(Value* v, const Value& from) {

@@ -322,6 +322,7 @@ class Graph {
   Value* newValue(Node* n, size_t offset, Type t);
   void deleteValue(Value* v);
   void forgetValue(Value* v);
+  void rememberValue(Value* v);  // binds the name `v` holds (its text, or its number) to `v`
   bool nameIsFree(const Value& name_of) const;
   void bindName(Value* v, const Value& name_of);
   // Renumbers this graph's values (and its subgraphs') from `ids`, the counter of the graph

@@ -57,6 +57,15 @@ std::vector<Value*> innerInputsFor(Node* group, const Node* n, const ValueTracke
   return inner;
 }
 
+// Makes `group` give out what `v`, an outer value about to move or be copied into it, holds:
+// a new group output takes over v's outer uses and its name.
+void exportThroughGroup(Value* v, Node* group, const ValueTracker& tracker) {
+  Value* new_out = group->addOutput(v->type());
+  tracker.copied(v, new_out);
+  v->replaceAllUsesWith(new_out);
+  group->owningGraph()->transferName(v, new_out);
+}
+
 // Note [Merging by moving]
 // A plain node joins a group by moving: the very Node, with its output Values, leaves the outer
 // graph for the subgraph (Node::moveToGraph). Its values keep their ids, and with them their
@@ -70,7 +79,6 @@ std::vector<Value*> innerInputsFor(Node* group, const Node* n, const ValueTracke
 // A producer that is itself a group is still copied node by node (its body's nodes use one
 // another's values, which moveToGraph does not allow), as is a group being inlined; both are rare.
 void moveProducerIntoGroup(Node* producer, Node* group, const ValueTracker& tracker) {
-  Graph* outer = group->owningGraph();
   Graph* sub = group->subgraph();
   Node* insert_point = sub->firstNode();  // the producer runs first
   std::vector<Value*> inner_inputs = innerInputsFor(group, producer, tracker);
@@ -102,11 +110,7 @@ void moveProducerIntoGroup(Node* producer, Node* group, const ValueTracker& trac
   moved.reserve(producer->outputs().size());
   for (Value* p : producer->outputs()) {
     moved.push_back({p, p->name(), p->hasUses()});
-    if (!p->hasUses()) continue;
-    Value* new_out = group->addOutput(p->type());
-    tracker.copied(p, new_out);
-    p->replaceAllUsesWith(new_out);
-    outer->transferName(p, new_out);
+    if (p->hasUses()) exportThroughGroup(p, group, tracker);
   }
 
   producer->moveToGraph(insert_point, inner_inputs);
@@ -137,12 +141,7 @@ Node* createSingletonGroup(Node* n, const ValueTracker& tracker) {
   // to the group's outputs.
   Graph* sub = group->subgraph();
   std::vector<Value*> inner_inputs = innerInputsFor(group, n, tracker);
-  for (Value* out : n->outputs()) {
-    Value* new_out = group->addOutput(out->type());
-    tracker.copied(out, new_out);
-    out->replaceAllUsesWith(new_out);
-    g->transferName(out, new_out);
-  }
+  for (Value* out : n->outputs()) exportThroughGroup(out, group, tracker);
   n->moveToGraph(sub->returnNode(), inner_inputs);
   for (Value* out : n->outputs()) sub->registerOutput(out);
   return group;
@@ -189,10 +188,7 @@ void mergeNodeIntoGroup(Node* producer, Node* group, const ValueTracker& tracker
     sub->copyNameIfFree(inner_out[k], *p);
     if (p->hasUses()) {
       sub->registerOutput(inner_out[k]);
-      Value* new_out = group->addOutput(p->type());
-      tracker.copied(p, new_out);
-      p->replaceAllUsesWith(new_out);
-      group->owningGraph()->transferName(p, new_out);
+      exportThroughGroup(p, group, tracker);
     }
     tracker.dropped(p);
   }
