@@ -179,24 +179,6 @@ int show(const Args& a, ForeignEngine& foreign) {
   return c.ok() ? 0 : 1;
 }
 
-// The foreign engine's records for `program` (its `script`), and the comparison with this
-// engine's. A disagreement is checked in a fresh process of the foreign engine, whose records are
-// the ones kept (ForeignEngine::run_fresh: a crash in PyTorch may follow a corrupted run).
-struct Checked {
-  Records expected;
-  Comparison comparison;
-};
-Checked run_both(ForeignEngine& foreign, const Program& program, const std::string& script) {
-  const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
-  Checked r{foreign.run(script), {}};
-  r.comparison = compare(program, r.expected, actual);
-  if (!r.comparison.ok()) {
-    r.expected = foreign.run_fresh(script);
-    r.comparison = compare(program, r.expected, actual);
-  }
-  return r;
-}
-
 int run(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
@@ -215,7 +197,7 @@ int run(const Args& a) {
   for (int id = 0; id < a.programs; ++id) {
     const Program p = generate_program(a.seed, id);
     const std::string script = foreign->script(p, program_title(a.seed, id));
-    const Checked checked = run_both(*foreign, p, script);
+    const BothEngines checked = run_both_engines(p, *foreign, script);
     const Records& expected = checked.expected;
     if (!a.scripts.empty()) {
       char name[32];
@@ -231,8 +213,8 @@ int run(const Args& a) {
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
   for (const CorpusEntry& e : handwritten_programs()) {
-    const Checked checked =
-        run_both(*foreign, e.program, foreign->script(e.program, "program " + e.id));
+    const BothEngines checked =
+        run_both_engines(e.program, *foreign, foreign->script(e.program, "program " + e.id));
     handwritten += format_entry(e.id, e.program, checked.expected);
     if (a.check) triage.add(e.id, e.program, checked.comparison);
   }

@@ -82,6 +82,19 @@ Comparison compare_engines(const Program& program, ForeignEngine& foreign) {
   return compare(program, expected, actual);
 }
 
+BothEngines run_both_engines(const Program& program, ForeignEngine& foreign,
+                             const std::string& script) {
+  const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
+  BothEngines r{foreign.run(script), {}};
+  r.comparison = compare(program, r.expected, actual);
+  if (!r.comparison.ok()) {
+    r.expected = foreign.run_fresh(script);
+    r.comparison = compare(program, r.expected, actual);
+    r.cleared_by_fresh_process = r.comparison.ok();
+  }
+  return r;
+}
+
 Program reduce_mismatch(const Program& program, ForeignEngine& foreign) {
   const Comparison c = compare_engines(program, foreign);
   if (c.ok()) return program;

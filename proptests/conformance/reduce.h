@@ -5,6 +5,7 @@
 // the values. For minimal repros of mismatches found in the corpus or by --check.
 
 #include <functional>
+#include <string>
 
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/foreign_engine.h"
@@ -19,8 +20,20 @@ Program reduce(const Program& program, const std::function<bool(const Program&)>
 Program without(const Program& program, size_t index);
 
 // The program's records on both engines (this engine's run limited to 10 s: a hang is a
-// mismatch) and how they compare.
+// mismatch) and how they compare, in the foreign engine's running process.
 Comparison compare_engines(const Program& program, ForeignEngine& foreign);
+
+// The same for `script`, the program in the foreign engine's language, but a disagreement is
+// checked in a fresh process of the foreign engine (ForeignEngine::run_fresh: PyTorch's own
+// memory-safety bugs can corrupt a long-lived process before it crashes), whose records are
+// kept then. For the fuzz driver and export; the reducer, which runs many candidates, does not.
+struct BothEngines {
+  Records expected;  // the foreign engine's records (the fresh process's, where it ran)
+  Comparison comparison;
+  bool cleared_by_fresh_process = false;  // the first run disagreed, the fresh one did not
+};
+BothEngines run_both_engines(const Program& program, ForeignEngine& foreign,
+                             const std::string& script);
 
 // The smallest program (by dropping statements) that mismatches `foreign` in the same class
 // (triage.h) as `program` does; `program` itself if it agrees.
