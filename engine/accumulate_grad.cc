@@ -92,17 +92,23 @@ void AccumulateGrad::variable_requires_grad_set(const TensorImpl& tensor) {
 
 bool AccumulateGrad::has_variable() { return variable_.load(std::memory_order_acquire) != nullptr; }
 
-std::shared_ptr<AccumulateGrad> detail::create_grad_accumulator(TensorImpl& impl) {
+std::shared_ptr<AccumulateGrad> detail::create_grad_accumulator(const Tensor& leaf) {
+  TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);
   if (impl.has_grad_accumulator.load(std::memory_order_relaxed)) return impl.grad_accumulator;
   // An alias that stands for a leaf (a saved value, unpacked and used by a formula under
   // create_graph) comes with the leaf's node; a leaf gets its own.
   if (!impl.grad_accumulator) impl.grad_accumulator = std::make_shared<AccumulateGrad>(impl);
-  impl.saved_alias = Ref<TensorImpl>::make(impl.shape, impl.dtype, impl.storage, impl.offset);
-  impl.saved_alias->requires_grad = true;
-  impl.saved_alias->grad_accumulator = impl.grad_accumulator;
+  impl.saved_alias = leaf_stand_in(leaf, impl.grad_accumulator).impl();
   impl.has_grad_accumulator.store(true, std::memory_order_release);
   return impl.grad_accumulator;
+}
+
+Tensor leaf_stand_in(const Tensor& data, std::shared_ptr<AccumulateGrad> leaf) {
+  Tensor alias = data.detach();
+  alias.impl()->requires_grad = true;
+  alias.impl()->grad_accumulator = std::move(leaf);
+  return alias;
 }
 
 void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad) {

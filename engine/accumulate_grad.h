@@ -65,16 +65,21 @@ class AccumulateGrad final : public Node {
 };
 
 namespace detail {
-// grad_accumulator()'s first call on a leaf: creates the node under the leaf's lock.
-std::shared_ptr<AccumulateGrad> create_grad_accumulator(TensorImpl& leaf);
+// grad_accumulator()'s first call on a leaf: creates the node (and the leaf's saved_alias) under
+// the leaf's lock.
+std::shared_ptr<AccumulateGrad> create_grad_accumulator(const Tensor& leaf);
 }  // namespace detail
+
+// A new alias of `data` (a leaf's) that stands for the leaf while it requires grad: it requires
+// grad, and its gradient flows into `leaf` (Note [Saved values hold no cycles]).
+Tensor leaf_stand_in(const Tensor& data, std::shared_ptr<AccumulateGrad> leaf);
 
 // The leaf's AccumulateGrad, created on first use and kept for the leaf's lifetime. Inline for
 // the common case, a leaf that has one already: every op recorded on a leaf asks.
 inline std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   if (impl.has_grad_accumulator.load(std::memory_order_acquire)) return impl.grad_accumulator;
-  return detail::create_grad_accumulator(impl);
+  return detail::create_grad_accumulator(leaf);
 }
 
 // What a save of `leaf` keeps while the leaf requires grad (TensorImpl::saved_alias): an alias of
@@ -82,7 +87,7 @@ inline std::shared_ptr<AccumulateGrad> grad_accumulator(const Tensor& leaf) {
 inline Tensor saved_alias(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   if (!impl.has_grad_accumulator.load(std::memory_order_acquire)) {
-    detail::create_grad_accumulator(impl);
+    detail::create_grad_accumulator(leaf);
   }
   return Tensor(impl.saved_alias);
 }

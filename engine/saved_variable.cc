@@ -54,13 +54,6 @@ Tensor SavedVariable::view_requiring_grad(const Tensor& data, uint32_t version) 
   return view;
 }
 
-// Makes `alias` (of the leaf's data) what the leaf is while it requires grad: a leaf whose
-// gradient flows into the leaf's AccumulateGrad.
-void SavedVariable::with_leaf_history(Tensor& alias, std::shared_ptr<AccumulateGrad> leaf) {
-  alias.impl()->requires_grad = true;
-  alias.impl()->grad_accumulator = std::move(leaf);
-}
-
 const AccumulateGrad& SavedVariable::leaf() const {
   return requires_grad_ ? *data_.impl()->grad_accumulator : *leaf_;
 }
@@ -93,9 +86,7 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) con
       return view_requiring_grad(data_, saved_version_);
     }
     if (requires_grad == requires_grad_) return data_;
-    Tensor t = data_.detach();
-    if (!requires_grad_) with_leaf_history(t, leaf_);
-    return t;
+    return requires_grad_ ? data_.detach() : leaf_stand_in(data_, leaf_);
   }
   if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;
   // Re-attach the history (the owner for an output) so double backward sees it.

@@ -61,7 +61,6 @@ class SavedVariable {
 
  private:
   static Tensor view_requiring_grad(const Tensor& data, uint32_t version);
-  static void with_leaf_history(Tensor& alias, std::shared_ptr<AccumulateGrad> leaf);
   const AccumulateGrad& leaf() const;
 
   // An alias of the saved tensor's data, without history; a leaf's that required grad when saved
