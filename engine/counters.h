@@ -29,6 +29,9 @@ struct Counters {
   int64_t nodes_executed = 0;      // apply() calls
   int64_t formulas_evaluated = 0;  // derivative formulas run (built-in ops and custom Functions)
   int64_t bytes_saved = 0;         // bytes of the tensors that forward ops saved for backward
+  // CPU products written as zeros because an operand was all zeros (Note [Products with a zero
+  // operand], ops/cpu/zero_operand.h).
+  int64_t products_of_zeros = 0;
   // When trace_executed is set, the sequence_nr of every node apply()-ed, in order (tests
   // compare the executed set with the root-to-input paths they compute themselves).
   bool trace_executed = false;

@@ -111,10 +111,11 @@ std::string saved_text(const Node& node) {
 
 std::string options_text(const EngineOptions& o) {
   std::string s;
-  for (auto [on, name] : {std::pair{o.prune_by_topo_nr, "topo_nr"},
-                          std::pair{o.prune_by_reachability, "reachability"},
-                          std::pair{o.per_call_needs_input_grad, "per_call"},
-                          std::pair{o.guard_saves, "guard_saves"}}) {
+  for (auto [on, name] :
+       {std::pair{o.prune_by_topo_nr, "topo_nr"},
+        std::pair{o.prune_by_reachability, "reachability"},
+        std::pair{o.per_call_needs_input_grad, "per_call"}, std::pair{o.guard_saves, "guard_saves"},
+        std::pair{o.skip_zero_products, "skip_zero_products"}}) {
     if (on) s += s.empty() ? name : std::string(" ") + name;
   }
   return s.empty() ? "none" : s;

@@ -11,7 +11,8 @@ namespace {
 // plain load instead of taking a lock.
 uint32_t pack(const EngineOptions& o) {
   return uint32_t{o.prune_by_topo_nr} | uint32_t{o.prune_by_reachability} << 1 |
-         uint32_t{o.per_call_needs_input_grad} << 2 | uint32_t{o.guard_saves} << 3;
+         uint32_t{o.per_call_needs_input_grad} << 2 | uint32_t{o.guard_saves} << 3 |
+         uint32_t{o.skip_zero_products} << 4;
 }
 
 EngineOptions unpack(uint32_t bits) {
@@ -19,7 +20,8 @@ EngineOptions unpack(uint32_t bits) {
       .with_prune_by_topo_nr((bits & 1) != 0)
       .with_prune_by_reachability((bits & 2) != 0)
       .with_per_call_needs_input_grad((bits & 4) != 0)
-      .with_guard_saves((bits & 8) != 0);
+      .with_guard_saves((bits & 8) != 0)
+      .with_skip_zero_products((bits & 16) != 0);
 }
 
 std::atomic<uint32_t> process_default{pack(EngineOptions())};

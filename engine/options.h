@@ -13,13 +13,18 @@ struct EngineOptions {
   bool per_call_needs_input_grad = true;
   // Note [Guarded saves]: ops save a value only if a formula that can run needs it.
   bool guard_saves = true;
+  // Note [Products with a zero operand] (ops/cpu/zero_operand.h): a CPU product with an all-zero
+  // operand is written as zeros instead of multiplied. Off: every product multiplies, as PyTorch's
+  // kernels do (seed 001's off / on comparison runs with it off).
+  bool skip_zero_products = true;
 
   static EngineOptions all_off() {
     return EngineOptions()
         .with_prune_by_topo_nr(false)
         .with_prune_by_reachability(false)
         .with_per_call_needs_input_grad(false)
-        .with_guard_saves(false);
+        .with_guard_saves(false)
+        .with_skip_zero_products(false);
   }
   // Copies with one switch changed: EngineOptions().with_prune_by_reachability(false).
   EngineOptions with_prune_by_topo_nr(bool on) const {
@@ -32,11 +37,15 @@ struct EngineOptions {
     return with(&EngineOptions::per_call_needs_input_grad, on);
   }
   EngineOptions with_guard_saves(bool on) const { return with(&EngineOptions::guard_saves, on); }
+  EngineOptions with_skip_zero_products(bool on) const {
+    return with(&EngineOptions::skip_zero_products, on);
+  }
 
   bool operator==(const EngineOptions& o) const {
     return prune_by_topo_nr == o.prune_by_topo_nr &&
            prune_by_reachability == o.prune_by_reachability &&
-           per_call_needs_input_grad == o.per_call_needs_input_grad && guard_saves == o.guard_saves;
+           per_call_needs_input_grad == o.per_call_needs_input_grad &&
+           guard_saves == o.guard_saves && skip_zero_products == o.skip_zero_products;
   }
 
  private:

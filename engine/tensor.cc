@@ -24,6 +24,7 @@ int64_t Tensor::size(int64_t d) const {
 }
 
 std::vector<double> Tensor::to_vector() const {
+  AG_CHECK(defined(), "to_vector: the tensor is undefined (a .grad that was never written?)");
   std::vector<double> out(static_cast<size_t>(numel()));
   dispatch_dtype(dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -35,6 +36,7 @@ std::vector<double> Tensor::to_vector() const {
 }
 
 double Tensor::item() const {
+  AG_CHECK(defined(), "item: the tensor is undefined (a .grad that was never written?)");
   AG_CHECK(numel() == 1, "item: expected a tensor with one element, got shape ",
            to_string(shape()));
   return to_vector()[0];

@@ -28,6 +28,8 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'scalar_chain\tpruning on\ttime per call' \
            $'hessian_relu\tper-call off\tstep time, no final backward' \
            $'hessian_tanh\tper-call on\tstep time, with final backward' \
+           $'hessian_relu\tours\tstep time, with final backward' \
+           $'hessian_relu\tours\tproducts written as zeros, with final backward' \
            $'hessian_memory\tall on\tpeak bytes' $'hessian_memory\tall off\tpeak bytes' \
            $'dropout_memory\tguard_saves off\textra live bytes' \
            $'dropout_memory\tguard_saves on\textra live bytes' \
@@ -36,8 +38,8 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'unrolled_loop\tpruning on\tmedian block [busy: bursty]' \
            $'tiny_graph\tpruning on\ttime per call [busy: spin]' \
            $'scalar_chain\tpruning on\ttime per call [busy: bursty]' \
-           $'hessian_relu\tper-call on\tstep time, no final backward [busy: spin]' \
-           $'hessian_tanh\tper-call on\tstep time, with final backward [busy: bursty]'; do
+           $'hessian_relu\tours\tstep time, no final backward [busy: spin]' \
+           $'hessian_tanh\tours\tstep time, with final backward [busy: bursty]'; do
   check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
 # Each table is a Markdown table with the published figures beside ours.

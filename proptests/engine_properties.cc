@@ -62,7 +62,7 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 // Issue 2: gradients of random DAGs match central finite differences (float64).
 AG_PROPERTY(EngineProperties, GradientsMatchFiniteDifferences) {
   const GraphSpec spec = pick_graph();
-  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 16)];
+  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 32)];
   record_options(options);
   OptionsGuard guard(options);
   const BuiltGraph g = build_graph(spec);
@@ -192,7 +192,7 @@ AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
 //    what the caller still holds, the leaves, the outputs and the new .grad tensors.
 AG_PROPERTY(EngineProperties, BackwardFreesEverySavedValue) {
   const GraphSpec spec = pick_graph();
-  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 16)];
+  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 32)];
   record_options(options);
   OptionsGuard guard(options);
   const int64_t before = live_bytes();

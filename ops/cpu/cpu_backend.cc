@@ -8,12 +8,15 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/counters.h"
 #include "engine/error.h"
+#include "engine/options.h"
 #include "ops/backend.h"
 #include "ops/counter_rng.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/zero_operand.h"
 #include "ops/scalar_rules.h"
 #include "ops/strided_loop.h"
 
@@ -263,8 +266,14 @@ class CpuBackend final : public Backend {
     };
     constexpr int64_t kParallelWork = int64_t{1} << 20;  // multiply-adds
     constexpr int64_t kMinRows = 16;
+    const int64_t work = batch * m * n * s.k();
+    if (work >= kParallelWork && current_options().skip_zero_products &&
+        product_is_zero(a.data<T>(), a.numel(), b.data<T>(), b.numel())) {
+      write_zero_product(pbias, out, n);
+      return;
+    }
     const int64_t threads = parallel_threads();
-    if (threads == 1 || batch * m * n * s.k() < kParallelWork) {
+    if (threads == 1 || work < kParallelWork) {
       for (int64_t i = 0; i < batch; ++i) matrix(i, 0, m);
       return;
     }
@@ -278,6 +287,19 @@ class CpuBackend final : public Backend {
         if (r0 < m) matrix(t / blocks, r0, std::min(rows, m - r0));
       }
     });
+  }
+
+  // A product that is exactly +0 (Note [Products with a zero operand]): out's rows are the bias
+  // plus +0 (a -0 in the bias becomes +0, as in the GEMM), or zeros.
+  template <typename T>
+  void write_zero_product(const T* bias, const Tensor& out, int64_t n) {
+    ++counters().products_of_zeros;
+    T* po = out.data<T>();
+    const int64_t rows = out.numel() / n;
+    if (!bias) return kernels<T>().fill(po, out.numel(), T(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) po[r * n + j] = bias[j] + T(0);
+    }
   }
 
   template <typename T>

@@ -8,9 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "engine/counters.h"
 #include "engine/grad_mode.h"
+#include "engine/options.h"
+#include "ops/backend.h"
 #include "ops/ops.h"
 
 namespace ag::ops {
@@ -127,6 +131,104 @@ TEST(ElementwiseKernels, BroadcastWithoutExpansionRunsFlat) {
   EXPECT_EQ(sub(d, c).numel(), 12);
   const Tensor e = from_vector({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3}, DType::kFloat32);
   EXPECT_EQ(sub(e, c).to_vector(), (std::vector<double>{0, 1, 2, 3, 4, 5}));
+}
+
+// Note [Products with a zero operand]: a product with an all-zero operand is written without the
+// GEMM, but only where that gives the GEMM's bits. The reference is a naive loop in IEEE
+// arithmetic: a sum of +0 and -0 terms is +0, a bias of -0 plus +0 is +0, and 0 * Inf is NaN.
+std::vector<double> naive_product(const std::vector<double>& a, const std::vector<double>& b,
+                                  const std::vector<double>* bias, int64_t m, int64_t n, int64_t k,
+                                  bool ta, bool tb) {
+  std::vector<double> c(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int64_t p = 0; p < k; ++p)
+        dot += a[ta ? p * m + i : i * k + p] * b[tb ? j * k + p : p * n + j];
+      c[i * n + j] = bias ? (*bias)[j] + dot : dot;
+    }
+  }
+  return c;
+}
+
+void expect_same_bits(const std::vector<double>& got, const std::vector<double>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << " at " << i;
+    } else {
+      ASSERT_EQ(got[i], want[i]) << what << " at " << i;
+      ASSERT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " at " << i;
+    }
+  }
+}
+
+TEST(ZeroOperandProducts, GiveTheProductsBitsAndAreCounted) {
+  NoGradGuard no_grad;
+  Backend& cpu = *cpu_backend();
+  const double kInf = std::numeric_limits<double>::infinity();
+  const int64_t m = 130, n = 90, k = 100;  // 1.17M multiply-adds: above the kernels' threshold
+  // Zeros of both signs; finite values; a bias with -0 and NaN.
+  std::vector<double> zeros(m * k), finite(k * n), bias(n);
+  for (int64_t i = 0; i < m * k; ++i) zeros[i] = i % 3 == 0 ? -0.0 : 0.0;
+  for (int64_t i = 0; i < k * n; ++i) finite[i] = static_cast<double>(i % 17) * 0.25 - 2.0;
+  for (int64_t j = 0; j < n; ++j) bias[j] = j == 0 ? -0.0 : j == 1 ? kNaN : 0.5 * j - 3.0;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const std::string what =
+          to_string(dtype) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb);
+      const Tensor A = from_vector(zeros, ta ? Shape{k, m} : Shape{m, k}, dtype);
+      const Tensor B = from_vector(finite, tb ? Shape{n, k} : Shape{k, n}, dtype);
+      const Tensor tbias = from_vector(bias, {n}, dtype);
+      // A zero, B finite; then A finite, B zero (the transposed shapes of the same product).
+      reset_counters();
+      expect_same_bits(cpu.matmul(A, B, ta, tb, nullptr).to_vector(),
+                       naive_product(zeros, finite, nullptr, m, n, k, ta, tb), what);
+      expect_same_bits(cpu.matmul(A, B, ta, tb, &tbias).to_vector(),
+                       naive_product(zeros, finite, &bias, m, n, k, ta, tb), what + " + bias");
+      const Tensor Bt = from_vector(zeros, tb ? Shape{m, k} : Shape{k, m}, dtype);
+      const Tensor At = from_vector(finite, ta ? Shape{k, n} : Shape{n, k}, dtype);
+      expect_same_bits(cpu.matmul(At, Bt, ta, tb, nullptr).to_vector(),
+                       naive_product(finite, zeros, nullptr, n, m, k, ta, tb), what + " B zero");
+      EXPECT_EQ(counters().products_of_zeros, 3) << what;
+      // An Inf in the other operand: 0 * Inf = NaN reaches its column, so the product runs.
+      std::vector<double> with_inf = finite;
+      with_inf[5] = kInf;
+      const Tensor Binf = from_vector(with_inf, tb ? Shape{n, k} : Shape{k, n}, dtype);
+      reset_counters();
+      expect_same_bits(cpu.matmul(A, Binf, ta, tb, &tbias).to_vector(),
+                       naive_product(zeros, with_inf, &bias, m, n, k, ta, tb), what + " Inf");
+      EXPECT_EQ(counters().products_of_zeros, 0) << what;
+      // Switched off, the product multiplies and gives the same bits.
+      OptionsGuard multiply(EngineOptions().with_skip_zero_products(false));
+      expect_same_bits(cpu.matmul(A, B, ta, tb, &tbias).to_vector(),
+                       naive_product(zeros, finite, &bias, m, n, k, ta, tb), what + " off");
+      EXPECT_EQ(counters().products_of_zeros, 0) << what;
+    }
+  }
+}
+
+// A batched product is written as zeros only when a whole operand is zero; a batch whose other
+// matrices are not zero multiplies.
+TEST(ZeroOperandProducts, BatchedOperandsCountAsAWhole) {
+  NoGradGuard no_grad;
+  const int64_t m = 130, n = 90, k = 100;
+  std::vector<double> a(2 * m * k, 0.0), b(2 * k * n);
+  for (int64_t i = 0; i < 2 * k * n; ++i) b[i] = static_cast<double>(i % 13) - 6.0;
+  const Tensor B = from_vector(b, {2, k, n}, DType::kFloat64);
+  reset_counters();
+  const std::vector<double> zero = bmm(from_vector(a, {2, m, k}, DType::kFloat64), B).to_vector();
+  EXPECT_EQ(counters().products_of_zeros, 1);
+  for (double v : zero) ASSERT_TRUE(v == 0 && !std::signbit(v));
+  a[m * k + 7] = 1.0;  // the second matrix of A is not zero
+  reset_counters();
+  const std::vector<double> mixed = bmm(from_vector(a, {2, m, k}, DType::kFloat64), B).to_vector();
+  EXPECT_EQ(counters().products_of_zeros, 0);
+  for (int64_t i = 0; i < m * n; ++i) ASSERT_EQ(mixed[i], 0.0) << i;
+  // Row 0 of the second product is B's row 7 (A's only nonzero is [0, 7] of that matrix).
+  for (int64_t j = 0; j < n; ++j) ASSERT_EQ(mixed[m * n + j], b[k * n + 7 * n + j]) << j;
 }
 
 }  // namespace

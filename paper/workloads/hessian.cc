@@ -80,6 +80,7 @@ HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool fina
   stats.peak_bytes = peak_bytes(dev) - live_before;
   stats.formulas_evaluated = counters().formulas_evaluated;
   stats.weight_grad_matmuls = counters().formula_count("linear:weight");
+  stats.products_of_zeros = counters().products_of_zeros;
   return stats;
 }
 

@@ -50,6 +50,7 @@ struct HessianStepStats {
   int64_t peak_bytes = 0;  // allocator peak during the step, above the live bytes before it
   int64_t formulas_evaluated = 0;
   int64_t weight_grad_matmuls = 0;  // "linear:weight" formulas run
+  int64_t products_of_zeros = 0;  // products written as zeros (Note [Products with a zero operand])
 };
 // One timed step under `options` (also used to read peak bytes and counters).
 HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,

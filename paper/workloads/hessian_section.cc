@@ -86,9 +86,12 @@ void hessian_section(const Context& context, Report& report) {
   const int rounds = context.quick ? 2 : 15, busy_rounds = context.quick ? 2 : 7;
   const int slow_rounds = context.quick ? 1 : 5, slow_busy_rounds = context.quick ? 1 : 3;
   const Tensor x = make_hessian_input(hc);
-  EngineOptions off;
-  off.per_call_needs_input_grad = false;
-  const EngineOptions on;
+  // Seed 001's pair, per-call needs off and on, multiplies every product as PyTorch's kernels do;
+  // "ours" is the engine as shipped, every option on (Note [Products with a zero operand]).
+  const char* variant_names[3] = {"per-call off", "per-call on", "ours"};
+  const EngineOptions variant_options[3] = {
+      EngineOptions().with_per_call_needs_input_grad(false).with_skip_zero_products(false),
+      EngineOptions().with_skip_zero_products(false), EngineOptions()};
   const Activation activations[2] = {Activation::kRelu, Activation::kTanh};
   const std::vector<PeerImpl> impls = peer_impls(peers);
   for (const Activation activation : activations) {
@@ -100,12 +103,12 @@ void hessian_section(const Context& context, Report& report) {
     for (int fb = 0; fb < 2; ++fb) {
       for (const Condition& condition : context.conditions) {
         const Load load(condition);
-        std::vector<HessianStepStats> last(2);
+        std::vector<HessianStepStats> last(3);
         std::vector<Contender> contenders;
-        for (int v = 0; v < 2; ++v) {
-          if (!condition.quiet() && v == 0) continue;
-          contenders.push_back({v ? "per-call on" : "per-call off", [&, v] {
-                                  last[v] = measure_hessian_step(mlp, x, fb, v ? on : off);
+        for (int v = 0; v < 3; ++v) {
+          if (!condition.quiet() && v < 2) continue;
+          contenders.push_back({variant_names[v], [&, v] {
+                                  last[v] = measure_hessian_step(mlp, x, fb, variant_options[v]);
                                   return std::optional<double>(last[v].seconds * 1e3);
                                 }});
         }
@@ -136,12 +139,14 @@ void hessian_section(const Context& context, Report& report) {
         }
         std::cout << std::endl;
         if (!condition.quiet()) continue;
-        for (int v = 0; v < 2; ++v) {
-          const std::string variant = v ? "per-call on" : "per-call off";
+        for (int v = 0; v < 3; ++v) {
+          const std::string variant = variant_names[v];
           results.add(wl, variant, std::string("weight-gradient matmuls") + kFinal[fb],
                       static_cast<double>(last[v].weight_grad_matmuls), "matmuls");
           results.add(wl, variant, std::string("derivative formulas") + kFinal[fb],
                       static_cast<double>(last[v].formulas_evaluated), "formulas");
+          results.add(wl, variant, std::string("products written as zeros") + kFinal[fb],
+                      static_cast<double>(last[v].products_of_zeros), "products");
         }
         results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
@@ -174,10 +179,17 @@ void hessian_section(const Context& context, Report& report) {
        "**ReLU** (the published workload): as in PyTorch, relu's derivative is threshold_backward, "
        "differentiable with a zero derivative w.r.t. relu's output, so y_xx is zero but computed "
        "through the graph (matmuls included) and the final backward reaches the weights: both "
-       "engines do the same work. **Tanh** is the same MLP with a smooth activation, whose "
-       "second-order terms are not zero.\n\n";
+       "engines build the same graph and evaluate the same formulas. Some of those products have "
+       "an operand that is all zeros (relu's zero derivative, pushed through the layers). "
+       "PyTorch's kernels multiply them; ours, as shipped, write such a product as zeros when the "
+       "other operand is finite, which gives the bits the product would (Note [Products with a "
+       "zero operand], ops/cpu/zero_operand.h; counted below). The per-call off and on columns "
+       "run with that switched off, so that seed 001's pair multiplies every product, as "
+       "PyTorch does; the ours column is the engine as shipped. **Tanh** is the same MLP with a "
+       "smooth activation, whose second-order terms are not zero: none of its products "
+       "has a zero operand.\n\n";
   const std::string torch_autograd = impls[0].name;
-  Table t({"workload", "per-call off", "per-call on", "off / on", torch_autograd + " here",
+  Table t({"workload", "per-call off", "per-call on", "off / on", "ours", torch_autograd + " here",
            "PyTorch 1.13.1 OpenBLAS, 1 thread (history)", "published before (A100)",
            "published after (A100)", "published off / on", "published functorch v0.1.1 (A100)"});
   const char* names[2] = {"ReLU", "Tanh"};
@@ -187,12 +199,13 @@ void hessian_section(const Context& context, Report& report) {
       const std::string metric = std::string("step time") + kFinal[fb];
       const double off_ms = results.get(wl, "per-call off", metric);
       const double on_ms = results.get(wl, "per-call on", metric);
+      const double ours_ms = results.get(wl, "ours", metric);
       const double peer = results.get(wl, torch_autograd, metric);
       const std::string key = std::string("seed001/relu") + (fb ? "/final_backward" : "");
       auto pub = [&](const std::string& what) { return a ? "" : published(key + "/" + what).text; };
       t.row(
           {std::string(names[a]) + kFinal[fb], with_unit(off_ms, "ms"), with_unit(on_ms, "ms"),
-           ratio(off_ms, on_ms),
+           ratio(off_ms, on_ms), with_unit(ours_ms, "ms"),
            std::isnan(peer) ? peers.missing(impls[0].process) : with_unit(peer, "ms"),
            a ? ""
              : published(fb ? "history/hessian/relu/final_backward" : "history/hessian/relu").text,
@@ -204,7 +217,8 @@ void hessian_section(const Context& context, Report& report) {
     << ": the peer of earlier versions of this table.\n\n";
 
   s << "#### Ours against the peers, quiet and busy\n\n"
-    << "Ours = per-call on. A peer's cell is its median step and ours / its (below 1: ours is "
+    << "Ours = the engine as shipped (the ours column above). A peer's cell is its median step and "
+       "ours / its (below 1: ours is "
        "faster), both from the same interleaved rounds under the same condition, at the same "
        "thread count. torch.func.hessian and jax.hessian compute each sample's full 16x16 Hessian "
        "(vmap over the batch; rows summed to y_xx), 16 tangents where the nested grads and "
@@ -221,7 +235,7 @@ void hessian_section(const Context& context, Report& report) {
       for (const Condition& condition : context.conditions) {
         const std::string metric =
             std::string("step time") + kFinal[fb] + " [" + condition.name + "]";
-        const double ours = results.get(wl, "per-call on", metric);
+        const double ours = results.get(wl, "ours", metric);
         std::vector<std::string> r = {std::string(names[a]) + kFinal[fb], condition.name,
                                       with_unit(ours, "ms")};
         for (const PeerImpl& impl : impls) {
@@ -241,7 +255,7 @@ void hessian_section(const Context& context, Report& report) {
   }
   if (context.conditions.size() > 1) s << "\n";
 
-  Table c({"work per step (engine counters)", "per-call off", "per-call on"});
+  Table c({"work per step (engine counters)", "per-call off", "per-call on", "ours"});
   for (int a = 0; a < 2; ++a) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
     for (int fb = 0; fb < 2; ++fb) {
@@ -249,9 +263,12 @@ void hessian_section(const Context& context, Report& report) {
       for (const auto& [what, metric] :
            {std::pair<std::string, std::string>{"weight-gradient matmuls",
                                                 "weight-gradient matmuls"},
-            {"derivative formulas evaluated", "derivative formulas"}}) {
-        c.row({what + ", " + label, format(results.get(wl, "per-call off", metric + kFinal[fb])),
-               format(results.get(wl, "per-call on", metric + kFinal[fb]))});
+            {"derivative formulas evaluated", "derivative formulas"},
+            {"products written as zeros", "products written as zeros"}}) {
+        std::vector<std::string> row = {what + ", " + label};
+        for (const char* variant : variant_names)
+          row.push_back(format(results.get(wl, variant, metric + kFinal[fb])));
+        c.row(row);
       }
     }
   }

@@ -136,6 +136,10 @@ M = [
   "    return !writes_.empty() && writes_.intersects(db_.reads(n));",
   "    return false;",
   "AliasDb moves: a node that reads what the moving group writes is not treated as a dependency, so a merge can move a node across a write."),
+ ("zero_product_ignores_inf", "ops/cpu/zero_operand.h",
+  "  if (all_zero(a, na)) return all_finite(b, nb);",
+  "  if (all_zero(a, na)) return true;",
+  "A product with an all-zero operand is written as zeros even when the other operand holds an Inf or NaN, where the product has NaNs."),
 ]
 for name, path, old, new, desc in M:
     src = open(os.path.join(root, path)).read()
