@@ -67,6 +67,10 @@ TEST(HessianZeroProducts, ReluWritesItsZeroProductsAsZerosWithTheSameResults) {
       ASSERT_EQ(skipped.weight_grads.size(), static_cast<size_t>(c.layers + 1));
       EXPECT_FALSE(skipped.weight_grads[0].empty());  // the final backward reached the weights
       EXPECT_TRUE(skipped.weight_grads.back().empty());
+      // y_xx is zero wherever relu's masks hold still, so its gradient w.r.t. every weight is.
+      for (const std::vector<double>& g : skipped.weight_grads) {
+        for (double v : g) ASSERT_EQ(v, 0.0);
+      }
     }
   }
 }
