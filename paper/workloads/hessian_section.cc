@@ -88,10 +88,15 @@ void hessian_section(const Context& context, Report& report) {
   const Tensor x = make_hessian_input(hc);
   // Seed 001's pair, per-call needs off and on, multiplies every product as PyTorch's kernels do;
   // "ours" is the engine as shipped, every option on (Note [Products with a zero operand]).
-  const char* variant_names[3] = {"per-call off", "per-call on", "ours"};
-  const EngineOptions variant_options[3] = {
-      EngineOptions().with_per_call_needs_input_grad(false).with_skip_zero_products(false),
-      EngineOptions().with_skip_zero_products(false), EngineOptions()};
+  struct Variant {
+    const char* name;
+    EngineOptions options;
+  };
+  const Variant variants[3] = {
+      {"per-call off",
+       EngineOptions().with_per_call_needs_input_grad(false).with_skip_zero_products(false)},
+      {"per-call on", EngineOptions().with_skip_zero_products(false)},
+      {"ours", EngineOptions()}};
   const Activation activations[2] = {Activation::kRelu, Activation::kTanh};
   const std::vector<PeerImpl> impls = peer_impls(peers);
   for (const Activation activation : activations) {
@@ -107,8 +112,8 @@ void hessian_section(const Context& context, Report& report) {
         std::vector<Contender> contenders;
         for (int v = 0; v < 3; ++v) {
           if (!condition.quiet() && v < 2) continue;
-          contenders.push_back({variant_names[v], [&, v] {
-                                  last[v] = measure_hessian_step(mlp, x, fb, variant_options[v]);
+          contenders.push_back({variants[v].name, [&, v] {
+                                  last[v] = measure_hessian_step(mlp, x, fb, variants[v].options);
                                   return std::optional<double>(last[v].seconds * 1e3);
                                 }});
         }
@@ -140,7 +145,7 @@ void hessian_section(const Context& context, Report& report) {
         std::cout << std::endl;
         if (!condition.quiet()) continue;
         for (int v = 0; v < 3; ++v) {
-          const std::string variant = variant_names[v];
+          const std::string variant = variants[v].name;
           results.add(wl, variant, std::string("weight-gradient matmuls") + kFinal[fb],
                       static_cast<double>(last[v].weight_grad_matmuls), "matmuls");
           results.add(wl, variant, std::string("derivative formulas") + kFinal[fb],
@@ -266,8 +271,8 @@ void hessian_section(const Context& context, Report& report) {
             {"derivative formulas evaluated", "derivative formulas"},
             {"products written as zeros", "products written as zeros"}}) {
         std::vector<std::string> row = {what + ", " + label};
-        for (const char* variant : variant_names)
-          row.push_back(format(results.get(wl, variant, metric + kFinal[fb])));
+        for (const Variant& variant : variants)
+          row.push_back(format(results.get(wl, variant.name, metric + kFinal[fb])));
         c.row(row);
       }
     }
