@@ -23,14 +23,12 @@ Ref<TensorImpl> write_grad(TensorImpl& t, Tensor&& value) {
   return incoming;
 }
 
-// Whether `g` may become a .grad as it is: nobody else refers to it or to its storage (so the
-// caller cannot hold it), and it has no history.
+}  // namespace
+
 bool held_only_here(const Tensor& g) {
   const Ref<TensorImpl>& impl = g.impl();
   return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad;
 }
-
-}  // namespace
 
 // A leaf's destructor calls this (declared with TensorImpl, defined here, where AccumulateGrad
 // is known, so that tensors do not depend on nodes).

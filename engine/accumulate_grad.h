@@ -96,4 +96,8 @@ inline Tensor saved_alias(const Tensor& leaf) {
 // (Note [Accumulating into .grad]); grad mode must already be create_graph.
 void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad);
 
+// Whether `g` may be kept or written as it is: nobody else refers to it or to its storage (so no
+// caller, saved value or view can see it change), and it has no history.
+bool held_only_here(const Tensor& g);
+
 }  // namespace ag

@@ -277,14 +277,32 @@ void GraphTask::count_dependencies() {
   }
 }
 
-// Adds `grad` into slot `slot` of a node's buffer; gradients that meet are summed with the
-// differentiable add (Note [The engine's ops]).
+// Note [Summing gradients in place]
+// Gradients that meet at a node are summed. Under create_graph the sum is the differentiable
+// add, recorded (Note [The engine's ops]). Otherwise, as in PyTorch's InputBuffer, one of the two
+// takes the other in place when nobody else holds it (held_only_here: no caller, saved value or
+// view can see the write) and the shapes agree: no new tensor, and one pass over memory that is
+// likely still in cache. IEEE addition commutes, so either way gives the bits of a + b.
+bool can_sum_into(const Tensor& target, const Tensor& other) {
+  return held_only_here(target) && target.shape() == other.shape() &&
+         target.dtype() == other.dtype() && target.device() == other.device();
+}
+
+// Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   if (!grad.defined()) return;
-  if (!buffer[slot].defined()) {
-    buffer[slot] = std::move(grad);
+  Tensor& sum = buffer[slot];
+  if (!sum.defined()) {
+    sum = std::move(grad);
+  } else if (grad_enabled()) {
+    sum = engine_ops::add(sum, grad);
+  } else if (can_sum_into(sum, grad)) {
+    engine_ops::add_in_place(sum, grad);
+  } else if (can_sum_into(grad, sum)) {
+    engine_ops::add_in_place(grad, sum);
+    sum = std::move(grad);
   } else {
-    buffer[slot] = engine_ops::add(buffer[slot], grad);
+    sum = engine_ops::add(sum, grad);
   }
 }
 

@@ -5,9 +5,10 @@
 #include <thread>
 
 #include "engine/accumulate_grad.h"
-#include "engine/memory/allocator.h"
 #include "engine/call.h"
 #include "engine/counters.h"
+#include "engine/function.h"
+#include "engine/memory/allocator.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -208,6 +209,72 @@ TEST(Engine, Float32Gradients) {
   Tensor g = grad({ops::sum(ops::mul(a, a))}, {a})[0];
   EXPECT_EQ(g.dtype(), DType::kFloat32);
   expect_values(g, {2, 4});
+}
+
+// Note [Summing gradients in place]: without create_graph, two gradients that meet are summed
+// into one of them when nobody else holds it, as PyTorch's InputBuffer does; under create_graph,
+// or when a gradient is held elsewhere, into a new tensor, and a held gradient keeps its values.
+// z = sum(Scale2(u) + Scale3(u)), u = Probe(x): Probe's backward sees the sum of the gradients
+// that Scale2 and Scale3 return, and where it lives.
+namespace summing {
+struct Seen {
+  std::vector<const void*> returned;  // the data of each gradient Scale2 and Scale3 returned
+  TensorList kept;                    // those gradients, when the test asks to keep them
+  bool keep = false;
+  const void* sum_data = nullptr;  // where Probe's incoming gradient lives
+  std::vector<double> sum;
+};
+thread_local Seen seen;
+
+template <int kScale>
+struct Scale : Function<Scale<kScale>> {
+  static constexpr const char* name = kScale == 2 ? "Scale2" : "Scale3";
+  static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], kScale)}; }
+  static TensorList backward(BackwardCtx&, const TensorList& g) {
+    Tensor out = ops::mul(g[0], kScale);
+    seen.returned.push_back(out.raw_data());
+    if (seen.keep) seen.kept.push_back(out);
+    return {out};
+  }
+};
+struct Probe : Function<Probe> {
+  static constexpr const char* name = "Probe";
+  static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 1.0)}; }
+  static TensorList backward(BackwardCtx&, const TensorList& g) {
+    seen.sum_data = g[0].raw_data();
+    seen.sum = g[0].to_vector();
+    return {g[0]};
+  }
+};
+}  // namespace summing
+
+TEST(Autograd, GradientsMeetingAtANodeAreSummedInPlaceOnlyWhenNobodyElseHoldsThem) {
+  using summing::seen;
+  struct Case {
+    bool create_graph, keep, in_place;
+  };
+  for (const Case& c :
+       {Case{false, false, true}, Case{true, false, false}, Case{false, true, false}}) {
+    seen = {};
+    seen.keep = c.keep;
+    Tensor x = leaf({1, 2, 3, 4}, {4});
+    const Tensor u = summing::Probe::apply({x})[0];
+    const Tensor z =
+        ops::sum(ops::add(summing::Scale<2>::apply({u})[0], summing::Scale<3>::apply({u})[0]));
+    const Tensor gx = grad({z}, {x}, GradArgs().create_graph(c.create_graph))[0];
+    expect_values(gx, {5, 5, 5, 5});
+    EXPECT_EQ(seen.sum, (std::vector<double>{5, 5, 5, 5}));
+    ASSERT_EQ(seen.returned.size(), 2u);
+    const bool into_a_returned_gradient =
+        seen.sum_data == seen.returned[0] || seen.sum_data == seen.returned[1];
+    EXPECT_EQ(into_a_returned_gradient, c.in_place)
+        << "create_graph=" << c.create_graph << " keep=" << c.keep;
+    for (const Tensor& kept : seen.kept) {
+      const double scale = kept.to_vector()[0];
+      EXPECT_TRUE(scale == 2 || scale == 3) << scale;
+      expect_values(kept, std::vector<double>(4, scale));
+    }
+  }
 }
 
 }  // namespace
