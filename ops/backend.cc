@@ -12,6 +12,12 @@ Tensor Backend::broadcast_to(const Tensor& a, const Shape& shape) {
   return out;
 }
 
+Tensor Backend::scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
+  Tensor scaled = unary(UnaryKind::kMulScalar, b, scale);
+  Tensor bc = binary(BinaryKind::kMul, scaled, c, c.shape());
+  return binary(BinaryKind::kMul, a, bc, a.shape());
+}
+
 Tensor Backend::transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   Shape shape = a.shape();
   std::swap(shape[dim0], shape[dim1]);

@@ -1,4 +1,5 @@
 // Elementwise ops: forward kernels and derivative specs (Note [Derivative spec]).
+#include "engine/counters.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
@@ -49,6 +50,29 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
            " does not match result shape ", to_string(result.shape()));
   Tensor out = backend_for(grad.device()).binary(Op::kind, grad, result, grad.shape());
   return record(spec, {&grad, &result}, std::move(out));
+}
+
+// Note [Fused formula kernels]
+// A derivative formula that chains elementwise ops reads and writes memory once per op:
+// tanh_backward's derivative w.r.t. its result, grad * (-2 * result * grad_output), is three
+// kernels and two temporaries. When the formula records nothing (grad mode off, or no input
+// requires grad, and no trace: a backward without create_graph, such as the hessian's final
+// backward), it runs as one fused kernel instead, one pass. When it records, it runs as the ops
+// it is written as, so that the graph create_graph builds is PyTorch's, node for node. The fused
+// kernel evaluates in the same order, so both ways give the same bits (Backend::scaled_product;
+// ops/tests/elementwise_test.cc checks it).
+
+// a * (scale * b * c), fused when nothing records (Note [Fused formula kernels]).
+Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
+  const bool fusable = trace_hook() == nullptr && !records_node({&a, &b, &c}) &&
+                       a.shape() == b.shape() && a.shape() == c.shape() && a.dtype() == b.dtype() &&
+                       a.dtype() == c.dtype() && a.device() == b.device() &&
+                       a.device() == c.device();
+  if (fusable) {
+    ++counters().fused_formulas;
+    return backend_for(a.device()).scaled_product(a, b, c, scale);
+  }
+  return a * (scale * b * c);
 }
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula
@@ -278,7 +302,7 @@ const OpSpec TanhBackward::spec{
     {{grad, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }},
      {result,
       {grad, result},
-      [](const Ctx& c) { return c.grad() * (-2.0 * c[result] * c[grad]); }}},
+      [](const Ctx& c) { return scaled_product(c.grad(), c[result], c[grad], -2.0); }}},
     binary_forward<tanh_backward>()};
 
 }  // namespace

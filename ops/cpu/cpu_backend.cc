@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "engine/counters.h"
@@ -27,6 +30,16 @@ namespace {
 // machine) holds back only a small part of the work while the others take the rest, few enough
 // that the per-chunk costs (a task, Eigen's packing) stay small. See Note [Parallel runtime].
 constexpr int64_t kChunksPerThread = 4;
+
+// The shared packing of a product's op(B) (Note [Shared packing], ops/cpu/kernels.cc): Eigen's
+// kernel reads it with aligned loads.
+constexpr size_t kPackingAlignment = 64;
+size_t aligned_size(size_t bytes) {
+  return (bytes + kPackingAlignment - 1) / kPackingAlignment * kPackingAlignment;
+}
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
 
 // for_blocks' large case: chunks of a multiple of 16 elements (so that aligned arrays stay
 // aligned) on parallel_for; elementwise work is memory-bound, but two cores still help. Out of
@@ -71,6 +84,20 @@ class CpuBackend final : public Backend {
       auto unary = kernels<T>().unary;
       for_blocks(out.numel(),
                  [&](int64_t begin, int64_t n) { unary(kind, x + begin, y + begin, n, scalar); });
+    });
+    return out;
+  }
+  Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T *pa = a.data<T>(), *pb = b.data<T>(), *pc = c.data<T>();
+      T* po = out.data<T>();
+      auto kernel = kernels<T>().scaled_product;
+      const T s = static_cast<T>(scale);
+      for_blocks(out.numel(), [=](int64_t begin, int64_t n) {
+        kernel(pa + begin, pb + begin, pc + begin, s, po + begin, n);
+      });
     });
     return out;
   }
@@ -281,11 +308,35 @@ class CpuBackend final : public Backend {
     const int64_t blocks =
         std::clamp<int64_t>((chunks + batch - 1) / batch, 1, std::max<int64_t>(1, m / kMinRows));
     const int64_t rows = (m + blocks - 1) / blocks;
+    if (batch == 1 && blocks > 1) {
+      matmul_shared_packing<T>(a.data<T>(), b.data<T>(), pbias, out.data<T>(), s, rows);
+      return;
+    }
     parallel_for(batch * blocks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t r0 = t % blocks * rows;
         if (r0 < m) matrix(t / blocks, r0, std::min(rows, m - r0));
       }
+    });
+  }
+
+  // op(A) op(B) with op(B) packed once and shared by the chunks of `rows` rows of C (Note [Shared
+  // packing], ops/cpu/kernels.cc).
+  template <typename T>
+  void matmul_shared_packing(const T* a, const T* b, const T* bias, T* out, const MatmulShape& s,
+                             int64_t rows) {
+    const CpuKernelsFor<T>& k = kernels<T>();
+    const MatmulBlocking blocking = k.matmul_blocking(s);
+    std::unique_ptr<T[], AlignedFree> packed(static_cast<T*>(
+        std::aligned_alloc(kPackingAlignment, aligned_size(sizeof(T) * blocking.packed_size))));
+    if (!packed) throw std::bad_alloc();
+    T* p = packed.get();
+    parallel_for(blocking.pieces, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t piece = begin; piece < end; ++piece) k.matmul_pack_b(b, s, blocking, piece, p);
+    });
+    const int64_t m = s.m();
+    parallel_for(m, rows, [&](int64_t r0, int64_t end) {
+      k.matmul_rows_packed(a, p, bias, out, s, blocking, r0, end - r0);
     });
   }
 

@@ -96,10 +96,9 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
 // with Eigen::Unaligned. Aligned maps spare Eigen its run-time peeling to an aligned start,
 // about 2 ns of a 1000-element op. (Parallel chunks start at multiples of 16 elements, so they
 // stay aligned.)
-template <typename Fn>
-void with_alignment(const void* p0, const void* p1, const void* p2, const Fn& fn) {
-  const uintptr_t bits = reinterpret_cast<uintptr_t>(p0) | reinterpret_cast<uintptr_t>(p1) |
-                         reinterpret_cast<uintptr_t>(p2);
+template <typename Fn, typename... Pointers>
+void with_alignment(const Fn& fn, const Pointers*... pointers) {
+  const uintptr_t bits = (reinterpret_cast<uintptr_t>(pointers) | ...);
   if (bits % 64 == 0) {
     fn(std::integral_constant<int, Eigen::Aligned64>());
   } else {
@@ -109,16 +108,29 @@ void with_alignment(const void* p0, const void* p1, const void* p2, const Fn& fn
 
 template <typename T>
 void binary(BinaryKind kind, const T* a, const T* b, T* out, int64_t n) {
-  with_alignment(a, b, out, [&](auto align) {
-    constexpr int A = decltype(align)::value;
-    eigen_binary<T>(kind, InVec<T, A>(a, n), InVec<T, A>(b, n), OutVec<T, A>(out, n));
-  });
+  with_alignment(
+      [&](auto align) {
+        constexpr int A = decltype(align)::value;
+        eigen_binary<T>(kind, InVec<T, A>(a, n), InVec<T, A>(b, n), OutVec<T, A>(out, n));
+      },
+      a, b, out);
 }
 
 template <typename T>
 void binary_scalar(BinaryKind kind, const T* a, T b, T* out, int64_t n) {
   eigen_binary<T>(kind, InVec<T>(a, n), Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, b),
                   OutVec<T>(out, n));
+}
+
+template <typename T>
+void scaled_product(const T* a, const T* b, const T* c, T scale, T* out, int64_t n) {
+  with_alignment(
+      [&](auto align) {
+        constexpr int A = decltype(align)::value;
+        OutVec<T, A>(out, n) =
+            InVec<T, A>(a, n) * ((InVec<T, A>(b, n) * scale) * InVec<T, A>(c, n));
+      },
+      a, b, c, out);
 }
 
 // The unary kinds likewise (Note [The op list]); no default, so a missing kind does not compile.
@@ -163,9 +175,9 @@ void unary_aligned(UnaryKind kind, const T* in, T* out, int64_t n, double scalar
 
 template <typename T>
 void unary(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
-  with_alignment(in, out, out, [&](auto align) {
-    unary_aligned<T, decltype(align)::value>(kind, in, out, n, scalar);
-  });
+  with_alignment(
+      [&](auto align) { unary_aligned<T, decltype(align)::value>(kind, in, out, n, scalar); }, in,
+      out);
 }
 
 template <typename T>
@@ -184,6 +196,138 @@ void column_sum(const T* a, int64_t rows, int64_t cols, T* out) {
       ConstMatMap<T>(a, rows, cols).colwise().sum();
 }
 
+// Note [Shared packing]
+// Eigen's GEMM first copies ("packs") both operands into the order its inner kernel (gebp)
+// reads. When each parallel chunk of C's rows ran a GEMM of its own, every chunk packed all of
+// op(B) again: with 8 chunks, 8 copies of op(B), which for a weight gradient g^T h is all of h
+// (batch x width), read from memory each time. So a large product instead packs op(B) once,
+// spread over the threads in pieces (matmul_pack_b), and each chunk of rows packs only its own
+// rows of op(A) and runs gebp against the shared copy (matmul_rows_packed).
+//
+// In Eigen's column-major terms the row-major C = op(A) op(B) is C^T = op(B)^T op(A)^T: Eigen's
+// left operand, the one packed once, is op(B)^T (n x k), and C's rows are its columns. The
+// block sizes are Eigen's own for the whole product (computeProductBlockingSizes), so every
+// element of C sums its k terms in the same blocks and order however the rows are chunked.
+template <typename T>
+using Traits = Eigen::internal::gebp_traits<T, T>;
+template <typename T, int Order>
+using ConstBlasMapper = Eigen::internal::const_blas_data_mapper<T, Eigen::Index, Order>;
+template <typename T>
+using ResultMapper =
+    Eigen::internal::blas_data_mapper<T, Eigen::Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+
+// Calls fn(integral_constant<B's order>, integral_constant<A's order>) with the storage orders
+// of op(B)^T and op(A)^T in Eigen's column-major view.
+template <typename Fn>
+void with_storage_orders(const MatmulShape& s, const Fn& fn) {
+  using ColMajor = std::integral_constant<int, Eigen::ColMajor>;
+  using RowMajor = std::integral_constant<int, Eigen::RowMajor>;
+  if (!s.trans_a && !s.trans_b) fn(ColMajor(), ColMajor());
+  if (!s.trans_a && s.trans_b) fn(RowMajor(), ColMajor());
+  if (s.trans_a && !s.trans_b) fn(ColMajor(), RowMajor());
+  if (s.trans_a && s.trans_b) fn(RowMajor(), RowMajor());
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// op(B) is packed in blocks of kc x nc (depth x columns of C), depth-major, each block's column
+// panels one after another. gebp loads them with aligned loads, so every block starts on a
+// multiple of 16 elements (64 bytes or more): the block at (k0, n0) starts at
+// k0 / kc * depth_stride + n0 / nc * block_columns * depth, with nc rounded up to block_columns.
+// A block packs in pieces of whole register panels (mr columns of C, a whole number of packets),
+// about four per block, so that the threads share the packing; each piece lands where packing
+// its block at once would put it.
+template <typename T>
+MatmulBlocking matmul_blocking(const MatmulShape& s) {
+  Eigen::Index kc = s.k(), nc = s.n(), mc = s.m();
+  Eigen::internal::computeProductBlockingSizes<T, T, 1>(kc, nc, mc, Eigen::Index(1));
+  const int64_t mr = Traits<T>::mr;
+  const int64_t piece = ceil_div(ceil_div(nc, 4), mr) * mr;
+  const int64_t depth_blocks = ceil_div(s.k(), kc), column_blocks = ceil_div(s.n(), nc);
+  const int64_t block_columns = ceil_div(nc, 16) * 16;
+  const int64_t depth_stride = column_blocks * block_columns * kc;
+  return {kc,
+          nc,
+          piece,
+          depth_blocks * column_blocks * ceil_div(nc, piece),
+          block_columns,
+          depth_stride,
+          depth_blocks * depth_stride};
+}
+
+// Where the block of op(B) at (k0, n0) starts in the packing, for `depth` = its kc or less.
+int64_t packed_block(const MatmulBlocking& blocking, int64_t k0, int64_t n0, int64_t depth) {
+  return k0 / blocking.kc * blocking.depth_stride +
+         n0 / blocking.nc * blocking.block_columns * depth;
+}
+
+template <typename T>
+void matmul_pack_b(const T* b, const MatmulShape& s, const MatmulBlocking& blocking, int64_t index,
+                   T* packed) {
+  const int64_t n = s.n(), k = s.k();
+  const int64_t per_block = ceil_div(blocking.nc, blocking.piece);
+  const int64_t per_depth = ceil_div(n, blocking.nc) * per_block;
+  const int64_t k0 = index / per_depth * blocking.kc;
+  const int64_t block_n0 = index % per_depth / per_block * blocking.nc;
+  const int64_t n0 = block_n0 + index % per_block * blocking.piece;
+  const int64_t columns = min(blocking.piece, min(block_n0 + blocking.nc, n) - n0);
+  if (columns <= 0) return;  // past the end of the last, narrower block
+  const int64_t depth = min(blocking.kc, k - k0);
+  with_storage_orders(s, [&](auto b_order, auto) {
+    constexpr int Order = decltype(b_order)::value;
+    using Mapper = ConstBlasMapper<T, Order>;
+    Eigen::internal::gemm_pack_lhs<T, Eigen::Index, Mapper, Traits<T>::mr, Traits<T>::LhsProgress,
+                                   typename Traits<T>::LhsPacket4Packing, Order>
+        pack;
+    const Mapper op_b_t(b, s.b_cols);
+    pack(packed + packed_block(blocking, k0, block_n0, depth) + (n0 - block_n0) * depth,
+         op_b_t.getSubMapper(n0, k0), depth, columns);
+  });
+}
+
+// C's rows [r0, r0 + rows) start as the bias rows, or zeros: the GEMM accumulates into C, and
+// starting from the bias saves a pass over C.
+template <typename T>
+void start_rows(const T* bias, T* out, int64_t n, int64_t r0, int64_t rows) {
+  MatMap<T> c(out + r0 * n, rows, n);
+  if (bias) {
+    const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> row(bias, n);
+    for (int64_t r = 0; r < rows; ++r) c.row(r) = row;
+  } else {
+    c.setZero();
+  }
+}
+
+template <typename T>
+void matmul_rows_packed(const T* a, const T* packed_b, const T* bias, T* out, const MatmulShape& s,
+                        const MatmulBlocking& blocking, int64_t r0, int64_t rows) {
+  const int64_t n = s.n(), k = s.k();
+  start_rows(bias, out, n, r0, rows);
+  with_storage_orders(s, [&](auto, auto a_order) {
+    constexpr int Order = decltype(a_order)::value;
+    using Mapper = ConstBlasMapper<T, Order>;
+    Eigen::internal::gemm_pack_rhs<T, Eigen::Index, Mapper, Traits<T>::nr, Order> pack;
+    Eigen::internal::gebp_kernel<T, T, Eigen::Index, ResultMapper<T>, Traits<T>::mr, Traits<T>::nr,
+                                 false, false>
+        gebp;
+    const Mapper op_a_t(a, s.a_cols);
+    const ResultMapper<T> c_t(out, n, 1);
+    T* block =
+        static_cast<T*>(Eigen::internal::aligned_malloc(sizeof(T) * min(blocking.kc, k) * rows));
+    for (int64_t k0 = 0; k0 < k; k0 += blocking.kc) {
+      const int64_t depth = min(blocking.kc, k - k0);
+      pack(block, op_a_t.getSubMapper(k0, r0), depth, rows);
+      for (int64_t n0 = 0; n0 < n; n0 += blocking.nc) {
+        const int64_t columns = min(blocking.nc, n - n0);
+        gebp(c_t.getSubMapper(n0, r0), packed_b + packed_block(blocking, k0, n0, depth), block,
+             columns, depth, rows, T(1));
+      }
+    }
+    Eigen::internal::aligned_free(block);
+  });
+}
+
 template <typename T>
 void matmul_rows(const T* a, const T* b, const T* bias, T* out, const MatmulShape& s, int64_t r0,
                  int64_t rows) {
@@ -191,14 +335,7 @@ void matmul_rows(const T* a, const T* b, const T* bias, T* out, const MatmulShap
   ConstMatMap<T> B(b, s.b_rows, s.b_cols);
   MatMap<T> C(out, s.m(), s.n());
   auto c = C.middleRows(r0, rows);
-  // Eigen's GEMM accumulates into C, so `c = A B` first zeroes C. With a bias, C starts as the
-  // bias rows instead and the product is added on: one pass over C fewer.
-  if (bias) {
-    const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> row(bias, C.cols());
-    for (int64_t r = 0; r < rows; ++r) c.row(r) = row;
-  } else {
-    c.setZero();
-  }
+  start_rows(bias, out, s.n(), r0, rows);
   const bool ta = s.trans_a, tb = s.trans_b;
   if (!ta && !tb) c.noalias() += A.middleRows(r0, rows) * B;
   if (!ta && tb) c.noalias() += A.middleRows(r0, rows) * B.transpose();
@@ -208,8 +345,17 @@ void matmul_rows(const T* a, const T* b, const T* bias, T* out, const MatmulShap
 
 template <typename T>
 constexpr CpuKernelsFor<T> table() {
-  return {&binary<T>, &binary_scalar<T>, &unary<T>,      &fill<T>,
-          &sum<T>,    &column_sum<T>,    &matmul_rows<T>};
+  return {&binary<T>,
+          &binary_scalar<T>,
+          &scaled_product<T>,
+          &unary<T>,
+          &fill<T>,
+          &sum<T>,
+          &column_sum<T>,
+          &matmul_rows<T>,
+          &matmul_blocking<T>,
+          &matmul_pack_b<T>,
+          &matmul_rows_packed<T>};
 }
 
 constexpr CpuKernels kKernels = {table<float>(), table<double>()};

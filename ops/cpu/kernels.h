@@ -19,12 +19,22 @@ struct MatmulShape {
   int64_t k() const { return trans_a ? a_rows : a_cols; }
 };
 
+// How a large product is cut when op(B) is packed once for all threads (Note [Shared packing],
+// ops/cpu/kernels.cc): Eigen's block sizes for the whole product, depth (kc) and columns of C
+// (nc); the packing of op(B) as `pieces` tasks of up to `piece` columns each; and its layout:
+// nc padded to block_columns, depth_stride elements per kc rows of op(B), packed_size in all.
+struct MatmulBlocking {
+  int64_t kc, nc, piece, pieces, block_columns, depth_stride, packed_size;
+};
+
 template <typename T>
 struct CpuKernelsFor {
   // out[i] = a[i] (kind) b[i]
   void (*binary)(BinaryKind kind, const T* a, const T* b, T* out, int64_t n);
   // out[i] = a[i] (kind) b
   void (*binary_scalar)(BinaryKind kind, const T* a, T b, T* out, int64_t n);
+  // out[i] = a[i] * ((b[i] * scale) * c[i])
+  void (*scaled_product)(const T* a, const T* b, const T* c, T scale, T* out, int64_t n);
   // out[i] = (kind)(in[i]), with `scalar` for the *Scalar kinds
   void (*unary)(UnaryKind kind, const T* in, T* out, int64_t n, double scalar);
   void (*fill)(T* out, int64_t n, T value);
@@ -34,6 +44,15 @@ struct CpuKernelsFor {
   // Rows [r0, r0 + rows) of C = op(A) op(B), plus the bias row (n values) when bias is not null.
   void (*matmul_rows)(const T* a, const T* b, const T* bias, T* c, const MatmulShape& shape,
                       int64_t r0, int64_t rows);
+  // The same product with op(B) packed once (Note [Shared packing]): the blocking, then each
+  // piece in [0, blocking.pieces) of the packing into `packed`, then any rows
+  // of C from the packed op(B). `packed` holds blocking.packed_size elements, 64-byte aligned.
+  MatmulBlocking (*matmul_blocking)(const MatmulShape& shape);
+  void (*matmul_pack_b)(const T* b, const MatmulShape& shape, const MatmulBlocking& blocking,
+                        int64_t piece, T* packed);
+  void (*matmul_rows_packed)(const T* a, const T* packed_b, const T* bias, T* c,
+                             const MatmulShape& shape, const MatmulBlocking& blocking, int64_t r0,
+                             int64_t rows);
 };
 
 struct CpuKernels {

@@ -1,7 +1,8 @@
 // CPU kernels with a vector path of their own, against naive loops: threshold_backward's
 // compare-and-mask functor (packets, tails and the parallel split, NaNs included), linear's
-// product that starts from the bias rows instead of zeroing C first, the split fill, the
-// elementwise kernels' aligned and unaligned maps, and binaries that broadcast without expanding.
+// product that starts from the bias rows instead of zeroing C first, the split fill, the fused
+// scaled product, the elementwise kernels' aligned and unaligned maps, and binaries that broadcast
+// without expanding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include "engine/grad_mode.h"
 #include "engine/options.h"
 #include "ops/backend.h"
+#include "ops/cpu/isa.h"
+#include "ops/cpu/kernels.h"
 #include "ops/ops.h"
 
 namespace ag::ops {
@@ -161,6 +164,109 @@ void expect_same_bits(const std::vector<double>& got, const std::vector<double>&
       ASSERT_EQ(got[i], want[i]) << what << " at " << i;
       ASSERT_EQ(std::signbit(got[i]), std::signbit(want[i])) << what << " at " << i;
     }
+  }
+}
+
+// Note [Fused formula kernels]: the CPU's fused a * ((b * scale) * c) against the three kernels it
+// stands for (the Backend default, one kernel at a time) and a naive loop in the dtype's own
+// arithmetic: the same bits, with NaN, infinities, -0 and overflow among the values, for every
+// packet tail, the parallel split and unaligned data.
+template <typename T>
+std::vector<double> naive_scaled_product(const std::vector<double>& a, const std::vector<double>& b,
+                                         const std::vector<double>& c, double scale) {
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    out[i] = static_cast<T>(a[i]) *
+             ((static_cast<T>(b[i]) * static_cast<T>(scale)) * static_cast<T>(c[i]));
+  }
+  return out;
+}
+
+TEST(ScaledProductKernel, GivesTheBitsOfTheThreeKernelsItFuses) {
+  NoGradGuard no_grad;
+  Backend& cpu = *cpu_backend();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double as[] = {1.5, -0.0, inf, kNaN, 3e38, -7.25, 1e-30};
+  const double bs[] = {0.5, -3.0, 0.0, -inf, 2e38, 1.0 / 3.0};
+  const double cs[] = {2.0, -0.75, 1e-20, 0.1, -5.0};
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= 40; ++n) sizes.push_back(n);
+  sizes.push_back(int64_t{1} << 17);
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t n : sizes) {
+      for (int64_t offset : {0, 1}) {
+        std::vector<double> a(n + offset), b(n + offset), c(n + offset);
+        for (int64_t i = 0; i < n + offset; ++i) {
+          a[i] = as[i % 7];
+          b[i] = bs[i % 6];
+          c[i] = cs[i % 5];
+        }
+        auto tensor = [&](const std::vector<double>& values) {
+          const Tensor whole = from_vector(values, {n + offset}, dtype);
+          return Tensor(Ref<TensorImpl>::make(Shape{n}, dtype, whole.impl()->storage, offset));
+        };
+        const Tensor ta = tensor(a), tb = tensor(b), tc = tensor(c);
+        const std::string what =
+            to_string(dtype) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset);
+        for (int64_t i = 0; i < offset; ++i) {
+          a.erase(a.begin());
+          b.erase(b.begin());
+          c.erase(c.begin());
+        }
+        const std::vector<double> want = dtype == DType::kFloat32
+                                             ? naive_scaled_product<float>(a, b, c, -2.0)
+                                             : naive_scaled_product<double>(a, b, c, -2.0);
+        expect_same_bits(cpu.scaled_product(ta, tb, tc, -2.0).to_vector(), want, "fused " + what);
+        expect_same_bits(cpu.Backend::scaled_product(ta, tb, tc, -2.0).to_vector(), want,
+                         "three kernels " + what);
+      }
+    }
+  }
+}
+
+// Note [Shared packing]: a large product packs op(B) once, in pieces on the threads, and splits
+// C's rows over them. Every transpose case, with and without a bias, against a naive loop; the
+// shapes reach several depth blocks and several column blocks of the packing (the last one
+// narrower), and chunks of rows that do not fill a register panel.
+TEST(SharedPackingProducts, MatchNaiveLoops) {
+  NoGradGuard no_grad;
+  Backend& cpu = *cpu_backend();
+  const CpuKernels& table = *cpu_kernels(selected_cpu_isa());
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    bool several_depth_blocks = false, several_column_blocks = false;
+    for (const Case& c : {Case{301, 90, 70}, Case{250, 257, 1000}, Case{128, 5000, 200}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const MatmulShape shape = {
+              ta ? c.k : c.m, ta ? c.m : c.k, tb ? c.n : c.k, tb ? c.k : c.n, ta, tb};
+          const MatmulBlocking blocking = dtype == DType::kFloat32
+                                              ? table.f32.matmul_blocking(shape)
+                                              : table.f64.matmul_blocking(shape);
+          several_depth_blocks |= blocking.kc < c.k;
+          several_column_blocks |= blocking.nc < c.n;
+          const Tensor a = uniform({shape.a_rows, shape.a_cols}, -1, 1, 1, dtype);
+          const Tensor b = uniform({shape.b_rows, shape.b_cols}, -1, 1, 2, dtype);
+          const Tensor bias = uniform({c.n}, -1, 1, 3, dtype);
+          const std::vector<double> va = a.to_vector(), vb = b.to_vector(),
+                                    vbias = bias.to_vector();
+          const std::vector<double> want = naive_product(va, vb, nullptr, c.m, c.n, c.k, ta, tb);
+          const std::vector<double> got = cpu.matmul(a, b, ta, tb, nullptr).to_vector();
+          const std::vector<double> got_bias = cpu.matmul(a, b, ta, tb, &bias).to_vector();
+          const double tolerance = (dtype == DType::kFloat32 ? 1e-5 : 1e-12) * c.k;
+          for (int64_t i = 0; i < c.m * c.n; ++i) {
+            ASSERT_NEAR(got[i], want[i], tolerance)
+                << to_string(dtype) << " " << c.m << "x" << c.n << "x" << c.k << " ta=" << ta
+                << " tb=" << tb << " at " << i;
+            ASSERT_NEAR(got_bias[i], want[i] + vbias[i % c.n], tolerance) << "with bias, at " << i;
+          }
+        }
+      }
+    }
+    EXPECT_TRUE(several_depth_blocks) << to_string(dtype);
+    EXPECT_TRUE(several_column_blocks) << to_string(dtype);
   }
 }
 

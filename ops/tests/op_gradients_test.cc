@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/counters.h"
 #include "engine/gradcheck.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
@@ -164,6 +165,37 @@ TEST(OpGradients, ReluDoubleBackwardStaysConnected) {
   EXPECT_TRUE(y_xx.requires_grad());
   backward(ops::sum(y_xx));
   expect_values(w.grad(), std::vector<double>(6, 0.0));
+}
+
+// Note [Fused formula kernels]: tanh_backward's derivative w.r.t. its result runs as one kernel
+// when the second grad records nothing, and as three recorded ops under create_graph. Both give
+// d2 tanh(x)/dx2 * v = -2 t (1 - t^2) v (t = tanh x), and the same bits; only the fused run
+// counts a fused formula. 300x300 elements take the kernels' parallel split.
+TEST(OpGradients, TanhSecondDerivativeIsFusedOnlyWhenNothingRecords) {
+  const int64_t n = 300 * 300;
+  std::vector<double> xs(n), vs(n);
+  for (int64_t i = 0; i < n; ++i) {
+    xs[i] = -3.0 + 6.0 * static_cast<double>(i % 997) / 996.0;
+    vs[i] = 0.5 + static_cast<double>(i % 13) / 8.0;
+  }
+  Tensor x = leaf(xs, {300, 300});
+  const Tensor v = ops::from_vector(vs, {300, 300}, DType::kFloat64);
+  std::vector<double> fused, recorded;
+  for (bool create_graph : {false, true}) {
+    const Tensor y = ops::tanh(x);
+    const Tensor g = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
+    reset_counters();
+    const Tensor h = grad({g}, {x}, GradArgs().grad_outputs({v}).create_graph(create_graph))[0];
+    EXPECT_EQ(counters().fused_formulas, create_graph ? 0 : 1);
+    EXPECT_EQ(h.requires_grad(), create_graph);
+    (create_graph ? recorded : fused) = h.to_vector();
+  }
+  ASSERT_EQ(fused.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = std::tanh(xs[i]);
+    ASSERT_NEAR(fused[i], -2.0 * t * (1.0 - t * t) * vs[i], 1e-12) << "at " << i;
+    ASSERT_EQ(fused[i], recorded[i]) << "at " << i;
+  }
 }
 
 // PyTorch's relu'(0) is 0.

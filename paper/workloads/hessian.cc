@@ -81,6 +81,7 @@ HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool fina
   stats.formulas_evaluated = counters().formulas_evaluated;
   stats.weight_grad_matmuls = counters().formula_count("linear:weight");
   stats.products_of_zeros = counters().products_of_zeros;
+  stats.fused_formulas = counters().fused_formulas;
   return stats;
 }
 

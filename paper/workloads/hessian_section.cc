@@ -152,6 +152,8 @@ void hessian_section(const Context& context, Report& report) {
                       static_cast<double>(last[v].formulas_evaluated), "formulas");
           results.add(wl, variant, std::string("products written as zeros") + kFinal[fb],
                       static_cast<double>(last[v].products_of_zeros), "products");
+          results.add(wl, variant, std::string("formulas run as one fused kernel") + kFinal[fb],
+                      static_cast<double>(last[v].fused_formulas), "formulas");
         }
         results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
@@ -269,7 +271,8 @@ void hessian_section(const Context& context, Report& report) {
            {std::pair<std::string, std::string>{"weight-gradient matmuls",
                                                 "weight-gradient matmuls"},
             {"derivative formulas evaluated", "derivative formulas"},
-            {"products written as zeros", "products written as zeros"}}) {
+            {"products written as zeros", "products written as zeros"},
+            {"formulas run as one fused kernel", "formulas run as one fused kernel"}}) {
         std::vector<std::string> row = {what + ", " + label};
         for (const Variant& variant : variants)
           row.push_back(format(results.get(wl, variant.name, metric + kFinal[fb])));
