@@ -140,6 +140,18 @@ M = [
   "  if (all_zero(a, na)) return all_finite(b, nb);",
   "  if (all_zero(a, na)) return true;",
   "A product with an all-zero operand is written as zeros even when the other operand holds an Inf or NaN, where the product has NaNs."),
+ ("sum_in_place_into_held_gradient", "engine/engine.cc",
+  "  return held_only_here(target) && target.shape() == other.shape() &&",
+  "  return target.shape() == other.shape() &&",
+  "Gradients that meet are summed in place into one that somebody else still holds (a caller, a saved value), which then changes under them."),
+ ("shared_packing_drops_last_piece", "ops/cpu/kernels.cc",
+  "  if (columns <= 0) return;  // past the end of the last, narrower block",
+  "  if (columns <= 0 || index == blocking.pieces - 1) return;",
+  "A large product's shared packing of op(B) skips its last piece, so the last columns of C read whatever the buffer held."),
+ ("fused_formula_while_recording", "ops/elementwise.cc",
+  "  const bool fusable = trace_hook() == nullptr && !records_node({&a, &b, &c}) &&",
+  "  const bool fusable = trace_hook() == nullptr &&",
+  "tanh_backward's result derivative runs as the fused kernel also under create_graph, so it records no node and the third derivative loses that term."),
 ]
 for name, path, old, new, desc in M:
     src = open(os.path.join(root, path)).read()
