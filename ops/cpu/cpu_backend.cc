@@ -309,7 +309,7 @@ class CpuBackend final : public Backend {
         std::clamp<int64_t>((chunks + batch - 1) / batch, 1, std::max<int64_t>(1, m / kMinRows));
     const int64_t rows = (m + blocks - 1) / blocks;
     if (batch == 1 && blocks > 1) {
-      matmul_shared_packing<T>(a.data<T>(), b.data<T>(), pbias, out.data<T>(), s, rows);
+      matmul_shared_packing<T>(a.data<T>(), b.data<T>(), pbias, out.data<T>(), s, blocks);
       return;
     }
     parallel_for(batch * blocks, 1, [&](int64_t begin, int64_t end) {
@@ -320,13 +320,15 @@ class CpuBackend final : public Backend {
     });
   }
 
-  // op(A) op(B) with op(B) packed once and shared by the chunks of `rows` rows of C (Note [Shared
-  // packing], ops/cpu/kernels.cc).
+  // op(A) op(B) with op(B) packed once and shared by about `chunks` chunks of C's rows (Note
+  // [Shared packing], ops/cpu/kernels.cc).
   template <typename T>
   void matmul_shared_packing(const T* a, const T* b, const T* bias, T* out, const MatmulShape& s,
-                             int64_t rows) {
+                             int64_t chunks) {
     const CpuKernelsFor<T>& k = kernels<T>();
     const MatmulBlocking blocking = k.matmul_blocking(s);
+    const int64_t m = s.m(), panel = blocking.panel_rows;
+    const int64_t rows = ((m + chunks - 1) / chunks + panel - 1) / panel * panel;
     std::unique_ptr<T[], AlignedFree> packed(static_cast<T*>(
         std::aligned_alloc(kPackingAlignment, aligned_size(sizeof(T) * blocking.packed_size))));
     if (!packed) throw std::bad_alloc();
@@ -334,7 +336,6 @@ class CpuBackend final : public Backend {
     parallel_for(blocking.pieces, 1, [&](int64_t begin, int64_t end) {
       for (int64_t piece = begin; piece < end; ++piece) k.matmul_pack_b(b, s, blocking, piece, p);
     });
-    const int64_t m = s.m();
     parallel_for(m, rows, [&](int64_t r0, int64_t end) {
       k.matmul_rows_packed(a, p, bias, out, s, blocking, r0, end - r0);
     });

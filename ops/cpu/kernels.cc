@@ -206,8 +206,10 @@ void column_sum(const T* a, int64_t rows, int64_t cols, T* out) {
 //
 // In Eigen's column-major terms the row-major C = op(A) op(B) is C^T = op(B)^T op(A)^T: Eigen's
 // left operand, the one packed once, is op(B)^T (n x k), and C's rows are its columns. The
-// block sizes are Eigen's own for the whole product (computeProductBlockingSizes), so every
-// element of C sums its k terms in the same blocks and order however the rows are chunked.
+// block sizes are Eigen's own for the whole product (computeProductBlockingSizes), and chunks of
+// rows start on whole register panels (nr rows of C), so every element of C is summed by the
+// same kernel path, in the same blocks and order, as in one GEMM over the whole product on one
+// thread: the bits do not depend on the thread count (ops/tests/cpu_kernels_test.cc).
 template <typename T>
 using Traits = Eigen::internal::gebp_traits<T, T>;
 template <typename T, int Order>
@@ -253,7 +255,8 @@ MatmulBlocking matmul_blocking(const MatmulShape& s) {
           depth_blocks * column_blocks * ceil_div(nc, piece),
           block_columns,
           depth_stride,
-          depth_blocks * depth_stride};
+          depth_blocks * depth_stride,
+          Traits<T>::nr};
 }
 
 // Where the block of op(B) at (k0, n0) starts in the packing, for `depth` = its kc or less.

@@ -23,8 +23,10 @@ struct MatmulShape {
 // ops/cpu/kernels.cc): Eigen's block sizes for the whole product, depth (kc) and columns of C
 // (nc); the packing of op(B) as `pieces` tasks of up to `piece` columns each; and its layout:
 // nc padded to block_columns, depth_stride elements per kc rows of op(B), packed_size in all.
+// Chunks of C's rows that start on a multiple of `panel_rows` run the very kernel paths that one
+// GEMM over the whole product runs, so they give its bits.
 struct MatmulBlocking {
-  int64_t kc, nc, piece, pieces, block_columns, depth_stride, packed_size;
+  int64_t kc, nc, piece, pieces, block_columns, depth_stride, packed_size, panel_rows;
 };
 
 template <typename T>

@@ -227,7 +227,8 @@ TEST(ScaledProductKernel, GivesTheBitsOfTheThreeKernelsItFuses) {
 // Note [Shared packing]: a large product packs op(B) once, in pieces on the threads, and splits
 // C's rows over them. Every transpose case, with and without a bias, against a naive loop; the
 // shapes reach several depth blocks and several column blocks of the packing (the last one
-// narrower), and chunks of rows that do not fill a register panel.
+// narrower), and chunks of rows that do not fill a register panel. The blocks are those of one
+// GEMM over the whole product, so the result has the bits of the product on one thread.
 TEST(SharedPackingProducts, MatchNaiveLoops) {
   NoGradGuard no_grad;
   Backend& cpu = *cpu_backend();
@@ -255,6 +256,16 @@ TEST(SharedPackingProducts, MatchNaiveLoops) {
           const std::vector<double> want = naive_product(va, vb, nullptr, c.m, c.n, c.k, ta, tb);
           const std::vector<double> got = cpu.matmul(a, b, ta, tb, nullptr).to_vector();
           const std::vector<double> got_bias = cpu.matmul(a, b, ta, tb, &bias).to_vector();
+          // The same product on one thread, as one Eigen GEMM: the same blocks, so the same bits.
+          const Tensor serial = Tensor::empty({c.m, c.n}, dtype);
+          if (dtype == DType::kFloat32) {
+            table.f32.matmul_rows(a.data<float>(), b.data<float>(), nullptr, serial.data<float>(),
+                                  shape, 0, c.m);
+          } else {
+            table.f64.matmul_rows(a.data<double>(), b.data<double>(), nullptr,
+                                  serial.data<double>(), shape, 0, c.m);
+          }
+          expect_same_bits(got, serial.to_vector(), "against one thread");
           const double tolerance = (dtype == DType::kFloat32 ? 1e-5 : 1e-12) * c.k;
           for (int64_t i = 0; i < c.m * c.n; ++i) {
             ASSERT_NEAR(got[i], want[i], tolerance)
