@@ -60,7 +60,7 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 // backward), it runs as one fused kernel instead, one pass. When it records, it runs as the ops
 // it is written as, so that the graph create_graph builds is PyTorch's, node for node. The fused
 // kernel evaluates in the same order, so both ways give the same bits (Backend::scaled_product;
-// ops/tests/elementwise_test.cc checks it).
+// checked in ops/tests/cpu_kernels_test.cc and ops/tests/op_gradients_test.cc).
 
 // a * (scale * b * c), fused when nothing records (Note [Fused formula kernels]).
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
