@@ -230,6 +230,7 @@ void with_storage_orders(const MatmulShape& s, const Fn& fn) {
   if (s.trans_a && s.trans_b) fn(RowMajor(), RowMajor());
 }
 
+// This file's own, not std::min: each copy defines only its own symbols (see the top).
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
 
