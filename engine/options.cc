@@ -5,17 +5,13 @@
 
 namespace ag {
 
-namespace {
-
-// The process-wide default, packed into one word so that every recorded op can read it with a
-// plain load instead of taking a lock.
-uint32_t pack(const EngineOptions& o) {
-  return uint32_t{o.prune_by_topo_nr} | uint32_t{o.prune_by_reachability} << 1 |
-         uint32_t{o.per_call_needs_input_grad} << 2 | uint32_t{o.guard_saves} << 3 |
-         uint32_t{o.skip_zero_products} << 4;
+uint32_t EngineOptions::bits() const {
+  return uint32_t{prune_by_topo_nr} | uint32_t{prune_by_reachability} << 1 |
+         uint32_t{per_call_needs_input_grad} << 2 | uint32_t{guard_saves} << 3 |
+         uint32_t{skip_zero_products} << 4;
 }
 
-EngineOptions unpack(uint32_t bits) {
+EngineOptions EngineOptions::from_bits(uint32_t bits) {
   return EngineOptions()
       .with_prune_by_topo_nr((bits & 1) != 0)
       .with_prune_by_reachability((bits & 2) != 0)
@@ -24,15 +20,21 @@ EngineOptions unpack(uint32_t bits) {
       .with_skip_zero_products((bits & 16) != 0);
 }
 
-std::atomic<uint32_t> process_default{pack(EngineOptions())};
+namespace {
+
+// The process-wide default, packed into one word so that every recorded op can read it with a
+// plain load instead of taking a lock.
+std::atomic<uint32_t> process_default{EngineOptions().bits()};
 thread_local const EngineOptions* thread_override = nullptr;
 
 }  // namespace
 
-EngineOptions default_options() { return unpack(process_default.load(std::memory_order_relaxed)); }
+EngineOptions default_options() {
+  return EngineOptions::from_bits(process_default.load(std::memory_order_relaxed));
+}
 
 void set_default_options(const EngineOptions& options) {
-  process_default.store(pack(options), std::memory_order_relaxed);
+  process_default.store(options.bits(), std::memory_order_relaxed);
 }
 
 EngineOptions current_options() { return thread_override ? *thread_override : default_options(); }

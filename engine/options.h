@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+
 namespace ag {
 
 // The switchable optimizations. All on by default; every benchmark and property compares
@@ -40,6 +42,12 @@ struct EngineOptions {
   EngineOptions with_skip_zero_products(bool on) const {
     return with(&EngineOptions::skip_zero_products, on);
   }
+
+  // The switches as bits, prune_by_topo_nr the lowest and then in the order above, and back: the
+  // process-wide default is kept in one word, and tests enumerate all kCombinations.
+  static constexpr uint32_t kCombinations = 32;
+  uint32_t bits() const;
+  static EngineOptions from_bits(uint32_t bits);
 
   bool operator==(const EngineOptions& o) const {
     return prune_by_topo_nr == o.prune_by_topo_nr &&

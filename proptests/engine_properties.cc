@@ -3,11 +3,11 @@
 // RapidCheck prints) and the shrunk graph it shows.
 #include <thread>
 
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/error.h"
 #include "engine/gradcheck.h"
+#include "engine/memory/allocator.h"
 #include "ops/ops.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/graph_gen.h"
@@ -62,7 +62,8 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) {
 // Issue 2: gradients of random DAGs match central finite differences (float64).
 AG_PROPERTY(EngineProperties, GradientsMatchFiniteDifferences) {
   const GraphSpec spec = pick_graph();
-  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 32)];
+  const EngineOptions options =
+      all_option_combinations()[*rc::gen::inRange<int>(0, EngineOptions::kCombinations)];
   record_options(options);
   OptionsGuard guard(options);
   const BuiltGraph g = build_graph(spec);
@@ -192,7 +193,8 @@ AG_PROPERTY(EngineProperties, ConcurrentGradAgreesWithSequential) {
 //    what the caller still holds, the leaves, the outputs and the new .grad tensors.
 AG_PROPERTY(EngineProperties, BackwardFreesEverySavedValue) {
   const GraphSpec spec = pick_graph();
-  const EngineOptions options = all_option_combinations()[*rc::gen::inRange(0, 32)];
+  const EngineOptions options =
+      all_option_combinations()[*rc::gen::inRange<int>(0, EngineOptions::kCombinations)];
   record_options(options);
   OptionsGuard guard(options);
   const int64_t before = live_bytes();

@@ -57,16 +57,12 @@ namespace ag::proptests {
 // Prints a counterexample as its graph.
 inline void showValue(const GraphSpec& spec, std::ostream& os) { os << "\n" << describe(spec); }
 
-// All 32 combinations of the engine options, for properties that must hold under each.
+// Every combination of the engine options (EngineOptions::kCombinations, all off first), for
+// properties that must hold under each.
 inline std::vector<EngineOptions> all_option_combinations() {
   std::vector<EngineOptions> out;
-  for (int bits = 0; bits < 32; ++bits) {
-    out.push_back(EngineOptions()
-                      .with_prune_by_topo_nr((bits & 1) != 0)
-                      .with_prune_by_reachability((bits & 2) != 0)
-                      .with_per_call_needs_input_grad((bits & 4) != 0)
-                      .with_guard_saves((bits & 8) != 0)
-                      .with_skip_zero_products((bits & 16) != 0));
+  for (uint32_t bits = 0; bits < EngineOptions::kCombinations; ++bits) {
+    out.push_back(EngineOptions::from_bits(bits));
   }
   return out;
 }
