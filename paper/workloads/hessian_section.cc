@@ -16,6 +16,25 @@ namespace {
 
 const char* kFinal[2] = {", no final backward", ", with final backward"};
 
+// The engine counters of a step that the work table shows: its row label, the metric written to
+// figures.tsv (the variant's row there), the unit, and the field of the step's stats.
+struct WorkCounter {
+  const char* label;
+  const char* metric;
+  const char* unit;
+  int64_t HessianStepStats::*value;
+};
+constexpr WorkCounter kWorkCounters[] = {
+    {"weight-gradient matmuls", "weight-gradient matmuls", "matmuls",
+     &HessianStepStats::weight_grad_matmuls},
+    {"derivative formulas evaluated", "derivative formulas", "formulas",
+     &HessianStepStats::formulas_evaluated},
+    {"products written as zeros", "products written as zeros", "products",
+     &HessianStepStats::products_of_zeros},
+    {"formulas run as one fused kernel", "formulas run as one fused kernel", "formulas",
+     &HessianStepStats::fused_formulas},
+};
+
 // One peer implementation of the step: its process, the task's leading fields, and whether it
 // also runs under the busy conditions (the slow ones run quiet only, in fewer rounds).
 struct PeerImpl {
@@ -145,15 +164,10 @@ void hessian_section(const Context& context, Report& report) {
         std::cout << std::endl;
         if (!condition.quiet()) continue;
         for (int v = 0; v < 3; ++v) {
-          const std::string variant = variants[v].name;
-          results.add(wl, variant, std::string("weight-gradient matmuls") + kFinal[fb],
-                      static_cast<double>(last[v].weight_grad_matmuls), "matmuls");
-          results.add(wl, variant, std::string("derivative formulas") + kFinal[fb],
-                      static_cast<double>(last[v].formulas_evaluated), "formulas");
-          results.add(wl, variant, std::string("products written as zeros") + kFinal[fb],
-                      static_cast<double>(last[v].products_of_zeros), "products");
-          results.add(wl, variant, std::string("formulas run as one fused kernel") + kFinal[fb],
-                      static_cast<double>(last[v].fused_formulas), "formulas");
+          for (const WorkCounter& counter : kWorkCounters) {
+            results.add(wl, variants[v].name, std::string(counter.metric) + kFinal[fb],
+                        static_cast<double>(last[v].*counter.value), counter.unit);
+          }
         }
         results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
@@ -267,15 +281,11 @@ void hessian_section(const Context& context, Report& report) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
     for (int fb = 0; fb < 2; ++fb) {
       const std::string label = std::string(names[a]) + kFinal[fb];
-      for (const auto& [what, metric] :
-           {std::pair<std::string, std::string>{"weight-gradient matmuls",
-                                                "weight-gradient matmuls"},
-            {"derivative formulas evaluated", "derivative formulas"},
-            {"products written as zeros", "products written as zeros"},
-            {"formulas run as one fused kernel", "formulas run as one fused kernel"}}) {
-        std::vector<std::string> row = {what + ", " + label};
+      for (const WorkCounter& counter : kWorkCounters) {
+        std::vector<std::string> row = {counter.label + (", " + label)};
         for (const Variant& variant : variants)
-          row.push_back(format(results.get(wl, variant.name, metric + kFinal[fb])));
+          row.push_back(
+              format(results.get(wl, variant.name, std::string(counter.metric) + kFinal[fb])));
         c.row(row);
       }
     }
