@@ -307,11 +307,11 @@ class CpuBackend final : public Backend {
     const int64_t chunks = threads * kChunksPerThread;
     const int64_t blocks =
         std::clamp<int64_t>((chunks + batch - 1) / batch, 1, std::max<int64_t>(1, m / kMinRows));
-    const int64_t rows = (m + blocks - 1) / blocks;
     if (batch == 1 && blocks > 1) {
       matmul_shared_packing<T>(a.data<T>(), b.data<T>(), pbias, out.data<T>(), s, blocks);
       return;
     }
+    const int64_t rows = (m + blocks - 1) / blocks;
     parallel_for(batch * blocks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t r0 = t % blocks * rows;
