@@ -144,6 +144,25 @@ TEST(AliasDbTest, MoveRefusesToCrossAConflictingWrite) {
   EXPECT_EQ(order[2], g.node("w"));
 }
 
+// The set being moved gathers what its nodes read only once a writer is crossed (Note [Reads
+// gathered on demand]): a node dragged along after that first writer must have its reads
+// gathered too, or the second writer below would slip in front of the first one's read of %y.
+TEST(AliasDbTest, MoveDragsEveryWriterOfWhatTheDraggedNodesRead) {
+  Named g(R"IR(graph(%x : Tensor, %y : Tensor, %z : Tensor):
+  %r : Tensor = aten::relu(%x)
+  %w : Tensor = aten::add_(%x, %y)
+  %v : Tensor = aten::add_(%y, %z)
+  %m : Tensor = aten::mul(%r, %z)
+  return (%m, %w, %v)
+)IR");
+  AliasDb db(*g.graph);
+  EXPECT_TRUE(db.moveBeforeTopologicallyValid(g.node("r"), g.node("m")));
+  // add_(x, y) must follow relu's read of x, and add_(y, z) must follow add_(x, y)'s read of y:
+  // both travel to the far side of mul, in their order.
+  EXPECT_EQ(g.graph->nodes(),
+            (std::vector<Node*>{g.node("r"), g.node("m"), g.node("w"), g.node("v")}));
+}
+
 TEST(AliasDbTest, MoveFailsWhenThePointDependsOnTheDraggedWrite) {
   Named g(R"IR(graph(%x : Tensor, %y : Tensor):
   %r : Tensor = aten::relu(%x)

@@ -288,7 +288,8 @@ void Node::moveToGraph(Node* point, const std::vector<Value*>& inputs) {
 
 template <typename... Args>
 Node* Graph::newNode(Args&&... args) {
-  return new (value_ids_->pool.allocate(sizeof(Node))) Node(std::forward<Args>(args)...);
+  return new (value_ids_->pool.allocate(sizeof(Node), alignof(Node)))
+      Node(std::forward<Args>(args)...);
 }
 
 void Graph::deleteNode(Node* n) {

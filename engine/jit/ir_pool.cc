@@ -1,6 +1,7 @@
 #include "engine/jit/ir_pool.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <new>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -16,6 +17,11 @@
 
 namespace ag::jit {
 
+size_t IrPool::paddingBefore(const char* p, size_t alignment) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  return (alignment - address % alignment) % alignment;
+}
+
 IrPool::FreeList* IrPool::freeList(size_t size) {
   for (FreeList& list : free_lists_) {
     if (list.size == 0) list.size = size;
@@ -24,25 +30,29 @@ IrPool::FreeList* IrPool::freeList(size_t size) {
   return nullptr;
 }
 
-void* IrPool::allocate(size_t size) {
+void* IrPool::allocate(size_t size, size_t alignment) {
   size = rounded(size);
   FreeList* list = freeList(size);
   if (list == nullptr) return ::operator new(size);
   if (list->head != nullptr) {
+    // Blocks of one size were all carved with that size's alignment.
     FreeBlock* block = list->head;
     list->head = block->next;
     AG_IR_POOL_UNPOISON(block, size);
     return block;
   }
-  if (cursor_ == nullptr || static_cast<size_t>(limit_ - cursor_) < size) {
+  const size_t padding = cursor_ == nullptr ? 0 : paddingBefore(cursor_, alignment);
+  if (cursor_ == nullptr || static_cast<size_t>(limit_ - cursor_) < padding + size) {
     const size_t chunk = std::max(next_chunk_, size);
-    chunks_.emplace_back(new char[chunk]);
-    cursor_ = chunks_.back().get();
+    chunks_.emplace_back(new (std::align_val_t{kChunkAlign}) char[chunk]);
+    cursor_ = chunks_.back().get();  // aligned for any block
     limit_ = cursor_ + chunk;
     next_chunk_ = std::min(2 * next_chunk_, kLargestChunk);
+  } else {
+    cursor_ += padding;
   }
-  void* block = cursor_;
-  cursor_ += size;
+  char* block = cursor_;
+  cursor_ = block + size;
   return block;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace ag::jit {
@@ -18,7 +19,9 @@ class IrPool {
   IrPool(const IrPool&) = delete;
   IrPool& operator=(const IrPool&) = delete;
 
-  void* allocate(size_t size);
+  // `alignment`: a power of two, at most kChunkAlign. A Node asks for a cache line's alignment
+  // (Note [IR memory layout]).
+  void* allocate(size_t size, size_t alignment = kAlign);
   void release(void* block, size_t size);
 
   // Keeps another pool's chunks alive as long as this one (a graph built apart becomes a
@@ -34,13 +37,20 @@ class IrPool {
     FreeBlock* head = nullptr;
   };
   static constexpr size_t kAlign = alignof(std::max_align_t);
+  static constexpr size_t kChunkAlign = 64;
   static constexpr size_t kFirstChunk = size_t{1} << 10;  // a small graph stays small
   static constexpr size_t kLargestChunk = size_t{1} << 16;
   static size_t rounded(size_t size) { return (size + kAlign - 1) / kAlign * kAlign; }
+  static size_t paddingBefore(const char* p, size_t alignment);  // to the next aligned byte
   FreeList* freeList(size_t size);  // nullptr for a third size (then blocks come from the heap)
 
   FreeList free_lists_[2];  // the IR has two sizes of block: Node and Value
-  std::vector<std::unique_ptr<char[]>> chunks_;
+  struct ChunkDeleter {
+    void operator()(char* chunk) const {
+      ::operator delete[](chunk, std::align_val_t{kChunkAlign});
+    }
+  };
+  std::vector<std::unique_ptr<char[], ChunkDeleter>> chunks_;
   char* cursor_ = nullptr;
   char* limit_ = nullptr;
   size_t next_chunk_ = kFirstChunk;

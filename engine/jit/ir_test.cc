@@ -285,6 +285,33 @@ TEST(IrTest, SmallVectorGrowsPastItsInlineCapacity) {
   verify(g);
 }
 
+// Note [IR memory layout]: every node starts on a cache line, wherever the pool carves it (after
+// values of any count, across chunk boundaries, in a subgraph, from the free list).
+TEST(IrTest, NodesStartOnACacheLine) {
+  auto on_a_line = [](const Node* n) { return reinterpret_cast<uintptr_t>(n) % 64 == 0; };
+  Graph g;
+  Value* h = g.addInput(Type::Tensor, "x");
+  size_t nodes = 0;
+  for (int i = 0; i < 3000; ++i) {  // several chunks of the pool
+    Node* n = i % 3 == 0 ? g.append("prim::ListUnpack",
+                                    {g.append("prim::ListConstruct", {h})->output()}, {}, i % 5 + 1)
+                         : g.append("aten::tanh", {h});
+    h = n->output();
+    ++nodes;
+    EXPECT_TRUE(on_a_line(n)) << "node " << i;
+  }
+  Node* group = g.create("prim::DifferentiableGraph", {}, 0);
+  group->setSubgraph(g.newSubgraph());
+  g.appendNode(group);
+  EXPECT_TRUE(on_a_line(group));
+  EXPECT_TRUE(on_a_line(group->subgraph()->paramNode()));
+  EXPECT_TRUE(on_a_line(group->subgraph()->returnNode()));
+  Node* last = g.lastNode();
+  last->destroy();
+  EXPECT_TRUE(on_a_line(g.append("aten::neg", {g.inputs()[0]})));  // the released block
+  EXPECT_EQ(g.numNodes(), nodes + nodes / 3 + 1);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 // IrPool poisons what a destroyed node or value leaves, so AddressSanitizer still sees a use of it.
 TEST(IrTest, DestroyedNodesStayVisibleToAddressSanitizer) {
