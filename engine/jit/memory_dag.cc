@@ -106,9 +106,12 @@ Element MemoryDag::makeFreshElement() {
   points_to_.emplace_back();
   pointed_to_.push_back(false);
   has_contents_.push_back(false);
-  cache_.emplace_back();
-  cached_.push_back(false);
-  return static_cast<Element>(points_to_.size() - 1);
+  // A new element points nowhere: it is its own memory location, and that is its cached answer
+  // from the start (no walk, and nothing to forget until it points somewhere).
+  const auto e = static_cast<Element>(points_to_.size() - 1);
+  cache_.emplace_back(e);
+  cached_.push_back(true);
+  return e;
 }
 
 void MemoryDag::reserve(size_t elements) {
@@ -120,10 +123,10 @@ void MemoryDag::reserve(size_t elements) {
 }
 
 void MemoryDag::invalidateCacheFor(Element from) {
-  if (!pointed_to_[from]) {
-    // Nothing points at `from`: only its own answer changes.
-    cached_[from] = false;
-  } else {
+  cached_[from] = false;
+  if (pointed_to_[from]) {
+    // The answers of whatever points at `from` change too: forget every walked answer. (Answers
+    // set at creation belong to elements that point nowhere, which do not depend on `from`.)
     for (Element e : cached_list_) cached_[e] = false;
     cached_list_.clear();
   }

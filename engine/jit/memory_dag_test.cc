@@ -77,8 +77,15 @@ TEST(MemoryDagTest, LocationsFollowPointersAndContents) {
   EXPECT_EQ(items(dag.allContainedMemoryLocations(list)), (std::vector<Element>{base, list}));
   EXPECT_EQ(items(dag.allContainedMemoryLocations(other)), (std::vector<Element>{other}));
   // A new edge from an element something points to drops the cached answers through it.
+  EXPECT_EQ(items(dag.memoryLocations(base)), (std::vector<Element>{base}));
   dag.makePointerTo(base, other);
   EXPECT_EQ(items(dag.memoryLocations(view)), (std::vector<Element>{other}));
+  // ... and the answer of the element itself, which it had from its creation.
+  EXPECT_EQ(items(dag.memoryLocations(base)), (std::vector<Element>{other}));
+  const Element lone = dag.makeFreshElement();
+  EXPECT_EQ(items(dag.memoryLocations(lone)), (std::vector<Element>{lone}));
+  dag.makePointerTo(lone, base);
+  EXPECT_EQ(items(dag.memoryLocations(lone)), (std::vector<Element>{other}));
 }
 
 }  // namespace
