@@ -284,8 +284,7 @@ void GraphTask::count_dependencies() {
 // view can see the write) and the shapes agree: no new tensor, and one pass over memory that is
 // likely still in cache. IEEE addition commutes, so either way gives the bits of a + b.
 bool can_sum_into(const Tensor& target, const Tensor& other) {
-  return held_only_here(target) && target.shape() == other.shape() &&
-         target.dtype() == other.dtype() && target.device() == other.device();
+  return held_only_here(target) && target.same_layout_as(other);
 }
 
 // Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).

@@ -72,8 +72,8 @@ void Tensor::set_grad(const Tensor& g) {
   AG_CHECK(!g.defined() || g.impl().get() != impl_.get(),
            "set_grad: can't assign a tensor as its own grad");
   if (g.defined()) {
-    AG_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(),
-             "set_grad: gradient ", g.describe(), " does not match tensor ", describe());
+    AG_CHECK(g.same_layout_as(*this), "set_grad: gradient ", g.describe(),
+             " does not match tensor ", describe());
   }
   // As PyTorch's .grad setter, which reads the tensor's grad_fn for a gradient (not for None): a
   // stale view's history is brought up to date first (a later requires_grad_() sees it).

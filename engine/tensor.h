@@ -98,6 +98,10 @@ class Tensor {
   DType dtype() const { return impl_->dtype; }
   Device device() const { return impl_->device; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+  // Same shape, dtype and device: one may stand in for the other, element for element.
+  bool same_layout_as(const Tensor& o) const {
+    return shape() == o.shape() && dtype() == o.dtype() && device() == o.device();
+  }
 
   void* raw_data() const { return impl_->data; }
   // The elements as T, which must match dtype() (the kernels dispatch on it first).

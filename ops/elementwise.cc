@@ -65,9 +65,7 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 // a * (scale * b * c), fused when nothing records (Note [Fused formula kernels]).
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
   const bool fusable = trace_hook() == nullptr && !records_node({&a, &b, &c}) &&
-                       a.shape() == b.shape() && a.shape() == c.shape() && a.dtype() == b.dtype() &&
-                       a.dtype() == c.dtype() && a.device() == b.device() &&
-                       a.device() == c.device();
+                       a.same_layout_as(b) && a.same_layout_as(c);
   if (fusable) {
     ++counters().fused_formulas;
     return backend_for(a.device()).scaled_product(a, b, c, scale);
