@@ -33,7 +33,8 @@ IrPool::FreeList* IrPool::freeList(size_t size) {
 void* IrPool::allocate(size_t size, size_t alignment) {
   size = rounded(size);
   FreeList* list = freeList(size);
-  if (list == nullptr) return ::operator new(size);
+  // A third size (the IR has two) comes from the heap, still aligned as any block may ask.
+  if (list == nullptr) return ::operator new (size, std::align_val_t{kChunkAlign});
   if (list->head != nullptr) {
     // Blocks of one size were all carved with that size's alignment.
     FreeBlock* block = list->head;
@@ -59,7 +60,7 @@ void* IrPool::allocate(size_t size, size_t alignment) {
 void IrPool::release(void* block, size_t size) {
   size = rounded(size);
   FreeList* list = freeList(size);
-  if (list == nullptr) return ::operator delete(block);
+  if (list == nullptr) return ::operator delete (block, std::align_val_t{kChunkAlign});
   list->head = new (block) FreeBlock{list->head};
   AG_IR_POOL_POISON(static_cast<char*>(block) + sizeof(FreeBlock), size - sizeof(FreeBlock));
 }
