@@ -291,13 +291,12 @@ TEST(IrTest, NodesStartOnACacheLine) {
   auto on_a_line = [](const Node* n) { return reinterpret_cast<uintptr_t>(n) % 64 == 0; };
   Graph g;
   Value* h = g.addInput(Type::Tensor, "x");
-  size_t nodes = 0;
-  for (int i = 0; i < 3000; ++i) {  // several chunks of the pool
+  constexpr int kAppended = 3000;  // several chunks of the pool; a third with a ListConstruct
+  for (int i = 0; i < kAppended; ++i) {
     Node* n = i % 3 == 0 ? g.append("prim::ListUnpack",
                                     {g.append("prim::ListConstruct", {h})->output()}, {}, i % 5 + 1)
                          : g.append("aten::tanh", {h});
     h = n->output();
-    ++nodes;
     EXPECT_TRUE(on_a_line(n)) << "node " << i;
   }
   Node* group = g.create("prim::DifferentiableGraph", {}, 0);
@@ -309,7 +308,7 @@ TEST(IrTest, NodesStartOnACacheLine) {
   Node* last = g.lastNode();
   last->destroy();
   EXPECT_TRUE(on_a_line(g.append("aten::neg", {g.inputs()[0]})));  // the released block
-  EXPECT_EQ(g.numNodes(), nodes + nodes / 3 + 1);
+  EXPECT_EQ(g.numNodes(), size_t{kAppended + kAppended / 3 + 1});
 }
 
 #if defined(__SANITIZE_ADDRESS__)
