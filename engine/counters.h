@@ -32,7 +32,7 @@ struct Counters {
   // CPU products written as zeros because an operand was all zeros (Note [Products with a zero
   // operand], ops/cpu/zero_operand.h).
   int64_t products_of_zeros = 0;
-  // Derivative formulas run as one fused kernel because they recorded nothing (Note [Fused
+  // Derivative formulas run as one fused kernel instead of the ops they chain (Note [Fused
   // formula kernels], ops/elementwise.cc).
   int64_t fused_formulas = 0;
   // When trace_executed is set, the sequence_nr of every node apply()-ed, in order (tests

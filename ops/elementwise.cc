@@ -55,22 +55,40 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 // Note [Fused formula kernels]
 // A derivative formula that chains elementwise ops reads and writes memory once per op:
 // tanh_backward's derivative w.r.t. its result, grad * (-2 * result * grad_output), is three
-// kernels and two temporaries. When the formula records nothing (grad mode off, or no input
-// requires grad, and no trace: a backward without create_graph, such as the hessian's final
-// backward), it runs as one fused kernel instead, one pass. When it records, it runs as the ops
-// it is written as, so that the graph create_graph builds is PyTorch's, node for node. The fused
-// kernel evaluates in the same order, so both ways give the same bits (Backend::scaled_product;
-// checked in ops/tests/cpu_kernels_test.cc and ops/tests/op_gradients_test.cc).
+// kernels and two temporaries as PyTorch writes it. The engine runs it as one kernel, one pass
+// (Backend::scaled_product: a * ((b * scale) * c), the composed ops' order, so the same bits).
+// When nothing records (grad mode off, or no input requires grad: a backward without
+// create_graph, such as the hessian's final backward) that is all. Under create_graph it records
+// one node, scaled_product, where PyTorch's graph holds three (mul_scalar, mul, mul) and saves
+// their two temporaries: its three formulas are scaled_products again, so every later order of
+// derivative stays one kernel per formula, and a backward through it runs three kernels where
+// PyTorch's graph runs five. Values agree with the composed graph's to rounding (its formulas
+// multiply in another order). Under a trace (engine/jit) and for operands of different shapes it
+// runs as the composed ops, so that a traced graph holds only ops of the op list (Note [The op
+// list]). Checked in ops/tests/cpu_kernels_test.cc and ops/tests/op_gradients_test.cc.
 
-// a * (scale * b * c), fused when nothing records (Note [Fused formula kernels]).
+Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
+
+// scaled_product(a, b, c, scale) = a * ((b * scale) * c); every formula is the product of the
+// gradient and the other two operands, scaled.
+struct ScaledProduct {
+  static constexpr Input a{0, "a"}, b{1, "b"}, c{2, "c"};
+  static const OpSpec spec;
+  static double scale(const Ctx& ctx) { return ctx.attrs<ScalarAttrs>().scalar; }
+};
+const OpSpec ScaledProduct::spec{
+    "scaled_product",
+    {{a, {b, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[b], x[c], scale(x)); }},
+     {b, {a, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[c], scale(x)); }},
+     {c, {a, b}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[b], scale(x)); }}}};
+
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
-  const bool fusable = trace_hook() == nullptr && !records_node({&a, &b, &c}) &&
-                       a.same_layout_as(b) && a.same_layout_as(c);
-  if (fusable) {
-    ++counters().fused_formulas;
-    return backend_for(a.device()).scaled_product(a, b, c, scale);
-  }
-  return a * (scale * b * c);
+  const bool fusable = trace_hook() == nullptr && a.same_layout_as(b) && a.same_layout_as(c);
+  if (!fusable) return a * (scale * b * c);
+  ++counters().fused_formulas;
+  Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
+  if (!records_node({&a, &b, &c})) return out;
+  return record_node(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale}, {});
 }
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula

@@ -11,6 +11,7 @@
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/gradcheck.h"
+#include "engine/node.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -53,6 +54,14 @@ std::vector<Case> cases() {
       {"tanh_backward",
        {m23, m23},
        [](L t) { return ops::tanh_backward(ops::mul(t[0], t[1]), t[1]); }},
+      // tanh_backward's derivative w.r.t. its result, recorded as one scaled_product node whose
+      // three operands all require grad (Note [Fused formula kernels]): its formulas and theirs.
+      {"scaled_product",
+       {m23, m23, m23},
+       [](L t) {
+         const Tensor y = ops::tanh_backward(t[0], t[1]);
+         return grad({y}, {t[1]}, GradArgs().grad_outputs({t[2]}).create_graph())[0];
+       }},
       {"sum", {m23}, [](L t) { return ops::sum(ops::mul(t[0], t[0])); }},
       {"sum_dim", {{2, 3, 2}}, [](L t) { return ops::sum(ops::mul(t[0], t[0]), 1); }},
       {"sum_dim_keepdim", {m23}, [](L t) { return ops::sum(ops::exp(t[0]), -1, true); }},
@@ -168,10 +177,11 @@ TEST(OpGradients, ReluDoubleBackwardStaysConnected) {
 }
 
 // Note [Fused formula kernels]: tanh_backward's derivative w.r.t. its result runs as one kernel
-// when the second grad records nothing, and as three recorded ops under create_graph. Both give
-// d2 tanh(x)/dx2 * v = -2 t (1 - t^2) v (t = tanh x), and the same bits; only the fused run
-// counts a fused formula. 300x300 elements take the kernels' parallel split.
-TEST(OpGradients, TanhSecondDerivativeIsFusedOnlyWhenNothingRecords) {
+// whether the second grad records or not; under create_graph it records one scaled_product
+// node. Both give d2 tanh(x)/dx2 * v = -2 t (1 - t^2) v (t = tanh x), with the same bits, and
+// the recorded node's own derivative gives d3 tanh(x)/dx3 * v = (6 t^2 - 2)(1 - t^2) v.
+// 300x300 elements take the kernels' parallel split.
+TEST(OpGradients, TanhSecondDerivativeIsOneKernelRecordedOrNot) {
   const int64_t n = 300 * 300;
   std::vector<double> xs(n), vs(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -180,21 +190,31 @@ TEST(OpGradients, TanhSecondDerivativeIsFusedOnlyWhenNothingRecords) {
   }
   Tensor x = leaf(xs, {300, 300});
   const Tensor v = ops::from_vector(vs, {300, 300}, DType::kFloat64);
-  std::vector<double> fused, recorded;
+  std::vector<double> fused, recorded, third;
   for (bool create_graph : {false, true}) {
     const Tensor y = ops::tanh(x);
     const Tensor g = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
     reset_counters();
     const Tensor h = grad({g}, {x}, GradArgs().grad_outputs({v}).create_graph(create_graph))[0];
-    EXPECT_EQ(counters().fused_formulas, create_graph ? 0 : 1);
+    EXPECT_EQ(counters().fused_formulas, 1);
     EXPECT_EQ(h.requires_grad(), create_graph);
     (create_graph ? recorded : fused) = h.to_vector();
+    if (!create_graph) continue;
+    // h = tanh_backward(scaled_product(v, t, 1, -2), t): three nodes where PyTorch's graph has
+    // five (mul_scalar, mul, mul in place of scaled_product).
+    ASSERT_EQ(h.grad_fn()->name(), "tanh_backward");
+    const Node& product = *h.grad_fn()->next_edge(0).function;
+    EXPECT_EQ(product.name(), "scaled_product");
+    EXPECT_EQ(product.next_edges().size(), 3u);
+    third = grad({ops::sum(h)}, {x})[0].to_vector();
   }
   ASSERT_EQ(fused.size(), static_cast<size_t>(n));
+  ASSERT_EQ(third.size(), static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const double t = std::tanh(xs[i]);
     ASSERT_NEAR(fused[i], -2.0 * t * (1.0 - t * t) * vs[i], 1e-12) << "at " << i;
     ASSERT_EQ(fused[i], recorded[i]) << "at " << i;
+    ASSERT_NEAR(third[i], (6.0 * t * t - 2.0) * (1.0 - t * t) * vs[i], 1e-12) << "at " << i;
   }
 }
 

@@ -292,13 +292,15 @@ void hessian_section(const Context& context, Report& report) {
   }
   s << c.str() << "\n";
   s << "Formulas run as one fused kernel: tanh_backward's derivative w.r.t. its result, "
-       "grad * (-2 * result * grad_output), evaluated where it records nothing (the final "
-       "backward) as one pass over memory instead of three kernels; under create_graph it runs "
-       "as the three ops, so both engines record the same graph (Note [Fused formula kernels], "
-       "ops/elementwise.cc). Two other changes leave these counts alone: large products pack "
-       "their shared operand once for all threads (Note [Shared packing], ops/cpu/kernels.cc), and "
-       "without create_graph gradients that meet are summed in place, as PyTorch's InputBuffer "
-       "does (Note [Summing gradients in place], engine/engine.cc).\n\n";
+       "grad * (-2 * result * grad_output), one pass over memory instead of three kernels; "
+       "under create_graph (the second grad) it records one scaled_product node where "
+       "PyTorch's graph records three, and the final backward runs that node's three formulas "
+       "as fused kernels again, where PyTorch's graph runs five kernels (Note [Fused formula "
+       "kernels], ops/elementwise.cc). Two other changes leave these counts alone: large "
+       "products pack their shared operand once for all threads (Note [Shared packing], "
+       "ops/cpu/kernels.cc), and without create_graph gradients that meet are summed in "
+       "place, as PyTorch's InputBuffer does (Note [Summing gradients in place], "
+       "engine/engine.cc).\n\n";
   s << "Where the ReLU ratio comes from: per hidden layer the step runs 4 products of the kinds "
        "below with per-call needs on, and 3 weight gradients more with it off (the first grad's, "
        "and the second grad's two). Timed alone (median of interleaved runs), they bound the "

@@ -156,10 +156,14 @@ M = [
   "  if (columns <= 0) return;  // past the end of the last, narrower block",
   "  if (columns <= 0 || index == blocking.pieces - 1) return;",
   "A large product's shared packing of op(B) skips its last piece, so the last columns of C read whatever the buffer held."),
- ("fused_formula_while_recording", "ops/elementwise.cc",
-  "  const bool fusable = trace_hook() == nullptr && !records_node({&a, &b, &c}) &&",
-  "  const bool fusable = trace_hook() == nullptr &&",
-  "tanh_backward's result derivative runs as the fused kernel also under create_graph, so it records no node and the third derivative loses that term."),
+ ("fused_formula_records_no_node", "ops/elementwise.cc",
+  "  if (!records_node({&a, &b, &c})) return out;",
+  "  if (true || !records_node({&a, &b, &c})) return out;",
+  "tanh_backward's result derivative, run as the fused kernel under create_graph, records no scaled_product node, so the third derivative loses that term."),
+ ("scaled_product_formula_wrong_operand", "ops/elementwise.cc",
+  "     {b, {a, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[c], scale(x)); }},",
+  "     {b, {a, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[a], scale(x)); }},",
+  "The recorded scaled_product node's derivative w.r.t. its second operand multiplies by the first operand twice instead of by the first and the third."),
 ]
 for name, path, old, new, desc in M:
     src = open(os.path.join(root, path)).read()
