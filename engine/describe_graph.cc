@@ -109,18 +109,6 @@ std::string saved_text(const Node& node) {
   return os.str();
 }
 
-std::string options_text(const EngineOptions& o) {
-  std::string s;
-  for (auto [on, name] :
-       {std::pair{o.prune_by_topo_nr, "topo_nr"},
-        std::pair{o.prune_by_reachability, "reachability"},
-        std::pair{o.per_call_needs_input_grad, "per_call"}, std::pair{o.guard_saves, "guard_saves"},
-        std::pair{o.skip_zero_products, "skip_zero_products"}}) {
-    if (on) s += s.empty() ? name : std::string(" ") + name;
-  }
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
@@ -130,7 +118,7 @@ std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
   os << "autograd graph of " << outputs.size() << " output(s), "
      << (inputs.empty() ? std::string("as backward() into every leaf")
                         : "as grad() w.r.t. " + std::to_string(inputs.size()) + " input(s)")
-     << "; options: " << options_text(options) << "\n";
+     << "; options: " << to_string(options) << "\n";
   for (const NodeView& v : view.nodes) {
     os << "  #" << v.node->sequence_nr() << " " << v.node->name() << "  topo "
        << v.node->topological_nr() << "  " << v.status;

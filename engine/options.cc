@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 
 namespace ag {
 
@@ -18,6 +19,18 @@ EngineOptions EngineOptions::from_bits(uint32_t bits) {
       .with_per_call_needs_input_grad((bits & 4) != 0)
       .with_guard_saves((bits & 8) != 0)
       .with_skip_zero_products((bits & 16) != 0);
+}
+
+std::string to_string(const EngineOptions& o) {
+  std::string s;
+  for (auto [on, name] :
+       {std::pair{o.prune_by_topo_nr, "topo_nr"},
+        std::pair{o.prune_by_reachability, "reachability"},
+        std::pair{o.per_call_needs_input_grad, "per_call"}, std::pair{o.guard_saves, "guard_saves"},
+        std::pair{o.skip_zero_products, "skip_zero_products"}}) {
+    if (on) s += s.empty() ? name : std::string(" ") + name;
+  }
+  return s.empty() ? "none" : s;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ag {
 
@@ -63,6 +64,10 @@ struct EngineOptions {
     return copy;
   }
 };
+
+// The switches that are on, by name ("topo_nr reachability per_call guard_saves
+// skip_zero_products" for the default), or "none": for graph descriptions and failure messages.
+std::string to_string(const EngineOptions& options);
 
 // The options in force on this thread: a scoped override if one is active, else the process-wide
 // default.

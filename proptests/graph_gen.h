@@ -67,14 +67,4 @@ inline std::vector<EngineOptions> all_option_combinations() {
   return out;
 }
 
-inline std::string to_string(const EngineOptions& o) {
-  std::string s = "{";
-  s += o.prune_by_topo_nr ? "topo " : "";
-  s += o.prune_by_reachability ? "reach " : "";
-  s += o.per_call_needs_input_grad ? "per_call " : "";
-  s += o.guard_saves ? "guard " : "";
-  s += o.skip_zero_products ? "zero_products " : "";
-  return s + "}";
-}
-
 }  // namespace ag::proptests

@@ -53,6 +53,16 @@ TEST(DescribeGraph, ShowsNodesSavesAndWhatAGradCallWouldRun) {
   EXPECT_TRUE(has(text, "6 node(s), 2 would run; 96 B saved"));
 }
 
+TEST(DescribeGraph, HeaderNamesTheOptionsThatAreOn) {
+  Graph g;
+  EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions()),
+                  "options: topo_nr reachability per_call guard_saves skip_zero_products\n"));
+  EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions().with_prune_by_reachability(false)),
+                  "options: topo_nr per_call guard_saves skip_zero_products\n"));
+  EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions::all_off()), "options: none\n"));
+  EXPECT_EQ(to_string(EngineOptions::from_bits(4 | 16)), "per_call skip_zero_products");
+}
+
 TEST(DescribeGraph, AfterBackwardSavesShowAsReleased) {
   Graph g;
   const Tensor total = ops::sum(g.out);

@@ -124,7 +124,7 @@ AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEvery
   auto eager = [&](const TensorList& in) { return runProgram(spec, in); };
   auto fail = [&](const std::string& what, const EngineOptions& options, const Graph& g,
                   const std::string& expected, const std::string& actual) {
-    RC_FAIL(what + ", options " + ag::proptests::to_string(options) + "\ntraced:\n" + original +
+    RC_FAIL(what + ", options " + ag::to_string(options) + "\ntraced:\n" + original +
             "run:\n" + toString(g) + "expected:\n" + expected + "got:\n" + actual);
   };
   const GraphExecutor traced_exec(*traced);

@@ -19,7 +19,7 @@ import campaign_report  # noqa: E402  (beside this file, in the source tree and 
 CASES = 20
 
 
-def testcase(prop, sl, cases=CASES, failure=None, coverage="graphs=20;largest=7;op/add=30;options/{topo }=5"):
+def testcase(prop, sl, cases=CASES, failure=None, coverage="graphs=20;largest=7;op/add=30;options/topo_nr per_call=5"):
     name = f"Slice/{prop.replace('.', '_')}_{sl}"
     props = dict(property=prop, slice=sl, seed=1000 + sl, cases=cases, shard=sl,
                  replay=f"bazel run -c opt //proptests:fuzz -- --property {prop} --batch-seed {1000 + sl}",
@@ -68,7 +68,7 @@ class CampaignReportTest(unittest.TestCase):
                       "0 failed, 0 missing, 0 duplicated, 0 short.", text)
         self.assertIn("graphs generated: 80, largest: 7", text)
         self.assertRegex(text, r"\n  add +120\n")
-        self.assertRegex(text, r"\n  \{topo \} +20\n")
+        self.assertRegex(text, r"\n  topo_nr per_call +20\n")
         self.assertRegex(text, r"\n  A\.One +40\n")
         self.assertNotIn("## Failures", text)
 
