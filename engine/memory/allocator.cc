@@ -122,6 +122,9 @@ class CpuAllocator final : public Allocator {
 
 }  // namespace
 
+void* new_scratch_block(size_t bytes) { return new_block(bytes); }
+void ScratchFree::operator()(void* block) const { free_block(block); }
+
 Allocator* cpu_allocator() {
   static CpuAllocator cpu;
   return &cpu;

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "engine/device.h"
 #include "engine/memory/allocator_stats.h"
@@ -43,6 +44,20 @@ inline Allocator& allocator_for(DeviceType type) {
   return *a;
 }
 void register_allocator(DeviceType type, Allocator* allocator);
+
+// A CPU block for a kernel's own scratch space (a product's packed operand), aligned as data
+// blocks are (Note [Data block alignment], allocator.cc) but outside the byte accounting, which
+// counts tensors. Throws std::bad_alloc when memory runs out.
+struct ScratchFree {
+  void operator()(void* block) const;
+};
+template <typename T>
+using ScratchBlock = std::unique_ptr<T[], ScratchFree>;
+void* new_scratch_block(size_t bytes);
+template <typename T>
+ScratchBlock<T> scratch_block(size_t count) {
+  return ScratchBlock<T>(static_cast<T*>(new_scratch_block(sizeof(T) * count)));
+}
 
 inline int64_t live_bytes(DeviceType type = DeviceType::kCPU) {
   return allocator_for(type).stats().live_bytes();

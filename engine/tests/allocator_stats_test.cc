@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -83,6 +84,22 @@ TEST(AllocatorStats, TensorsCrossingThreadsLeaveTheDeviceCountUnchanged) {
   EXPECT_EQ(live_bytes(), base + 10 * 400);
   made.clear();  // freed on this thread
   EXPECT_EQ(live_bytes(), base);
+}
+
+// Kernels' scratch space (a product's packed operand) is not tensor memory: it leaves the
+// accounting alone, and is aligned for the kernels' aligned vector loads.
+TEST(AllocatorStats, ScratchBlocksAreAlignedAndNotCounted) {
+  const int64_t base = live_bytes();
+  reset_peak_bytes();
+  {
+    const ScratchBlock<float> small = scratch_block<float>(3);
+    const ScratchBlock<float> large = scratch_block<float>(256 * 256);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(small.get()) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(large.get()) % 64, 0u);
+    large[256 * 256 - 1] = 1.0f;  // the whole block is there (ASan checks the bound)
+    EXPECT_EQ(live_bytes(), base);
+  }
+  EXPECT_EQ(peak_bytes(), base);
 }
 
 }  // namespace

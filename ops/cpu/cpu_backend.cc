@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include "engine/counters.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/backend.h"
 #include "ops/counter_rng.h"
@@ -30,16 +29,6 @@ namespace {
 // machine) holds back only a small part of the work while the others take the rest, few enough
 // that the per-chunk costs (a task, Eigen's packing) stay small. See Note [Parallel runtime].
 constexpr int64_t kChunksPerThread = 4;
-
-// The shared packing of a product's op(B) (Note [Shared packing], ops/cpu/kernels.cc): Eigen's
-// kernel reads it with aligned loads.
-constexpr size_t kPackingAlignment = 64;
-size_t aligned_size(size_t bytes) {
-  return (bytes + kPackingAlignment - 1) / kPackingAlignment * kPackingAlignment;
-}
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
-};
 
 // for_blocks' large case: chunks of a multiple of 16 elements (so that aligned arrays stay
 // aligned) on parallel_for; elementwise work is memory-bound, but two cores still help. Out of
@@ -329,9 +318,9 @@ class CpuBackend final : public Backend {
     const MatmulBlocking blocking = k.matmul_blocking(s);
     const int64_t m = s.m(), panel = blocking.panel_rows;
     const int64_t rows = ((m + chunks - 1) / chunks + panel - 1) / panel * panel;
-    std::unique_ptr<T[], AlignedFree> packed(static_cast<T*>(
-        std::aligned_alloc(kPackingAlignment, aligned_size(sizeof(T) * blocking.packed_size))));
-    if (!packed) throw std::bad_alloc();
+    // Eigen's kernel reads the packing with aligned loads; scratch blocks are aligned to 64 bytes
+    // or more.
+    const ScratchBlock<T> packed = scratch_block<T>(blocking.packed_size);
     T* p = packed.get();
     parallel_for(blocking.pieces, 1, [&](int64_t begin, int64_t end) {
       for (int64_t piece = begin; piece < end; ++piece) k.matmul_pack_b(b, s, blocking, piece, p);
