@@ -39,7 +39,9 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'tiny_graph\tpruning on\ttime per call [busy: spin]' \
            $'scalar_chain\tpruning on\ttime per call [busy: bursty]' \
            $'hessian_relu\tours\tstep time, no final backward [busy: spin]' \
-           $'hessian_tanh\tours\tstep time, with final backward [busy: bursty]'; do
+           $'hessian_tanh\tours\tstep time, with final backward [busy: bursty]' \
+           $'hessian_tanh\tours\tstep time at one thread each, with final backward' \
+           $'hessian_relu\tours\tcores used, no final backward [busy: spin]'; do
   check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
 # Each table is a Markdown table with the published figures beside ours.
@@ -56,6 +58,11 @@ check "load generators stopped with a report" \
   test "$(grep -c -E '^load_generator: (bursty|spin): [0-9]+ ' "$out.log")" -ge 8
 # Every row has six tab-separated columns and a numeric value.
 check "figures.tsv rows well-formed" awk -F'\t' 'NR > 1 && (NF != 6 || $4 !~ /^-?[0-9.e+-]+$|^nan$/) { bad = 1 } END { exit bad }' "$out/figures.tsv"
+# The cores our step got: CPU time of all our threads over the step's time, so above 0 and at
+# most the CPUs there are (a tenth over for the clocks' reading order).
+cpus=$(nproc)
+check "cores used within (0, $cpus]" awk -F'\t' -v cpus="$cpus" '$3 ~ /^cores used/ { n++; if (!($4 > 0 && $4 <= cpus * 1.1)) bad = 1 } END { exit bad || n != 12 }' "$out/figures.tsv"
+check "seed 001 has the one-core table" grep -q '^#### One core each' "$out/seed_001_needs_input_grad.md"
 # Progress lines for every workload.
 check "progress lines" test "$(grep -c '^\[reproduce [0-9]/6\]' "$out.log")" -eq 6
 

@@ -5,6 +5,7 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +29,14 @@
 //   products in halves.
 // - Waiting threads back off and sleep instead of spinning, leaving the core to whoever needs
 //   it, including the descheduled worker the caller is waiting for.
+// What neither property buys: beside a neighbour that keeps one thread busy, Linux runs our two
+// threads on one core and leaves the neighbour the other (2 runnable threads against 1 is not an
+// imbalance its load balancer moves), so a step gets one core's work done, no more than a single
+// thread would: the seed 001 table "One core each" measures the cores our step gets under each
+// load. Pinning the two threads to separate cores was tried and changed nothing (27-31 ms
+// against 28-33 ms for the Tanh step beside a busy loop): the thread that shares its core with
+// the neighbour is descheduled mid-chunk, and the join waits for it.
+// run_with_threads runs a call at fewer threads, in a oneTBB arena of that size.
 // The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
 // paper/runtime_compare.py); it is not a supported configuration.
 // Under ThreadSanitizer the chunks run on plain threads instead, taken from an atomic counter in
@@ -63,7 +72,8 @@ const Runtime& runtime() {
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t chunks = (n + grain - 1) / grain;
-  if (chunks <= 1 || runtime().threads == 1) {
+  const int threads = parallel_threads();
+  if (chunks <= 1 || threads == 1) {
     if (n > 0) fn(0, n);
     return;
   }
@@ -74,14 +84,14 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     for (int64_t c = next++; c < chunks; c = next++) run_chunk(c);
   };
   std::vector<std::thread> helpers;
-  for (int64_t t = 1; t < std::min<int64_t>(runtime().threads, chunks); ++t) {
+  for (int64_t t = 1; t < std::min<int64_t>(threads, chunks); ++t) {
     helpers.emplace_back(drain);
   }
   drain();
   for (std::thread& helper : helpers) helper.join();
 #elif defined(AG_PARALLEL_OPENMP)
   // libgomp, for paper/runtime_compare.py only: the same chunks, handed out one at a time.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(runtime().threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
 #else
   // One task per chunk (simple_partitioner, grain 1): chunk boundaries stay multiples of `grain`,
@@ -95,6 +105,17 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 #endif
 }
 
-int parallel_threads() { return runtime().threads; }
+// Inside run_with_threads the calling thread works in an arena of that many slots, and
+// tbb::parallel_for spreads its tasks over that arena's threads only.
+int parallel_threads() {
+  const int configured = runtime().threads;  // first: it sets oneTBB's global limit
+  return std::min(configured, tbb::this_task_arena::max_concurrency());
+}
+
+void run_with_threads(int threads, const std::function<void()>& fn) {
+  AG_CHECK(threads >= 1, "run_with_threads: expected at least one thread, got ", threads);
+  tbb::task_arena arena(std::min(threads, parallel_threads()));
+  arena.execute(fn);
+}
 
 }  // namespace ag::ops

@@ -13,7 +13,12 @@ namespace ag::ops {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 // How many threads parallel_for can use: the CPUs this process may run on, or fewer when
-// AG_NUM_THREADS says so (1 runs everything on the calling thread).
+// AG_NUM_THREADS says so (1 runs everything on the calling thread), or inside run_with_threads.
 int parallel_threads();
+
+// Runs fn on the calling thread with parallel_for limited to `threads` threads (the calling
+// thread included; at most parallel_threads()), e.g. to time a workload on one core beside a
+// multi-threaded run in the same process.
+void run_with_threads(int threads, const std::function<void()>& fn);
 
 }  // namespace ag::ops

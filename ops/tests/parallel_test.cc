@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
 
@@ -88,6 +89,34 @@ TEST(ParallelFor, ThreadCountFollowsAgNumThreads) {
     parallel_for(100, 1, [&](int64_t, int64_t) { ids.insert(std::this_thread::get_id()); });
     EXPECT_EQ(ids, std::set<std::thread::id>{std::this_thread::get_id()});
   }
+}
+
+TEST(ParallelFor, RunWithOneThreadKeepsEveryChunkOnTheCallingThread) {
+  const int before = parallel_threads();
+  std::set<std::thread::id> ids;
+  int seen = 0;
+  run_with_threads(1, [&] {
+    seen = parallel_threads();
+    parallel_for(100, 1, [&](int64_t, int64_t) { ids.insert(std::this_thread::get_id()); });
+  });
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(ids, std::set<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(parallel_threads(), before);  // the limit ends with the call
+  // More threads than there are is the most there are; fewer than one is an error.
+  run_with_threads(before + 5, [&] { seen = parallel_threads(); });
+  EXPECT_EQ(seen, before);
+  EXPECT_THROW(run_with_threads(0, [] {}), Error);
+}
+
+TEST(ParallelKernels, OneThreadGivesTheBitsOfAllThreads) {
+  NoGradGuard no_grad;
+  // Large enough to split (Note [Shared packing] keeps the bits independent of the split).
+  const Tensor a = uniform({600, 300}, -1, 1, 5);
+  const Tensor b = uniform({300, 200}, -1, 1, 6);
+  const std::vector<double> all = add(mm(a, b), exp(mm(a, b))).to_vector();
+  std::vector<double> one;
+  run_with_threads(1, [&] { one = add(mm(a, b), exp(mm(a, b))).to_vector(); });
+  EXPECT_EQ(one, all);
 }
 
 TEST(ParallelKernels, LargeProductsAndElementwiseMatchNaiveLoops) {

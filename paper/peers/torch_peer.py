@@ -3,7 +3,7 @@
 Tasks (times in seconds):
     tiny_graph ITERS                       grad(a*b, [a, b], ones) on 2x2 float32, per call
     scalar_chain LENGTH ITERS              grad(y.sum(), [x]), y = x * 1.0001 LENGTH times, per call
-    hessian IMPL ACTIVATION FINAL BATCH HIDDEN
+    hessian IMPL ACTIVATION FINAL BATCH HIDDEN [THREADS]
                                            one hessian step (seed 001's MLP), IMPL:
                                              autograd     y_x = grad(y, x, create_graph),
                                                           y_xx = grad(y_x, x, create_graph)
@@ -11,7 +11,8 @@ Tasks (times in seconds):
                                                           (= vmap(jacfwd(jacrev))), rows summed
                                              func_hvp     torch.func.jvp(grad(f), x, ones): H @ 1,
                                                           the same y_xx as autograd
-                                           FINAL=1 adds y_xx.sum().backward() into the weights
+                                           FINAL=1 adds y_xx.sum().backward() into the weights;
+                                           THREADS > 0 runs this step at that many threads
     unrolled_loop STEPS BLOCK              differentiable SGD; seconds per BLOCK steps, a list
     jit_pass IR_FILE                       torch._C._jit_pass_create_autodiff_subgraphs(g, 2) on
                                            the TorchScript IR in IR_FILE (parse excluded)
@@ -112,15 +113,21 @@ def hessian_hvp(model, x):
 HESSIANS = {"autograd": hessian_autograd, "func_hessian": hessian_func, "func_hvp": hessian_hvp}
 
 
-def hessian(impl, activation, final_backward, batch, hidden):
+def hessian(impl, activation, final_backward, batch, hidden, threads="0"):
     model, x = mlp(activation, int(batch), int(hidden))
     compute = HESSIANS[impl]
-    start = time.perf_counter()
-    y_xx = compute(model, x)
-    if final_backward == "1":
-        model.zero_grad(set_to_none=True)
-        y_xx.sum().backward()
-    return time.perf_counter() - start
+    process_threads = torch.get_num_threads()
+    if int(threads) > 0:  # this step only, at that many intra-op threads
+        torch.set_num_threads(int(threads))
+    try:
+        start = time.perf_counter()
+        y_xx = compute(model, x)
+        if final_backward == "1":
+            model.zero_grad(set_to_none=True)
+            y_xx.sum().backward()
+        return time.perf_counter() - start
+    finally:
+        torch.set_num_threads(process_threads)
 
 
 def unrolled_loop(steps, block):

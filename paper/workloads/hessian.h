@@ -47,6 +47,7 @@ double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
 
 struct HessianStepStats {
   double seconds = 0;
+  double cpu_seconds = 0;  // CPU time of all this process's threads during the step
   int64_t peak_bytes = 0;  // allocator peak during the step, above the live bytes before it
   int64_t formulas_evaluated = 0;
   int64_t weight_grad_matmuls = 0;  // "linear:weight" formulas run

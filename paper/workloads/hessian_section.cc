@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "ops/cpu/parallel.h"
 #include "paper/harness/environment.h"
 #include "paper/harness/interleave.h"
 #include "paper/harness/published.h"
@@ -15,6 +16,7 @@ namespace ag::paper {
 namespace {
 
 const char* kFinal[2] = {", no final backward", ", with final backward"};
+const char* kOneThread = "step time at one thread each";
 
 // The engine counters of a step that the work table shows: its row label, the metric written to
 // figures.tsv (the variant's row there), the unit, and the field of the step's stats.
@@ -89,6 +91,38 @@ void append_cuda_rows(const std::filesystem::path& saved_results, std::ostringst
   s << "Saved from earlier runs on a GPU machine (not measured now):\n\n" << cu.str();
 }
 
+// Ours and PyTorch's autograd at one thread each, quiet, interleaved: one core's work, which is
+// what the busy conditions leave each engine (see the table's text).
+void one_thread_each(const Context& context, const PeerImpl& autograd, const HessianConfig& hc,
+                     const Mlp& mlp, const Tensor& x, bool fb, const std::string& act,
+                     const std::string& wl, int rounds) {
+  std::vector<Contender> contenders = {
+      {"ours", [&] {
+         double ms = 0;
+         ops::run_with_threads(
+             1, [&] { ms = measure_hessian_step(mlp, x, fb, EngineOptions()).seconds * 1e3; });
+         return std::optional<double>(ms);
+       }}};
+  if (autograd.process && autograd.process->available()) {
+    std::vector<std::string> task = autograd.task;
+    task.insert(task.end(),
+                {act, fb ? "1" : "0", std::to_string(hc.batch), std::to_string(hc.hidden), "1"});
+    contenders.push_back({autograd.name, [&autograd, task]() -> std::optional<double> {
+                            const auto v = autograd.process->value(task);
+                            return v ? std::optional<double>(*v * 1e3) : std::nullopt;
+                          }});
+  }
+  const std::vector<std::optional<double>> med = interleaved(rounds, contenders);
+  const std::string metric = std::string(kOneThread) + kFinal[fb];
+  std::cout << "  " << activation_name(hc.activation) << kFinal[fb] << ", one thread each:";
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    if (!med[c]) continue;
+    context.results->add(wl, contenders[c].name, metric, *med[c], "ms");
+    std::cout << " " << contenders[c].name << " " << format(*med[c]) << " ms;";
+  }
+  std::cout << std::endl;
+}
+
 }  // namespace
 
 void hessian_section(const Context& context, Report& report) {
@@ -128,11 +162,14 @@ void hessian_section(const Context& context, Report& report) {
       for (const Condition& condition : context.conditions) {
         const Load load(condition);
         std::vector<HessianStepStats> last(3);
+        std::vector<double> cores;  // ours: the CPU time of our threads over the step time
         std::vector<Contender> contenders;
         for (int v = 0; v < 3; ++v) {
           if (!condition.quiet() && v < 2) continue;
           contenders.push_back({variants[v].name, [&, v] {
                                   last[v] = measure_hessian_step(mlp, x, fb, variants[v].options);
+                                  if (v == 2)
+                                    cores.push_back(last[v].cpu_seconds / last[v].seconds);
                                   return std::optional<double>(last[v].seconds * 1e3);
                                 }});
         }
@@ -162,6 +199,10 @@ void hessian_section(const Context& context, Report& report) {
           std::cout << " " << contenders[c].name << " " << format(*med[c]) << " ms;";
         }
         std::cout << std::endl;
+        cores.erase(cores.begin());  // interleaved()'s warm-up repetition
+        results.add(wl, "ours",
+                    std::string("cores used") + kFinal[fb] + " [" + condition.name + "]",
+                    median(cores), "cores");
         if (!condition.quiet()) continue;
         for (int v = 0; v < 3; ++v) {
           for (const WorkCounter& counter : kWorkCounters) {
@@ -171,6 +212,7 @@ void hessian_section(const Context& context, Report& report) {
         }
         results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
+      one_thread_each(context, impls[0], hc, mlp, x, fb, act, wl, rounds);
     }
   }
 
@@ -275,6 +317,38 @@ void hessian_section(const Context& context, Report& report) {
     if (!condition.quiet()) s << "- " << condition.name << ": " << condition.description << "\n";
   }
   if (context.conditions.size() > 1) s << "\n";
+
+  s << "#### One core each: what a busy neighbour leaves\n\n"
+    << "Cores ours got: the CPU time of all our threads during the step over the step's time "
+       "(median over the rounds above; 2 is both cores throughout). Where a neighbour keeps a "
+       "thread busy, this shows how much of the machine the scheduler left our step; at about "
+       "one core, the busy rows compare what each engine does with one core, which the last "
+       "columns measure directly: both engines at one thread each, quiet, in interleaved rounds "
+       "(median of "
+    << rounds << ").\n\n";
+  std::vector<std::string> one_core_header = {"workload"};
+  for (const Condition& condition : context.conditions)
+    one_core_header.push_back("cores ours got, " + condition.name);
+  one_core_header.insert(one_core_header.end(), {"ours, 1 thread", torch_autograd + ", 1 thread"});
+  Table oc(one_core_header);
+  for (int a = 0; a < 2; ++a) {
+    const std::string wl = a ? "hessian_tanh" : "hessian_relu";
+    for (int fb = 0; fb < 2; ++fb) {
+      std::vector<std::string> r = {std::string(names[a]) + kFinal[fb]};
+      for (const Condition& condition : context.conditions) {
+        r.push_back(format(results.get(
+            wl, "ours", std::string("cores used") + kFinal[fb] + " [" + condition.name + "]")));
+      }
+      const std::string metric = std::string(kOneThread) + kFinal[fb];
+      const double ours = results.get(wl, "ours", metric);
+      const double peer = results.get(wl, torch_autograd, metric);
+      r.push_back(with_unit(ours, "ms"));
+      r.push_back(peer_cell(std::isnan(peer) ? std::nullopt : std::optional<double>(peer), ours,
+                            "ms", peers.missing(impls[0].process)));
+      oc.row(r);
+    }
+  }
+  s << oc.str() << "\n";
 
   Table c({"work per step (engine counters)", "per-call off", "per-call on", "ours"});
   for (int a = 0; a < 2; ++a) {

@@ -26,6 +26,14 @@ inline double thread_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// CPU seconds all of this process's threads have used. Over a parallel step, divided by its wall
+// time: the cores the step got (2 on an idle 2-core machine; fewer when a neighbour takes some).
+inline double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // The median of `v` (the mean of the two middle values for an even count); 0 for an empty vector.
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
