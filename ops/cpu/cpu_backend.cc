@@ -288,12 +288,11 @@ class CpuBackend final : public Backend {
       write_zero_product(pbias, out, n);
       return;
     }
-    const int64_t threads = parallel_threads();
-    if (threads == 1 || work < kParallelWork) {
+    if (work < kParallelWork || parallel_threads() == 1) {
       for (int64_t i = 0; i < batch; ++i) matrix(i, 0, m);
       return;
     }
-    const int64_t chunks = threads * kChunksPerThread;
+    const int64_t chunks = parallel_threads() * kChunksPerThread;
     const int64_t blocks =
         std::clamp<int64_t>((chunks + batch - 1) / batch, 1, std::max<int64_t>(1, m / kMinRows));
     if (batch == 1 && blocks > 1) {

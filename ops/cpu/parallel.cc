@@ -31,11 +31,12 @@
 //   it, including the descheduled worker the caller is waiting for.
 // What neither property buys: beside a neighbour that keeps one thread busy, Linux runs our two
 // threads on one core and leaves the neighbour the other (2 runnable threads against 1 is not an
-// imbalance its load balancer moves), so a step gets one core's work done, no more than a single
-// thread would: the seed 001 table "One core each" measures the cores our step gets under each
-// load. Pinning the two threads to separate cores was tried and changed nothing (27-31 ms
-// against 28-33 ms for the Tanh step beside a busy loop): the thread that shares its core with
-// the neighbour is descheduled mid-chunk, and the join waits for it.
+// imbalance its load balancer moves: moving one of ours would only swap it), so a step gets one
+// core's work done, no more than a single thread would: the seed 001 table "One core each"
+// measures the cores our step gets under each load. Pinning the two threads to separate cores was
+// tried and changed nothing (the Tanh step beside a busy loop or the bursty load: 27-31 ms
+// pinned, 28-33 ms not): the thread that shares its core with the neighbour is descheduled
+// mid-chunk, and the join waits for it.
 // run_with_threads runs a call at fewer threads, in a oneTBB arena of that size.
 // The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
 // paper/runtime_compare.py); it is not a supported configuration.
