@@ -320,8 +320,10 @@ void hessian_section(const Context& context, Report& report) {
 
   s << "#### One core each: what a busy neighbour leaves\n\n"
     << "Cores ours got: the CPU time of all our threads during the step over the step's time "
-       "(median over the rounds above; 2 is both cores throughout). Where a neighbour keeps a "
-       "thread busy, this shows how much of the machine the scheduler left our step; at about "
+       "(median over the rounds above; "
+    << ops::parallel_threads()
+    << " would be all our threads running throughout). Where a neighbour keeps a thread busy, this "
+       "shows how much of the machine the scheduler left our step; at about "
        "one core, the busy rows compare what each engine does with one core, which the last "
        "columns measure directly: both engines at one thread each, quiet, in interleaved rounds "
        "(median of "
