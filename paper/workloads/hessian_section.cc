@@ -91,11 +91,32 @@ void append_cuda_rows(const std::filesystem::path& saved_results, std::ostringst
   s << "Saved from earlier runs on a GPU machine (not measured now):\n\n" << cu.str();
 }
 
+// `metric` as measured under `condition`: "step time, no final backward [busy: spin]".
+std::string under(const std::string& metric, const Condition& condition) {
+  return metric + " [" + condition.name + "]";
+}
+
+// A peer's hessian step as a contender, in milliseconds: the task's leading fields, then the
+// step's activation, final backward, batch and width, then `extra` (a thread count); it takes part
+// in the first `rounds` rounds only (0: all).
+Contender peer_step(const PeerImpl& impl, const HessianConfig& hc, bool fb,
+                    std::initializer_list<std::string> extra = {}, int rounds = 0) {
+  std::vector<std::string> task = impl.task;
+  task.insert(task.end(), {hc.activation == Activation::kRelu ? "relu" : "tanh", fb ? "1" : "0",
+                           std::to_string(hc.batch), std::to_string(hc.hidden)});
+  task.insert(task.end(), extra);
+  return {impl.name,
+          [&impl, task]() -> std::optional<double> {
+            const auto v = impl.process->value(task);
+            return v ? std::optional<double>(*v * 1e3) : std::nullopt;
+          },
+          rounds};
+}
+
 // Ours and PyTorch's autograd at one thread each, quiet, interleaved: one core's work, which is
 // what the busy conditions leave each engine (see the table's text).
 void one_thread_each(const Context& context, const PeerImpl& autograd, const HessianConfig& hc,
-                     const Mlp& mlp, const Tensor& x, bool fb, const std::string& act,
-                     const std::string& wl, int rounds) {
+                     const Mlp& mlp, const Tensor& x, bool fb, const std::string& wl, int rounds) {
   std::vector<Contender> contenders = {
       {"ours", [&] {
          double ms = 0;
@@ -104,13 +125,7 @@ void one_thread_each(const Context& context, const PeerImpl& autograd, const Hes
          return std::optional<double>(ms);
        }}};
   if (autograd.process && autograd.process->available()) {
-    std::vector<std::string> task = autograd.task;
-    task.insert(task.end(),
-                {act, fb ? "1" : "0", std::to_string(hc.batch), std::to_string(hc.hidden), "1"});
-    contenders.push_back({autograd.name, [&autograd, task]() -> std::optional<double> {
-                            const auto v = autograd.process->value(task);
-                            return v ? std::optional<double>(*v * 1e3) : std::nullopt;
-                          }});
+    contenders.push_back(peer_step(autograd, hc, fb, {"1"}));
   }
   const std::vector<std::optional<double>> med = interleaved(rounds, contenders);
   const std::string metric = std::string(kOneThread) + kFinal[fb];
@@ -157,7 +172,6 @@ void hessian_section(const Context& context, Report& report) {
     const Mlp mlp = make_mlp(hc);
     const std::string wl =
         std::string("hessian_") + (activation == Activation::kRelu ? "relu" : "tanh");
-    const std::string act = activation == Activation::kRelu ? "relu" : "tanh";
     for (int fb = 0; fb < 2; ++fb) {
       for (const Condition& condition : context.conditions) {
         const Load load(condition);
@@ -176,16 +190,9 @@ void hessian_section(const Context& context, Report& report) {
         for (const PeerImpl& impl : impls) {
           if (!impl.process || !impl.process->available()) continue;
           if (!condition.quiet() && !impl.busy_too) continue;
-          std::vector<std::string> task = impl.task;
-          task.insert(task.end(),
-                      {act, fb ? "1" : "0", std::to_string(hc.batch), std::to_string(hc.hidden)});
           contenders.push_back(
-              {impl.name,
-               [&impl, task]() -> std::optional<double> {
-                 const auto v = impl.process->value(task);
-                 return v ? std::optional<double>(*v * 1e3) : std::nullopt;
-               },
-               impl.slow ? (condition.quiet() ? slow_rounds : slow_busy_rounds) : 0});
+              peer_step(impl, hc, fb, {},
+                        impl.slow ? (condition.quiet() ? slow_rounds : slow_busy_rounds) : 0));
         }
         const std::vector<std::optional<double>> med =
             interleaved(condition.quiet() ? rounds : busy_rounds, contenders);
@@ -194,14 +201,13 @@ void hessian_section(const Context& context, Report& report) {
                   << ":";
         for (size_t c = 0; c < contenders.size(); ++c) {
           if (!med[c]) continue;
-          results.add(wl, contenders[c].name, metric + " [" + condition.name + "]", *med[c], "ms");
+          results.add(wl, contenders[c].name, under(metric, condition), *med[c], "ms");
           if (condition.quiet()) results.add(wl, contenders[c].name, metric, *med[c], "ms");
           std::cout << " " << contenders[c].name << " " << format(*med[c]) << " ms;";
         }
         std::cout << std::endl;
         cores.erase(cores.begin());  // interleaved()'s warm-up repetition
-        results.add(wl, "ours",
-                    std::string("cores used") + kFinal[fb] + " [" + condition.name + "]",
+        results.add(wl, "ours", under(std::string("cores used") + kFinal[fb], condition),
                     median(cores), "cores");
         if (!condition.quiet()) continue;
         for (int v = 0; v < 3; ++v) {
@@ -212,7 +218,7 @@ void hessian_section(const Context& context, Report& report) {
         }
         results.add(wl, "off / on", std::string("speed-up") + kFinal[fb], *med[0] / *med[1], "x");
       }
-      one_thread_each(context, impls[0], hc, mlp, x, fb, act, wl, rounds);
+      one_thread_each(context, impls[0], hc, mlp, x, fb, wl, rounds);
     }
   }
 
@@ -296,8 +302,7 @@ void hessian_section(const Context& context, Report& report) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
     for (int fb = 0; fb < 2; ++fb) {
       for (const Condition& condition : context.conditions) {
-        const std::string metric =
-            std::string("step time") + kFinal[fb] + " [" + condition.name + "]";
+        const std::string metric = under(std::string("step time") + kFinal[fb], condition);
         const double ours = results.get(wl, "ours", metric);
         std::vector<std::string> r = {std::string(names[a]) + kFinal[fb], condition.name,
                                       with_unit(ours, "ms")};
@@ -338,8 +343,8 @@ void hessian_section(const Context& context, Report& report) {
     for (int fb = 0; fb < 2; ++fb) {
       std::vector<std::string> r = {std::string(names[a]) + kFinal[fb]};
       for (const Condition& condition : context.conditions) {
-        r.push_back(format(results.get(
-            wl, "ours", std::string("cores used") + kFinal[fb] + " [" + condition.name + "]")));
+        r.push_back(format(
+            results.get(wl, "ours", under(std::string("cores used") + kFinal[fb], condition))));
       }
       const std::string metric = std::string(kOneThread) + kFinal[fb];
       const double ours = results.get(wl, "ours", metric);
