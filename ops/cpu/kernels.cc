@@ -218,6 +218,66 @@ template <typename T>
 using ResultMapper =
     Eigen::internal::blas_data_mapper<T, Eigen::Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
 
+// Note [Products written, not accumulated]
+// Eigen's kernel (gebp) adds its block of A B into C: it loads C, adds, stores. A product without
+// a bias therefore had to zero C first, a pass over the whole output (2% of the hessian step). For
+// the first depth block, gebp instead gets FreshResult, a result mapper whose loads read +0 without
+// touching memory: the kernel stores 0 + (its sum) as before, so the bits are those of zeroing
+// first (a sum of -0 still becomes +0), and C is written once. Later depth blocks, and products
+// that start from a bias, accumulate into C through Eigen's own mapper.
+template <typename T>
+class FreshLinearResult {
+ public:
+  explicit FreshLinearResult(T* data) : data_(data) {}
+  void prefetch(int i) const { Eigen::internal::prefetch(data_ + i); }
+  template <typename Packet>
+  Packet loadPacket(Eigen::Index) const {
+    return Eigen::internal::pset1<Packet>(T(0));
+  }
+  template <typename Packet>
+  void storePacket(Eigen::Index i, const Packet& p) const {
+    Eigen::internal::pstoreu<T>(data_ + i, p);
+  }
+
+ private:
+  T* data_;
+};
+
+template <typename T>
+class FreshResult {
+ public:
+  using LinearMapper = FreshLinearResult<T>;
+  // The target of the kernel's scalar tail, `res(i, j) += x`: stores 0 + x.
+  struct Element {
+    T* p;
+    void operator+=(T x) const { *p = T(0) + x; }
+  };
+  FreshResult(T* data, Eigen::Index stride) : data_(data), stride_(stride) {}
+  FreshResult getSubMapper(Eigen::Index i, Eigen::Index j) const { return {at(i, j), stride_}; }
+  LinearMapper getLinearMapper(Eigen::Index i, Eigen::Index j) const {
+    return LinearMapper(at(i, j));
+  }
+  Element operator()(Eigen::Index i, Eigen::Index j) const { return {at(i, j)}; }
+  template <typename Packet>
+  Packet loadPacket(Eigen::Index, Eigen::Index) const {
+    return Eigen::internal::pset1<Packet>(T(0));
+  }
+  template <typename Packet>
+  Packet gatherPacket(Eigen::Index, Eigen::Index) const {
+    return Eigen::internal::pset1<Packet>(T(0));
+  }
+  template <typename Packet>
+  void scatterPacket(Eigen::Index i, Eigen::Index j, const Packet& p) const {
+    Eigen::internal::pscatter<T, Packet>(at(i, j), p, stride_);
+  }
+  Eigen::Index stride() const { return stride_; }
+
+ private:
+  T* at(Eigen::Index i, Eigen::Index j) const { return data_ + i + j * stride_; }  // column-major
+  T* data_;
+  Eigen::Index stride_;
+};
+
 // Calls fn(integral_constant<B's order>, integral_constant<A's order>) with the storage orders
 // of op(B)^T and op(A)^T in Eigen's column-major view.
 template <typename Fn>
@@ -303,20 +363,24 @@ void start_rows(const T* bias, T* out, int64_t n, int64_t r0, int64_t rows) {
   }
 }
 
+template <typename T, typename Result>
+using Gebp = Eigen::internal::gebp_kernel<T, T, Eigen::Index, Result, Traits<T>::mr, Traits<T>::nr,
+                                          false, false>;
+
 template <typename T>
 void matmul_rows_packed(const T* a, const T* packed_b, const T* bias, T* out, const MatmulShape& s,
                         const MatmulBlocking& blocking, int64_t r0, int64_t rows) {
   const int64_t n = s.n(), k = s.k();
-  start_rows(bias, out, n, r0, rows);
+  // C starts as the bias rows; without a bias the first depth block writes C (Note [Products
+  // written, not accumulated]), so C needs no zeros unless there is no depth at all.
+  if (bias || k == 0) start_rows(bias, out, n, r0, rows);
   with_storage_orders(s, [&](auto, auto a_order) {
     constexpr int Order = decltype(a_order)::value;
     using Mapper = ConstBlasMapper<T, Order>;
     Eigen::internal::gemm_pack_rhs<T, Eigen::Index, Mapper, Traits<T>::nr, Order> pack;
-    Eigen::internal::gebp_kernel<T, T, Eigen::Index, ResultMapper<T>, Traits<T>::mr, Traits<T>::nr,
-                                 false, false>
-        gebp;
     const Mapper op_a_t(a, s.a_cols);
     const ResultMapper<T> c_t(out, n, 1);
+    const FreshResult<T> fresh_c_t(out, n);
     T* block =
         static_cast<T*>(Eigen::internal::aligned_malloc(sizeof(T) * min(blocking.kc, k) * rows));
     for (int64_t k0 = 0; k0 < k; k0 += blocking.kc) {
@@ -324,8 +388,14 @@ void matmul_rows_packed(const T* a, const T* packed_b, const T* bias, T* out, co
       pack(block, op_a_t.getSubMapper(k0, r0), depth, rows);
       for (int64_t n0 = 0; n0 < n; n0 += blocking.nc) {
         const int64_t columns = min(blocking.nc, n - n0);
-        gebp(c_t.getSubMapper(n0, r0), packed_b + packed_block(blocking, k0, n0, depth), block,
-             columns, depth, rows, T(1));
+        const T* packed = packed_b + packed_block(blocking, k0, n0, depth);
+        if (k0 == 0 && !bias) {
+          Gebp<T, FreshResult<T>>()(fresh_c_t.getSubMapper(n0, r0), packed, block, columns, depth,
+                                    rows, T(1));
+        } else {
+          Gebp<T, ResultMapper<T>>()(c_t.getSubMapper(n0, r0), packed, block, columns, depth, rows,
+                                     T(1));
+        }
       }
     }
     Eigen::internal::aligned_free(block);

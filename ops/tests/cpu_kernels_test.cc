@@ -1,8 +1,8 @@
 // CPU kernels with a vector path of their own, against naive loops: threshold_backward's
 // compare-and-mask functor (packets, tails and the parallel split, NaNs included), linear's
-// product that starts from the bias rows instead of zeroing C first, the split fill, the fused
-// scaled product, the elementwise kernels' aligned and unaligned maps, and binaries that broadcast
-// without expanding.
+// product that starts from the bias rows instead of zeroing C first, the packed product that
+// writes C without zeroing it, the split fill, the fused scaled product, the elementwise kernels'
+// aligned and unaligned maps, and binaries that broadcast without expanding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "ops/backend.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
+#include "ops/cpu/parallel.h"
 #include "ops/ops.h"
 
 namespace ag::ops {
@@ -279,6 +280,48 @@ TEST(SharedPackingProducts, MatchNaiveLoops) {
     EXPECT_TRUE(several_depth_blocks) << to_string(dtype);
     EXPECT_TRUE(several_column_blocks) << to_string(dtype);
   }
+}
+
+// Note [Products written, not accumulated]: without a bias, the packed product's first depth
+// block writes C, so whatever C's memory held before does not matter. Here it holds NaN, which
+// any accumulation would carry into the result; the result must have the bits of Eigen's GEMM
+// that zeroes C first (float, every transpose, one and several depth blocks), and the backend's
+// product on one thread, which takes the same path, too.
+TEST(SharedPackingProducts, WriteCWithoutReadingIt) {
+  NoGradGuard no_grad;
+  const CpuKernelsFor<float>& k = cpu_kernels(selected_cpu_isa())->f32;
+  struct Case {
+    int64_t m, n, k;
+  };
+  bool several_depth_blocks = false;
+  for (const Case& c : {Case{301, 90, 70}, Case{64, 257, 1000}}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const MatmulShape shape = {
+          ta ? c.k : c.m, ta ? c.m : c.k, tb ? c.n : c.k, tb ? c.k : c.n, ta, tb};
+      const MatmulBlocking blocking = k.matmul_blocking(shape);
+      several_depth_blocks |= blocking.kc < c.k;
+      const Tensor a = uniform({shape.a_rows, shape.a_cols}, -1, 1, 1);
+      const Tensor b = uniform({shape.b_rows, shape.b_cols}, -1, 1, 2);
+      const Tensor zeroed_first = Tensor::empty({c.m, c.n}, DType::kFloat32);
+      k.matmul_rows(a.data<float>(), b.data<float>(), nullptr, zeroed_first.data<float>(), shape, 0,
+                    c.m);
+      std::vector<float> packed(blocking.packed_size + 16);
+      float* p = packed.data() + (16 - reinterpret_cast<uintptr_t>(packed.data()) / 4 % 16) % 16;
+      for (int64_t piece = 0; piece < blocking.pieces; ++piece)
+        k.matmul_pack_b(b.data<float>(), shape, blocking, piece, p);
+      const Tensor out = from_vector(std::vector<double>(c.m * c.n, kNaN), {c.m, c.n});
+      k.matmul_rows_packed(a.data<float>(), p, nullptr, out.data<float>(), shape, blocking, 0, c.m);
+      const std::string what = std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                               std::to_string(c.k) + " ta=" + std::to_string(ta) +
+                               " tb=" + std::to_string(tb);
+      expect_same_bits(out.to_vector(), zeroed_first.to_vector(), "packed, " + what);
+      Tensor one_thread;
+      run_with_threads(1, [&] { one_thread = cpu_backend()->matmul(a, b, ta, tb, nullptr); });
+      expect_same_bits(one_thread.to_vector(), zeroed_first.to_vector(), "one thread, " + what);
+    }
+  }
+  EXPECT_TRUE(several_depth_blocks);
 }
 
 TEST(ZeroOperandProducts, GiveTheProductsBitsAndAreCounted) {
