@@ -151,7 +151,7 @@ void hessian_section(const Context& context, Report& report) {
     hc.batch = 100;
     hc.hidden = 64;
   }
-  const int rounds = context.quick ? 2 : 15, busy_rounds = context.quick ? 2 : 7;
+  const int rounds = context.quick ? 2 : 15, busy_rounds = context.quick ? 2 : 15;
   const int slow_rounds = context.quick ? 1 : 5, slow_busy_rounds = context.quick ? 1 : 3;
   const Tensor x = make_hessian_input(hc);
   // Seed 001's pair, per-call needs off and on, multiplies every product as PyTorch's kernels do;
