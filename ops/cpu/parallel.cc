@@ -37,6 +37,11 @@
 // tried and changed nothing (the Tanh step beside a busy loop or the bursty load: 27-31 ms
 // pinned, 28-33 ms not): the thread that shares its core with the neighbour is descheduled
 // mid-chunk, and the join waits for it.
+// Falling back to the calling thread alone while the process gets about one core was tried too
+// (the process's CPU time over 20 ms windows of parallel regions; below 1.2 cores, regions ran on
+// one thread for 250 ms before trying both again): quiet unchanged, and no consistent change
+// beside the loads (7 interleaved rounds; bursty Tanh 31.6 -> 29.2 ms but Tanh with the final
+// backward 83.5 -> 88.3 ms, spin 28.5 -> 29.7 ms), so it was not kept.
 // run_with_threads runs a call at fewer threads, in a oneTBB arena of that size.
 // The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
 // paper/runtime_compare.py); it is not a supported configuration.
