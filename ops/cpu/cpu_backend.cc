@@ -288,23 +288,18 @@ class CpuBackend final : public Backend {
       write_zero_product(pbias, out, n);
       return;
     }
-    if (work < kParallelWork) {
+    // One matrix goes through the shared packing below on any number of threads, also one
+    // (parallel_for then runs its chunks as one call): its kernel writes C rather than zeroing it
+    // first (Note [Products written, not accumulated]).
+    if (work < kParallelWork || (batch > 1 && parallel_threads() == 1)) {
       for (int64_t i = 0; i < batch; ++i) matrix(i, 0, m);
       return;
     }
-    const int threads = parallel_threads();
-    const int64_t chunks = threads * kChunksPerThread;
-    const int64_t blocks = threads == 1 ? 1
-                                        : std::clamp<int64_t>((chunks + batch - 1) / batch, 1,
-                                                              std::max<int64_t>(1, m / kMinRows));
-    // One matrix goes through the shared packing on any number of threads, also one: its kernel
-    // writes C rather than zeroing it first (Note [Products written, not accumulated]).
+    const int64_t chunks = parallel_threads() * kChunksPerThread;
+    const int64_t blocks =
+        std::clamp<int64_t>((chunks + batch - 1) / batch, 1, std::max<int64_t>(1, m / kMinRows));
     if (batch == 1) {
       matmul_shared_packing<T>(a.data<T>(), b.data<T>(), pbias, out.data<T>(), s, blocks);
-      return;
-    }
-    if (threads == 1) {
-      for (int64_t i = 0; i < batch; ++i) matrix(i, 0, m);
       return;
     }
     const int64_t rows = (m + blocks - 1) / blocks;

@@ -388,13 +388,15 @@ void matmul_rows_packed(const T* a, const T* packed_b, const T* bias, T* out, co
       pack(block, op_a_t.getSubMapper(k0, r0), depth, rows);
       for (int64_t n0 = 0; n0 < n; n0 += blocking.nc) {
         const int64_t columns = min(blocking.nc, n - n0);
-        const T* packed = packed_b + packed_block(blocking, k0, n0, depth);
+        auto gebp = [&](const auto& c) {
+          Gebp<T, std::decay_t<decltype(c)>>()(c.getSubMapper(n0, r0),
+                                               packed_b + packed_block(blocking, k0, n0, depth),
+                                               block, columns, depth, rows, T(1));
+        };
         if (k0 == 0 && !bias) {
-          Gebp<T, FreshResult<T>>()(fresh_c_t.getSubMapper(n0, r0), packed, block, columns, depth,
-                                    rows, T(1));
+          gebp(fresh_c_t);
         } else {
-          Gebp<T, ResultMapper<T>>()(c_t.getSubMapper(n0, r0), packed, block, columns, depth, rows,
-                                     T(1));
+          gebp(c_t);
         }
       }
     }

@@ -14,6 +14,7 @@
 
 #include "engine/counters.h"
 #include "engine/grad_mode.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/backend.h"
 #include "ops/cpu/isa.h"
@@ -306,8 +307,8 @@ TEST(SharedPackingProducts, WriteCWithoutReadingIt) {
       const Tensor zeroed_first = Tensor::empty({c.m, c.n}, DType::kFloat32);
       k.matmul_rows(a.data<float>(), b.data<float>(), nullptr, zeroed_first.data<float>(), shape, 0,
                     c.m);
-      std::vector<float> packed(blocking.packed_size + 16);
-      float* p = packed.data() + (16 - reinterpret_cast<uintptr_t>(packed.data()) / 4 % 16) % 16;
+      const ScratchBlock<float> packed = scratch_block<float>(blocking.packed_size);  // aligned
+      float* p = packed.get();
       for (int64_t piece = 0; piece < blocking.pieces; ++piece)
         k.matmul_pack_b(b.data<float>(), shape, blocking, piece, p);
       const Tensor out = from_vector(std::vector<double>(c.m * c.n, kNaN), {c.m, c.n});
