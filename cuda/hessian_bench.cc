@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "cuda/cuda.h"
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/ops.h"
 #include "paper/workloads/hessian.h"

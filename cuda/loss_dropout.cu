@@ -2,9 +2,9 @@
 #include <cuda_runtime.h>
 
 #include "cuda/check.h"
-#include "ops/counter_rng.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "ops/counter_rng.h"
 
 namespace ag::cuda {
 namespace {
@@ -87,10 +87,10 @@ void dropout_mask(T* out, int64_t n, double keep_prob, uint64_t seed) {
   check_launch("dropout");
 }
 
-#define AG_INSTANTIATE(T)                                                             \
-  template void log_softmax<T>(const T*, T*, int64_t, int64_t, int64_t);              \
+#define AG_INSTANTIATE(T)                                                                    \
+  template void log_softmax<T>(const T*, T*, int64_t, int64_t, int64_t);                     \
   template void gather_rows<T>(const T*, T*, int64_t, int64_t, const std::vector<int64_t>&); \
-  template void nll_pattern<T>(T*, int64_t, int64_t, const std::vector<int64_t>&, T); \
+  template void nll_pattern<T>(T*, int64_t, int64_t, const std::vector<int64_t>&, T);        \
   template void dropout_mask<T>(T*, int64_t, double, uint64_t);
 AG_INSTANTIATE(float)
 AG_INSTANTIATE(double)

@@ -6,8 +6,8 @@
 
 #include <Eigen/Core>
 
-#include "engine/memory/allocator.h"
 #include "engine/grad_mode.h"
+#include "engine/memory/allocator.h"
 #include "ops/ops.h"
 
 namespace {

@@ -4,9 +4,9 @@
 // fails if the guards stop working, and also if the "before" stops showing the problem.
 #include <gtest/gtest.h>
 
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
@@ -79,8 +79,8 @@ TEST(Dropout2dMemory, NoUnnecessarySave) {
   Tensor mu = testing::leaf({1.0}, {1});
   reset_counters();
   Tensor loss = unrolled_loss(mu);
-  EXPECT_EQ(counters().save_count("mul:self"), 0);  // x is never saved
-  EXPECT_EQ(counters().save_count("mul:other"), 3);        // c_i is, for x's gradient
+  EXPECT_EQ(counters().save_count("mul:self"), 0);   // x is never saved
+  EXPECT_EQ(counters().save_count("mul:other"), 3);  // c_i is, for x's gradient
   EXPECT_EQ(loss.item(), 0 * 1 + 1 * 2 + 2 * 3);
   backward(loss);
   testing::expect_values(mu.grad(), {0 + 1 + 2});

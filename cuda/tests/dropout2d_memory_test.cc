@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "cuda/tests/cuda_test_util.h"
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/ops.h"
 

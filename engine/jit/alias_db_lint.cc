@@ -15,7 +15,8 @@ struct Facts {
   std::vector<LocationSet> reads;      // per node
   std::vector<LocationSet> writes;     // per node
 
-  Facts(const AliasDb& db, const std::vector<const Value*>& live, const std::vector<const Node*>& nodes) {
+  Facts(const AliasDb& db, const std::vector<const Value*>& live,
+        const std::vector<const Node*>& nodes) {
     for (const Value* v : live) {
       locations.push_back(db.memoryLocations(v));
       contained.push_back(db.containedMemoryLocations(v));
@@ -29,7 +30,8 @@ struct Facts {
 
 }  // namespace
 
-std::optional<std::string> findAliasDbDifference(const Graph& graph, const AliasDb& a, const AliasDb& b) {
+std::optional<std::string> findAliasDbDifference(const Graph& graph, const AliasDb& a,
+                                                 const AliasDb& b) {
   std::vector<const Value*> live(graph.inputs().begin(), graph.inputs().end());
   std::vector<const Node*> nodes;
   for (Node* n = graph.firstNode(); n != graph.returnNode(); n = n->next()) {
@@ -41,7 +43,8 @@ std::optional<std::string> findAliasDbDifference(const Graph& graph, const Alias
   };
 
   for (const Value* v : live) {
-    if (a.isTracked(v) != b.isTracked(v)) return differ("tracked(%" + v->name() + ")", a.isTracked(v), b.isTracked(v));
+    if (a.isTracked(v) != b.isTracked(v))
+      return differ("tracked(%" + v->name() + ")", a.isTracked(v), b.isTracked(v));
     if (a.hasWriters(v) != b.hasWriters(v)) {
       return differ("hasWriters(%" + v->name() + ")", a.hasWriters(v), b.hasWriters(v));
     }

@@ -16,7 +16,8 @@
 namespace ag::jit {
 
 // A description of the first disagreement found, or nullopt.
-std::optional<std::string> findAliasDbDifference(const Graph& graph, const AliasDb& a, const AliasDb& b);
+std::optional<std::string> findAliasDbDifference(const Graph& graph, const AliasDb& a,
+                                                 const AliasDb& b);
 
 inline bool isEquivalent(const Graph& graph, const AliasDb& a, const AliasDb& b) {
   return !findAliasDbDifference(graph, a, b).has_value();

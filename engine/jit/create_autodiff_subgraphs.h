@@ -48,6 +48,7 @@ struct AutodiffSubgraphStats {
   size_t alias_db_elements_created = 0;  // over all AliasDbs the pass used
 };
 
-AutodiffSubgraphStats createAutodiffSubgraphs(Graph& graph, const AutodiffSubgraphOptions& options = {});
+AutodiffSubgraphStats createAutodiffSubgraphs(Graph& graph,
+                                              const AutodiffSubgraphOptions& options = {});
 
 }  // namespace ag::jit

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/memory/allocator.h"
 #include "engine/error.h"
+#include "engine/memory/allocator.h"
 #include "engine/node.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"

@@ -1,7 +1,7 @@
 #include "paper/workloads/dropout_memory.h"
 
-#include "engine/memory/allocator.h"
 #include "engine/counters.h"
+#include "engine/memory/allocator.h"
 #include "ops/ops.h"
 
 namespace ag::paper {

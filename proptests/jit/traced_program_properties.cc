@@ -124,8 +124,8 @@ AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEvery
   auto eager = [&](const TensorList& in) { return runProgram(spec, in); };
   auto fail = [&](const std::string& what, const EngineOptions& options, const Graph& g,
                   const std::string& expected, const std::string& actual) {
-    RC_FAIL(what + ", options " + ag::to_string(options) + "\ntraced:\n" + original +
-            "run:\n" + toString(g) + "expected:\n" + expected + "got:\n" + actual);
+    RC_FAIL(what + ", options " + ag::to_string(options) + "\ntraced:\n" + original + "run:\n" +
+            toString(g) + "expected:\n" + expected + "got:\n" + actual);
   };
   const GraphExecutor traced_exec(*traced);
   auto replay = [&](const TensorList& in) { return traced_exec.run(in); };

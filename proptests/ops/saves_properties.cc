@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "engine/memory/allocator.h"
 #include "engine/autograd.h"
 #include "engine/counters.h"
+#include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
