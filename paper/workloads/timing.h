@@ -17,22 +17,21 @@ inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// CPU seconds this thread has used (user and system). On a shared machine a long run is
-// descheduled while a short one is not, so wall time per unit of work grows with the run's length
-// under load; CPU time does not.
-inline double thread_cpu_seconds() {
+// The reading of a POSIX clock, in seconds.
+inline double clock_seconds(clockid_t clock) {
   timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// CPU seconds this thread has used (user and system). On a shared machine a long run is
+// descheduled while a short one is not, so wall time per unit of work grows with the run's length
+// under load; CPU time does not.
+inline double thread_cpu_seconds() { return clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
+
 // CPU seconds all of this process's threads have used. Over a parallel step, divided by its wall
 // time: the cores the step got (2 on an idle 2-core machine; fewer when a neighbour takes some).
-inline double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+inline double process_cpu_seconds() { return clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 
 // The median of `v` (the mean of the two middle values for an even count); 0 for an empty vector.
 inline double median(std::vector<double> v) {
