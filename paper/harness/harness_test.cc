@@ -136,6 +136,34 @@ TEST(Interleave, RoundsAlternateAndMissingContendersDropOut) {
   EXPECT_DOUBLE_EQ(*med[2], 5);
 }
 
+TEST(Interleave, KeepsEveryRoundForRatiosPairedByRound) {
+  int a_calls = 0, b_calls = 0;
+  const Rounds rounds = interleaved_rounds(
+      4, {{"a", [&] { return std::optional<double>(2.0 * a_calls++); }},
+          {"b", [&]() -> std::optional<double> {
+             // Warm-up, then 1, 2, 4; gone from the fourth round on.
+             const int call = b_calls++;
+             return call < 4 ? std::optional<double>(call == 0 ? 1 : 1 << (call - 1))
+                             : std::nullopt;
+           }}});
+  ASSERT_EQ(rounds.samples.size(), 2u);
+  ASSERT_EQ(rounds.samples[0].size(), 4u);
+  EXPECT_DOUBLE_EQ(*rounds.samples[0][3], 8);  // a's warm-up was 0, its rounds 2, 4, 6, 8
+  EXPECT_FALSE(rounds.samples[1][3].has_value());
+  EXPECT_EQ(rounds.paired_ratios(0, 1), (std::vector<double>{2, 2, 1.5}));  // 2/1, 4/2, 6/4
+  EXPECT_DOUBLE_EQ(*rounds.medians()[0], 5);
+  EXPECT_DOUBLE_EQ(*rounds.medians()[1], 2);
+}
+
+TEST(Interleave, QuantilesInterpolateBetweenRanks) {
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.75), 3.25);
+  EXPECT_DOUBLE_EQ(quantile({3, 1, 2}, 0.5), median({3, 1, 2}));
+  EXPECT_DOUBLE_EQ(quantile({7}, 0.25), 7);
+  EXPECT_DOUBLE_EQ(quantile({1, 9}, 1.0), 9);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0);
+}
+
 TEST(TorchScriptIr, WritesEveryNodeWithItsAttributesAsHoistedConstants) {
   const std::unique_ptr<jit::Graph> g = jit::makeLayeredGraph(60);
   const std::string ir = to_torchscript_ir(*g);

@@ -32,30 +32,62 @@ struct Contender {
 // for any spin to end, the same pause for every contender.
 constexpr std::chrono::milliseconds kSettle{50};
 
+// Every contender's figure in every round: samples[c][r] is contender c's repetition in round r,
+// or nullopt where it had none (it sat the round out, or had failed before).
+struct Rounds {
+  std::vector<std::vector<std::optional<double>>> samples;
+
+  // Each contender's median over its rounds (nullopt for one without any figure).
+  std::vector<std::optional<double>> medians() const {
+    std::vector<std::optional<double>> out;
+    for (const auto& rounds : samples) {
+      std::vector<double> v;
+      for (const auto& x : rounds) {
+        if (x) v.push_back(*x);
+      }
+      out.push_back(v.empty() ? std::nullopt : std::optional<double>(median(v)));
+    }
+    return out;
+  }
+
+  // Contender a's figure over contender b's, round by round, in the rounds both took part in.
+  // The ratio of two medians hides how much it moves from round to round on a busy machine; the
+  // spread of these paired ratios shows it.
+  std::vector<double> paired_ratios(size_t a, size_t b) const {
+    std::vector<double> out;
+    for (size_t r = 0; r < samples[a].size(); ++r) {
+      if (samples[a][r] && samples[b][r] && *samples[b][r] != 0) {
+        out.push_back(*samples[a][r] / *samples[b][r]);
+      }
+    }
+    return out;
+  }
+};
+
 // Runs one untimed warm-up of each contender, then `rounds` interleaved rounds, each repetition
-// after the settling pause; returns each contender's median (nullopt for one without any
-// figure).
-inline std::vector<std::optional<double>> interleaved(int rounds,
-                                                      const std::vector<Contender>& contenders) {
+// after the settling pause.
+inline Rounds interleaved_rounds(int rounds, const std::vector<Contender>& contenders) {
   std::vector<bool> active(contenders.size());
   for (size_t c = 0; c < contenders.size(); ++c) {
     active[c] = contenders[c].measure().has_value();
   }
-  std::vector<std::vector<double>> samples(contenders.size());
+  Rounds out;
+  out.samples.assign(contenders.size(), std::vector<std::optional<double>>(rounds));
   for (int r = 0; r < rounds; ++r) {
     for (size_t c = 0; c < contenders.size(); ++c) {
       if (!active[c] || (contenders[c].rounds > 0 && r >= contenders[c].rounds)) continue;
       std::this_thread::sleep_for(kSettle);
-      const std::optional<double> v = contenders[c].measure();
-      if (v) samples[c].push_back(*v);
-      active[c] = v.has_value();
+      out.samples[c][r] = contenders[c].measure();
+      active[c] = out.samples[c][r].has_value();
     }
   }
-  std::vector<std::optional<double>> medians;
-  for (const auto& s : samples) {
-    medians.push_back(s.empty() ? std::nullopt : std::optional<double>(median(s)));
-  }
-  return medians;
+  return out;
+}
+
+// interleaved_rounds(), then each contender's median.
+inline std::vector<std::optional<double>> interleaved(int rounds,
+                                                      const std::vector<Contender>& contenders) {
+  return interleaved_rounds(rounds, contenders).medians();
 }
 
 }  // namespace ag::paper

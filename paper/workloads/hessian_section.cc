@@ -17,6 +17,9 @@ namespace {
 
 const char* kFinal[2] = {", no final backward", ", with final backward"};
 const char* kOneThread = "step time at one thread each";
+// The spread of ours / PyTorch's autograd over the rounds of one condition: the middle half.
+const std::pair<double, std::string> kQuartiles[2] = {
+    {0.25, "ours / it per round, first quartile"}, {0.75, "ours / it per round, third quartile"}};
 
 // The engine counters of a step that the work table shows: its row label, the metric written to
 // figures.tsv (the variant's row there), the unit, and the field of the step's stats.
@@ -194,9 +197,19 @@ void hessian_section(const Context& context, Report& report) {
               peer_step(impl, hc, fb, {},
                         impl.slow ? (condition.quiet() ? slow_rounds : slow_busy_rounds) : 0));
         }
-        const std::vector<std::optional<double>> med =
-            interleaved(condition.quiet() ? rounds : busy_rounds, contenders);
+        const Rounds measured =
+            interleaved_rounds(condition.quiet() ? rounds : busy_rounds, contenders);
+        const std::vector<std::optional<double>> med = measured.medians();
         const std::string metric = std::string("step time") + kFinal[fb];
+        // Ours over PyTorch's autograd, round by round (both are in every round).
+        const size_t ours_at = condition.quiet() ? 2 : 0, torch_at = ours_at + 1;
+        if (contenders.size() > torch_at && contenders[torch_at].name == impls[0].name) {
+          const std::vector<double> per_round = measured.paired_ratios(ours_at, torch_at);
+          for (const auto& [q, name] : kQuartiles) {
+            results.add(wl, impls[0].name, under(name + kFinal[fb], condition),
+                        quantile(per_round, q), "x");
+          }
+        }
         std::cout << "  " << activation_name(activation) << kFinal[fb] << ", " << condition.name
                   << ":";
         for (size_t c = 0; c < contenders.size(); ++c) {
@@ -289,7 +302,10 @@ void hessian_section(const Context& context, Report& report) {
     << "Ours = the engine as shipped (the ours column above). A peer's cell is its median step and "
        "ours / its (below 1: ours is "
        "faster), both from the same interleaved rounds under the same condition, at the same "
-       "thread count. torch.func.hessian and jax.hessian compute each sample's full 16x16 Hessian "
+       "thread count. The ratio of two medians hides how far it moves from round to round on a "
+       "busy machine: the column after PyTorch's autograd gives the middle half (first to third "
+       "quartile) of ours / its taken round by round. torch.func.hessian and jax.hessian compute "
+       "each sample's full 16x16 Hessian "
        "(vmap over the batch; rows summed to y_xx), 16 tangents where the nested grads and "
        "jvp(grad) push one (H @ 1 = y_xx). JAX propagates ReLU's zero second derivative "
        "symbolically and XLA then drops the dead products, so its ReLU rows do not do the work the "
@@ -297,6 +313,7 @@ void hessian_section(const Context& context, Report& report) {
        "only.\n\n";
   std::vector<std::string> header = {"workload", "condition", "ours"};
   for (const PeerImpl& impl : impls) header.push_back(impl.name);
+  header.insert(header.begin() + 4, "ours / " + torch_autograd + ", middle half of rounds");
   Table p(header);
   for (int a = 0; a < 2; ++a) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
@@ -312,6 +329,12 @@ void hessian_section(const Context& context, Report& report) {
                           ? "-"
                           : peer_cell(std::isnan(v) ? std::nullopt : std::optional<double>(v), ours,
                                       "ms", peers.missing(impl.process)));
+          if (&impl != &impls[0]) continue;
+          const double q1 =
+              results.get(wl, impl.name, under(kQuartiles[0].second + kFinal[fb], condition));
+          const double q3 =
+              results.get(wl, impl.name, under(kQuartiles[1].second + kFinal[fb], condition));
+          r.push_back(std::isnan(q1) ? "-" : format(q1) + "x - " + format(q3) + "x");
         }
         p.row(r);
       }

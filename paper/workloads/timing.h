@@ -41,6 +41,17 @@ inline double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The q-quantile of `v` (0 <= q <= 1), interpolating linearly between the two nearest ranks, as
+// numpy's default does: quantile(v, 0.5) is the median. 0 for an empty vector.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t below = static_cast<size_t>(at);
+  if (below + 1 >= v.size()) return v.back();
+  return v[below] + (at - static_cast<double>(below)) * (v[below + 1] - v[below]);
+}
+
 // Keeps the compiler from discarding a computed value.
 template <typename T>
 inline void do_not_optimize(const T& value) {
