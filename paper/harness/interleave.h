@@ -22,6 +22,15 @@ struct Contender {
   int rounds = 0;  // take part in the first `rounds` rounds only (slow peers); 0: in all
 };
 
+// Where the contender called `name` is in `contenders`, if it is there.
+inline std::optional<size_t> position(const std::vector<Contender>& contenders,
+                                      const std::string& name) {
+  for (size_t c = 0; c < contenders.size(); ++c) {
+    if (contenders[c].name == name) return c;
+  }
+  return std::nullopt;
+}
+
 // Note [Settle between contenders]
 // A peer's threads do not stop when its step does: PyTorch's OpenMP workers (libgomp) spin for
 // about 15 ms after each parallel region before they sleep (measured here: a PyTorch process that

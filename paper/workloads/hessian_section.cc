@@ -202,9 +202,10 @@ void hessian_section(const Context& context, Report& report) {
         const std::vector<std::optional<double>> med = measured.medians();
         const std::string metric = std::string("step time") + kFinal[fb];
         // Ours over PyTorch's autograd, round by round (both are in every round).
-        const size_t ours_at = condition.quiet() ? 2 : 0, torch_at = ours_at + 1;
-        if (contenders.size() > torch_at && contenders[torch_at].name == impls[0].name) {
-          const std::vector<double> per_round = measured.paired_ratios(ours_at, torch_at);
+        const std::optional<size_t> ours_at = position(contenders, variants[2].name);
+        const std::optional<size_t> torch_at = position(contenders, impls[0].name);
+        if (ours_at && torch_at) {
+          const std::vector<double> per_round = measured.paired_ratios(*ours_at, *torch_at);
           for (const auto& [q, name] : kQuartiles) {
             results.add(wl, impls[0].name, under(name + kFinal[fb], condition),
                         quantile(per_round, q), "x");
