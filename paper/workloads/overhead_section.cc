@@ -63,6 +63,15 @@ Instructions count_instructions(const Context& context) {
   return in;
 }
 
+std::string peer_name(const PeerProcess* peer, const char* language) {
+  return (peer ? peer->short_name() : std::string(language[0] == 'P' ? "PyTorch" : "libtorch")) +
+         " (" + language + ")";
+}
+
+// The quiet rounds' spread of the C++ peer's time over ours (ours below it, paired by round).
+const char* kBelowFirstQuartile = "times ours per round, first quartile";
+const char* kBelowThirdQuartile = "times ours per round, third quartile";
+
 // One overhead workload's contenders: ours off and on, then the Python and C++ peers.
 struct OverheadWorkload {
   std::string workload, unit;
@@ -85,14 +94,25 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
     }
     for (PeerProcess* peer : {peers.torch.get(), peers.libtorch.get()}) {
       if (!peer || !peer->available()) continue;
-      contenders.push_back(
-          {peer->short_name() + (peer == peers.torch.get() ? " (Python)" : " (C++)"),
-           [peer, &w]() -> std::optional<double> {
-             const auto v = peer->value(w.peer_task);
-             return v ? std::optional<double>(*v * w.scale) : std::nullopt;
-           }});
+      contenders.push_back({peer_name(peer, peer == peers.torch.get() ? "Python" : "C++"),
+                            [peer, &w]() -> std::optional<double> {
+                              const auto v = peer->value(w.peer_task);
+                              return v ? std::optional<double>(*v * w.scale) : std::nullopt;
+                            }});
     }
-    const std::vector<std::optional<double>> med = interleaved(rounds, contenders);
+    const Rounds measured = interleaved_rounds(rounds, contenders);
+    const std::vector<std::optional<double>> med = measured.medians();
+    // How many times below the C++ peer ours is, round by round: the spread of the ratio.
+    const std::optional<size_t> ours_at = position(contenders, "pruning on");
+    const std::optional<size_t> cpp_at =
+        position(contenders, peer_name(peers.libtorch.get(), "C++"));
+    if (condition.quiet() && ours_at && cpp_at) {
+      const std::vector<double> below = measured.paired_ratios(*cpp_at, *ours_at);
+      context.results->add(w.workload, contenders[*cpp_at].name, kBelowFirstQuartile,
+                           quantile(below, 0.25), "x");
+      context.results->add(w.workload, contenders[*cpp_at].name, kBelowThirdQuartile,
+                           quantile(below, 0.75), "x");
+    }
     std::cout << "  " << w.workload << ", " << condition.name << ":";
     for (size_t c = 0; c < contenders.size(); ++c) {
       if (!med[c]) continue;
@@ -104,11 +124,6 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
     }
     std::cout << std::endl;
   }
-}
-
-std::string peer_name(const PeerProcess* peer, const char* language) {
-  return (peer ? peer->short_name() : std::string(language[0] == 'P' ? "PyTorch" : "libtorch")) +
-         " (" + language + ")";
 }
 
 }  // namespace
@@ -219,8 +234,15 @@ void overhead_section(const Context& context, Report& report) {
   const double cpp_tiny = get("tiny_graph", cpp, "time per call");
   const double cpp_chain = get("scalar_chain", cpp, "time per call");
   if (!std::isnan(cpp_tiny) && !std::isnan(cpp_chain)) {
-    s << " Below " << cpp << " in this run, quiet: tiny graph " << ratio(cpp_tiny, tiny_on)
-      << ", scalar chain " << ratio(cpp_chain, chain_on) << " (issue 17's target: 15x).";
+    auto spread = [&](const std::string& w) {
+      const double q1 = get(w, cpp, kBelowFirstQuartile), q3 = get(w, cpp, kBelowThirdQuartile);
+      return std::isnan(q1)
+                 ? std::string()
+                 : " (middle half of the rounds: " + format(q1) + "x - " + format(q3) + "x)";
+    };
+    s << " Below " << cpp << " in this run, quiet, as the ratio of the medians: tiny graph "
+      << ratio(cpp_tiny, tiny_on) << spread("tiny_graph") << ", scalar chain "
+      << ratio(cpp_chain, chain_on) << spread("scalar_chain") << " (issue 17's target: 15x).";
   }
   s << "\n";
 }
