@@ -122,7 +122,12 @@ Tensor copied_gradient(const Tensor& g, const Shape& shape) {
 }
 
 Tensor rebased_base(const Tensor& view, const Shape& shape) {
-  return record_node(RebasedBase::spec, {&view}, view.alias_with_shape(shape), NoAttrs(), {});
+  Tensor out = record_node(RebasedBase::spec, {&view}, view.alias_with_shape(shape), NoAttrs(), {});
+  // Note [Written through a view]: the base's node is where a backward's gradient for the base
+  // arrives, as at CopySlices, so it refuses to run again once a backward has freed it, also
+  // where that backward's gradient goes no further (backward() when no leaf behind it wants one).
+  static_cast<OpNode&>(*out.grad_fn()).mark_freed_whole_on_release();
+  return out;
 }
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {

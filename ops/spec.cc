@@ -153,15 +153,15 @@ void OpNode::release_saved() {
   for (SavedVariable& s : saved_) {
     if (s.defined()) s.release();
   }
-  released_ = written_through_view_;
+  released_ = freed_whole_;
 }
 
 TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   if (released_) {  // Note [Written through a view]
     fail("Trying to backward through the graph a second time: '", name(),
-         "' wrote through a view and its base's history was freed by an earlier backward. Pass "
-         "retain_graph to the first backward()/grad() call if you need to backward through the "
-         "graph again.");
+         "' is part of the history of a base written through a view, which an earlier backward "
+         "freed. Pass retain_graph to the first backward()/grad() call if you need to backward "
+         "through the graph again.");
   }
   // The results go into the list the gradient came in, whose memory the engine keeps for its
   // next call (Note [Reused node states]).

@@ -285,7 +285,10 @@ class OpNode final : public Node {
   bool keeps_slot(size_t j) const;
   // Note [Written through a view]: this in-place node wrote through a view, so its base's
   // history runs through it; a backward without retain_graph frees it whole.
-  void mark_written_through_view() { written_through_view_ = true; }
+  void mark_written_through_view() { written_through_view_ = freed_whole_ = true; }
+  // Note [Written through a view]: a backward without retain_graph frees this node whole, so that
+  // it refuses to run again (the base's history after a write through a view, as CopySlices).
+  void mark_freed_whole_on_release() { freed_whole_ = true; }
 
  private:
   friend class BackwardContext;
@@ -296,7 +299,8 @@ class OpNode final : public Node {
   uint64_t input_requires_grad_;  // bit i: input i
   bool guard_saves_;
   bool written_through_view_ = false;
-  bool released_ = false;  // release_saved() ran (tracked only when written_through_view_)
+  bool freed_whole_ = false;  // refuses to run after release_saved()
+  bool released_ = false;     // release_saved() ran (tracked only when freed_whole_)
 };
 
 // What a formula sees: the incoming gradient, the slots its uses list names, the input shapes

@@ -37,12 +37,16 @@ namespace ag::ops {
 // PyTorch wraps an in-place op on a view in the base's CopySlices node, which drops the op's
 // backward when a backward without retain_graph frees the graph, and refuses to run again
 // ("Trying to backward through the graph a second time"), whether or not the op saved a value.
-// Here the in-place node itself plays that part: finish_inplace() marks it when it wrote through
-// a view, and such a node refuses to run after release_saved(). Every path to it passes through
-// the base's new history (the view's own history is regenerated from the base), as every path
-// to PyTorch's wrapped op passes through CopySlices. CopySlices also writes the op's gradient
-// for self into a copy of the incoming gradient, so under create_graph that gradient requires
-// grad when the incoming one does, even from a constant formula (copy_'s zeros): OpNode::apply.
+// Here two nodes play that part: the base's new history (rebased_base), where the base's
+// gradient arrives as it arrives at CopySlices, and behind it the in-place node, which
+// finish_inplace() marks when it wrote through a view. Both refuse to run after release_saved().
+// Every path to the in-place node passes through the base's new history (the view's own history
+// is regenerated from the base), as every path to PyTorch's wrapped op passes through CopySlices;
+// the base's node refuses on its own for a backward() whose gradient stops there because no leaf
+// behind it wants one (Note [The backward pass]), where PyTorch's CopySlices, reached, refuses.
+// CopySlices also writes the op's gradient for self into a copy of the incoming gradient, so under
+// create_graph that gradient requires grad when the incoming one does, even from a constant formula
+// (copy_'s zeros): OpNode::apply.
 
 // Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
 void mark_view(const Tensor& view, const Tensor& of);

@@ -360,6 +360,37 @@ TEST(Views, CopyInplaceIntoAViewOfABaseWithoutHistoryRefusesASecondBackward) {
   expect_backward_twice_error([&] { backward({ops::sum(b)}); });
 }
 
+// The base's own node refuses too, as CopySlices does when a gradient reaches it, also where
+// nothing behind it wants a gradient any more (found by the API-model fuzzer). PyTorch 2.15:
+// b = torch.full((2, 2), -2.); v = b.reshape(2, 2); x = torch.full((2,), -2., requires_grad=True)
+// v.copy_(x); grad([v], [x], [v.clone()], retain_graph=False, create_graph=True)
+// x.requires_grad_(False); backward([b], [b], retain_graph=True)  -> raises
+TEST(Views, TheBaseRefusesASecondBackwardWhenNoLeafBehindItWantsAGradient) {
+  Tensor b = ops::full({2, 2}, -2.0, DType::kFloat64);
+  Tensor v = ops::reshape(b, {2, 2});
+  Tensor x = leaf({-2, -2}, {2});
+  ops::copy_(v, x);
+  const Tensor g = grad(
+      {v}, {x}, GradArgs().grad_outputs({ops::clone(v)}).retain_graph(false).create_graph())[0];
+  expect_values(g, {-4, -4});
+  x.set_requires_grad(false);
+  expect_backward_twice_error(
+      [&] { backward({b}, BackwardArgs().grad_tensors({b}).retain_graph()); });
+}
+
+// PyTorch 2.15: the same write; x.requires_grad_(False); backward([b], [b]) runs CopySlices,
+// which gives x nothing and frees the history, so a second backward([b], [b]) raises.
+TEST(Views, ABackwardThatReachesOnlyTheBaseFreesIt) {
+  Tensor b = ops::full({2, 2}, -2.0, DType::kFloat64);
+  Tensor v = ops::reshape(b, {2, 2});
+  Tensor x = leaf({-2, -2}, {2});
+  ops::copy_(v, x);
+  x.set_requires_grad(false);
+  backward({b}, BackwardArgs().grad_tensors({b}));
+  EXPECT_FALSE(x.grad().defined());
+  expect_backward_twice_error([&] { backward({b}, BackwardArgs().grad_tensors({b})); });
+}
+
 TEST(Views, WrittenThroughAViewRunsAgainWithRetainGraph) {
   WrittenThroughAView t;
   ops::add_(t.v, t.x);
