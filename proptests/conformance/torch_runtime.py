@@ -218,9 +218,14 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # VariableHooks::grad_fn), a side effect that requires_grad_() would see later.
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
             if isinstance(t, torch.Tensor) and t.grad is not None and t.is_leaf}
+    # The copies are made with grad mode off: a recorded clone reads its input's grad_fn, which
+    # would regenerate a stale view's history (the side effect above), where the engine's call
+    # reads nothing of the gradients' histories without create_graph.
     if not kwargs.get("create_graph", False):
-        grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
-                        g.untyped_storage().data_ptr() not in held else g for g in grad_tensors]
+        with torch.no_grad():
+            grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
+                            g.untyped_storage().data_ptr() not in held else g
+                            for g in grad_tensors]
     _begin_call(inputs)
     try:
         torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
