@@ -38,6 +38,8 @@ TEST(Markdown, FormatsNumbersAlike) {
   EXPECT_EQ(with_unit(2.5, "ms"), "2.5 ms");
   EXPECT_EQ(ratio(16.5, 18.75), "0.88x");
   EXPECT_EQ(ratio(1, 0), "n/a");
+  EXPECT_EQ(ratio_range(0.512, 0.7654), "0.512x - 0.765x");
+  EXPECT_EQ(ratio_range(std::nan(""), 1), "n/a");
   EXPECT_EQ(peer_cell(20.0, 16.0, "ms", "missing"), "20 ms (0.8x)");
   EXPECT_EQ(peer_cell(std::nullopt, 16.0, "ms", "not installed"), "not installed");
 }
@@ -151,6 +153,7 @@ TEST(Interleave, KeepsEveryRoundForRatiosPairedByRound) {
   EXPECT_DOUBLE_EQ(*rounds.samples[0][3], 8);  // a's warm-up was 0, its rounds 2, 4, 6, 8
   EXPECT_FALSE(rounds.samples[1][3].has_value());
   EXPECT_EQ(rounds.paired_ratios(0, 1), (std::vector<double>{2, 2, 1.5}));  // 2/1, 4/2, 6/4
+  EXPECT_EQ(rounds.middle_half(0, 1), (std::pair<double, double>{1.75, 2}));
   EXPECT_DOUBLE_EQ(*rounds.medians()[0], 5);
   EXPECT_DOUBLE_EQ(*rounds.medians()[1], 2);
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "paper/workloads/timing.h"
@@ -70,6 +71,12 @@ struct Rounds {
       }
     }
     return out;
+  }
+
+  // The first and third quartiles of paired_ratios(a, b): where the middle half of its rounds lie.
+  std::pair<double, double> middle_half(size_t a, size_t b) const {
+    const std::vector<double> ratios = paired_ratios(a, b);
+    return {quantile(ratios, 0.25), quantile(ratios, 0.75)};
   }
 };
 

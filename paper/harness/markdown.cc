@@ -36,6 +36,11 @@ std::string ratio(double numerator, double denominator) {
   return format(numerator / denominator) + "x";
 }
 
+std::string ratio_range(double low, double high) {
+  if (std::isnan(low)) return "n/a";
+  return format(low) + "x - " + format(high) + "x";
+}
+
 std::string peer_cell(std::optional<double> peer, double ours, const std::string& unit,
                       const std::string& missing) {
   if (!peer) return missing;

@@ -16,6 +16,8 @@ std::string format(double v, int precision = 3);
 std::string with_unit(double v, const std::string& unit);
 // "0.87x"; "n/a" when either side is missing or zero.
 std::string ratio(double numerator, double denominator);
+// "0.51x - 0.77x", a range of ratios; "n/a" when the low end is missing.
+std::string ratio_range(double low, double high);
 // A peer's cell: "18.7 ms (0.87x)", its time and ours / its; `missing` when it has none.
 std::string peer_cell(std::optional<double> peer, double ours, const std::string& unit,
                       const std::string& missing);

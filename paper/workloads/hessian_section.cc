@@ -17,9 +17,10 @@ namespace {
 
 const char* kFinal[2] = {", no final backward", ", with final backward"};
 const char* kOneThread = "step time at one thread each";
-// The spread of ours / PyTorch's autograd over the rounds of one condition: the middle half.
-const std::pair<double, std::string> kQuartiles[2] = {
-    {0.25, "ours / it per round, first quartile"}, {0.75, "ours / it per round, third quartile"}};
+// The middle half of ours / PyTorch's autograd over the rounds of one condition (Rounds::
+// middle_half): the metrics of its two ends.
+const std::string kFirstQuartile = "ours / it per round, first quartile";
+const std::string kThirdQuartile = "ours / it per round, third quartile";
 
 // The engine counters of a step that the work table shows: its row label, the metric written to
 // figures.tsv (the variant's row there), the unit, and the field of the step's stats.
@@ -205,11 +206,9 @@ void hessian_section(const Context& context, Report& report) {
         const std::optional<size_t> ours_at = position(contenders, variants[2].name);
         const std::optional<size_t> torch_at = position(contenders, impls[0].name);
         if (ours_at && torch_at) {
-          const std::vector<double> per_round = measured.paired_ratios(*ours_at, *torch_at);
-          for (const auto& [q, name] : kQuartiles) {
-            results.add(wl, impls[0].name, under(name + kFinal[fb], condition),
-                        quantile(per_round, q), "x");
-          }
+          const auto [q1, q3] = measured.middle_half(*ours_at, *torch_at);
+          results.add(wl, impls[0].name, under(kFirstQuartile + kFinal[fb], condition), q1, "x");
+          results.add(wl, impls[0].name, under(kThirdQuartile + kFinal[fb], condition), q3, "x");
         }
         std::cout << "  " << activation_name(activation) << kFinal[fb] << ", " << condition.name
                   << ":";
@@ -313,8 +312,10 @@ void hessian_section(const Context& context, Report& report) {
        "others do; its Tanh rows do. Busy conditions run the peers in the first columns "
        "only.\n\n";
   std::vector<std::string> header = {"workload", "condition", "ours"};
-  for (const PeerImpl& impl : impls) header.push_back(impl.name);
-  header.insert(header.begin() + 4, "ours / " + torch_autograd + ", middle half of rounds");
+  for (const PeerImpl& impl : impls) {
+    header.push_back(impl.name);
+    if (&impl == &impls[0]) header.push_back("ours / " + impl.name + ", middle half of rounds");
+  }
   Table p(header);
   for (int a = 0; a < 2; ++a) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
@@ -332,10 +333,10 @@ void hessian_section(const Context& context, Report& report) {
                                       "ms", peers.missing(impl.process)));
           if (&impl != &impls[0]) continue;
           const double q1 =
-              results.get(wl, impl.name, under(kQuartiles[0].second + kFinal[fb], condition));
+              results.get(wl, impl.name, under(kFirstQuartile + kFinal[fb], condition));
           const double q3 =
-              results.get(wl, impl.name, under(kQuartiles[1].second + kFinal[fb], condition));
-          r.push_back(std::isnan(q1) ? "-" : format(q1) + "x - " + format(q3) + "x");
+              results.get(wl, impl.name, under(kThirdQuartile + kFinal[fb], condition));
+          r.push_back(std::isnan(q1) ? "-" : ratio_range(q1, q3));
         }
         p.row(r);
       }

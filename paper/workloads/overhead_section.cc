@@ -107,11 +107,9 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
     const std::optional<size_t> cpp_at =
         position(contenders, peer_name(peers.libtorch.get(), "C++"));
     if (condition.quiet() && ours_at && cpp_at) {
-      const std::vector<double> below = measured.paired_ratios(*cpp_at, *ours_at);
-      context.results->add(w.workload, contenders[*cpp_at].name, kBelowFirstQuartile,
-                           quantile(below, 0.25), "x");
-      context.results->add(w.workload, contenders[*cpp_at].name, kBelowThirdQuartile,
-                           quantile(below, 0.75), "x");
+      const auto [q1, q3] = measured.middle_half(*cpp_at, *ours_at);
+      context.results->add(w.workload, contenders[*cpp_at].name, kBelowFirstQuartile, q1, "x");
+      context.results->add(w.workload, contenders[*cpp_at].name, kBelowThirdQuartile, q3, "x");
     }
     std::cout << "  " << w.workload << ", " << condition.name << ":";
     for (size_t c = 0; c < contenders.size(); ++c) {
@@ -236,9 +234,8 @@ void overhead_section(const Context& context, Report& report) {
   if (!std::isnan(cpp_tiny) && !std::isnan(cpp_chain)) {
     auto spread = [&](const std::string& w) {
       const double q1 = get(w, cpp, kBelowFirstQuartile), q3 = get(w, cpp, kBelowThirdQuartile);
-      return std::isnan(q1)
-                 ? std::string()
-                 : " (middle half of the rounds: " + format(q1) + "x - " + format(q3) + "x)";
+      return std::isnan(q1) ? std::string()
+                            : " (middle half of the rounds: " + ratio_range(q1, q3) + ")";
     };
     s << " Below " << cpp << " in this run, quiet, as the ratio of the medians: tiny graph "
       << ratio(cpp_tiny, tiny_on) << spread("tiny_graph") << ", scalar chain "
