@@ -33,7 +33,13 @@ class Shape {
     assign(first, last);
   }
   Shape(const std::vector<int64_t>& dims) { assign(dims.begin(), dims.end()); }  // NOLINT
-  Shape(const Shape& other) { copy_from(other); }
+  Shape(const Shape& other) : size_(other.size_) {
+    if (other.heap_) {
+      copy_spilled(other);
+    } else {
+      std::memcpy(inline_, other.inline_, sizeof inline_);  // the compiler drops the zeroing
+    }
+  }
   Shape(Shape&& other) noexcept { take(other); }
   Shape& operator=(const Shape& other) {
     if (this != &other) copy_from(other);
@@ -130,13 +136,16 @@ class Shape {
   // Inline shapes copy the whole (fixed-size) inline array: a few vector moves, no loop.
   void copy_from(const Shape& other) {
     if (other.heap_) {
-      assign(other.begin(), other.end());
+      copy_spilled(other);
       return;
     }
     heap_.reset();
     std::memcpy(inline_, other.inline_, sizeof inline_);
     size_ = other.size_;
   }
+  // Out of line, so that the copy constructor's inline case stays small enough to be inlined
+  // where shapes are copied (every op output's metadata, every recorded input).
+  [[gnu::noinline]] void copy_spilled(const Shape& other) { assign(other.begin(), other.end()); }
   void take(Shape& other) {
     if (other.heap_) {
       heap_ = std::move(other.heap_);
