@@ -16,7 +16,7 @@ namespace ag {
 
 // Note [The backward pass]
 // execute() runs one backward call over the graph that the outputs' grad_fn lead to. Its state
-// lives in a GraphTask, never in the nodes (Note [Per-call view]). Five phases, numbered on the
+// lives in a GraphTask, never in the nodes (Note [Per-call view]). Four phases, numbered on the
 // functions below:
 //
 //   1. mark_targets        each requested input is an edge (node, input slot): capture the
@@ -31,9 +31,10 @@ namespace ag {
 //                          (PyTorch's exec_info). Without targets (backward() into every leaf)
 //                          every node runs, as in PyTorch, except the AccumulateGrad of a leaf
 //                          that no longer requires grad; a gradient is then needed (Note
-//                          [Per-call view]) iff it leads to a leaf that requires grad.
-//   4. count_dependencies  each node waits for one gradient per used edge into it.
-//   5. run_ready_nodes     seed the roots' gradients; then, while a node is ready, take the one
+//                          [Per-call view]) iff it leads to a leaf that requires grad. In the
+//                          same pass, each node that runs adds one dependency to every node its
+//                          used gradients go to: a node waits for one gradient per used edge.
+//   4. run_ready_nodes     seed the roots' gradients; then, while a node is ready, take the one
 //                          with the highest ready_key() (Note [Sequence number]), capture the
 //                          gradients its target slots hold, and if it runs: apply() it with a
 //                          Call, free its saved values unless retain_graph, and send each output
@@ -48,8 +49,8 @@ struct NodeState {
   bool discovered = false;  // reached from a root (2); expanded unless a cut ruled it out
   bool runs = false;        // apply() runs (3)
   bool wanted = false;      // without targets: leads to a leaf that requires grad (3)
-  bool queued = false;      // pushed onto the ready heap (5)
-  int dependencies = 0;     // used gradients still to arrive (4)
+  bool queued = false;      // pushed onto the ready heap (4)
+  int dependencies = 0;     // used gradients still to arrive (3)
   TensorList buffer;        // the gradients received so far, one per input slot
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index) (1)
 
@@ -120,7 +121,6 @@ class GraphTask final : public ExecPlan {
     discover();
     check_targets_reached();
     mark_runs();
-    count_dependencies();
     seed_roots();
     run_ready_nodes();
     return std::move(captured_);
@@ -140,7 +140,6 @@ class GraphTask final : public ExecPlan {
   void check_targets_reached() const;
   void mark_runs();
   void mark_runs_into_every_leaf();
-  void count_dependencies();
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
@@ -232,14 +231,19 @@ void GraphTask::check_targets_reached() const {
   }
 }
 
-// 3. Children come before their parents in post_order_, so theirs are settled first.
+// 3. Children come before their parents in post_order_, so theirs are settled first. A node runs
+// iff one of its edges carries a used gradient, so each such edge is also a dependency of its
+// child: both are settled in one pass.
 void GraphTask::mark_runs() {
   if (request_.targets.empty()) return mark_runs_into_every_leaf();
   for (Node* node : post_order_) {
     bool runs = false;
     for (const Edge& edge : node->next_edges()) {
-      if (runs) break;
-      runs = edge.is_valid() && state_of(edge.function.get()).uses_gradient(edge.input_nr);
+      if (!edge.is_valid()) continue;
+      NodeState& child = nodes_[edge.function.get()];  // discovered: nothing is inserted
+      if (!child.uses_gradient(edge.input_nr)) continue;
+      runs = true;
+      ++child.dependencies;
     }
     nodes_[node].runs = runs;
   }
@@ -260,19 +264,9 @@ void GraphTask::mark_runs_into_every_leaf() {
     }
     state.runs = true;
     for (const Edge& edge : node->next_edges()) {
-      if (state.wanted) break;
-      state.wanted = edge.is_valid() && state_of(edge.function.get()).wanted;
-    }
-  }
-}
-
-// 4.
-void GraphTask::count_dependencies() {
-  for (Node* node : post_order_) {
-    if (!state_of(node).runs) continue;
-    for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
-      NodeState& child = nodes_[edge.function.get()];
+      NodeState& child = nodes_[edge.function.get()];  // discovered: `state` stays valid
+      state.wanted = state.wanted || child.wanted;
       if (child.uses_gradient(edge.input_nr)) ++child.dependencies;
     }
   }
@@ -320,7 +314,7 @@ void GraphTask::enqueue(Node* node, NodeState& state) {
   std::push_heap(ready_.begin(), ready_.end(), RunsLater());
 }
 
-// 5.
+// 4.
 void GraphTask::seed_roots() {
   for (size_t i = 0; i < request_.roots.size(); ++i) {
     const Edge& root = request_.roots[i];
