@@ -132,8 +132,9 @@ OpNode::OpNode(const OpSpec& spec, EdgeList&& edges, InputShapes&& input_shapes,
       guard_saves_(guard_saves) {}
 
 void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
-  // Built in place over the empty entry: a SavedVariable is 144 bytes, and building a
-  // temporary, moving it in and destroying it cost about 55 instructions per save.
+  // Built in place over the slot's entry (empty, unless saved before): a SavedVariable is 144
+  // bytes, and building a temporary, moving it in and destroying it cost about 55 instructions
+  // per save.
   SavedVariable& entry = saved_[slot];
   entry.~SavedVariable();
   try {
