@@ -57,11 +57,6 @@ std::map<std::string, int64_t> Counters::save_counts() const {
   return out;
 }
 
-Counters& counters() {
-  thread_local Counters c;
-  return c;
-}
-
 void reset_counters() { counters() = Counters{}; }
 
 }  // namespace ag

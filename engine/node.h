@@ -53,6 +53,9 @@ using TensorMetaList = SmallVector<TensorMeta, 1>;  // Note [Small vectors]
 class Node : public std::enable_shared_from_this<Node> {
  public:
   explicit Node(EdgeList&& next_edges = {});
+  // A node whose edges lead where gradients of `inputs` go (gradient_edge() of each), built in
+  // place: the constructor of every recorded op.
+  explicit Node(std::initializer_list<const Tensor*> inputs);
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -101,6 +104,9 @@ class Node : public std::enable_shared_from_this<Node> {
   explicit Node(LeafAccumulator) : Node(EdgeList{}) { accumulates_into_leaf_ = true; }
 
  private:
+  // Note [Topological number]: next_edges_'s number and signature, and their nodes' parent flag.
+  void link_next_edges();
+
   EdgeList next_edges_;
   TensorMetaList input_metadata_;
   uint64_t sequence_nr_;

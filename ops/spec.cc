@@ -121,15 +121,26 @@ bool OpSpec::slot_needed(size_t j, uint64_t requires) const {
   return false;
 }
 
-OpNode::OpNode(const OpSpec& spec, EdgeList&& edges, InputShapes&& input_shapes, OpAttrs&& attrs,
-               uint64_t input_requires_grad, bool guard_saves)
-    : Node(std::move(edges)),
+OpNode::OpNode(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, OpAttrs&& attrs,
+               bool guard_saves)
+    : Node(inputs),
       spec_(spec),
-      input_shapes_(std::move(input_shapes)),
       attrs_(std::move(attrs)),
       saved_(spec.num_slots()),
-      input_requires_grad_(input_requires_grad),
-      guard_saves_(guard_saves) {}
+      guard_saves_(guard_saves) {
+  input_shapes_.reserve(inputs.size());
+  for (const Tensor* t : inputs) {
+    // An optional input (e.g. linear's bias) may be undefined: no edge (Node(inputs)), no
+    // gradient, an empty shape. Pushed as a copy of the input's shape, not through `?:`, whose
+    // result would be a temporary Shape to copy and then move.
+    if (!t->defined()) {
+      input_shapes_.emplace_back();
+      continue;
+    }
+    if (t->requires_grad()) input_requires_grad_ |= uint64_t{1} << input_shapes_.size();
+    input_shapes_.push_back(t->shape());
+  }
+}
 
 void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
   // Built in place over the slot's entry (empty, unless saved before): a SavedVariable is 144
@@ -235,21 +246,9 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
 std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                                   OpAttrs attrs, std::initializer_list<Tensor> from_forward,
                                   const Tensor* written) {
-  EdgeList edges;
-  edges.reserve(inputs.size());
-  InputShapes shapes;
-  shapes.reserve(inputs.size());
-  uint64_t requires = 0;  // bit i: input i
-  for (const Tensor* t : inputs) {
-    // An optional input (e.g. linear's bias) may be undefined: no edge, no gradient.
-    if (t->defined() && t->requires_grad()) requires |= uint64_t{1} << edges.size();
-    edges.push_back(gradient_edge(*t));
-    shapes.push_back(t->defined() ? t->shape() : Shape{});
-  }
   // From this thread's pool of blocks of its size, with its control block (Note [Pooled tensor
   // metadata]): every recorded op makes one.
-  auto node = std::allocate_shared<OpNode>(PoolAllocator<OpNode>(), spec, std::move(edges),
-                                           std::move(shapes), std::move(attrs), requires,
+  auto node = std::allocate_shared<OpNode>(PoolAllocator<OpNode>(), spec, inputs, std::move(attrs),
                                            current_options().guard_saves);
   for (size_t j = 0; j < spec.num_slots(); ++j) {
     const Slot& slot = spec.slot(j);

@@ -269,10 +269,11 @@ using SavedList = SmallVector<SavedVariable, 2>;
 // The backward node of a built-in op: its spec plus what the forward kept.
 class OpNode final : public Node {
  public:
-  // `input_requires_grad` (bit i: input i) and `guard_saves` decide which slots are kept
-  // (keeps_slot()).
-  OpNode(const OpSpec& spec, EdgeList&& edges, InputShapes&& input_shapes, OpAttrs&& attrs,
-         uint64_t input_requires_grad, bool guard_saves);
+  // One edge and one shape per input, in order (an undefined optional input, e.g. linear's
+  // bias: no edge, an empty shape). Which inputs require grad, and `guard_saves`, decide which
+  // slots are kept (keeps_slot()).
+  OpNode(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, OpAttrs&& attrs,
+         bool guard_saves);
   TensorList apply(TensorList&& grads, const Call& call) override;
   std::string name() const override { return spec_.name(); }
   void release_saved() override;
@@ -296,7 +297,7 @@ class OpNode final : public Node {
   InputShapes input_shapes_;
   OpAttrs attrs_;
   SavedList saved_;
-  uint64_t input_requires_grad_;  // bit i: input i
+  uint64_t input_requires_grad_ = 0;  // bit i: input i
   bool guard_saves_;
   bool written_through_view_ = false;
   bool freed_whole_ = false;  // refuses to run after release_saved()
