@@ -41,6 +41,7 @@ class NodeMap {
     size_ = 0;
     if (slots_.size() > kKeptSlots) {
       slots_ = std::vector<int32_t>(16, kEmpty);
+      mask_ = 15;
       entries_.clear();
       entries_.shrink_to_fit();
     } else {
@@ -72,19 +73,20 @@ class NodeMap {
 
   // The slot holding `key`, or the empty slot where it would go (linear probing).
   size_t slot_of(const Node* key) const {
-    const size_t mask = slots_.size() - 1;
-    size_t s = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull >> 20 & mask;
-    while (slots_[s] != kEmpty && entries_[slots_[s]].key != key) s = (s + 1) & mask;
+    size_t s = (reinterpret_cast<uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull >> 20 & mask_;
+    while (slots_[s] != kEmpty && entries_[slots_[s]].key != key) s = (s + 1) & mask_;
     return s;
   }
   void grow() {
     slots_.assign(slots_.size() * 2, kEmpty);
+    mask_ = slots_.size() - 1;
     for (size_t i = 0; i < size_; ++i) slots_[slot_of(entries_[i].key)] = static_cast<int32_t>(i);
   }
 
   std::vector<Entry> entries_;  // the first size_ are in use; the rest were reset by clear()
   size_t size_ = 0;
   std::vector<int32_t> slots_;  // index into entries_, or kEmpty; size is a power of two
+  size_t mask_ = 15;            // slots_.size() - 1
 };
 
 }  // namespace ag
