@@ -65,12 +65,10 @@ uint32_t Node::add_input_metadata(TensorMeta meta) {
   return static_cast<uint32_t>(input_metadata_.size() - 1);
 }
 
-Edge gradient_edge(const Tensor& t) {
-  if (!t.defined()) return {};
-  if (t.grad_fn()) return {t.grad_fn(), t.output_nr()};
+Edge detail::leaf_edge(const Tensor& leaf) {
   // A leaf's own flag: a view that requires grad only through its base has no AccumulateGrad
   // (Note [View flags follow the base] in ops/views.h).
-  if (t.impl()->requires_grad) return {grad_accumulator(t), 0};
+  if (leaf.impl()->requires_grad) return {grad_accumulator(leaf), 0};
   return {};
 }
 

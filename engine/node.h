@@ -116,9 +116,17 @@ class Node : public std::enable_shared_from_this<Node> {
   bool accumulates_into_leaf_ = false;
 };
 
+namespace detail {
+Edge leaf_edge(const Tensor& leaf);  // gradient_edge() of a leaf
+}  // namespace detail
+
 // The edge along which gradient flows into `t`: its grad_fn, or its AccumulateGrad if it is a
 // leaf that requires grad, or an invalid edge (also for a leaf view that requires grad only
-// through its base).
-Edge gradient_edge(const Tensor& t);
+// through its base). Inline: every recorded op asks once per input.
+inline Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return {};
+  if (const std::shared_ptr<Node>& fn = t.grad_fn()) return {fn, t.output_nr()};
+  return detail::leaf_edge(t);
+}
 
 }  // namespace ag
