@@ -1,7 +1,8 @@
 // The measuring harness of paper/reproduce: number formatting and the table writer, the published
 // figures' lookup, the measuring conditions, the TorchScript IR writer, and the peer protocol
-// (against a stand-in peer, so no PyTorch is needed).
+// (against a stand-in peer, so no PyTorch is needed), and the pinning of single-threaded rounds.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "engine/jit/synthetic_graph.h"
+#include "paper/harness/affinity.h"
 #include "paper/harness/environment.h"
 #include "paper/harness/interleave.h"
 #include "paper/harness/load.h"
@@ -229,6 +231,33 @@ TEST(PeerProcess, SaysWhyItIsUnavailable) {
   EXPECT_NE(missing.reason().find("cannot execute /nonexistent/peer"), std::string::npos)
       << missing.reason();
   EXPECT_FALSE(missing.value({"echo", "1"}).has_value());
+}
+
+// The CPUs thread or process `tid` may run on.
+cpu_set_t cpus_of(pid_t tid) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  EXPECT_EQ(sched_getaffinity(tid, sizeof(cpus), &cpus), 0);
+  return cpus;
+}
+
+TEST(PinnedToOneCpu, PinsThisThreadAndThePeersToOneCpuAndRestoresThem) {
+  PeerProcess peer("Fake", {fake_peer()}, 1);
+  ASSERT_TRUE(peer.available()) << peer.reason();
+  const cpu_set_t mine = cpus_of(0), peers = cpus_of(peer.pid());
+  {
+    const PinnedToOneCpu pinned({peer.pid()});
+    ASSERT_TRUE(pinned.pinned()) << pinned.error();
+    for (pid_t tid : {pid_t{0}, peer.pid()}) {
+      const cpu_set_t now = cpus_of(tid);
+      EXPECT_EQ(CPU_COUNT(&now), 1) << tid;
+      EXPECT_TRUE(CPU_ISSET(pinned.cpu(), &now)) << tid;
+    }
+    EXPECT_EQ(peer.value({"echo", "4"}), 4.0);  // it still answers
+  }
+  const cpu_set_t mine_after = cpus_of(0), peers_after = cpus_of(peer.pid());
+  EXPECT_TRUE(CPU_EQUAL(&mine_after, &mine));
+  EXPECT_TRUE(CPU_EQUAL(&peers_after, &peers));
 }
 
 TEST(Peers, MissingCellsSayWhy) {

@@ -26,6 +26,7 @@ class PeerProcess {
   PeerProcess& operator=(const PeerProcess&) = delete;
 
   bool available() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // -1 when not running
   const std::string& label() const { return label_; }
   // What the peer says it is: "PyTorch 2.15.0 (PyPI wheel, Python 3.11), MKL 2024.2, 2 ...".
   const std::string& description() const { return description_; }

@@ -3,7 +3,9 @@
 // libtorch's C++ API beside them, under each measuring condition; callgrind's instruction counts.
 #include <cmath>
 #include <iostream>
+#include <optional>
 
+#include "paper/harness/affinity.h"
 #include "paper/harness/environment.h"
 #include "paper/harness/interleave.h"
 #include "paper/harness/published.h"
@@ -82,8 +84,10 @@ struct OverheadWorkload {
 
 // Measures `w` under every condition (busy ones: ours with pruning on and the peers) and adds
 // "time per call [condition]" figures, plus the plain "time per call" of the quiet condition.
-void measure(const Context& context, const OverheadWorkload& w, int rounds) {
+// Returns how the quiet rounds were placed (Note [One CPU for single-threaded rounds]).
+std::string measure(const Context& context, const OverheadWorkload& w, int rounds) {
   Peers& peers = *context.peers;
+  std::string placement;
   for (const Condition& condition : context.conditions) {
     const Load load(condition);
     std::vector<Contender> contenders;
@@ -92,15 +96,24 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
       contenders.push_back({on ? "pruning on" : "pruning off",
                             [&w, on] { return std::optional<double>(w.ours(pruning(on))); }});
     }
+    std::vector<pid_t> peer_pids;
     for (PeerProcess* peer : {peers.torch.get(), peers.libtorch.get()}) {
       if (!peer || !peer->available()) continue;
+      peer_pids.push_back(peer->pid());
       contenders.push_back({peer_name(peer, peer == peers.torch.get() ? "Python" : "C++"),
                             [peer, &w]() -> std::optional<double> {
                               const auto v = peer->value(w.peer_task);
                               return v ? std::optional<double>(*v * w.scale) : std::nullopt;
                             }});
     }
+    std::optional<PinnedToOneCpu> pinned;
+    if (condition.quiet()) {
+      pinned.emplace(peer_pids);
+      placement = pinned->pinned() ? "ours and the peers pinned to one CPU, the same for all"
+                                   : "not pinned to one CPU (" + pinned->error() + ")";
+    }
     const Rounds measured = interleaved_rounds(rounds, contenders);
+    pinned.reset();
     const std::vector<std::optional<double>> med = measured.medians();
     // How many times below the C++ peer ours is, round by round: the spread of the ratio.
     const std::optional<size_t> ours_at = position(contenders, "pruning on");
@@ -122,6 +135,7 @@ void measure(const Context& context, const OverheadWorkload& w, int rounds) {
     }
     std::cout << std::endl;
   }
+  return placement;
 }
 
 }  // namespace
@@ -145,8 +159,8 @@ void overhead_section(const Context& context, Report& report) {
       1e3,
       [&](const EngineOptions& o) { return time_scalar_chain_ms(chain, o, chain_iters); },
       {"scalar_chain", "1000", std::to_string(context.quick ? 2 : chain_iters / 5)}};
-  measure(context, tiny, tiny_rounds);
-  measure(context, scalar, chain_rounds);
+  const std::string tiny_placement = measure(context, tiny, tiny_rounds);
+  const std::string chain_placement = measure(context, scalar, chain_rounds);
   const Instructions instr = count_instructions(context);
   if (!std::isnan(instr.per_call[0])) {
     results.add("tiny_graph", "pruning off", "instructions per call", instr.per_call[0], "instr");
@@ -171,7 +185,9 @@ void overhead_section(const Context& context, Report& report) {
     << "Forward included, as in the seed's `Timer(\"torch.autograd.grad(a*b, [a, b], "
        "gradient)\")`; median of "
     << tiny_rounds << " interleaved rounds of " << tiny_iters
-    << " calls (ours; the peers' rounds sit between ours). Instructions: callgrind over "
+    << " calls (ours; the peers' rounds sit between ours); quiet rounds: " << tiny_placement
+    << " (Note [One CPU for single-threaded rounds], paper/harness/affinity.h). Instructions: "
+       "callgrind over "
     << instr.calls
     << " calls of the same workload (paper/tiny_graph_callgrind), per call. The C++ anchor is "
     << anchor_tiny.source << " on " << anchor_tiny.hardware << ".\n\n";
@@ -196,7 +212,7 @@ void overhead_section(const Context& context, Report& report) {
 
   s << "### Scalar chain: grad(y.sum(), {x}), y = x * s repeated 1000 times, x of 4 elements\n\n"
     << "Forward included; median of " << chain_rounds << " interleaved rounds of " << chain_iters
-    << " calls.\n\n";
+    << " calls; quiet rounds: " << chain_placement << ".\n\n";
   const double chain_off = get("scalar_chain", "pruning off", "time per call");
   const double chain_on = get("scalar_chain", "pruning on", "time per call");
   Table tc({"figure", "pruning off", "pruning on", py + " here", cpp + " here",
