@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ag::paper {
