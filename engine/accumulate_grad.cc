@@ -53,6 +53,10 @@ TensorList AccumulateGrad::apply(TensorList&& grads, const Call&) {
 
 void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!grad.defined()) return;
+  // A trace holds values, and .grad is a side effect on a tensor outside them.
+  AG_CHECK(!engine_ops::tracing(),
+           "backward() cannot accumulate into .grad while ops are traced: trace grad(), which "
+           "returns the gradients");
   // The leaf cannot finish dying while the lock is held: its destructor waits here first.
   std::lock_guard<std::mutex> lock(mutex_);
   TensorImpl* const variable = variable_.load(std::memory_order_relaxed);

@@ -439,11 +439,12 @@ ExecutionPlan plan_execution(const ExecuteRequest& request) {
 }
 
 TensorList execute(const ExecuteRequest& request) {
-  // A trace holds forward ops; the backward of a traced program comes from its
-  // DifferentiableGraphs (engine/jit), not from a trace of the engine's own work.
-  AG_CHECK(!engine_ops::tracing(),
+  // A forward trace holds forward ops; the backward of such a program comes from its
+  // DifferentiableGraphs (engine/jit). A trace of gradients records the formulas' ops instead
+  // (Note [Tracing gradients], engine/jit/tracer.h).
+  AG_CHECK(!engine_ops::tracing_forward_only(),
            "backward()/grad() cannot run while ops are traced: trace the forward, then "
-           "differentiate the traced graph's results");
+           "differentiate the traced graph's results (or trace with TraceMode::kWithGradients)");
   GradModeGuard grad_mode(request.create_graph);
   ScratchLease<Scratch> scratch;
   return GraphTask(request, *scratch).run();

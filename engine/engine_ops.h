@@ -20,8 +20,11 @@ Tensor zeros_like(const Tensor& t);
 Tensor zeros(const TensorMeta& meta);
 // Regenerates the history of a view whose base was written since it was recorded.
 void refresh_view(const Tensor& view);
-// Whether ops are being traced on this thread (Note [Tracing hook] in ops/spec.h): a trace
-// records forward ops only, so backward and custom Functions refuse to run under one.
+// Whether ops are being traced on this thread (Note [Tracing hook] in ops/spec.h): custom
+// Functions refuse to run under any trace (their backward is not an op of the op set).
 bool tracing();
+// Whether the trace records forward ops only: backward()/grad() refuse to run under it (a trace
+// that records gradients too is Note [Tracing gradients], engine/jit/tracer.h).
+bool tracing_forward_only();
 
 }  // namespace ag::engine_ops

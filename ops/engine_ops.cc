@@ -15,5 +15,9 @@ Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
 Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }
 void refresh_view(const Tensor& view) { ops::refresh_view(view); }
 bool tracing() { return ops::trace_hook() != nullptr; }
+bool tracing_forward_only() {
+  const ops::TraceHook* hook = ops::trace_hook();
+  return hook != nullptr && !hook->records_gradients();
+}
 
 }  // namespace ag::engine_ops

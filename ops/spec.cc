@@ -260,7 +260,7 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
                                                             : *inputs.begin()[slot.position];
     if (!node->keeps_slot(j) || !value.defined()) continue;
     if (written != nullptr && slot.kind == Slot::Kind::kInput && slot.position == 0) {
-      TracePause bookkeeping;              // the copy is the in-place op's own, not the program's
+      ForwardTracePause own_copy;          // the in-place op's own, not the program's
       node->save(j, clone(value), false);  // Note [In-place saves]: self before the write
       continue;
     }

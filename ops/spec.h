@@ -386,6 +386,9 @@ class TraceHook {
   // input) returned `result`: for an in-place op, the written input after the write.
   virtual void record_op(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                          const Tensor& result, const OpAttrs& attrs) = 0;
+  // Whether backward()/grad() may run under this trace, their formulas' ops recorded as the
+  // program's own (Note [Tracing gradients], engine/jit/tracer.h).
+  virtual bool records_gradients() const { return false; }
 };
 namespace detail {
 inline thread_local TraceHook* trace_hook = nullptr;  // constant-initialized: one TLS load
@@ -407,6 +410,14 @@ class TraceHookGuard {
 };
 struct TracePause : TraceHookGuard {
   TracePause() : TraceHookGuard(nullptr) {}
+};
+// Pauses a forward trace only. Under a trace of gradients (Note [Tracing gradients],
+// engine/jit/tracer.h) an op's copy that its formulas read (mul_'s self before the write) is part
+// of what the trace must recompute, so it is recorded.
+struct ForwardTracePause : TraceHookGuard {
+  ForwardTracePause()
+      : TraceHookGuard(trace_hook() != nullptr && trace_hook()->records_gradients() ? trace_hook()
+                                                                                    : nullptr) {}
 };
 
 // Reports an op that builds no node through record() to an active trace.

@@ -284,6 +284,19 @@ void DifferentiableGraphOp::wire(const SegmentState& state, std::vector<IValue>&
     impl.set_requires_grad(true);
     impl.grad_fn = node;
     impl.output_nr = static_cast<uint32_t>(s);
+    // A view the body made was made in the caller's grad mode, which is on here, not under the
+    // group's own NoGradGuard (Note [View flags follow the base]): like the eager view, it gets a
+    // history regenerated from its base when the base is written in place later. It stays a
+    // no-grad view where it views one (an input made with grad mode off).
+    if (impl.view_base) {
+      bool of_no_grad_view = false;
+      for (size_t i = 0; i < seg.inputs.size(); ++i) {
+        const Tensor& in = values[i];
+        of_no_grad_view = of_no_grad_view || (in.defined() && in.impl()->made_in_no_grad &&
+                                              in.impl()->storage.get() == impl.storage.get());
+      }
+      impl.made_in_no_grad = of_no_grad_view;
+    }
   }
   // Note [Guarded saves], block by block.
   const bool guard = current_options().guard_saves;

@@ -269,5 +269,36 @@ TEST(DifferentiableGraphTest, InPlaceWriteToASavedValueFailsTheVersionCheck) {
   EXPECT_THROW(grad({ops::sum(out)}, {x}), Error);
 }
 
+// A view a group returns was made in the caller's grad mode: when its base is written in place
+// afterwards, its history is regenerated from the base, as the eager view's is (a view made
+// with grad mode off would refuse). Found by the traced-program properties.
+TEST(ExecutorTest, AViewAGroupReturnsFollowsALaterWriteToItsBase) {
+  auto program = [](const TensorList& in) {
+    Tensor y = ops::add(in[0], in[0]);
+    Tensor v = ops::reshape(y, {3, 2});
+    ops::add_(y, in[0]);
+    return TensorList{y, v};
+  };
+  auto g = trace(program, {t23()});
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  ASSERT_GT(createAutodiffSubgraphs(*g, options).groups, 0u);
+  auto leaf = [] {
+    Tensor x = t23();
+    x.set_requires_grad(true);
+    return x;
+  };
+  const Tensor xe = leaf(), xc = leaf();
+  const TensorList eager = program({xe});
+  const TensorList compiled = GraphExecutor(*g).run(TensorList{xc});
+  ASSERT_TRUE(compiled[1].requires_grad());
+  EXPECT_EQ(toString(compiled[1]), toString(eager[1]));
+  // d/dx sum(v * v) with v = 3x: 18x, through the base's write.
+  const Tensor ge = grad({ops::sum(ops::mul(eager[1], eager[1]))}, {xe})[0];
+  const Tensor gc = grad({ops::sum(ops::mul(compiled[1], compiled[1]))}, {xc})[0];
+  EXPECT_EQ(toString(gc), toString(ge));
+  EXPECT_EQ(toString(ge), "tensor[2, 3]{18, 36, 54, 72, 90, 108}");
+}
+
 }  // namespace
 }  // namespace ag::jit

@@ -10,17 +10,38 @@ namespace ag::jit {
 void TracingState::bind(const Tensor& t, Value* v) {
   keep_alive_.push_back(t.impl());
   values_[t.impl().get()] = v;
-  storages_.emplace(t.impl()->storage.get(), v);
+  storages_[t.impl()->storage.get()].push_back(t.impl().get());
+  if (metas_.size() <= v->id()) metas_.resize(v->id() + 1);
+  metas_[v->id()] = TensorMeta::of(t);
+}
+
+Value* TracingState::sameLayoutValue(const Tensor& t) const {
+  auto shared = storages_.find(t.impl()->storage.get());
+  if (shared == storages_.end()) return nullptr;
+  for (auto it = shared->second.rbegin(); it != shared->second.rend(); ++it) {
+    const TensorImpl& bound = **it;
+    if (bound.offset == t.impl()->offset && bound.shape == t.shape() && bound.dtype == t.dtype()) {
+      return values_.at(&bound);
+    }
+  }
+  return nullptr;
 }
 
 Value* TracingState::valueOf(const Tensor& t) {
   if (!t.defined()) return graph_.appendConstant(Tensor());
   auto it = values_.find(t.impl().get());
   if (it != values_.end()) return it->second;
+  if (mode_ == TraceMode::kWithGradients) {
+    if (Value* same = sameLayoutValue(t)) {
+      bind(t, same);
+      return same;
+    }
+  }
   // A constant must not share memory with a traced value: AliasDb would take them for distinct.
   auto shared = storages_.find(t.impl()->storage.get());
   AG_CHECK(shared == storages_.end(), "trace: a ", t.describe(),
-           " tensor that no traced op made shares memory with %", shared->second->name(),
+           " tensor that no traced op made shares memory with %",
+           values_.at(shared->second.front())->name(),
            " (a view made before tracing, or Tensor::detach()? pass its base as an input, or "
            "use ops::detach)");
   Value* v = graph_.appendConstant(t);
@@ -40,8 +61,9 @@ void TracingState::record_op(const ops::OpSpec& spec, std::initializer_list<cons
   bind(result, n->output());
 }
 
-TracingScope::TracingScope(const TensorList& inputs) : graph_(std::make_unique<Graph>()) {
-  state_.emplace(*graph_);
+TracingScope::TracingScope(const TensorList& inputs, TraceMode mode)
+    : graph_(std::make_unique<Graph>()) {
+  state_.emplace(*graph_, mode);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     AG_CHECK(t.defined(), "trace: input ", i, " is undefined");
@@ -58,11 +80,13 @@ TracingScope::TracingScope(const TensorList& inputs) : graph_(std::make_unique<G
 
 TracingScope::~TracingScope() = default;
 
-std::unique_ptr<Graph> TracingScope::finish(const TensorList& outputs) {
+std::unique_ptr<Graph> TracingScope::finish(const TensorList& outputs,
+                                            std::vector<std::optional<TensorMeta>>* metas) {
   AG_CHECK(graph_ != nullptr, "trace: finish() called twice");
   std::vector<Value*> values;
   for (const Tensor& t : outputs) values.push_back(state_->valueOf(t));
   hook_.reset();
+  if (metas != nullptr) *metas = state_->metas();
   for (Value* v : values) graph_->registerOutput(v);
   state_.reset();
   verify(*graph_);

@@ -17,9 +17,25 @@
 //    a prim::Constant holding that very tensor, as torch.jit.trace bakes constants in; undefined
 //    tensors (linear without a bias) become None;
 //  - shapes are specialized: reshape's target, sum_to's shape are attributes.
-// Tracing is per thread and records forward ops only: backward()/grad() and custom Functions
-// refuse to run under a trace (their work is not an op of the op set). A traced graph runs
-// under the executor (engine/jit/executor.h) with the engine's own tensors and ops.
+// Tracing is per thread. By default it records forward ops only: backward()/grad() and custom
+// Functions refuse to run under a trace (their work is not an op of the op set). A traced graph
+// runs under the executor (engine/jit/executor.h) with the engine's own tensors and ops.
+//
+// Note [Tracing gradients]
+// TraceMode::kWithGradients lets the program call grad(), as jax.jit traces through jax.grad and
+// AOTAutograd through the autograd engine: the engine runs its backward as usual, and the ops
+// each derivative formula calls (Note [Derivative spec]) are recorded like the program's own, so
+// the graph holds the forward and every derivative the program asked for, nested ones included,
+// as plain ops. Such a graph needs no autograd to run: its gradients are already in it
+// (jit::compile, engine/jit/compile.h). What the engine decides from the graph's structure (which
+// nodes run, which formulas per-call needs_input_grad skips, which slots are saved) is fixed at
+// trace time, as the control flow of any trace is. In this mode:
+//  - the engine's own copies of a value (a saved value unpacked: a new tensor on the same memory,
+//    with the same shape and offset) stand for that value;
+//  - backward() into .grad and custom Functions refuse to run: .grad is a side effect outside the
+//    traced values, and a Function's backward is not an op of the op set;
+//  - formulas that run as one fused kernel (Note [Fused formula kernels]) run as their composed
+//    ops, as under any trace.
 #pragma once
 
 #include <functional>
@@ -34,11 +50,14 @@
 
 namespace ag::jit {
 
-// What a trace knows: which IR value each tensor stands for, and the graph ops are appended to.
 // TracingScope uses it for programs; differentiate() for the formulas of a gradient graph.
+enum class TraceMode { kForward, kWithGradients };
+
+// What a trace knows: which IR value each tensor stands for, and the graph ops are appended to.
 class TracingState final : public ops::TraceHook {
  public:
-  explicit TracingState(Graph& graph) : graph_(graph) {}
+  explicit TracingState(Graph& graph, TraceMode mode = TraceMode::kForward)
+      : graph_(graph), mode_(mode) {}
 
   // From now on `t` stands for `v`.
   void bind(const Tensor& t, Value* v);
@@ -48,25 +67,38 @@ class TracingState final : public ops::TraceHook {
 
   void record_op(const ops::OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                  const Tensor& result, const ops::OpAttrs& attrs) override;
+  bool records_gradients() const override { return mode_ == TraceMode::kWithGradients; }
+
+  // The shape, dtype and device of each value bound so far, by value id (Note [Value ids]);
+  // an id no tensor was bound to has an empty entry.
+  const std::vector<std::optional<TensorMeta>>& metas() const { return metas_; }
 
  private:
+  // Under kWithGradients, the value a tensor on the same memory with the same layout stands for
+  // (the latest such, as an in-place write rebinds); null if none.
+  Value* sameLayoutValue(const Tensor& t) const;
+
   Graph& graph_;
+  TraceMode mode_;
   std::unordered_map<const TensorImpl*, Value*> values_;
   std::vector<Ref<TensorImpl>> keep_alive_;  // so that no address is reused while tracing
-  std::unordered_map<const Storage*, const Value*> storages_;  // of bound tensors
+  std::unordered_map<const Storage*, std::vector<const TensorImpl*>> storages_;  // bound, in order
+  std::vector<std::optional<TensorMeta>> metas_;
 };
 
 class TracingScope {
  public:
   // Starts tracing on this thread; `inputs` become the graph's inputs (defined tensors, no two of
   // them sharing memory: AliasDb assumes distinct inputs).
-  explicit TracingScope(const TensorList& inputs);
+  explicit TracingScope(const TensorList& inputs, TraceMode mode = TraceMode::kForward);
   ~TracingScope();
   TracingScope(const TracingScope&) = delete;
   TracingScope& operator=(const TracingScope&) = delete;
 
   // Stops tracing and returns the graph, whose outputs are the values `outputs` stand for.
-  std::unique_ptr<Graph> finish(const TensorList& outputs);
+  // With `metas`, also hands over TracingState::metas().
+  std::unique_ptr<Graph> finish(const TensorList& outputs,
+                                std::vector<std::optional<TensorMeta>>* metas = nullptr);
 
  private:
   std::unique_ptr<Graph> graph_;
