@@ -1,6 +1,7 @@
 // Seed 001's hessian step (PR 82544): per-call needs_input_grad off and on, ReLU and Tanh, without
-// and with the final backward; PyTorch (autograd and torch.func) and JAX beside ours under each
-// measuring condition; the layer's products timed alone; the saved CUDA rows.
+// and with the final backward, eager and compiled (jit::CompiledFunction); PyTorch (autograd and
+// torch.func) and JAX beside ours under each measuring condition; the layer's products timed
+// alone; the saved CUDA rows.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "paper/harness/published.h"
 #include "paper/workloads/hessian.h"
 #include "paper/workloads/sections.h"
+#include "paper/workloads/traced_workloads.h"
 
 namespace ag::paper {
 namespace {
@@ -41,14 +43,20 @@ constexpr WorkCounter kWorkCounters[] = {
      &HessianStepStats::fused_formulas},
 };
 
-// One peer implementation of the step: its process, the task's leading fields, and whether it
-// also runs under the busy conditions (the slow ones run quiet only, in fewer rounds).
+// Ours compiled: the whole step as one jit::CompiledFunction (JitHessianStep), the counterpart
+// of JAX's jit.
+const char* kCompiled = "ours, compiled";
+
+// One peer implementation of the step: its process, the task's leading fields, whether it also
+// runs under the busy conditions (the slow ones run quiet only, in fewer rounds), and whether it
+// is compared with ours compiled (JAX's jit) rather than with ours eager.
 struct PeerImpl {
   PeerProcess* process;
   std::string name;               // the column: "PyTorch 2.15.0 autograd"
   std::vector<std::string> task;  // {"hessian", "autograd"}, {"hessian", "hessian", "1"}, ...
   bool busy_too;
   bool slow;
+  bool compiled = false;
 };
 
 std::vector<PeerImpl> peer_impls(const Peers& peers) {
@@ -60,9 +68,9 @@ std::vector<PeerImpl> peer_impls(const Peers& peers) {
   impls.push_back({torch, t + " autograd", {"hessian", "autograd"}, true, false});
   impls.push_back({torch, t + " torch.func.hessian", {"hessian", "func_hessian"}, true, true});
   impls.push_back({torch, t + " torch.func jvp(grad)", {"hessian", "func_hvp"}, false, false});
-  impls.push_back({jax, j + " jax.hessian, jit", {"hessian", "hessian", "1"}, true, false});
+  impls.push_back({jax, j + " jax.hessian, jit", {"hessian", "hessian", "1"}, true, false, true});
   impls.push_back({jax, j + " jax.hessian, no jit", {"hessian", "hessian", "0"}, false, true});
-  impls.push_back({jax, j + " jvp(grad), jit", {"hessian", "hvp", "1"}, false, false});
+  impls.push_back({jax, j + " jvp(grad), jit", {"hessian", "hvp", "1"}, false, false, true});
   return impls;
 }
 
@@ -177,6 +185,17 @@ void hessian_section(const Context& context, Report& report) {
     const std::string wl =
         std::string("hessian_") + (activation == Activation::kRelu ? "relu" : "tanh");
     for (int fb = 0; fb < 2; ++fb) {
+      // Traced and folded once (not timed), then called in every round.
+      const auto compile_start = Clock::now();
+      const JitHessianStep compiled(mlp, x, fb);
+      results.add(wl, kCompiled, std::string("compile time") + kFinal[fb],
+                  seconds_since(compile_start) * 1e3, "ms");
+      results.add(wl, kCompiled, std::string("ops traced") + kFinal[fb],
+                  static_cast<double>(compiled.function().traced_nodes()), "ops");
+      results.add(wl, kCompiled, std::string("values folded to zeros") + kFinal[fb],
+                  static_cast<double>(compiled.function().zeros_folded()), "values");
+      results.add(wl, kCompiled, std::string("ops run per call") + kFinal[fb],
+                  static_cast<double>(compiled.function().graph().numNodes()), "ops");
       for (const Condition& condition : context.conditions) {
         const Load load(condition);
         std::vector<HessianStepStats> last(3);
@@ -191,6 +210,11 @@ void hessian_section(const Context& context, Report& report) {
                                   return std::optional<double>(last[v].seconds * 1e3);
                                 }});
         }
+        contenders.push_back({kCompiled, [&] {
+                                const auto start = Clock::now();
+                                do_not_optimize(compiled.step());
+                                return std::optional<double>(seconds_since(start) * 1e3);
+                              }});
         for (const PeerImpl& impl : impls) {
           if (!impl.process || !impl.process->available()) continue;
           if (!condition.quiet() && !impl.busy_too) continue;
@@ -307,13 +331,19 @@ void hessian_section(const Context& context, Report& report) {
        "quartile) of ours / its taken round by round. torch.func.hessian and jax.hessian compute "
        "each sample's full 16x16 Hessian "
        "(vmap over the batch; rows summed to y_xx), 16 tangents where the nested grads and "
-       "jvp(grad) push one (H @ 1 = y_xx). JAX propagates ReLU's zero second derivative "
-       "symbolically and XLA then drops the dead products, so its ReLU rows do not do the work the "
-       "others do; its Tanh rows do. Busy conditions run the peers in the first columns "
-       "only.\n\n";
-  std::vector<std::string> header = {"workload", "condition", "ours"};
+       "jvp(grad) push one (H @ 1 = y_xx). JAX's jit columns are compared with ours compiled, "
+       "the like of jit: the whole step traced once with its gradients into one graph "
+       "(jit::CompiledFunction, Note [Compiled functions] in engine/jit/compile.h), then run "
+       "with no autograd; with the final backward it returns the weights' and biases' gradients "
+       "of sum(y_xx), as JAX's value_and_grad does. Both know that ReLU's second derivative is "
+       "zero by construction (JAX's symbolic zeros; ours, Note [Structural zeros] in "
+       "engine/jit/fold_zeros.h) and drop every op that only feeds zeros, the forward included, "
+       "so in the ReLU rows they write the zeros of the result and little else (see the table "
+       "after this one); in the Tanh rows they run the whole step. Busy conditions run the peers "
+       "in the first columns only.\n\n";
+  std::vector<std::string> header = {"workload", "condition", "ours", kCompiled};
   for (const PeerImpl& impl : impls) {
-    header.push_back(impl.name);
+    header.push_back(impl.compiled ? impl.name + " (ratio: ours, compiled / it)" : impl.name);
     if (&impl == &impls[0]) header.push_back("ours / " + impl.name + ", middle half of rounds");
   }
   Table p(header);
@@ -323,14 +353,16 @@ void hessian_section(const Context& context, Report& report) {
       for (const Condition& condition : context.conditions) {
         const std::string metric = under(std::string("step time") + kFinal[fb], condition);
         const double ours = results.get(wl, "ours", metric);
+        const double ours_compiled = results.get(wl, kCompiled, metric);
         std::vector<std::string> r = {std::string(names[a]) + kFinal[fb], condition.name,
-                                      with_unit(ours, "ms")};
+                                      with_unit(ours, "ms"), with_unit(ours_compiled, "ms")};
         for (const PeerImpl& impl : impls) {
           const double v = results.get(wl, impl.name, metric);
           r.push_back(!condition.quiet() && !impl.busy_too
                           ? "-"
-                          : peer_cell(std::isnan(v) ? std::nullopt : std::optional<double>(v), ours,
-                                      "ms", peers.missing(impl.process)));
+                          : peer_cell(std::isnan(v) ? std::nullopt : std::optional<double>(v),
+                                      impl.compiled ? ours_compiled : ours, "ms",
+                                      peers.missing(impl.process)));
           if (&impl != &impls[0]) continue;
           const double q1 =
               results.get(wl, impl.name, under(kFirstQuartile + kFinal[fb], condition));
@@ -347,6 +379,24 @@ void hessian_section(const Context& context, Report& report) {
     if (!condition.quiet()) s << "- " << condition.name << ": " << condition.description << "\n";
   }
   if (context.conditions.size() > 1) s << "\n";
+
+  s << "The compiled step (jit::CompiledFunction), traced and folded once before the rounds: ops "
+       "the trace recorded (the forward, the nested grads' formulas and, with the final backward, "
+       "its formulas), values found zero by construction, and the ops left to run per call.\n\n";
+  Table cs({"workload", "ops traced", "values folded to zeros", "ops run per call",
+            "compile time (once)"});
+  for (int a = 0; a < 2; ++a) {
+    const std::string wl = a ? "hessian_tanh" : "hessian_relu";
+    for (int fb = 0; fb < 2; ++fb) {
+      auto get = [&](const char* metric) {
+        return results.get(wl, kCompiled, std::string(metric) + kFinal[fb]);
+      };
+      cs.row({std::string(names[a]) + kFinal[fb], format(get("ops traced")),
+              format(get("values folded to zeros")), format(get("ops run per call")),
+              with_unit(get("compile time"), "ms")});
+    }
+  }
+  s << cs.str() << "\n";
 
   s << "#### One core each: what a busy neighbour leaves\n\n"
     << "Cores ours got: the CPU time of all our threads during the step over the step's time "

@@ -1,5 +1,6 @@
 #include "paper/workloads/traced_workloads.h"
 
+#include "engine/autograd.h"
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "engine/jit/tracer.h"
 #include "ops/ops.h"
@@ -14,17 +15,20 @@ TensorList mlp_inputs(const Mlp& mlp, const Tensor& x) {
   return inputs;
 }
 
+// The MLP whose weights and biases are mlp_inputs()' tensors `in`, after x.
+Mlp mlp_of(const Mlp& mlp, const TensorList& in) {
+  const size_t layers = mlp.weights.size();
+  Mlp traced = mlp;
+  traced.weights.assign(in.begin() + 1, in.begin() + 1 + layers);
+  traced.biases.assign(in.begin() + 1 + layers, in.end());
+  return traced;
+}
+
 }  // namespace
 
 std::unique_ptr<jit::Graph> trace_hessian_forward(const Mlp& mlp, const Tensor& x) {
-  const size_t layers = mlp.weights.size();
   return jit::trace(
-      [&](const TensorList& in) {
-        Mlp traced = mlp;
-        traced.weights.assign(in.begin() + 1, in.begin() + 1 + layers);
-        traced.biases.assign(in.begin() + 1 + layers, in.end());
-        return TensorList{traced.forward(in[0])};
-      },
+      [&](const TensorList& in) { return TensorList{mlp_of(mlp, in).forward(in[0])}; },
       mlp_inputs(mlp, x));
 }
 
@@ -52,5 +56,27 @@ double CompiledHessian::step(bool final_backward) const {
   return hessian_step(mlp_, x_, final_backward,
                       [&](const Tensor&) { return exec_->run(inputs)[0]; });
 }
+
+JitHessianStep::JitHessianStep(const Mlp& mlp, const Tensor& x, bool final_backward,
+                               const jit::CompileOptions& options)
+    : inputs_(mlp_inputs(mlp, x)) {
+  auto step = [&mlp, final_backward](const TensorList& in) {
+    const Mlp traced = mlp_of(mlp, in);
+    const Tensor& x = in[0];
+    Tensor y = traced.forward(x);
+    Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
+    Tensor y_xx =
+        grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
+    if (!final_backward) return TensorList{y_xx};
+    const Tensor total = ops::sum(y_xx);
+    TensorList params(in.begin() + 1, in.end());
+    TensorList out = grad({total}, params, GradArgs().allow_unused());
+    out.insert(out.begin(), {y_xx, total});
+    return out;
+  };
+  fn_ = std::make_unique<jit::CompiledFunction>(step, inputs_, options);
+}
+
+double JitHessianStep::step() const { return ops::sum((*fn_)(inputs_)[0]).item(); }
 
 }  // namespace ag::paper

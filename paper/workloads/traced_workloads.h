@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/jit/compile.h"
 #include "engine/jit/executor.h"
 #include "engine/jit/ir.h"
 #include "paper/workloads/hessian.h"
@@ -33,6 +34,24 @@ class CompiledHessian {
   Tensor x_;
   std::unique_ptr<jit::Graph> graph_;
   std::unique_ptr<jit::GraphExecutor> exec_;
+};
+
+// Seed 001's whole step as one jit::CompiledFunction, as JAX's jit step (Note [Compiled
+// functions]): traced once with its gradients, structural zeros folded (Note [Structural zeros]),
+// then run with no autograd. It returns y_xx and, with `final_backward`, sum(y_xx) and its
+// gradients with respect to the weights and biases (JAX's value_and_grad), where the eager step
+// accumulates those into .grad.
+class JitHessianStep {
+ public:
+  JitHessianStep(const Mlp& mlp, const Tensor& x, bool final_backward,
+                 const jit::CompileOptions& options = {});
+  // One call; returns sum(y_xx), read back.
+  double step() const;
+  const jit::CompiledFunction& function() const { return *fn_; }
+
+ private:
+  TensorList inputs_;
+  std::unique_ptr<jit::CompiledFunction> fn_;
 };
 
 }  // namespace ag::paper
