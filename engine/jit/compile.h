@@ -15,8 +15,11 @@
 // As with any trace, the graph holds the path the example inputs took and their shapes: each call
 // checks that the inputs have the example inputs' shapes, dtypes and devices, and what the engine
 // decided from requires_grad at trace time (what it saved, which formulas it ran) holds for every
-// call. The graph runs with grad mode off, so results carry no history (a result that is a view
-// of an input still shares its memory, and its requires_grad, as in eager code under no_grad).
+// call. A function whose gradients need an op the JIT cannot run (the gradient of a view whose
+// base was written in place goes through the engine's own view bookkeeping ops) fails to compile
+// with an error naming the op. The graph runs with grad mode off, so results carry no history (a
+// result that is a view of an input still shares its memory, and its requires_grad, as in eager
+// code under no_grad).
 #pragma once
 
 #include <cstdint>

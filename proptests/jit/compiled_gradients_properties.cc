@@ -10,7 +10,6 @@
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/jit/compile.h"
-#include "engine/jit/tracer.h"
 #include "engine/options.h"
 #include "ops/ops.h"
 #include "proptests/fuzz_stats.h"
@@ -106,12 +105,10 @@ bool sameResults(const TensorList& got, const TensorList& want, Compare compare)
   return true;
 }
 
-// The reference is the eager program under a trace of gradients, whose result is dropped: a
-// trace runs the composed ops where eager code would run a fused formula kernel (Note [Fused
-// formula kernels]), so only under one do eager and compiled runs evaluate the same ops. Without
-// folding, the compiled graph is those ops: the same bits. With folding (Note [Structural
-// zeros]), a product with a structurally zero operand is zero even where the other operand is
-// not finite, so values are compared, as numbers, where the eager results are all finite.
+// Without folding, the compiled graph is the ops the eager program ran, fused formula kernels
+// included (recorded as aten::scaled_product): the same bits. With folding (Note [Structural
+// zeros]), a product with a structurally zero operand is zero even where the other operand is not
+// finite, so values are compared, as numbers, where the eager results are all finite.
 AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager) {
   const ProgramSpec spec = *genProgramSpec();
   ag::proptests::fuzz_stats().record_graph("compiled", static_cast<int64_t>(spec.steps.size()));
@@ -125,9 +122,7 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
   TensorList want;
   bool eager_failed = false;
   try {
-    TracingScope reference(other, TraceMode::kWithGradients);
     want = program(other);
-    reference.finish(want);
   } catch (const Error&) {
     eager_failed = true;
   }
@@ -137,9 +132,13 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
   try {
     compiled =
         std::make_unique<CompiledFunction>(program, programInputs(spec, true), compile_options);
-  } catch (const Error&) {
-    // The same program on other values of the same shapes: both fail, or neither.
-    RC_ASSERT(eager_failed);
+  } catch (const Error& e) {
+    // The same program on other values of the same shapes: both fail, or neither; or the trace
+    // meets an op the JIT cannot run, and says so (Note [Compiled functions]: the gradients of a
+    // view whose base was written in place).
+    const bool untraceable = std::string(e.what()).find("cannot be traced") != std::string::npos;
+    RC_CLASSIFY(untraceable, "cannot be traced");
+    RC_ASSERT(eager_failed || untraceable);
     return;
   }
   RC_ASSERT(!eager_failed);
