@@ -30,19 +30,11 @@ TensorList withGradients(const ProgramSpec& spec, const std::vector<char>& wante
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (wanted[i % wanted.size()]) chosen.push_back(inputs[i]);
   }
-  Tensor loss;
-  for (const Tensor& t : out) {
-    if (t.requires_grad()) loss = loss.defined() ? ops::add(loss, ops::sum(t)) : ops::sum(t);
-  }
+  const Tensor loss = sumOfRequiringGrad(out);
   if (!loss.defined() || chosen.empty()) return out;
   const TensorList first = grad({loss}, chosen, GradArgs().create_graph().allow_unused());
   out.insert(out.end(), first.begin(), first.end());
-  Tensor second;
-  for (const Tensor& g : first) {
-    if (!g.defined() || !g.requires_grad()) continue;
-    const Tensor sq = ops::sum(ops::mul(g, g));
-    second = second.defined() ? ops::add(second, sq) : sq;
-  }
+  const Tensor second = sumOfSquares(first);
   if (!second.defined()) return out;
   const TensorList g2 = grad({second}, chosen, GradArgs().allow_unused());
   out.insert(out.end(), g2.begin(), g2.end());

@@ -285,6 +285,23 @@ rc::Gen<ProgramSpec> genProgramSpec() {
                    rc::gen::resize(24, rc::gen::container<std::vector<StepSpec>>(step))));
 }
 
+Tensor sumOfRequiringGrad(const TensorList& ts) {
+  Tensor total;
+  for (const Tensor& t : ts) {
+    if (t.defined() && t.requires_grad())
+      total = total.defined() ? ops::add(total, ops::sum(t)) : ops::sum(t);
+  }
+  return total;
+}
+
+Tensor sumOfSquares(const TensorList& grads) {
+  TensorList squares;
+  for (const Tensor& g : grads) {
+    if (g.defined() && g.requires_grad()) squares.push_back(ops::mul(g, g));
+  }
+  return sumOfRequiringGrad(squares);
+}
+
 void showValue(const ProgramSpec& spec, std::ostream& os) {
   try {
     auto run = [&](const TensorList& in) { return runProgram(spec, in); };

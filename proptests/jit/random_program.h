@@ -37,6 +37,12 @@ TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs);
 
 rc::Gen<ProgramSpec> genProgramSpec();
 
+// The losses the JIT's properties differentiate, over the tensors that require grad (undefined
+// when none does): the sum of their elements (first order), and the sum of their squares (the
+// second order, over first-order gradients).
+Tensor sumOfRequiringGrad(const TensorList& ts);
+Tensor sumOfSquares(const TensorList& grads);
+
 // Which steps call each op of the list (Note [Generator coverage]).
 ag::proptests::Coverage programCoverage(ops::OpId op);
 

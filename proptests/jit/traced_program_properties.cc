@@ -66,11 +66,7 @@ std::string observe(const std::function<TensorList(const TensorList&)>& program,
     return "error in forward\n";
   }
   std::string s = text(outs, "out");
-  Tensor loss;
-  for (const Tensor& out : outs) {
-    if (!out.requires_grad()) continue;
-    loss = loss.defined() ? ops::add(loss, ops::sum(out)) : ops::sum(out);
-  }
+  const Tensor loss = sumOfRequiringGrad(outs);
   if (!loss.defined() || chosen.empty()) return s;
   TensorList first;
   try {
@@ -79,12 +75,7 @@ std::string observe(const std::function<TensorList(const TensorList&)>& program,
     return s + "error in first-order grad\n";
   }
   s += text(first, "grad");
-  Tensor second;
-  for (const Tensor& g : first) {
-    if (!g.defined() || !g.requires_grad()) continue;
-    const Tensor sq = ops::sum(ops::mul(g, g));
-    second = second.defined() ? ops::add(second, sq) : sq;
-  }
+  const Tensor second = sumOfSquares(first);
   if (!second.defined()) return s;
   try {
     TensorList g2 = grad({second}, chosen, GradArgs().allow_unused());
