@@ -52,11 +52,14 @@ double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward) {
   return hessian_step(mlp, x, final_backward, [&](const Tensor& in) { return mlp.forward(in); });
 }
 
+Tensor nested_grads(const Tensor& y, const Tensor& x) {
+  Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
+  return grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
+}
+
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                     const std::function<Tensor(const Tensor&)>& forward) {
-  Tensor y = forward(x);
-  Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
-  Tensor y_xx = grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
+  Tensor y_xx = nested_grads(forward(x), x);
   if (final_backward) {
     for (Tensor w : mlp.weights) w.set_grad(Tensor());
     for (Tensor b : mlp.biases) b.set_grad(Tensor());

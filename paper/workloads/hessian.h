@@ -38,6 +38,9 @@ struct Mlp {
 Mlp make_mlp(const HessianConfig& config);
 Tensor make_hessian_input(const HessianConfig& config);
 
+// y_xx = grad(grad(y, x, ones, create_graph), x, ones, create_graph): the step's two nested grads.
+Tensor nested_grads(const Tensor& y, const Tensor& x);
+
 // One step; returns a checksum of y_xx (reading it back, so it also waits for a device). With
 // `final_backward`, also accumulates into the weights' .grad (which the step clears first).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);

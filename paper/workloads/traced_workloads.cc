@@ -61,12 +61,7 @@ JitHessianStep::JitHessianStep(const Mlp& mlp, const Tensor& x, bool final_backw
                                const jit::CompileOptions& options)
     : inputs_(mlp_inputs(mlp, x)) {
   auto step = [&mlp, final_backward](const TensorList& in) {
-    const Mlp traced = mlp_of(mlp, in);
-    const Tensor& x = in[0];
-    Tensor y = traced.forward(x);
-    Tensor y_x = grad({y}, {x}, GradArgs().grad_outputs({ops::ones_like(y)}).create_graph())[0];
-    Tensor y_xx =
-        grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
+    const Tensor y_xx = nested_grads(mlp_of(mlp, in).forward(in[0]), in[0]);
     if (!final_backward) return TensorList{y_xx};
     const Tensor total = ops::sum(y_xx);
     TensorList params(in.begin() + 1, in.end());
