@@ -14,6 +14,10 @@ class ExecPlan {
   virtual ~ExecPlan() = default;
   // Whether the gradient sent along `edge` (into one input slot of its node) is used.
   virtual bool gradient_used(const Edge& edge) const = 0;
+  // Whether `edge` is on a path the call executes (PyTorch's exec_info): a node runs iff one of
+  // its edges is. With targets: the node it leads to runs, or captures the gradient there.
+  // Without targets every node runs, so every edge is.
+  virtual bool on_executed_path(const Edge& edge) const = 0;
   // Adds `grad`, the gradient for the `i`-th next edge of `from` (the node being applied), into
   // the buffer of the node that edge leads to, now (Call::send_now).
   virtual void send_now(const Node& from, size_t i, Tensor&& grad) = 0;
@@ -36,6 +40,13 @@ class Call {
     if (!e.is_valid()) return false;
     if (!options_.per_call_needs_input_grad || plan_ == nullptr) return true;
     return plan_->gradient_used(e);
+  }
+  // True iff the i-th next edge is on a path this call executes, whatever the options. A node
+  // that stands for several ops (Note [Differentiable graphs], engine/jit) runs an op's formulas
+  // only where that op's own node would have run at all, which this decides.
+  bool on_executed_path(size_t i) const {
+    const Edge& e = node_.next_edge(i);
+    return e.is_valid() && (plan_ == nullptr || plan_->on_executed_path(e));
   }
   bool create_graph() const { return create_graph_; }
   // Sends the gradient for the i-th next edge before apply() returns: the engine adds it into the

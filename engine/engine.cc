@@ -53,11 +53,16 @@ struct NodeState {
   int dependencies = 0;     // used gradients still to arrive (3)
   TensorList buffer;        // the gradients received so far, one per input slot
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index) (1)
+  // For a node that stands for several ops (Note [Nodes that stand for several ops]), per input
+  // slot: whether it leads to a used edge (with targets) or to a wanted one (without); empty for
+  // the others, whose slots all count (3).
+  std::vector<char> used_slots, wanted_slots;
+  bool reached = false;  // a gradient will be sent into it (drop_unreached_runs only)
 
   // Whether the gradient arriving in input slot `slot` is used: by apply(), or as a capture.
   // Per slot, not per node: a multi-output node's other outputs may lie on no path to a target.
   bool uses_gradient(uint32_t slot) const {
-    if (runs) return true;
+    if (runs && (used_slots.empty() || used_slots[slot])) return true;
     for (const auto& capture : captures) {
       if (capture.first == slot) return true;
     }
@@ -68,10 +73,12 @@ struct NodeState {
   // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
   // later call, keeping the vectors' memory.
   void reset() {
-    discovered = runs = wanted = queued = false;
+    discovered = runs = wanted = queued = reached = false;
     dependencies = 0;
     buffer.clear();
     captures.clear();
+    used_slots.clear();
+    wanted_slots.clear();
   }
 };
 
@@ -128,8 +135,13 @@ class GraphTask final : public ExecPlan {
 
   bool gradient_used(const Edge& edge) const override {
     const NodeState* state = nodes_.find(edge.function.get());
-    if (state != nullptr && request_.targets.empty()) return state->wanted;
-    return state != nullptr && state->uses_gradient(edge.input_nr);
+    if (state == nullptr) return false;
+    if (!request_.targets.empty()) return state->uses_gradient(edge.input_nr);
+    return state->wanted && (state->wanted_slots.empty() || state->wanted_slots[edge.input_nr]);
+  }
+  bool on_executed_path(const Edge& edge) const override {
+    // Without targets every node runs (mark_runs_into_every_leaf); with them, as used.
+    return request_.targets.empty() || gradient_used(edge);
   }
   void send_now(const Node& from, size_t i, Tensor&& grad) override;
 
@@ -140,6 +152,7 @@ class GraphTask final : public ExecPlan {
   void check_targets_reached() const;
   void mark_runs();
   void mark_runs_into_every_leaf();
+  void drop_unreached_runs();
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
@@ -231,11 +244,23 @@ void GraphTask::check_targets_reached() const {
   }
 }
 
+// Per next edge of `node`: 1 where the edge is valid and `pred(edge)` holds.
+template <typename Pred>
+std::vector<char> edges_where(const Node& node, Pred pred) {
+  std::vector<char> out(node.num_outputs(), 0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Edge& edge = node.next_edge(i);
+    out[i] = edge.is_valid() && pred(edge);
+  }
+  return out;
+}
+
 // 3. Children come before their parents in post_order_, so theirs are settled first. A node runs
 // iff one of its edges carries a used gradient, so each such edge is also a dependency of its
 // child: both are settled in one pass.
 void GraphTask::mark_runs() {
   if (request_.targets.empty()) return mark_runs_into_every_leaf();
+  bool some_slot_unused = false;
   for (Node* node : post_order_) {
     bool runs = false;
     for (const Edge& edge : node->next_edges()) {
@@ -245,7 +270,45 @@ void GraphTask::mark_runs() {
       runs = true;
       ++child.dependencies;
     }
-    nodes_[node].runs = runs;
+    NodeState& state = nodes_[node];
+    state.runs = runs;
+    if (runs && node->stands_for_several_ops()) {
+      state.used_slots = node->slots_leading_to(edges_where(*node, [&](const Edge& edge) {
+        return nodes_[edge.function.get()].uses_gradient(edge.input_nr);
+      }));
+      some_slot_unused =
+          some_slot_unused || std::count(state.used_slots.begin(), state.used_slots.end(), 0) > 0;
+    }
+  }
+  if (some_slot_unused) drop_unreached_runs();
+}
+
+// Note [Nodes that stand for several ops] (engine/node.h): such a node may have a used edge and
+// still receive nothing, when every gradient sent towards it goes into slots that lead nowhere
+// (as the ops of those slots would not have run). It must not run then, nor may its children
+// wait for it, and that may leave them unreached in turn. Parents come before their children in
+// reverse post-order, and a child's state is read before it is changed, as mark_runs read it.
+void GraphTask::drop_unreached_runs() {
+  for (const Edge& root : request_.roots) {
+    if (root.is_valid()) {
+      NodeState& state = nodes_[root.function.get()];
+      state.reached = state.reached || state.uses_gradient(root.input_nr);
+    }
+  }
+  for (auto it = post_order_.rbegin(); it != post_order_.rend(); ++it) {
+    NodeState& state = nodes_[*it];
+    if (!state.runs) continue;
+    state.runs = state.reached;
+    for (const Edge& edge : (*it)->next_edges()) {
+      if (!edge.is_valid()) continue;
+      NodeState& child = nodes_[edge.function.get()];
+      if (!child.uses_gradient(edge.input_nr)) continue;
+      if (state.runs) {
+        child.reached = true;
+      } else {
+        --child.dependencies;
+      }
+    }
   }
 }
 
@@ -268,6 +331,10 @@ void GraphTask::mark_runs_into_every_leaf() {
       NodeState& child = nodes_[edge.function.get()];  // discovered: `state` stays valid
       state.wanted = state.wanted || child.wanted;
       if (child.uses_gradient(edge.input_nr)) ++child.dependencies;
+    }
+    if (node->stands_for_several_ops()) {
+      state.wanted_slots = node->slots_leading_to(
+          edges_where(*node, [&](const Edge& edge) { return nodes_[edge.function.get()].wanted; }));
     }
   }
 }

@@ -24,6 +24,10 @@ Node::Node(std::initializer_list<const Tensor*> inputs)
   link_next_edges();
 }
 
+std::vector<char> Node::slots_leading_to(const std::vector<char>& /*edge_used*/) const {
+  return std::vector<char>(num_inputs(), 1);  // one op: if it runs, every slot is used
+}
+
 namespace {
 // The number a node with these edges gets (Note [Topological number]).
 uint64_t topological_nr_over(const EdgeList& edges) {

@@ -78,6 +78,15 @@ class Node : public std::enable_shared_from_this<Node> {
   };
   virtual std::vector<SavedValue> saved_values() const { return {}; }
 
+  // Note [Nodes that stand for several ops]
+  // The engine decides per node whether it runs (one of its edges carries a used gradient) and
+  // then uses every gradient sent into it. A node that stands for several ops, each with its
+  // own slots among the node's (engine/jit's DifferentiableGraphBackward), answers per slot, as
+  // the ops' own nodes would: given which of its edges are used (one entry per next edge), which
+  // of its input slots lead to one of them through its ops. Only such nodes are asked.
+  bool stands_for_several_ops() const { return stands_for_several_ops_; }
+  virtual std::vector<char> slots_leading_to(const std::vector<char>& edge_used) const;
+
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }
   size_t num_outputs() const { return next_edges_.size(); }  // gradients apply() returns
@@ -102,6 +111,10 @@ class Node : public std::enable_shared_from_this<Node> {
  protected:
   struct LeafAccumulator {};  // tag: the constructor of AccumulateGrad
   explicit Node(LeafAccumulator) : Node(EdgeList{}) { accumulates_into_leaf_ = true; }
+  struct SeveralOps {};  // tag: Note [Nodes that stand for several ops]
+  Node(SeveralOps, EdgeList&& next_edges) : Node(std::move(next_edges)) {
+    stands_for_several_ops_ = true;
+  }
 
  private:
   // Note [Topological number]: next_edges_'s number and signature, and their nodes' parent flag.
@@ -114,6 +127,7 @@ class Node : public std::enable_shared_from_this<Node> {
   ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
   bool accumulates_into_leaf_ = false;
+  bool stands_for_several_ops_ = false;
 };
 
 namespace detail {

@@ -1,6 +1,7 @@
 // Note [Differentiable graphs] (differentiable_graph.h).
 #include "engine/jit/differentiable_graph.h"
 
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -9,6 +10,7 @@
 #include "engine/counters.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/jit/schema.h"
 #include "engine/options.h"
 #include "engine/saved_variable.h"
 
@@ -19,9 +21,10 @@ namespace {
 class DifferentiableGraphBackward final : public ag::Node {
  public:
   DifferentiableGraphBackward(std::shared_ptr<const Gradient> gradient, EdgeList edges)
-      : ag::Node(std::move(edges)), gradient_(std::move(gradient)) {}
+      : ag::Node(SeveralOps(), std::move(edges)), gradient_(std::move(gradient)) {}
 
   TensorList apply(TensorList&& grads, const Call& call) override;
+  std::vector<char> slots_leading_to(const std::vector<char>& edge_used) const override;
   std::string name() const override { return "DifferentiableGraphBackward"; }
   void release_saved() override {
     for (SavedVariable& s : saved_) {
@@ -42,26 +45,54 @@ class DifferentiableGraphBackward final : public ag::Node {
   std::vector<SavedVariable> saved_;  // per Gradient::saved; undefined if not kept
 };
 
+// Per value of the gradient graph (segment inputs, then node outputs): whether its gradient
+// leads, through the formulas, to a contribution e with `contribution[e]` set. Forward order: a
+// node's output leads where one of its formulas' targets does.
+std::vector<char> valuesLeadingTo(const Gradient& d, const std::vector<char>& contribution) {
+  std::vector<char> leads(d.num_inputs + d.node_blocks.size(), 0);
+  for (size_t e = 0; e < contribution.size(); ++e) {
+    leads[d.contribution_input[e]] |= contribution[e];
+  }
+  for (size_t k = 0; k < d.node_blocks.size(); ++k) {
+    for (size_t b = d.node_blocks[k].first; b < d.node_blocks[k].second; ++b) {
+      leads[d.num_inputs + k] |= leads[d.blocks[b].target];
+    }
+  }
+  return leads;
+}
+
+// Note [Nodes that stand for several ops] (engine/node.h): the node's edges are its
+// contributions, and a slot is used iff its value leads to a used one.
+std::vector<char> DifferentiableGraphBackward::slots_leading_to(
+    const std::vector<char>& edge_used) const {
+  const Gradient& d = *gradient_;
+  const std::vector<char> leads = valuesLeadingTo(d, edge_used);
+  std::vector<char> out(d.slots.size());
+  for (size_t s = 0; s < out.size(); ++s) out[s] = leads[d.slots[s]];
+  return out;
+}
+
 TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& call) {
   const Gradient& d = *gradient_;
   const size_t num_inputs = d.num_inputs;
   const size_t num_values = num_inputs + d.node_blocks.size();
-  // Which values' gradients this call needs (forward order: a node's output is needed if one of
-  // its formulas leads to a needed input) ...
-  std::vector<char> needed(num_values, 0), defined(num_values, 0);
-  for (size_t e = 0; e < d.contribution_input.size(); ++e) {
-    needed[d.contribution_input[e]] |= call.needs_input_grad(e);
+  // Which values' gradients this call needs, and which ops' own nodes would run at all (one of
+  // their edges is on an executed path: Call::on_executed_path). With per_call_needs_input_grad
+  // off, `needed` is only "requires grad", and an op whose node would not run must still not
+  // read its saved values: they may have been written since ...
+  std::vector<char> needs(d.contribution_input.size()), on_path(needs.size());
+  for (size_t e = 0; e < needs.size(); ++e) {
+    needs[e] = call.needs_input_grad(e);
+    on_path[e] = call.on_executed_path(e);
   }
-  for (size_t k = 0; k < d.node_blocks.size(); ++k) {
-    for (size_t b = d.node_blocks[k].first; b < d.node_blocks[k].second; ++b) {
-      needed[num_inputs + k] |= needed[d.blocks[b].target];
-    }
-  }
+  const std::vector<char> needed = valuesLeadingTo(d, needs);
+  const std::vector<char> executed = valuesLeadingTo(d, on_path);
+  std::vector<char> defined(num_values, 0);
   // ... and which blocks run (newest node first: a gradient reached its node's output).
   for (size_t s = 0; s < d.slots.size(); ++s) defined[d.slots[s]] |= grads[s].defined();
   std::vector<char> runs(d.blocks.size(), 0);
   for (size_t k = d.node_blocks.size(); k-- > 0;) {
-    if (!defined[num_inputs + k]) continue;
+    if (!defined[num_inputs + k] || !executed[num_inputs + k]) continue;
     for (size_t b = d.node_blocks[k].first; b < d.node_blocks[k].second; ++b) {
       if (!needed[d.blocks[b].target]) continue;
       runs[b] = 1;
@@ -143,22 +174,35 @@ std::vector<Segment> segmentsOf(const Graph& body) {
   // cut[i]: a segment ends after node i. Cut after the producer of any value that its own
   // segment reads and that escapes it, until no such value is left.
   std::vector<char> cut(nodes.size(), 0);
+  std::vector<size_t> segment_of(nodes.size());
+  // Whether `v` is read outside segment `s`, or returned, itself or through a view of it that
+  // is. A returned view is a function of its base: written in place later, it rewrites its
+  // base's history, as eager code does (ops/views.cc), so the base needs one too, as an output
+  // of a node.
+  std::function<bool(const Value*, size_t)> escapes = [&](const Value* v, size_t s) {
+    for (const Use& u : v->uses()) {
+      if (u.user == body.returnNode() || segment_of[position.at(u.user)] != s) return true;
+      const OpSchema* schema = u.user->schema();
+      const bool view_of_v = schema != nullptr && schema->written_inputs.empty() &&
+                             schema->output_aliases_input == static_cast<int>(u.offset);
+      if (view_of_v && escapes(u.user->output(0), s)) return true;
+    }
+    return false;
+  };
   for (bool changed = true; changed;) {
     changed = false;
-    std::vector<size_t> segment_of(nodes.size());
     for (size_t i = 0, s = 0; i < nodes.size(); ++i) {
       segment_of[i] = s;
       s += cut[i];
     }
     for (size_t i = 0; i < nodes.size() && !changed; ++i) {
       for (const Value* v : nodes[i]->outputs()) {
-        bool read_inside = false, escapes = false;
+        bool read_inside = false;
         for (const Use& u : v->uses()) {
-          const bool same =
-              u.user != body.returnNode() && segment_of[position.at(u.user)] == segment_of[i];
-          (same ? read_inside : escapes) = true;
+          read_inside = read_inside || (u.user != body.returnNode() &&
+                                        segment_of[position.at(u.user)] == segment_of[i]);
         }
-        if (read_inside && escapes) {
+        if (read_inside && escapes(v, segment_of[i])) {
           cut[i] = 1;
           changed = true;
           break;
@@ -227,11 +271,34 @@ std::vector<IValue> DifferentiableGraphOp::run(const std::vector<IValue>& inputs
       NoGradGuard no_grad;  // the group's node stands for its ops
       body_.run(frame, options);
     }
+    restoreViewFlags(inputs, frame);
     for (const auto& segment : segments_) wire(*segment, frame);
   }
   std::vector<IValue> outputs;
   for (const Value* out : body.outputs()) outputs.push_back(frame[body_.slotOf(out)]);
   return outputs;
+}
+
+// A view the body returns was made in the caller's grad mode, which is on here, not under the
+// group's own NoGradGuard (Note [View flags follow the base]): like the eager view, it may be
+// written in place, and it gets a history regenerated from its base when the base is written
+// later. It stays a no-grad view where it views one (an input made with grad mode off).
+void DifferentiableGraphOp::restoreViewFlags(const std::vector<IValue>& inputs,
+                                             std::vector<IValue>& frame) const {
+  for (const Value* out : group_.subgraph()->outputs()) {
+    const Tensor* t = std::get_if<Tensor>(&frame[body_.slotOf(out)]);
+    if (t == nullptr || !t->defined() || !t->impl()->view_base) continue;
+    TensorImpl& impl = *t->impl();
+    bool is_input = false, of_no_grad_view = false;
+    for (const IValue& v : inputs) {
+      const Tensor* in = std::get_if<Tensor>(&v);
+      if (in == nullptr || !in->defined()) continue;
+      is_input = is_input || in->impl().get() == &impl;
+      of_no_grad_view = of_no_grad_view || (in->impl()->made_in_no_grad &&
+                                            in->impl()->storage.get() == impl.storage.get());
+    }
+    if (!is_input) impl.made_in_no_grad = of_no_grad_view;
+  }
 }
 
 // Makes the segment's autograd node, attaches it to the values that require grad and saves what
@@ -284,19 +351,6 @@ void DifferentiableGraphOp::wire(const SegmentState& state, std::vector<IValue>&
     impl.set_requires_grad(true);
     impl.grad_fn = node;
     impl.output_nr = static_cast<uint32_t>(s);
-    // A view the body made was made in the caller's grad mode, which is on here, not under the
-    // group's own NoGradGuard (Note [View flags follow the base]): like the eager view, it gets a
-    // history regenerated from its base when the base is written in place later. It stays a
-    // no-grad view where it views one (an input made with grad mode off).
-    if (impl.view_base) {
-      bool of_no_grad_view = false;
-      for (size_t i = 0; i < seg.inputs.size(); ++i) {
-        const Tensor& in = values[i];
-        of_no_grad_view = of_no_grad_view || (in.defined() && in.impl()->made_in_no_grad &&
-                                              in.impl()->storage.get() == impl.storage.get());
-      }
-      impl.made_in_no_grad = of_no_grad_view;
-    }
   }
   // Note [Guarded saves], block by block.
   const bool guard = current_options().guard_saves;

@@ -12,6 +12,12 @@
 //  - the values its formulas read are kept by the guarded-save rule (Note [Guarded saves]), as
 //    SavedVariables: an in-place write to one of them before backward fails the version check,
 //    as it does in eager.
+//  - its formulas run where the ops' own nodes would have run theirs: a formula runs iff its
+//    op's output got a gradient, its input's gradient is needed (Call::needs_input_grad), and
+//    the op's node would have run at all (Call::on_executed_path); and the engine asks the node
+//    per slot, not per node, whether a gradient sent into it is used (Note [Nodes that stand for
+//    several ops], engine/node.h). So a saved value written in place after the group fails a
+//    backward call exactly when it would in eager code.
 // The gradient graph is derived on a group's first run and reused while the body's values keep
 // their shapes, dtypes and devices (the trace specializes shapes anyway).
 //
@@ -20,8 +26,10 @@
 // of its grad_fn, before that node runs; if the node were the whole group, the gradient
 // captured for a returned value would miss what the group's own readers of it contribute. So
 // the body is cut into segments, contiguous runs of nodes, such that no segment returns (or
-// hands to a later segment) a value it reads itself; each segment is one node. Most groups are
-// one segment (a traced MLP is); the cuts are found once, from the IR.
+// hands to a later segment) a value it reads itself, nor the base of a view it returns (written
+// in place, the view rewrites its base's history, which must then be a node's output, as in
+// eager code); each segment is one node. Most groups are one segment (a traced MLP is); the
+// cuts are found once, from the IR.
 #pragma once
 
 #include <memory>
@@ -42,6 +50,7 @@ class DifferentiableGraphOp {
 
  private:
   struct SegmentState;
+  void restoreViewFlags(const std::vector<IValue>& inputs, std::vector<IValue>& frame) const;
   void wire(const SegmentState& segment, std::vector<IValue>& frame) const;
 
   const Node& group_;

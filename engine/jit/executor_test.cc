@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/error.h"
@@ -298,6 +300,174 @@ TEST(ExecutorTest, AViewAGroupReturnsFollowsALaterWriteToItsBase) {
   const Tensor gc = grad({ops::sum(ops::mul(compiled[1], compiled[1]))}, {xc})[0];
   EXPECT_EQ(toString(gc), toString(ge));
   EXPECT_EQ(toString(ge), "tensor[2, 3]{18, 36, 54, 72, 90, 108}");
+}
+
+// The gradient of sum(out[0]) + sum(out[1]) with respect to in[0] alone, with a program run
+// eagerly and through one group, under every option combination: as a string, or "error" where
+// the engine refuses (a saved value was written). Returns the eager outcomes.
+std::vector<std::string> expectGroupMatchesEagerForTheFirstInput(
+    const std::function<TensorList(const TensorList&)>& program, const TensorList& example) {
+  auto g = trace(program, example);
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  EXPECT_EQ(createAutodiffSubgraphs(*g, options).groups, 1u);
+  auto leaves = [&] {
+    TensorList xs;
+    for (const Tensor& t : example) {
+      xs.push_back(ops::mul(t, ops::from_vector({0.25}, {})));
+      xs.back().set_requires_grad(true);
+    }
+    return xs;
+  };
+  auto outcome = [](const TensorList& out, const Tensor& x) -> std::string {
+    try {
+      return toString(grad({ops::add(ops::sum(out[0]), ops::sum(out[1]))}, {x})[0]);
+    } catch (const Error&) {
+      return "error";
+    }
+  };
+  std::vector<std::string> eager;
+  for (uint32_t bits = 0; bits < EngineOptions::kCombinations; ++bits) {
+    SCOPED_TRACE(to_string(EngineOptions::from_bits(bits)));
+    OptionsGuard guard(EngineOptions::from_bits(bits));
+    const TensorList xe = leaves(), xc = leaves();
+    eager.push_back(outcome(program(xe), xe[0]));
+    EXPECT_EQ(outcome(GraphExecutor(*g).run(xc), xc[0]), eager.back());
+  }
+  return eager;
+}
+
+// A group's result that its backward reads (exp's) is written in place after the group. A grad()
+// call that needs only x0's gradient (through mm) never runs exp's node in eager code, whatever
+// the options, so the group must not unpack exp's saved result either. With
+// per_call_needs_input_grad off it once did (Call::on_executed_path).
+TEST(ExecutorTest, ASavedResultWrittenAfterTheGroupIsNotReadWhenItsOpWouldNotRun) {
+  const Tensor t32 = ops::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  const std::vector<std::string> eager = expectGroupMatchesEagerForTheFirstInput(
+      [](const TensorList& in) {
+        Tensor a = ops::add(in[1], in[1]);
+        Tensor m = ops::mm(a, in[0]);
+        Tensor e = ops::exp(ops::tanh(a));
+        ops::add_(e, in[1]);
+        return TensorList{e, m};
+      },
+      {t23(), t32});
+  // d/dx0 sum(mm(a, x0)) = a^T 1, with a = 2 x1: the column sums of 2 x1, 4.5 and 6.
+  for (const std::string& e : eager) EXPECT_EQ(e, "tensor[2, 3]{4.5, 4.5, 4.5, 6, 6, 6}");
+}
+
+// mm(a, b) with a = 2 x1 and b = 2 x0, a value the group both reads and returns, so it runs as
+// two segments (Note [Differentiable graphs]); b is written after the group. Eager code needs
+// mm's saved b only for a's gradient, which leads to x1: with per_call_needs_input_grad on,
+// grad() with respect to x0 never reads it. The first segment's node stands for both adds, and
+// answers per slot whether a gradient sent into it is used (Note [Nodes that stand for several
+// ops]), as the adds' own nodes would; it once answered for the whole node, and mm's segment
+// read b for a gradient nobody used.
+TEST(ExecutorTest, ASegmentSendsNoGradientIntoASlotOfTheNextThatLeadsNowhere) {
+  const Tensor t32 = ops::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  const std::vector<std::string> eager = expectGroupMatchesEagerForTheFirstInput(
+      [](const TensorList& in) {
+        Tensor a = ops::add(in[1], in[1]);
+        Tensor b = ops::add(in[0], in[0]);
+        Tensor m = ops::mm(a, b);
+        ops::add_(b, in[0]);
+        return TensorList{b, m};
+      },
+      {t23(), t32});
+  for (uint32_t bits = 0; bits < EngineOptions::kCombinations; ++bits) {
+    const bool per_call = EngineOptions::from_bits(bits).per_call_needs_input_grad;
+    // out[0] = 2 x0 + x0 gives 3; mm(a, 2 x0) gives 2 a^T 1, twice the column sums of a = 2 x1
+    // (4.5 and 6). Without the per-call view, mm's formula for a runs too, and finds b written.
+    EXPECT_EQ(eager[bits], per_call ? "tensor[2, 3]{12, 12, 12, 15, 15, 15}" : "error");
+  }
+}
+
+// The second derivative through a temporary: mm's group keeps a = 2 x1 (a temporary, Note
+// [Gradient graphs]) as an output of its node, so the first-order gradient's mm(g, a^T) sends
+// its gradient into that slot. With respect to x0 the slot leads nowhere: the node has a used
+// edge (mm's contribution to x0), yet nothing reaches it. It must not run, nor may x0's capture
+// wait for it; once it did, and x0's second derivative came back undefined.
+TEST(ExecutorTest, ANodeThatOnlyUnusedSlotsLeadToDoesNotRun) {
+  auto program = [](const TensorList& in) {
+    Tensor a = ops::add(in[1], in[1]);
+    return TensorList{ops::mm(in[0], a), ops::mul(in[0], in[0])};
+  };
+  const Tensor t32 = ops::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
+  auto g = trace(program, {t23(), t32});
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  ASSERT_EQ(createAutodiffSubgraphs(*g, options).groups, 2u);
+  const GraphExecutor executor(*g);
+  for (uint32_t bits = 0; bits < EngineOptions::kCombinations; ++bits) {
+    SCOPED_TRACE(to_string(EngineOptions::from_bits(bits)));
+    OptionsGuard guard(EngineOptions::from_bits(bits));
+    for (const bool compiled : {false, true}) {
+      TensorList xs = {ops::mul(t23(), ops::from_vector({0.25}, {})),
+                       ops::mul(t32, ops::from_vector({0.25}, {}))};
+      for (Tensor& x : xs) x.set_requires_grad(true);
+      const TensorList out = compiled ? executor.run(xs) : program(xs);
+      const Tensor loss = ops::add(ops::sum(out[0]), ops::sum(out[1]));
+      const Tensor first = grad({loss}, {xs[0]}, GradArgs().create_graph())[0];
+      // first = 1 a^T + 2 x0, and d/dx0 sum(first^2) = 2 first * 2.
+      EXPECT_EQ(toString(first), "tensor[2, 3]{2, 4.5, 7, 3.5, 6, 8.5}");
+      const Tensor second = grad({ops::sum(ops::mul(first, first))}, {xs[0]})[0];
+      EXPECT_EQ(toString(second), "tensor[2, 3]{8, 18, 28, 14, 24, 34}");
+    }
+  }
+}
+
+// The group returns a view of a value it computes (reshape of 2x) but not that value, and the
+// caller writes the view in place. In eager code that rewrites the base's history, so the base
+// must have one: the group is cut after the base's op, which makes it an output of a node (Note
+// [Differentiable graphs]). Without the cut the base had no grad_fn, and the write was refused
+// as if the view were a view of a leaf.
+TEST(ExecutorTest, AReturnedViewOfAValueTheGroupComputesCanBeWrittenInPlace) {
+  auto program = [](const TensorList& in) {
+    Tensor v = ops::reshape(ops::add(in[0], in[0]), {2, 3});
+    ops::add_(v, in[0]);
+    return TensorList{v};
+  };
+  auto g = trace(program, {t23()});
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  ASSERT_EQ(createAutodiffSubgraphs(*g, options).groups, 1u);
+  const GraphExecutor executor(*g);
+  for (const bool compiled : {false, true}) {
+    Tensor x = t23();
+    x.set_requires_grad(true);
+    const Tensor v = compiled ? executor.run(TensorList{x})[0] : program({x})[0];
+    // v = 3x, and d/dx sum(v * v) = 18x.
+    EXPECT_EQ(toString(grad({ops::sum(ops::mul(v, v))}, {x})[0]),
+              "tensor[2, 3]{18, 36, 54, 72, 90, 108}");
+  }
+}
+
+// The group returns a view of an input that does not require grad (a detached value), so no
+// node is attached to it; the caller then writes it in place with a tensor that requires grad.
+// Eager code allows that (the view was made with grad mode on), so the group's view must not
+// keep the no-grad flag its body's NoGradGuard gave it; once only views that required grad
+// were restored.
+TEST(ExecutorTest, AReturnedViewThatDoesNotRequireGradCanBeWrittenInPlace) {
+  auto program = [](const TensorList& in) {
+    Tensor v = ops::reshape(ops::detach(ops::add(in[0], in[0])), {3, 2});
+    Tensor s = ops::add(v, ops::reshape(in[0], {3, 2}));
+    ops::add_(v, ops::reshape(in[0], {3, 2}));
+    return TensorList{s, v};
+  };
+  auto g = trace(program, {t23()});
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  createAutodiffSubgraphs(*g, options);
+  const GraphExecutor executor(*g);
+  for (const bool compiled : {false, true}) {
+    Tensor x = t23();
+    x.set_requires_grad(true);
+    const TensorList out = compiled ? executor.run(TensorList{x}) : program({x});
+    ASSERT_FALSE(out[1].is_leaf());
+    // s = d + x and v = d + x, with d = 2x detached: each adds 1.
+    EXPECT_EQ(toString(grad({ops::add(ops::sum(out[0]), ops::sum(out[1]))}, {x})[0]),
+              "tensor[2, 3]{2, 2, 2, 2, 2, 2}");
+  }
 }
 
 }  // namespace

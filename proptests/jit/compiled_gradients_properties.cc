@@ -102,7 +102,7 @@ bool sameResults(const TensorList& got, const TensorList& want, Compare compare)
 // zeros]), a product with a structurally zero operand is zero even where the other operand is not
 // finite, so values are compared, as numbers, where the eager results are all finite.
 AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager) {
-  const ProgramSpec spec = *genProgramSpec(/*uniform=*/true);
+  const ProgramSpec spec = *genProgramSpec();
   ag::proptests::fuzz_stats().record_graph("compiled", static_cast<int64_t>(spec.steps.size()));
   const auto wanted = *rc::gen::container<std::vector<char>>(3, rc::gen::arbitrary<bool>());
   const bool fold = *rc::gen::arbitrary<bool>();

@@ -35,11 +35,8 @@ TensorList programInputs(const ProgramSpec& spec, bool requires_grad);
 // read, and the last one it computed (each once).
 TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs);
 
-// With `uniform`, every step op is drawn at any size. Without it (the traced-program properties
-// still use this), the steps' size narrows the draw to the first five or six ops of the list;
-// the uniform draw finds failures there that are not fixed yet (a group's saved result written
-// in place after the group, which eager code never reads back).
-rc::Gen<ProgramSpec> genProgramSpec(bool uniform = false);
+// Programs of up to 24 steps, each step's op drawn uniformly from the list at any size.
+rc::Gen<ProgramSpec> genProgramSpec();
 
 // The losses the JIT's properties differentiate, over the tensors that require grad (undefined
 // when none does): the sum of their elements (first order), and the sum of their squares (the
