@@ -42,8 +42,8 @@ class Call {
     return plan_->gradient_used(e);
   }
   // True iff the i-th next edge is on a path this call executes, whatever the options. A node
-  // that stands for several ops (Note [Differentiable graphs], engine/jit) runs an op's formulas
-  // only where that op's own node would have run at all, which this decides.
+  // that stands for several ops (Note [Nodes that stand for several ops], engine/node.h) runs an
+  // op's formulas only where that op's own node would have run at all, which this decides.
   bool on_executed_path(size_t i) const {
     const Edge& e = node_.next_edge(i);
     return e.is_valid() && (plan_ == nullptr || plan_->on_executed_path(e));

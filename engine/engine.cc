@@ -277,7 +277,8 @@ void GraphTask::mark_runs() {
         return nodes_[edge.function.get()].uses_gradient(edge.input_nr);
       }));
       some_slot_unused =
-          some_slot_unused || std::count(state.used_slots.begin(), state.used_slots.end(), 0) > 0;
+          some_slot_unused ||
+          std::find(state.used_slots.begin(), state.used_slots.end(), 0) != state.used_slots.end();
     }
   }
   if (some_slot_unused) drop_unreached_runs();

@@ -21,6 +21,18 @@ bool sharesStorage(const Tensor& a, const Tensor& b) {
 }
 const Tensor& tensorOf(const IValue& v) { return std::get<Tensor>(v); }
 
+// `program` traced on `example`, its differentiable ops grouped with groups of any size; the
+// number of groups the pass made goes to `groups` if given.
+std::unique_ptr<Graph> tracedInGroups(const std::function<TensorList(const TensorList&)>& program,
+                                      const TensorList& example, size_t* groups = nullptr) {
+  auto g = trace(program, example);
+  AutodiffSubgraphOptions options;
+  options.min_subgraph_size = 1;
+  const size_t made = createAutodiffSubgraphs(*g, options).groups;
+  if (groups != nullptr) *groups = made;
+  return g;
+}
+
 TEST(ExecutorTest, ViewsShareStorageWithTheirBase) {
   auto g = parseGraph(R"IR(graph(%x : Tensor, %y : Tensor):
   %r : Tensor = aten::reshape[shape=[3, 2]](%x)
@@ -244,10 +256,7 @@ TEST(DifferentiableGraphTest, SecondDerivativesHaveEagerBits) {
         grad({ops::add(ops::sum(out[0]), ops::sum(out[1]))}, in, GradArgs().create_graph())[0];
     return grad({ops::sum(ops::mul(g, g))}, in)[0].to_vector();
   };
-  auto g = trace(program, inputs());
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  createAutodiffSubgraphs(*g, options);
+  auto g = tracedInGroups(program, inputs());
   const std::string text = toString(*g);
   ASSERT_EQ(g->nodes().size(), 1u) << text;
   ASSERT_LT(text.find("aten::exp"), text.find("aten::sub")) << text;
@@ -281,10 +290,9 @@ TEST(ExecutorTest, AViewAGroupReturnsFollowsALaterWriteToItsBase) {
     ops::add_(y, in[0]);
     return TensorList{y, v};
   };
-  auto g = trace(program, {t23()});
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  ASSERT_GT(createAutodiffSubgraphs(*g, options).groups, 0u);
+  size_t groups = 0;
+  auto g = tracedInGroups(program, {t23()}, &groups);
+  ASSERT_GT(groups, 0u);
   auto leaf = [] {
     Tensor x = t23();
     x.set_requires_grad(true);
@@ -307,10 +315,9 @@ TEST(ExecutorTest, AViewAGroupReturnsFollowsALaterWriteToItsBase) {
 // the engine refuses (a saved value was written). Returns the eager outcomes.
 std::vector<std::string> expectGroupMatchesEagerForTheFirstInput(
     const std::function<TensorList(const TensorList&)>& program, const TensorList& example) {
-  auto g = trace(program, example);
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  EXPECT_EQ(createAutodiffSubgraphs(*g, options).groups, 1u);
+  size_t groups = 0;
+  auto g = tracedInGroups(program, example, &groups);
+  EXPECT_EQ(groups, 1u);
   auto leaves = [&] {
     TensorList xs;
     for (const Tensor& t : example) {
@@ -393,10 +400,9 @@ TEST(ExecutorTest, ANodeThatOnlyUnusedSlotsLeadToDoesNotRun) {
     return TensorList{ops::mm(in[0], a), ops::mul(in[0], in[0])};
   };
   const Tensor t32 = ops::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
-  auto g = trace(program, {t23(), t32});
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  ASSERT_EQ(createAutodiffSubgraphs(*g, options).groups, 2u);
+  size_t groups = 0;
+  auto g = tracedInGroups(program, {t23(), t32}, &groups);
+  ASSERT_EQ(groups, 2u);
   const GraphExecutor executor(*g);
   for (uint32_t bits = 0; bits < EngineOptions::kCombinations; ++bits) {
     SCOPED_TRACE(to_string(EngineOptions::from_bits(bits)));
@@ -427,10 +433,9 @@ TEST(ExecutorTest, AReturnedViewOfAValueTheGroupComputesCanBeWrittenInPlace) {
     ops::add_(v, in[0]);
     return TensorList{v};
   };
-  auto g = trace(program, {t23()});
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  ASSERT_EQ(createAutodiffSubgraphs(*g, options).groups, 1u);
+  size_t groups = 0;
+  auto g = tracedInGroups(program, {t23()}, &groups);
+  ASSERT_EQ(groups, 1u);
   const GraphExecutor executor(*g);
   for (const bool compiled : {false, true}) {
     Tensor x = t23();
@@ -454,10 +459,7 @@ TEST(ExecutorTest, AReturnedViewThatDoesNotRequireGradCanBeWrittenInPlace) {
     ops::add_(v, ops::reshape(in[0], {3, 2}));
     return TensorList{s, v};
   };
-  auto g = trace(program, {t23()});
-  AutodiffSubgraphOptions options;
-  options.min_subgraph_size = 1;
-  createAutodiffSubgraphs(*g, options);
+  auto g = tracedInGroups(program, {t23()});
   const GraphExecutor executor(*g);
   for (const bool compiled : {false, true}) {
     Tensor x = t23();
