@@ -1,11 +1,15 @@
-// `bazel run -c opt //paper:hessian_cpu_bench [-- --reps N --warmup N --only VARIANT]`: the hessian
-// workload (paper/workloads/hessian.h) on the CPU at batch 1000, ReLU and Tanh, without and with
-// the final backward, interleaved (each repetition times every variant once). Prints one line per
-// figure in the peers' format (paper/peers/common.py), so that paper/busy_compare.py can put it
-// beside PyTorch's paper/peers/hessian.py, in the same run and under the same competing load.
+// `bazel run -c opt //paper:hessian_cpu_bench [-- --reps N --warmup N --only VARIANT --settle MS]`:
+// the hessian workload (paper/workloads/hessian.h) on the CPU at batch 1000, ReLU and Tanh, without
+// and with the final backward, interleaved (each repetition times every variant once); --settle
+// sleeps that long before each step, as reproduce's rounds do (Note [Settle between contenders]).
+// Prints one line per figure in the peers' format (paper/peers/common.py), so that
+// paper/busy_compare.py can put it beside PyTorch's paper/peers/hessian.py, in the same run and
+// under the same competing load.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ops/cpu/isa.h"
@@ -27,7 +31,7 @@ std::string variant_name(const Variant& v) {
 
 // `only`: run just the variant of that name ("ReLU", "Tanh+final", ...; empty: all), e.g. to
 // profile one of them.
-int run(int reps, int warmup, const std::string& only) {
+int run(int reps, int warmup, const std::string& only, int settle_ms) {
   std::vector<Variant> variants;
   for (Variant v : {Variant{Activation::kRelu, false}, Variant{Activation::kRelu, true},
                     Variant{Activation::kTanh, false}, Variant{Activation::kTanh, true}}) {
@@ -54,6 +58,7 @@ int run(int reps, int warmup, const std::string& only) {
   for (int r = 0; r < warmup + reps; ++r) {
     for (size_t v = 0; v < variants.size(); ++v) {
       const Mlp& mlp = mlps[variants[v].activation == Activation::kRelu ? 0 : 1];
+      if (settle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(settle_ms));
       const Clock::time_point start = Clock::now();
       checksum += hessian_step(mlp, x, variants[v].final_backward);
       if (r >= warmup) ms[v].push_back(seconds_since(start) * 1e3);
@@ -72,7 +77,7 @@ int run(int reps, int warmup, const std::string& only) {
 }  // namespace ag::paper
 
 int main(int argc, char** argv) {
-  int reps = 15, warmup = 3;
+  int reps = 15, warmup = 3, settle_ms = 0;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -82,14 +87,19 @@ int main(int argc, char** argv) {
       warmup = std::atoi(argv[++i]);
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (arg == "--settle" && i + 1 < argc) {
+      settle_ms = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: hessian_cpu_bench [--reps N] [--warmup N] [--only VARIANT]\n");
+      std::fprintf(
+          stderr,
+          "usage: hessian_cpu_bench [--reps N] [--warmup N] [--only VARIANT] [--settle MS]\n");
       return 2;
     }
   }
-  if (reps <= 0 || warmup < 0) {
-    std::fprintf(stderr, "hessian_cpu_bench: --reps must be positive, --warmup not negative\n");
+  if (reps <= 0 || warmup < 0 || settle_ms < 0) {
+    std::fprintf(
+        stderr, "hessian_cpu_bench: --reps must be positive, --warmup and --settle not negative\n");
     return 2;
   }
-  return ag::paper::run(reps, warmup, only);
+  return ag::paper::run(reps, warmup, only, settle_ms);
 }

@@ -40,6 +40,19 @@ def seconds_per_call(fn, iters):
     return (time.perf_counter() - start) / iters
 
 
+def seconds_per_call_over(fn, min_seconds):
+    """Mean seconds per call of fn(), called back to back until min_seconds have passed (once at
+    least): reproduce's stretch of steps (paper/workloads/timing.h, Note [A stretch of steps])."""
+    calls = 0
+    start = time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return elapsed / calls
+
+
 def serve(description, tasks):
     """Prints the peer line and `ready`, then answers tasks until EOF or `quit`.
 

@@ -1,7 +1,8 @@
 """JAX (CPU), the peer of seed 001's hessian step (protocol: common.py).
 
 Task (time in seconds):
-    hessian IMPL JIT ACTIVATION FINAL BATCH HIDDEN
+    hessian IMPL JIT ACTIVATION FINAL BATCH HIDDEN MIN_SECONDS
+        a step's time, per step over steps run back to back for MIN_SECONDS (once at least);
         IMPL hessian: jax.vmap(jax.hessian(f)) per sample, rows summed (the y_xx of the nested
                       grads, from the full 16x16 per-sample Hessian);
              hvp:     jax.jvp(jax.grad(f), x, ones): H @ 1, the same y_xx, as PyTorch's nested
@@ -15,9 +16,8 @@ thread_flags().
 
 import os
 import sys
-import time
 
-from common import parse_args, serve, unavailable
+from common import parse_args, seconds_per_call_over, serve, unavailable
 
 args = parse_args(__doc__)
 
@@ -101,12 +101,11 @@ def step_function(impl, jit, activation, final_backward, batch, hidden):
     return _steps[key]
 
 
-def hessian(impl, jit, activation, final_backward, batch, hidden):
+def hessian(impl, jit, activation, final_backward, batch, hidden, min_seconds):
     step, params, x = step_function(impl, jit == "1", activation, final_backward == "1",
                                     int(batch), int(hidden))
-    start = time.perf_counter()
-    jax.block_until_ready(step(params, x))
-    return time.perf_counter() - start
+    return seconds_per_call_over(lambda: jax.block_until_ready(step(params, x)),
+                                 float(min_seconds))
 
 
 serve(describe(), {"hessian": hessian})

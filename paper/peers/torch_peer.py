@@ -3,8 +3,9 @@
 Tasks (times in seconds):
     tiny_graph ITERS                       grad(a*b, [a, b], ones) on 2x2 float32, per call
     scalar_chain LENGTH ITERS              grad(y.sum(), [x]), y = x * 1.0001 LENGTH times, per call
-    hessian IMPL ACTIVATION FINAL BATCH HIDDEN [THREADS]
-                                           one hessian step (seed 001's MLP), IMPL:
+    hessian IMPL ACTIVATION FINAL BATCH HIDDEN MIN_SECONDS [THREADS]
+                                           a hessian step (seed 001's MLP), per step over steps
+                                           run back to back for MIN_SECONDS (once at least), IMPL:
                                              autograd     y_x = grad(y, x, create_graph),
                                                           y_xx = grad(y_x, x, create_graph)
                                              func_hessian vmap(torch.func.hessian) per sample
@@ -24,7 +25,7 @@ import re
 import sys
 import time
 
-from common import parse_args, seconds_per_call, serve, unavailable
+from common import parse_args, seconds_per_call, seconds_per_call_over, serve, unavailable
 
 args = parse_args(__doc__)
 try:
@@ -113,19 +114,21 @@ def hessian_hvp(model, x):
 HESSIANS = {"autograd": hessian_autograd, "func_hessian": hessian_func, "func_hvp": hessian_hvp}
 
 
-def hessian(impl, activation, final_backward, batch, hidden, threads="0"):
+def hessian(impl, activation, final_backward, batch, hidden, min_seconds, threads="0"):
     model, x = mlp(activation, int(batch), int(hidden))
     compute = HESSIANS[impl]
     process_threads = torch.get_num_threads()
     if int(threads) > 0:  # this step only, at that many intra-op threads
         torch.set_num_threads(int(threads))
-    try:
-        start = time.perf_counter()
+
+    def step():
         y_xx = compute(model, x)
         if final_backward == "1":
             model.zero_grad(set_to_none=True)
             y_xx.sum().backward()
-        return time.perf_counter() - start
+
+    try:
+        return seconds_per_call_over(step, float(min_seconds))
     finally:
         torch.set_num_threads(process_threads)
 

@@ -90,6 +90,22 @@ HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool fina
   return stats;
 }
 
+HessianStepStats measure_hessian_steps(const Mlp& mlp, const Tensor& x, bool final_backward,
+                                       const EngineOptions& options, double min_seconds) {
+  HessianStepStats last;
+  double seconds = 0, cpu_seconds = 0;
+  int steps = 0;
+  do {
+    last = measure_hessian_step(mlp, x, final_backward, options);
+    seconds += last.seconds;
+    cpu_seconds += last.cpu_seconds;
+    ++steps;
+  } while (seconds < min_seconds);
+  last.seconds = seconds / steps;
+  last.cpu_seconds = cpu_seconds / steps;
+  return last;
+}
+
 LayerProductTimes measure_layer_products(const HessianConfig& c, int reps) {
   NoGradGuard no_grad;
   const Tensor h = ops::uniform({c.batch, c.hidden}, -1, 1, 1);

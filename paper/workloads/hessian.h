@@ -60,6 +60,10 @@ struct HessianStepStats {
 // One timed step under `options` (also used to read peak bytes and counters).
 HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                                       const EngineOptions& options);
+// Steps run back to back until `min_seconds` have passed (one at least): seconds and cpu_seconds
+// per step, the last step's peak bytes and counters (Note [A stretch of steps], timing.h).
+HessianStepStats measure_hessian_steps(const Mlp& mlp, const Tensor& x, bool final_backward,
+                                       const EngineOptions& options, double min_seconds);
 
 // The three matrix-product shapes of a hidden layer's step, timed alone on the CPU (interleaved
 // medians, seconds): the forward h @ W^T and the input gradient g @ W, which both variants run, and

@@ -69,6 +69,37 @@ double seconds_per_call(int iters, Fn fn) {
   return s / iters;
 }
 
+// Note [A stretch of steps]
+// reproduce's interleaved rounds time each contender over a stretch of steps run back to back
+// for at least 0.2 s (one step where a step takes longer), and take the mean per step; the peers
+// do the same (seconds_per_call_over in paper/peers/common.py). A single step is shorter than
+// the rhythm of a busy load (bursty: 20 ms busy, 20 ms idle per thread) and starts after the
+// pause that Note [Settle between contenders] puts before every contender, so timed alone it
+// measures where it lands in that rhythm and how the scheduler treats threads that have just
+// woken, not what back-to-back steps (a training loop) get done on a busy machine. Timed one
+// step per round, beside the bursty load, ours ranged 15-36 ms from round to round on the ReLU
+// step and PyTorch 2.15's 18-52 ms, and the ratio of the medians of 15 rounds came out 0.84x,
+// 0.88x and 0.95x in three runs of the same build; 9 steps back to back per round gave 0.63x.
+// 0.2 s is five periods of the bursty load.
+constexpr double kStretchSeconds = 0.2;
+
+// Seconds per call of fn() (which returns a checksum), over calls made back to back until
+// `min_seconds` have passed (one call at least).
+template <typename Fn>
+double seconds_per_call_over(double min_seconds, Fn fn) {
+  double checksum = 0;
+  int calls = 0;
+  const Clock::time_point start = Clock::now();
+  double s = 0;
+  do {
+    checksum += fn();
+    ++calls;
+    s = seconds_since(start);
+  } while (s < min_seconds);
+  do_not_optimize(checksum);
+  return s / calls;
+}
+
 // Runs each variant `reps` times, interleaved (v0, v1, ..., v0, v1, ...) so that slow drifts of
 // the machine affect every variant alike, and returns each variant's median. Each variant returns
 // the time of one repetition in whatever unit it likes.
