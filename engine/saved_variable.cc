@@ -62,21 +62,26 @@ namespace {
 std::string slot_name(const char* slot, int index) {
   return index < 0 ? std::string(slot) : std::string(slot) + "[" + std::to_string(index) + "]";
 }
+// "'mm'", or "'mm' in 'DifferentiableGraphBackward'" when the owner runs several ops' formulas.
+std::string saver_name(const Node& owner, const char* op) {
+  return op ? "'" + std::string(op) + "' in '" + owner.name() + "'" : "'" + owner.name() + "'";
+}
 }  // namespace
 
-Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index) const {
+Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index, const char* op) const {
   if (released_) {
     fail("Trying to backward through the graph a second time: the value '", slot_name(slot, index),
-         "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
-         "' was already freed. Pass retain_graph to the first backward()/grad() call if you need "
+         "' of shape ", to_string(saved_shape_), " saved by ", saver_name(owner, op),
+         " was already freed. Pass retain_graph to the first backward()/grad() call if you need "
          "to backward through the graph again.");
   }
   if (data_.version() != saved_version_) {
     fail(
         "One of the tensors needed for gradient computation has been modified by an in-place "
         "operation: the value '",
-        slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by '", owner.name(),
-        "' is at version ", data_.version(), "; expected version ", saved_version_, ".");
+        slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by ",
+        saver_name(owner, op), " is at version ", data_.version(), "; expected version ",
+        saved_version_, ".");
   }
   if (is_leaf_) {
     // The leaf's requires_grad may have changed since (requires_grad_() does not bump the

@@ -51,7 +51,10 @@ class SavedVariable {
   // `owner` is the node that saved it (a saved output gets it back as grad_fn). `slot`, with
   // `index` if not -1, names the value in error messages ("other", "saved_tensors[1]"); the
   // messages are only built when they are thrown.
-  Tensor unpack(const Node& owner, const char* slot, int index = -1) const;
+  // `op` names the op that saved it where `owner` stands for several (Note [Nodes that stand for
+  // several ops]): messages then say "saved by 'mm' in 'DifferentiableGraphBackward'".
+  Tensor unpack(const Node& owner, const char* slot, int index = -1,
+                const char* op = nullptr) const;
   void release();
   bool defined() const { return data_.defined(); }
   bool released() const { return released_; }

@@ -106,12 +106,14 @@ TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& ca
   Counters& c = counters();
   for (size_t b = 0; b < d.blocks.size(); ++b) {
     if (!runs[b]) continue;
-    for (int j : d.blocks[b].reads) {
+    const Gradient::Block& block = d.blocks[b];
+    for (size_t r = 0; r < block.reads.size(); ++r) {
+      const int j = block.reads[r];
       if (unpacked[j]) continue;
       const SavedVariable& s = saved_[j];
       AG_CHECK(s.defined() || s.released(), "internal error: '", d.saved_names[j],
                "' was not saved by DifferentiableGraphBackward but a formula needs it");
-      frame[d.slots.size() + j] = s.unpack(*this, d.saved_names[j].c_str());
+      frame[d.slots.size() + j] = s.unpack(*this, block.read_names[r], -1, block.op->c_str());
       unpacked[j] = 1;
     }
     ++c.formulas_evaluated;

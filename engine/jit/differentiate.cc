@@ -82,8 +82,9 @@ class Differentiator {
       for (size_t i = 0; i < spec.num_inputs(); ++i) {
         const int target = seg_.node_inputs[k][i];
         if (!spec.differentiable(i) || !metas_[target].defined) continue;
-        Gradient::Block b{static_cast<int>(k), i, seg_.outputOf(k), target, {},
-                          &spec.formula_key(i)};
+        Gradient::Block b{
+            static_cast<int>(k), i, seg_.outputOf(k), target, {}, &spec.formula_key(i),
+            &spec.name(),        {}};
         for (size_t j = 0; j < spec.num_slots(); ++j) {
           if (!(spec.formula_uses(i) >> j & 1)) continue;
           const int v = slotValue(k, spec.slot(j));
@@ -92,6 +93,7 @@ class Differentiator {
             d_->saved.push_back(v);
           }
           b.reads.push_back(saved_index[v]);
+          b.read_names.push_back(spec.slot(j).name);
         }
         d_->blocks.push_back(std::move(b));
       }

@@ -93,6 +93,10 @@ struct Gradient {
     int source, target;      // value numbers: the node's output and input `input`
     std::vector<int> reads;  // the forward values it reads, as indices into `saved`
     const CounterKey* key;   // the spec's counter key for it ("mul:other")
+    // For messages: the op's name ("mm") and its name for each value read ("mat2"), so that a
+    // saved value written in place is named as the op's own node names it.
+    const std::string* op = nullptr;
+    std::vector<const char*> read_names;
   };
 
   // The autograd node's slots (the gradients it receives): the segment's outputs, then the
