@@ -12,11 +12,15 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/cublaslt_matmul.h"
 #include "cuda/cuda.h"
+#include "cuda/stream.h"
 #include "engine/error.h"
 
 namespace ag::cuda {
 namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{4} << 20;
 
 std::atomic<bool> g_allow_tf32{false};
 std::atomic<GemmBackend> g_backend{GemmBackend::kCublas};
@@ -26,6 +30,7 @@ std::atomic<GemmBackend> g_backend{GemmBackend::kCublas};
 struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasGetProperty) get_property = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
@@ -41,6 +46,7 @@ struct Cublas {
   CublasApi api;
   std::mutex mutex;  // one handle, used by one thread at a time
   cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
 };
 
 template <typename Fn>
@@ -75,6 +81,7 @@ void load(Cublas& c) {
   CublasApi& a = c.api;
   resolve(lib, "cublasCreate_v2", a.create, missing);
   resolve(lib, "cublasSetStream_v2", a.set_stream, missing);
+  resolve(lib, "cublasSetWorkspace_v2", a.set_workspace, missing);
   resolve(lib, "cublasSetMathMode", a.set_math_mode, missing);
   resolve(lib, "cublasGetProperty", a.get_property, missing);
   resolve(lib, "cublasGetStatusString", a.status_string, missing);
@@ -93,6 +100,10 @@ void load(Cublas& c) {
   c.status = "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." +
              std::to_string(patch) + " (" + from + ")";
   c.loaded = true;
+  // cuBLASLt sits beside libcublas (which loads it itself); float products go through it.
+  const size_t slash = from.rfind('/');
+  const std::string lt = lt::load(slash == std::string::npos ? "" : from.substr(0, slash));
+  c.status += lt.empty() ? ", with cuBLASLt" : ", no cuBLASLt: " + lt;
 }
 
 Cublas& cublas() {
@@ -123,7 +134,12 @@ void cublas_gemm(Cublas& c, const GemmArgs& g, const T* a, const T* b, T* out) {
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.handle == nullptr) {
     check_status(c, c.api.create(&c.handle), "cublasCreate");
-    check_status(c, c.api.set_stream(c.handle, nullptr), "cublasSetStream");  // default stream
+    check_status(c, c.api.set_stream(c.handle, stream()), "cublasSetStream");
+    // A workspace of our own rather than one cuBLAS allocates when it likes: a stream being
+    // captured into a graph must not see an allocation (graph.h).
+    check(cudaMalloc(&c.workspace, kWorkspaceBytes), "cuBLAS workspace");
+    check_status(c, c.api.set_workspace(c.handle, c.workspace, kWorkspaceBytes),
+                 "cublasSetWorkspace");
   }
   // Plain FP32 unless TF32 was asked for (cuBLAS's default math mode computes in FP32).
   check_status(c,
@@ -165,6 +181,7 @@ void set_gemm_backend(GemmBackend backend) { g_backend = backend; }
 GemmBackend gemm_backend() { return g_backend; }
 bool cublas_loaded() { return cublas().loaded; }
 std::string cublas_status() { return cublas().status; }
+int product_plans() { return lt::plans(); }
 
 std::string gemm_description() {
   if (gemm_backend() == GemmBackend::kCublas && cublas().loaded) {
@@ -176,16 +193,24 @@ std::string gemm_description() {
 }
 
 template <typename T>
-void gemm(const GemmArgs& args, const T* a, const T* b, T* c) {
+void gemm(const GemmArgs& args, const T* a, const T* b, const T* bias, T* c) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
-  if (use_cublas(args)) {
-    cublas_gemm(cublas(), args, a, b, c);
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_cublas(args) && lt::matmul(args, a, b, bias, c)) return;
+  }
+  GemmArgs g = args;
+  if (bias != nullptr) {  // C = bias (broadcast over rows), then C += A B
+    broadcast_rows<T>(bias, c, g.batch * g.m, g.n);
+    g.accumulate = true;
+  }
+  if (use_cublas(g)) {
+    cublas_gemm(cublas(), g, a, b, c);
   } else {
-    gemm_builtin(args, a, b, c);
+    gemm_builtin(g, a, b, c);
   }
 }
 
-template void gemm<float>(const GemmArgs&, const float*, const float*, float*);
-template void gemm<double>(const GemmArgs&, const double*, const double*, double*);
+template void gemm<float>(const GemmArgs&, const float*, const float*, const float*, float*);
+template void gemm<double>(const GemmArgs&, const double*, const double*, const double*, double*);
 
 }  // namespace ag::cuda

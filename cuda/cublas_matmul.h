@@ -13,9 +13,11 @@
 
 namespace ag::cuda {
 
-// C = op(A) op(B) (+ C) as described by GemmArgs, on the path gemm_backend() selects.
+// C = op(A) op(B) + bias broadcast over C's rows (bias may be null) (+ C when accumulate), as
+// described by GemmArgs, on the path gemm_backend() selects: for float, cuBLASLt first
+// (cublaslt_matmul.h), then cuBLAS; the builtin kernel when neither loads.
 template <typename T>
-void gemm(const GemmArgs& args, const T* a, const T* b, T* c);
+void gemm(const GemmArgs& args, const T* a, const T* b, const T* bias, T* c);
 
 // "cuBLAS 13.1.1 (libcublas.so.13), FP32" or "builtin tiled GEMM (cuBLAS: <why not>)".
 std::string gemm_description();

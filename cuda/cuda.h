@@ -2,8 +2,9 @@
 // CUDA allocator and kernels (ag::DeviceType::kCUDA) at static-initialization time; a build
 // made without nvcc links a stub with the same API that reports "built without CUDA".
 //
-// All CUDA work runs in order on one stream (the legacy default stream of the current device,
-// cuda:0); host reads (Tensor::to_vector, item, ops::to) wait for it.
+// All CUDA work runs in order on one stream (Note [One stream], cuda/stream.h) of the current
+// device, cuda:0; host reads (Tensor::to_vector, item, ops::to) wait for it. cuda/graph.h
+// captures a step's work and replays it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,11 @@ std::string describe_device();
 // Waits for all queued CUDA work (for timing).
 void synchronize();
 
+// Marks the region a profiler started with --profile-from-start off measures (Nsight Compute:
+// tools/ncu_summary.py), e.g. a benchmark's timed steps without its warm-ups.
+void profiler_start();
+void profiler_stop();
+
 // --- Matmul settings (mm/addmm/bmm/linear on CUDA). ---
 // TF32 tensor cores for float32 products: off by default (plain FP32, as PyTorch's
 // torch.backends.cuda.matmul.allow_tf32 = False). Only affects the cuBLAS path.
@@ -41,6 +47,9 @@ void set_gemm_backend(GemmBackend backend);
 GemmBackend gemm_backend();   // the requested one
 bool cublas_loaded();         // whether libcublas was found and every symbol resolved
 std::string cublas_status();  // "cuBLAS 130100 from libcublas.so.13" or why it failed
+// float product shapes that have a cuBLASLt plan (Note [Products through cuBLASLt],
+// cuda/cublaslt_matmul.cc).
+int product_plans();
 
 // --- The caching allocator. ---
 // Bytes held in the cache (freed by tensors, kept for reuse); not counted in live_bytes().

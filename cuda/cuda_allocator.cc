@@ -4,17 +4,36 @@
 
 #include "cuda/check.h"
 #include "cuda/cuda.h"
+#include "cuda/stream.h"
 #include "engine/error.h"
 
 namespace ag::cuda {
 
+struct CachingAllocator::Pool {
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // by rounded size
+  std::unordered_map<void*, size_t> blocks;                    // every block, by rounded size
+};
+
+// Under capture, the pool's own free blocks first, then the cache's (which then join the pool).
 void* CachingAllocator::take_cached(size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (capturing_ != nullptr) {
+    auto it = capturing_->free_blocks.find(rounded);
+    if (it != capturing_->free_blocks.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+  }
   auto it = free_blocks_.find(rounded);
   if (it == free_blocks_.end() || it->second.empty()) return nullptr;
   void* p = it->second.back();
   it->second.pop_back();
   cached_ -= rounded;
+  if (capturing_ != nullptr) {
+    capturing_->blocks[p] = rounded;
+    pool_of_[p] = capturing_;
+  }
   return p;
 }
 
@@ -34,6 +53,11 @@ void* CachingAllocator::allocate(size_t bytes) {
            cudaGetErrorString(e), "); live ", stats().live_bytes(), " bytes, ", cached_bytes(),
            " cached");
     }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (capturing_ != nullptr) {
+      capturing_->blocks[p] = rounded;
+      pool_of_[p] = capturing_;
+    }
   }
   stats().on_allocate(bytes);
   return p;
@@ -43,8 +67,43 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
   stats().on_free(bytes);
   const size_t rounded = round_up(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  auto owner = pool_of_.find(ptr);
+  if (owner != pool_of_.end()) {
+    owner->second->free_blocks[rounded].push_back(ptr);
+    return;
+  }
   free_blocks_[rounded].push_back(ptr);
   cached_ += rounded;
+}
+
+CachingAllocator::Pool* CachingAllocator::begin_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  AG_CHECK(capturing_ == nullptr, "cuda: a graph is already being captured");
+  capturing_ = new Pool();
+  return capturing_;
+}
+
+void CachingAllocator::end_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  capturing_ = nullptr;
+}
+
+void CachingAllocator::release_pool(Pool* pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (capturing_ == pool) capturing_ = nullptr;
+  for (const auto& [ptr, rounded] : pool->blocks) pool_of_.erase(ptr);
+  for (auto& [rounded, blocks] : pool->free_blocks) {
+    for (void* p : blocks) free_blocks_[rounded].push_back(p);
+    cached_ += rounded * blocks.size();
+  }
+  delete pool;
+}
+
+int64_t CachingAllocator::pool_bytes(const Pool* pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t total = 0;
+  for (const auto& entry : pool->blocks) total += static_cast<int64_t>(entry.second);
+  return total;
 }
 
 void CachingAllocator::copy_from_host(void* dst, const void* src, size_t bytes) {
@@ -58,7 +117,7 @@ void CachingAllocator::copy_to_host(void* dst, const void* src, size_t bytes) {
 }
 
 void CachingAllocator::fill_zero(void* dst, size_t bytes) {
-  if (bytes) check(cudaMemsetAsync(dst, 0, bytes), "fill_zero");
+  if (bytes) check(cudaMemsetAsync(dst, 0, bytes, stream()), "fill_zero");
 }
 
 int64_t CachingAllocator::cached_bytes() const {

@@ -9,7 +9,10 @@
 #include "cuda/cublas_matmul.h"
 #include "cuda/cuda_allocator.h"
 #include "cuda/kernels.h"
+#include "cuda/stream.h"
+#include "engine/counters.h"
 #include "engine/error.h"
+#include "engine/options.h"
 #include "ops/backend.h"
 #include "ops/strided_loop.h"
 
@@ -47,6 +50,18 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
+  // One kernel, one pass, the bits of the three kernels it stands for (Note [Fused formula
+  // kernels], ops/elementwise.cc).
+  Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) override {
+    Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+    dispatch_dtype(a.dtype(), [&](auto z) {
+      using T = decltype(z);
+      cuda::scaled_product<T>(a.data<T>(), b.data<T>(), c.data<T>(), out.data<T>(), a.numel(),
+                              static_cast<T>(scale));
+    });
+    return out;
+  }
+
   Tensor fill(const Shape& shape, double value, DType dtype, Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);
     dispatch_dtype(dtype, [&](auto z) {
@@ -59,9 +74,9 @@ class CudaBackend final : public ops::Backend {
   void copy(const Tensor& dst, const Tensor& src) override {
     if (src.numel() == dst.numel()) {
       if (dst.raw_data() != src.raw_data() && dst.nbytes() > 0) {
-        check(
-            cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice),
-            "copy");
+        check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(),
+                              cudaMemcpyDeviceToDevice, stream()),
+              "copy");
       }
       return;
     }
@@ -112,14 +127,25 @@ class CudaBackend final : public ops::Backend {
     g.stride_b = br * bc;
     g.stride_c = g.m * g.n;
     g.batch = a.dim() == 3 ? a.shape()[0] : 1;
+    // An operand of known zeros (Note [Known zeros]): the product is written, not multiplied,
+    // and is known to hold only +0 and NaN when nothing is added to it.
+    using Zeros = Tensor::Zeros;
+    const Zeros za = a.known_zeros(), zb = b.known_zeros();
+    const bool zero_operand =
+        (za != Zeros::kUnknown || zb != Zeros::kUnknown) && current_options().skip_zero_products;
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
-      if (bias != nullptr) {  // C = bias (broadcast over rows), then C += A B
-        broadcast_rows<T>(bias->data<T>(), out.data<T>(), g.batch * g.m, g.n);
-        g.accumulate = true;
+      const T* bias_data = bias != nullptr ? bias->data<T>() : nullptr;
+      if (zero_operand) {
+        ++counters().products_of_zeros;
+        ++counters().products_of_known_zeros;
+        zero_product<T>(g, za == Zeros::kAll, zb == Zeros::kAll, a.data<T>(), b.data<T>(),
+                        bias_data, out.data<T>());
+      } else {
+        gemm<T>(g, a.data<T>(), b.data<T>(), bias_data, out.data<T>());
       }
-      gemm<T>(g, a.data<T>(), b.data<T>(), out.data<T>());
     });
+    if (zero_operand && bias == nullptr) out.mark_zeros(Zeros::kAllButNaN);
     return out;
   }
 

@@ -8,6 +8,7 @@
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 
 namespace ag::cuda {
 namespace {
@@ -100,7 +101,7 @@ void gemm_builtin(const GemmArgs& args, const T* a, const T* b, T* c) {
   const unsigned grid_y = static_cast<unsigned>((args.n + kTile - 1) / kTile);
   for (int64_t first = 0; first < args.batch; first += kMaxGridZ) {
     const unsigned grid_z = static_cast<unsigned>(std::min(args.batch - first, kMaxGridZ));
-    gemm_kernel<<<dim3(grid_x, grid_y, grid_z), kSide * kSide>>>(
+    gemm_kernel<<<dim3(grid_x, grid_y, grid_z), kSide * kSide, 0, stream()>>>(
         args, a + first * args.stride_a, b + first * args.stride_b, c + first * args.stride_c);
     check_launch("matmul (builtin GEMM)");
   }
@@ -110,7 +111,7 @@ template <typename T>
 void broadcast_rows(const T* bias, T* out, int64_t rows_total, int64_t cols) {
   const int64_t n = rows_total * cols;
   if (n == 0) return;
-  broadcast_rows_kernel<<<blocks_for(n), kThreads>>>(bias, out, n, cols);
+  broadcast_rows_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(bias, out, n, cols);
   check_launch("addmm (bias)");
 }
 

@@ -27,6 +27,9 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t n, const Layout
 // out = op(a, scalar), all contiguous.
 template <typename T>
 void unary(UnaryOp op, const T* a, T* out, int64_t n, T scalar);
+// out = a * ((b * scale) * c), all contiguous (ops::Backend::scaled_product).
+template <typename T>
+void scaled_product(const T* a, const T* b, const T* c, T* out, int64_t n, T scale);
 // dst (contiguous, n elements) = src read through layout.stride[0] (broadcast, transpose).
 template <typename T>
 void strided_copy(const T* src, T* dst, int64_t n, const Layout& layout);
@@ -65,6 +68,13 @@ struct GemmArgs {
 // The project's own tiled GEMM (cublas_matmul.cc uses cuBLAS when it can).
 template <typename T>
 void gemm_builtin(const GemmArgs& args, const T* a, const T* b, T* c);
+// The product of `args` when op(A) or op(B) holds only +0 and NaN (Note [Known zeros]), written
+// without multiplying (zero_product.cu): C[i][j] = bias[j] (or nothing) + (NaN if row i of op(A)
+// or column j of op(B) holds an Inf or NaN, else +0), the GEMM's values. An operand known to be
+// all +0 (a_all_zero, b_all_zero) is not read. bias may be null; never accumulates.
+template <typename T>
+void zero_product(const GemmArgs& args, bool a_all_zero, bool b_all_zero, const T* a, const T* b,
+                  const T* bias, T* c);
 // out [batch, rows, cols] (contiguous) = bias [cols] broadcast over rows: addmm's C before
 // C += A @ B.
 template <typename T>

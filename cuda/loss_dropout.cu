@@ -4,6 +4,7 @@
 #include "cuda/check.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
+#include "cuda/stream.h"
 #include "ops/counter_rng.h"
 
 namespace ag::cuda {
@@ -49,7 +50,8 @@ __global__ void dropout_kernel(T* out, int64_t n, double keep_prob, uint64_t see
 template <typename T>
 void log_softmax(const T* in, T* out, int64_t outer, int64_t len, int64_t inner) {
   if (outer * len * inner == 0) return;
-  log_softmax_kernel<<<blocks_for(outer * inner), kThreads>>>(in, out, outer, len, inner);
+  log_softmax_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(in, out, outer, len,
+                                                                           inner);
   check_launch("log_softmax");
 }
 
@@ -61,8 +63,8 @@ void gather_rows(const T* in, T* out, int64_t rows, int64_t cols,
   check(cudaMemcpy(device_targets.as<int64_t>(), targets.data(), targets.size() * sizeof(int64_t),
                    cudaMemcpyHostToDevice),
         "nll_loss (targets)");
-  gather_rows_kernel<<<blocks_for(rows), kThreads>>>(in, out, rows, cols,
-                                                     device_targets.as<int64_t>());
+  gather_rows_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(in, out, rows, cols,
+                                                                  device_targets.as<int64_t>());
   check_launch("nll_loss");
 }
 
@@ -74,8 +76,8 @@ void nll_pattern(T* out, int64_t rows, int64_t cols, const std::vector<int64_t>&
   check(cudaMemcpy(device_targets.as<int64_t>(), targets.data(), targets.size() * sizeof(int64_t),
                    cudaMemcpyHostToDevice),
         "nll_loss (targets)");
-  scatter_rows_kernel<<<blocks_for(rows), kThreads>>>(out, rows, cols, device_targets.as<int64_t>(),
-                                                      value);
+  scatter_rows_kernel<<<blocks_for(rows), kThreads, 0, stream()>>>(
+      out, rows, cols, device_targets.as<int64_t>(), value);
   check_launch("nll_loss");
 }
 
@@ -83,7 +85,7 @@ template <typename T>
 void dropout_mask(T* out, int64_t n, double keep_prob, uint64_t seed) {
   if (n == 0) return;
   const T keep = static_cast<T>(1.0 / keep_prob);  // the same rounding as the CPU kernel
-  dropout_kernel<<<blocks_for(n), kThreads>>>(out, n, keep_prob, seed, keep);
+  dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(out, n, keep_prob, seed, keep);
   check_launch("dropout");
 }
 

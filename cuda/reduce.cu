@@ -8,6 +8,7 @@
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
 #include "cuda/layout.h"
+#include "cuda/stream.h"
 
 namespace ag::cuda {
 namespace {
@@ -80,19 +81,20 @@ void column_sum(const T* in, T* out, int64_t rows, int64_t cols) {
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(chunks));
   const dim3 block(32, kColumnLanes);
   if (chunks == 1) {
-    column_sum_kernel<<<grid, block>>>(in, out, rows, cols, per_chunk);
+    column_sum_kernel<<<grid, block, 0, stream()>>>(in, out, rows, cols, per_chunk);
     check_launch("sum_to (columns)");
     return;
   }
   Scratch partial(static_cast<size_t>(chunks * cols) * sizeof(T));
-  column_sum_kernel<<<grid, block>>>(in, partial.as<T>(), rows, cols, per_chunk);
+  column_sum_kernel<<<grid, block, 0, stream()>>>(in, partial.as<T>(), rows, cols, per_chunk);
   check_launch("sum_to (columns)");
   column_sum(partial.as<T>(), out, chunks, cols);
 }
 
 template <typename T>
 void copy_device(const T* in, T* out, int64_t n) {
-  check(cudaMemcpyAsync(out, in, static_cast<size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice),
+  check(cudaMemcpyAsync(out, in, static_cast<size_t>(n) * sizeof(T), cudaMemcpyDeviceToDevice,
+                        stream()),
         "sum_to (copy)");
 }
 
@@ -107,14 +109,15 @@ void sum_all(const T* in, T* out, int64_t n) {
   // At most 1024 partial sums (about four elements per thread), then one block adds them up.
   const unsigned blocks = std::min(blocks_for(n, /*per_thread=*/4), 1024u);
   if (blocks == 1) {
-    partial_sum_kernel<<<1, kThreads>>>(in, out, n);
+    partial_sum_kernel<<<1, kThreads, 0, stream()>>>(in, out, n);
     check_launch("sum");
     return;
   }
   Scratch partial(blocks * sizeof(T));
-  partial_sum_kernel<<<blocks, kThreads>>>(in, partial.as<T>(), n);
+  partial_sum_kernel<<<blocks, kThreads, 0, stream()>>>(in, partial.as<T>(), n);
   check_launch("sum");
-  partial_sum_kernel<<<1, kThreads>>>(partial.as<T>(), out, static_cast<int64_t>(blocks));
+  partial_sum_kernel<<<1, kThreads, 0, stream()>>>(partial.as<T>(), out,
+                                                   static_cast<int64_t>(blocks));
   check_launch("sum");
 }
 
@@ -134,7 +137,7 @@ void sum_to(const T* in, T* out, const ReducePlan& p) {
                        kThreads>>>(in, out, p.rows, p.cols);
       return check_launch("sum_to (rows)");
     case ReducePlan::kGeneric:
-      generic_sum_kernel<<<blocks_for(p.n_out), kThreads>>>(in, out, p.n_out, p);
+      generic_sum_kernel<<<blocks_for(p.n_out), kThreads, 0, stream()>>>(in, out, p.n_out, p);
       return check_launch("sum_to");
   }
 }

@@ -1,4 +1,5 @@
 // Device discovery and errors: is_available() probes the runtime once and caches the answer.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -8,6 +9,7 @@
 #include "cuda/cublas_matmul.h"
 #include "cuda/cuda.h"
 #include "cuda/kernels.h"
+#include "cuda/stream.h"
 #include "engine/error.h"
 
 namespace ag::cuda {
@@ -84,8 +86,24 @@ std::string describe_device() {
          " MiB); matmul: " + gemm_description();
 }
 
+cudaStream_t stream() {
+  static const cudaStream_t s = [] {
+    cudaStream_t created = nullptr;
+    check(cudaStreamCreateWithFlags(&created, cudaStreamDefault), "creating the stream");
+    return created;  // never destroyed: work may be queued on it at exit
+  }();
+  return s;
+}
+
 void synchronize() {
   if (is_available()) check(cudaDeviceSynchronize(), "synchronize");
+}
+
+void profiler_start() {
+  if (is_available()) check(cudaProfilerStart(), "profiler_start");
+}
+void profiler_stop() {
+  if (is_available()) check(cudaProfilerStop(), "profiler_stop");
 }
 
 void throw_cuda_error(const char* what, int code) {

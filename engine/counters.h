@@ -32,6 +32,10 @@ struct Counters {
   // CPU products written as zeros because an operand was all zeros (Note [Products with a zero
   // operand], ops/cpu/zero_operand.h).
   int64_t products_of_zeros = 0;
+  // Of those, the products whose zero operand was known without reading it (Note [Known zeros],
+  // engine/memory/storage.h): the only kind the CUDA backend can skip without waiting for the
+  // device.
+  int64_t products_of_known_zeros = 0;
   // Derivative formulas run as one fused kernel instead of the ops they chain (Note [Fused
   // formula kernels], ops/elementwise.cc).
   int64_t fused_formulas = 0;

@@ -140,6 +140,10 @@ class Tensor {
 
   uint32_t version() const { return impl_->storage->version(); }
   void bump_version() const { impl_->storage->bump_version(); }
+  // What is known of the values without reading them (Note [Known zeros]).
+  using Zeros = Storage::Zeros;
+  Zeros known_zeros() const { return impl_->storage->known_zeros(); }
+  void mark_zeros(Zeros zeros) const { impl_->storage->mark_zeros(zeros); }
 
   // A new leaf sharing this tensor's storage (and so its version counter), not requiring grad.
   Tensor detach() const;

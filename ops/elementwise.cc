@@ -16,13 +16,17 @@ namespace {
 template <typename Op>
 Tensor binary_op(const Tensor& a, const Tensor& b) {
   const OpSpec& spec = Op::spec;
-  const BinaryKind kind = Op::kind;
+  constexpr BinaryKind kind = Op::kind;
   check_same_dtype_and_device(spec.name().c_str(), a, b);
   Backend& backend = backend_for(a.device());
   // Same shapes (the common case) need no broadcast shape computed.
   Tensor out = a.shape() == b.shape()
                    ? backend.binary(kind, a, b, a.shape())
                    : backend.binary(kind, a, b, broadcast_shapes(spec.name().c_str(), a, b));
+  if constexpr (kind == BinaryKind::kAdd) {  // sums of gradients keep their known zeros
+    const Tensor::Zeros sum = Storage::sum_of(a.known_zeros(), b.known_zeros());
+    if (sum != Tensor::Zeros::kUnknown) out.mark_zeros(sum);
+  }
   return record(spec, {&a, &b}, std::move(out));
 }
 
@@ -48,7 +52,15 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
   check_same_dtype_and_device(name, grad, result);
   AG_CHECK(grad.shape() == result.shape(), name, ": gradient shape ", to_string(grad.shape()),
            " does not match result shape ", to_string(result.shape()));
+  // An op that writes the gradient or +0 keeps a gradient's known zeros (Note [Known zeros]):
+  // all +0 is a fill, which reads nothing.
+  const Tensor::Zeros zeros_in =
+      Op::zeros_give_zeros ? grad.known_zeros() : Tensor::Zeros::kUnknown;
+  if (zeros_in == Tensor::Zeros::kAll) {
+    return record(spec, {&grad, &result}, zeros(grad.shape(), grad.dtype(), grad.device()));
+  }
   Tensor out = backend_for(grad.device()).binary(Op::kind, grad, result, grad.shape());
+  if (zeros_in != Tensor::Zeros::kUnknown) out.mark_zeros(zeros_in);
   return record(spec, {&grad, &result}, std::move(out));
 }
 
@@ -297,6 +309,7 @@ const OpSpec Relu::spec{
 struct ThresholdBackward {
   static constexpr Input grad{0, "grad"}, result{1, "result"};
   static constexpr BinaryKind kind = BinaryKind::kThreshold;
+  static constexpr bool zeros_give_zeros = true;  // result > 0 ? grad : +0
   static const OpSpec spec;
 };
 const OpSpec ThresholdBackward::spec{
@@ -311,6 +324,7 @@ const OpSpec ThresholdBackward::spec{
 struct TanhBackward {
   static constexpr Input grad{0, "grad"}, result{1, "result"};
   static constexpr BinaryKind kind = BinaryKind::kTanhBackward;
+  static constexpr bool zeros_give_zeros = false;  // 0 * (1 - result^2) is NaN for an Inf result
   static const OpSpec spec;
 };
 const OpSpec TanhBackward::spec{

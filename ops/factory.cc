@@ -14,7 +14,9 @@ Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   return backend_for(device).fill(shape, value, dtype, device);
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
-  return full(shape, 0.0, dtype, device);
+  Tensor out = full(shape, 0.0, dtype, device);
+  out.mark_zeros(Tensor::Zeros::kAll);  // Note [Known zeros]
+  return out;
 }
 Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);

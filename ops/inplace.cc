@@ -70,9 +70,14 @@ Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, 
 
 Tensor& add_(Tensor& a, const Tensor& b) {
   check_inplace("add_", a, b);
+  // Summing gradients in place keeps their known zeros (Note [Known zeros]); the write drops
+  // a's mark, so it is set again after.
+  const Tensor::Zeros sum = Storage::sum_of(a.known_zeros(), b.known_zeros());
   std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
-  return finish_inplace(AddInplace::spec, node, a, b);
+  Tensor& out = finish_inplace(AddInplace::spec, node, a, b);
+  if (sum != Tensor::Zeros::kUnknown) out.mark_zeros(sum);
+  return out;
 }
 
 Tensor& mul_(Tensor& a, const Tensor& b) {

@@ -9,7 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bazel=${BAZEL:-bazel}
 out=gpu_bin
-tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_test dropout2d_memory_test)
+tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_test dropout2d_memory_test
+       zero_product_test graph_test)
 
 targets=(//cuda:hessian_bench)
 for t in "${tests[@]}"; do targets+=("//cuda/tests:$t"); done
@@ -42,6 +43,7 @@ chmod u+w "$out"/*
 # The PyTorch peer of the benchmark, run beside ours where the GPU machine has torch.
 mkdir -p "$out/peers"
 cp paper/peers/common.py paper/peers/hessian.py "$out/peers/"
+cp tools/ncu_summary.py "$out/"
 
 # Self-contained: only the C/C++ runtime may be loaded dynamically, and oneTBB from gpu_bin/ itself
 # (the driver's libcuda and cuBLAS are opened at run time with dlopen).
@@ -58,9 +60,10 @@ done
 
 cat > "$out/run_all.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the CUDA tests, then the hessian benchmark (ReLU, the published workload, and Tanh), then
-# its PyTorch peer on the same GPU when python3 has a CUDA-enabled torch (same batch, same
-# protocol), so that ours and PyTorch's times come from one run.
+# Runs the CUDA tests, then the hessian benchmark (ReLU, the published workload, and Tanh; eager
+# and captured), then its PyTorch peers on the same GPU when python3 has a CUDA-enabled torch
+# (eager autograd and torch.compile; same batch, same protocol), so that ours and PyTorch's times
+# come from one run.
 # Arguments go to both benchmark runs, e.g. ./run_all.sh --reps 50
 # Exit status: 0 all passed, 1 a failure, 2 no usable GPU (everything that needs one skipped).
 set -uo pipefail
@@ -89,7 +92,8 @@ log=$(mktemp)
 echo "=== hessian_bench (Tanh)"
 ./hessian_bench --tanh --tsv "$tsv" "$@" || status=1
 echo "=== PyTorch peer (peers/hessian.py --device cuda)"
-python3 peers/hessian.py --device cuda --tsv "$tsv" || echo "run_all.sh: no PyTorch peer on this machine"
+python3 peers/hessian.py --device cuda --compile --tsv "$tsv" ||
+  echo "run_all.sh: no PyTorch peer on this machine"
 if grep -q "skipped:" "$log"; then
   echo "run_all.sh: NO USABLE GPU: the GPU tests and the benchmark were skipped"
   status=2

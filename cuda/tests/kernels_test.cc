@@ -7,6 +7,7 @@
 
 #include "cuda/tests/cuda_test_util.h"
 #include "engine/autograd.h"
+#include "engine/tensor.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
@@ -200,6 +201,52 @@ TEST(CudaKernels, DropoutMasksEqualTheCpuMasks) {
       }
     }
     expect_equal(ops::dropout(ones_gpu, 1.0, true, 3), ops::dropout(ones_cpu, 1.0, true, 3));
+  }
+}
+
+// Note [Fused formula kernels]: the CUDA scaled product is one kernel with the bits of the three
+// it fuses (the base class's composition), at sizes that end in every tail length.
+TEST(CudaKernels, ScaledProductHasTheComposedBits) {
+  AG_SKIP_WITHOUT_CUDA();
+  ops::Backend& cuda = ops::backend_for(kCuda);
+  for (DType dtype : kDTypes) {
+    for (int64_t n : {1, 3, 4, 5, 7, 1000, 1027}) {
+      SCOPED_TRACE(n);
+      const Pair a = random_pair({n}, 1, dtype), b = random_pair({n}, 2, dtype),
+                 c = random_pair({n}, 3, dtype);
+      const Tensor fused = cuda.scaled_product(a.gpu, b.gpu, c.gpu, -2.0);
+      expect_equal(fused, cuda.ops::Backend::scaled_product(a.gpu, b.gpu, c.gpu, -2.0));
+      expect_close(fused, ops::backend_for(kCPU).scaled_product(a.cpu, b.cpu, c.cpu, -2.0));
+    }
+  }
+}
+
+// A view whose data starts one element into its storage is not 16-byte aligned: the contiguous
+// kernels then take their one-element path (Note [Vectorized elementwise kernels]).
+Tensor view_at(const Tensor& base, int64_t offset, int64_t n) {
+  return Tensor(Ref<TensorImpl>::make(Shape{n}, base.dtype(), base.impl()->storage, offset));
+}
+
+TEST(CudaKernels, ContiguousKernelsOnViewsThatAreNotAligned) {
+  AG_SKIP_WITHOUT_CUDA();
+  for (DType dtype : kDTypes) {
+    for (int64_t offset : {0, 1, 2, 3}) {
+      SCOPED_TRACE(offset);
+      // Views of 1028 elements at offsets 0 to 3 of 1031, ending in every tail length.
+      const Pair a = random_pair({1031}, 4, dtype, 0.1, 2), b = random_pair({1031}, 5, dtype);
+      const int64_t n = 1028 - offset;
+      const Tensor a_gpu = view_at(a.gpu, offset, n), a_cpu = view_at(a.cpu, offset, n);
+      const Tensor b_gpu = view_at(b.gpu, 3 - offset, n), b_cpu = view_at(b.cpu, 3 - offset, n);
+      expect_close(ops::mul(a_gpu, b_gpu), ops::mul(a_cpu, b_cpu));
+      expect_close(ops::log(a_gpu), ops::log(a_cpu));
+      expect_close(ops::backend_for(kCuda).scaled_product(a_gpu, b_gpu, a_gpu, 3.0),
+                   ops::backend_for(kCPU).scaled_product(a_cpu, b_cpu, a_cpu, 3.0));
+      Tensor in_place = ops::clone(a_gpu);
+      Tensor expected = ops::clone(a_cpu);
+      ops::add_(in_place, b_gpu);
+      ops::add_(expected, b_cpu);
+      expect_close(in_place, expected);
+    }
   }
 }
 

@@ -120,5 +120,27 @@ TEST(CudaMatmul, Tf32OnlyWhenAskedFor) {
   expect_close(tf32, expected, 2e-2);  // still the same product, at TF32 precision
 }
 
+// Note [Products through cuBLASLt]: a float product of a new shape gets a plan, which the same
+// shape reuses; the bias is added in the product's epilogue, with the values of a separate add.
+TEST(CudaMatmul, NewShapesGetOnePlan) {
+  AG_SKIP_WITHOUT_CUDA();
+  if (!cublas_loaded()) GTEST_SKIP() << "cuBLASLt sits beside cuBLAS: " << cublas_status();
+  GemmPath use(GemmBackend::kCublas);
+  Pair a = random_pair({333, 96}, 12, DType::kFloat32);
+  Pair b = random_pair({96, 160}, 13, DType::kFloat32);
+  Pair bias = random_pair({160}, 14, DType::kFloat32);
+  ops::Backend& cuda = ops::backend_for(kCuda);
+  const int before = product_plans();
+  const Tensor with_bias = cuda.matmul(a.gpu, b.gpu, false, false, &bias.gpu);
+  expect_close(with_bias, ops::backend_for(kCPU).matmul(a.cpu, b.cpu, false, false, &bias.cpu),
+               2e-5);
+  EXPECT_EQ(product_plans(), before + 1) << cublas_status();
+  expect_close(with_bias, ops::add(cuda.matmul(a.gpu, b.gpu, false, false, nullptr), bias.gpu),
+               1e-6);
+  EXPECT_EQ(product_plans(), before + 2);  // without bias: another plan
+  cuda.matmul(a.gpu, b.gpu, false, false, &bias.gpu);
+  EXPECT_EQ(product_plans(), before + 2);
+}
+
 }  // namespace
 }  // namespace ag::cuda

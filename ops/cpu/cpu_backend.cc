@@ -283,8 +283,7 @@ class CpuBackend final : public Backend {
     constexpr int64_t kParallelWork = int64_t{1} << 20;  // multiply-adds
     constexpr int64_t kMinRows = 16;
     const int64_t work = batch * m * n * s.k();
-    if (work >= kParallelWork && current_options().skip_zero_products &&
-        product_is_zero(a.data<T>(), a.numel(), b.data<T>(), b.numel())) {
+    if (work >= kParallelWork && current_options().skip_zero_products && product_is_zero<T>(a, b)) {
       write_zero_product(pbias, out, n);
       return;
     }
@@ -332,6 +331,24 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Whether op(A) op(B) is exactly +0 (Note [Products with a zero operand]): one operand all +0
+  // or -0, both free of Inf and NaN. A marked operand (Note [Known zeros]) needs no scan for its
+  // zeros: one of all +0 is not read at all, one of +0 or NaN only for NaN.
+  template <typename T>
+  static bool product_is_zero(const Tensor& a, const Tensor& b) {
+    using Zeros = Tensor::Zeros;
+    const Zeros za = a.known_zeros(), zb = b.known_zeros();
+    if (za == Zeros::kUnknown && zb == Zeros::kUnknown) {
+      return ops::product_is_zero(a.data<T>(), a.numel(), b.data<T>(), b.numel());
+    }
+    auto finite = [](const Tensor& t, Zeros z) {
+      return z == Zeros::kAll || all_finite(t.data<T>(), t.numel());
+    };
+    if (!finite(a, za) || !finite(b, zb)) return false;
+    ++counters().products_of_known_zeros;
+    return true;
+  }
+
   // A product that is exactly +0 (Note [Products with a zero operand]): out's rows are the bias
   // plus +0 (a -0 in the bias becomes +0, as in the GEMM), or zeros.
   template <typename T>
@@ -339,7 +356,10 @@ class CpuBackend final : public Backend {
     ++counters().products_of_zeros;
     T* po = out.data<T>();
     const int64_t rows = out.numel() / n;
-    if (!bias) return kernels<T>().fill(po, out.numel(), T(0));
+    if (!bias) {
+      kernels<T>().fill(po, out.numel(), T(0));
+      return out.mark_zeros(Tensor::Zeros::kAll);
+    }
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < n; ++j) po[r * n + j] = bias[j] + T(0);
     }

@@ -4,8 +4,12 @@ grad(create_graph=True) w.r.t. x, without and with a final backward to the weigh
 
 A standalone script: with --device cuda (batch 10000) it is the peer of cuda/hessian_bench, run
 beside it by gpu_bin/run_all.sh (tools/build_gpu_bundle.sh): every step ends with a device
-synchronization, as ours does, and the times are medians of interleaved repetitions. On the CPU,
-paper/reproduce interleaves torch_peer.py's hessian task with ours instead.
+synchronization, as ours does, and the times are medians of interleaved repetitions. --compile
+adds torch.compile of the same step (the nested grads written with torch.func.grad, which
+torch.compile traces; the final backward through the compiled graph's own backward), without and
+with CUDA graphs, each checked against plain autograd's results; --tf32 lets the products use
+TF32, as hessian_bench --tf32 does. On the CPU, paper/reproduce interleaves torch_peer.py's
+hessian task with ours instead.
 
 Prints `peer<TAB>...` and one `figure<TAB>variant<TAB>metric<TAB>value<TAB>unit` line per figure."""
 
@@ -20,6 +24,13 @@ parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
 parser.add_argument("--batch", type=int, default=0, help="default: 1000 on cpu, 10000 on cuda")
 parser.add_argument("--reps", type=int, default=0, help="repetitions (median is reported)")
 parser.add_argument("--tsv", help="append the figures here as paper/results/cuda/*.tsv rows")
+parser.add_argument("--compile", action="store_true",
+                    help="also time the step under torch.compile (Inductor), without and with "
+                         "CUDA graphs (mode reduce-overhead)")
+parser.add_argument("--only", choices=("ReLU", "Tanh"), help="one activation only")
+parser.add_argument("--tf32", action="store_true",
+                    help="float32 products on TF32 tensor cores (torch.backends.cuda.matmul."
+                         "allow_tf32), as hessian_bench --tf32")
 args = parser.parse_args()
 try:
     import torch
@@ -42,6 +53,7 @@ def timed(fn, iters):
     return (time.perf_counter() - start) / iters
 
 device = torch.device(args.device)
+torch.backends.cuda.matmul.allow_tf32 = args.tf32
 cuda = device.type == "cuda"
 if cuda and not torch.cuda.is_available():
     print("unavailable\ttorch sees no CUDA device")
@@ -76,25 +88,90 @@ def step(model, final_backward):
     return y_xx
 
 
+def nested_grads_func(model):
+    """The same y_xx through torch.func, the form torch.compile traces: grad of sum(y) w.r.t. x is
+    grad(y, x, ones), and grad of sum(y_x) is grad(y_x, x, ones)."""
+    y_x = torch.func.grad(lambda xx: model(xx).sum())
+    return torch.func.grad(lambda xx: y_x(xx).sum())
+
+
+def compiled_step(model, mode):
+    """step() with the nested grads compiled by torch.compile; the final backward runs through
+    the compiled graph's own backward. Under CUDA graphs (mode reduce-overhead) each step starts
+    a new replay, as torch.compiler.cudagraph_mark_step_begin says."""
+    fn = torch.compile(nested_grads_func(model), mode=mode)
+
+    def run(final_backward):
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
+        y_xx = fn(x)
+        if final_backward:
+            model.zero_grad(set_to_none=True)
+            y_xx.sum().backward()
+        if cuda:
+            torch.cuda.synchronize(device)
+        return y_xx
+    return run
+
+
 # Interleaved, as ours: each repetition times every variant once, so a slow spell of a shared
 # machine lands on all variants instead of one.
+# Each contender: (its name in the figures, a function of final_backward that runs one step).
+tf32 = ", TF32" if args.tf32 else ""
+contenders = [("pytorch" + tf32.replace(", ", "+"), "PyTorch %s%s" % (torch.__version__, tf32),
+               lambda m: lambda fb: step(m, fb))]
+if args.compile:
+    contenders += [
+        ("torch.compile" + tf32.replace(", ", "+"),
+         "PyTorch %s torch.compile%s" % (torch.__version__, tf32),
+         lambda m: compiled_step(m, "default")),
+        ("torch.compile+cudagraphs" + tf32.replace(", ", "+"),
+         "PyTorch %s torch.compile (CUDA graphs)%s" % (torch.__version__, tf32),
+         lambda m: compiled_step(m, "reduce-overhead")),
+    ]
 variants = []
-for name, activation in (("ReLU", torch.nn.ReLU), ("Tanh", torch.nn.Tanh)):
+activations = (("ReLU", torch.nn.ReLU), ("Tanh", torch.nn.Tanh))
+for name, activation in activations:
+    if args.only and name != args.only:
+        continue
     model = make_model(activation)
-    for final_backward, label in ((False, "no final backward"), (True, "with final backward")):
-        variants.append((name, label, model, final_backward))
-for _, _, model, final_backward in variants:
+    for figure_name, tsv_name, make in contenders:
+        run = make(model)
+        for final_backward, label in ((False, "no final backward"), (True, "with final backward")):
+            variants.append((name, label, figure_name, tsv_name, run, final_backward, model))
+
+def grads_of(model):
+    """Every parameter's .grad, flattened (zeros where none reached it: the last bias)."""
+    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).flatten()
+                      for p in model.parameters()]).detach()
+
+
+for name, label, figure_name, _, run, final_backward, model in variants:
+    start = time.perf_counter()
     for _ in range(3):
-        step(model, final_backward)  # warm-up (cuBLAS handles, the caching allocator)
+        y_xx = run(final_backward)  # warm-up (cuBLAS handles, the caching allocator, compilation)
+    print("warm-up\t%s\t%s, %s\t%.1f s" % (figure_name, name, label, time.perf_counter() - start),
+          flush=True)
+    # Every contender computes what plain autograd computes (to float32 rounding).
+    y_xx = y_xx.detach().clone()
+    got_grads = grads_of(model).clone() if final_backward else None
+    want = step(model, final_backward).detach()
+    error = float((y_xx - want).abs().max() / want.abs().max().clamp_min(1e-30))
+    if final_backward:
+        want_grads = grads_of(model)
+        error = max(error, float((got_grads - want_grads).abs().max() /
+                                 want_grads.abs().max().clamp_min(1e-30)))
+    print("check\t%s\t%s, %s\tlargest difference from autograd, relative to its largest value: "
+          "%.2g" % (figure_name, name, label, error), flush=True)
 times = [[] for _ in variants]
 for _ in range(reps):
-    for i, (_, _, model, final_backward) in enumerate(variants):
-        times[i].append(timed(lambda: step(model, final_backward), 1))
-for (name, label, _, _), t in zip(variants, times):
+    for i, (_, _, _, _, run, final_backward, _) in enumerate(variants):
+        times[i].append(timed(lambda: run(final_backward), 1))
+for (name, label, figure_name, tsv_name, _, _, _), t in zip(variants, times):
     ms = statistics.median(t) * 1e3
-    figure("pytorch", "%s step time, %s" % (name, label), ms, "ms")
+    figure(figure_name, "%s step time, %s" % (name, label), ms, "ms")
     if args.tsv:
         with open(args.tsv, "a") as out:
-            out.write("%s\t%s\thessian (%s, batch %d)\tPyTorch %s\tstep time, %s\t%.4g\tms\n"
+            out.write("%s\t%s\thessian (%s, batch %d)\t%s\tstep time, %s\t%.4g\tms\n"
                       % (time.strftime("%Y-%m-%d", time.gmtime()), device_name, name, batch,
-                         torch.__version__, label, ms))
+                         tsv_name, label, ms))

@@ -44,6 +44,10 @@ Tensor nested_grads(const Tensor& y, const Tensor& x);
 // One step; returns a checksum of y_xx (reading it back, so it also waits for a device). With
 // `final_backward`, also accumulates into the weights' .grad (which the step clears first).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);
+// The same step's device work, y_xx returned unread (a CUDA graph captures this, cuda/graph.h).
+Tensor hessian_step_result(const Mlp& mlp, const Tensor& x, bool final_backward);
+// y_xx.sum().backward() into the weights' .grad, cleared first.
+void final_backward_into_weights(const Mlp& mlp, const Tensor& y_xx);
 // The same step with y = forward(x) computed by `forward` (e.g. a traced graph's executor).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                     const std::function<Tensor(const Tensor&)>& forward);
