@@ -14,6 +14,7 @@
 #include "cuda/check.h"
 #include "cuda/cublaslt_matmul.h"
 #include "cuda/cuda.h"
+#include "cuda/dynamic_library.h"
 #include "cuda/stream.h"
 #include "engine/error.h"
 
@@ -48,13 +49,6 @@ struct Cublas {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
 };
-
-template <typename Fn>
-bool resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return fn != nullptr;
-}
 
 void load(Cublas& c) {
   const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);

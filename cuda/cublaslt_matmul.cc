@@ -13,6 +13,7 @@
 
 #include "cuda/check.h"
 #include "cuda/cuda.h"
+#include "cuda/dynamic_library.h"
 #include "cuda/stream.h"
 #include "engine/error.h"
 
@@ -81,12 +82,6 @@ struct State {
 State& state() {
   static State* s = new State();  // never destroyed: plans may be in use at exit
   return *s;
-}
-
-template <typename Fn>
-void resolve(void* lib, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
 }
 
 void do_load(State& s, const std::string& dir) {

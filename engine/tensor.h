@@ -104,7 +104,9 @@ class Tensor {
   }
 
   void* raw_data() const { return impl_->data; }
-  // The elements as T, which must match dtype() (the kernels dispatch on it first).
+  // The elements as T, which must match dtype() (the kernels dispatch on it first). A write
+  // through this pointer is invisible to the version counter: call bump_version() after one, or
+  // saved-value checks and known zeros (Note [Known zeros]) go on trusting the old values.
   template <typename T>
   T* data() const {
     return static_cast<T*>(impl_->data);

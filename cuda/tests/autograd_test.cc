@@ -26,14 +26,8 @@ struct HessianResult {
   int64_t products_of_known_zeros = 0;
 };
 
-// The hessian benchmark's MLP, narrower (16 -> 3 x 64 -> 1), on `device`: same values on each.
 HessianResult hessian(Device device, bool tanh) {
-  paper::HessianConfig config;
-  config.hidden = 64;
-  config.layers = 3;
-  config.batch = 64;
-  config.activation = tanh ? paper::Activation::kTanh : paper::Activation::kRelu;
-  config.device = device;
+  const paper::HessianConfig config = testing::small_hessian(device, tanh);
   const paper::Mlp mlp = paper::make_mlp(config);
   const Tensor x = paper::make_hessian_input(config);
   HessianResult r;

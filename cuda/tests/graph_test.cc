@@ -22,16 +22,6 @@ namespace {
 
 using testing::kCuda;
 
-paper::HessianConfig small_mlp(bool tanh) {
-  paper::HessianConfig c;
-  c.hidden = 64;
-  c.layers = 3;
-  c.batch = 96;
-  c.activation = tanh ? paper::Activation::kTanh : paper::Activation::kRelu;
-  c.device = kCuda;
-  return c;
-}
-
 std::vector<std::vector<double>> weight_grads(const paper::Mlp& mlp) {
   std::vector<std::vector<double>> grads;
   for (const Tensor& w : mlp.weights) {
@@ -44,7 +34,7 @@ TEST(CudaGraph, ReplayGivesTheEagerStepAndFollowsTheInputs) {
   AG_SKIP_WITHOUT_CUDA();
   for (bool tanh : {false, true}) {
     SCOPED_TRACE(tanh ? "tanh" : "relu");
-    const paper::HessianConfig c = small_mlp(tanh);
+    const paper::HessianConfig c = testing::small_hessian(kCuda, tanh, 96);
     const paper::Mlp mlp = paper::make_mlp(c);
     Tensor x = paper::make_hessian_input(c);
     const Tensor x2 = ops::uniform(x.shape(), -1, 1, 99, DType::kFloat32, kCuda);

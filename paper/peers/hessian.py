@@ -76,16 +76,22 @@ def make_model(activation):
     return torch.nn.Sequential(*layers).to(device)
 
 
-def step(model, final_backward):
-    y = model(x)
-    y_x = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)[0]
-    y_xx = torch.autograd.grad(y_x, x, torch.ones_like(y_x), create_graph=True)[0]
+def finish(model, y_xx, final_backward):
+    """The end of every contender's step: the final backward into the weights if asked, and a
+    device synchronization."""
     if final_backward:
         model.zero_grad(set_to_none=True)
         y_xx.sum().backward()
     if cuda:
         torch.cuda.synchronize(device)
     return y_xx
+
+
+def step(model, final_backward):
+    y = model(x)
+    y_x = torch.autograd.grad(y, x, torch.ones_like(y), create_graph=True)[0]
+    y_xx = torch.autograd.grad(y_x, x, torch.ones_like(y_x), create_graph=True)[0]
+    return finish(model, y_xx, final_backward)
 
 
 def nested_grads_func(model):
@@ -104,13 +110,7 @@ def compiled_step(model, mode):
     def run(final_backward):
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
-        y_xx = fn(x)
-        if final_backward:
-            model.zero_grad(set_to_none=True)
-            y_xx.sum().backward()
-        if cuda:
-            torch.cuda.synchronize(device)
-        return y_xx
+        return finish(model, fn(x), final_backward)
     return run
 
 
