@@ -54,41 +54,43 @@ struct Sizes {
   int64_t m, k, n;
 };
 
+// op(A) op(B) (+ bias) with one operand zeros and the other holding negative values (their
+// products with +0 are -0), an Inf and a NaN: written as the GEMM would write it.
+void check_against_the_gemm(const Sizes& s, DType dtype, bool zero_first, bool ta, bool tb) {
+  SCOPED_TRACE(std::string(zero_first ? "A" : "B") + " zeros" + (ta ? " A^T" : "") +
+               (tb ? " B^T" : "") + " m=" + std::to_string(s.m));
+  const Shape a_shape = ta ? Shape{s.k, s.m} : Shape{s.m, s.k};
+  const Shape b_shape = tb ? Shape{s.n, s.k} : Shape{s.k, s.n};
+  Tensor other = random_pair(zero_first ? b_shape : a_shape, 1, dtype, -2, -1).gpu;
+  other = with_value_at(with_value_at(other, 5, std::numeric_limits<double>::infinity()), 300,
+                        std::numeric_limits<double>::quiet_NaN());
+  const Tensor zeros = ops::zeros(zero_first ? a_shape : b_shape, dtype, kCuda);
+  ASSERT_EQ(zeros.known_zeros(), Zeros::kAll);
+  const Tensor& a = zero_first ? zeros : other;
+  const Tensor& b = zero_first ? other : zeros;
+  const Tensor bias = with_value_at(random_pair({s.n}, 2, dtype).gpu, 3, -0.0);
+  for (const Tensor* with_bias : {static_cast<const Tensor*>(nullptr), &bias}) {
+    reset_counters();
+    const Tensor written = product(a, b, ta, tb, with_bias, true);
+    EXPECT_EQ(counters().products_of_known_zeros, 1);
+    EXPECT_EQ(written.known_zeros(), with_bias ? Zeros::kUnknown : Zeros::kAllButNaN);
+    const Tensor multiplied = product(a, b, ta, tb, with_bias, false);
+    EXPECT_EQ(counters().products_of_known_zeros, 1);
+    expect_same_values(written, multiplied);
+  }
+}
+
 TEST(CudaZeroProduct, EqualsTheMultipliedProductWithInfAndNaN) {
   AG_SKIP_WITHOUT_CUDA();
-  const double inf = std::numeric_limits<double>::infinity();
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (const auto [m, k, n] : {Sizes{37, 21, 45}, Sizes{40, 24, 48}})
+  for (const Sizes& s : {Sizes{37, 21, 45}, Sizes{40, 24, 48}}) {
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
       for (bool zero_first : {true, false}) {
         for (bool ta : {false, true}) {
-          for (bool tb : {false, true}) {
-            SCOPED_TRACE(std::string(zero_first ? "A" : "B") + " zeros" + (ta ? " A^T" : "") +
-                         (tb ? " B^T" : "") + " m=" + std::to_string(m));
-            const Shape a_shape = ta ? Shape{k, m} : Shape{m, k};
-            const Shape b_shape = tb ? Shape{n, k} : Shape{k, n};
-            // The other operand: negative values (their products with +0 are -0), an Inf and a NaN.
-            const Shape other_shape = zero_first ? b_shape : a_shape;
-            Tensor other = random_pair(other_shape, 1, dtype, -2, -1).gpu;
-            other = with_value_at(with_value_at(other, 5, inf), 300, nan);
-            const Tensor zeros = ops::zeros(zero_first ? a_shape : b_shape, dtype, kCuda);
-            ASSERT_EQ(zeros.known_zeros(), Zeros::kAll);
-            const Tensor& a = zero_first ? zeros : other;
-            const Tensor& b = zero_first ? other : zeros;
-            const Tensor bias = with_value_at(random_pair({n}, 2, dtype).gpu, 3, -0.0);
-            for (const Tensor* with_bias : {static_cast<const Tensor*>(nullptr), &bias}) {
-              reset_counters();
-              const Tensor written = product(a, b, ta, tb, with_bias, true);
-              EXPECT_EQ(counters().products_of_known_zeros, 1);
-              EXPECT_EQ(written.known_zeros(), with_bias ? Zeros::kUnknown : Zeros::kAllButNaN);
-              const Tensor multiplied = product(a, b, ta, tb, with_bias, false);
-              EXPECT_EQ(counters().products_of_known_zeros, 1);
-              expect_same_values(written, multiplied);
-            }
-          }
+          for (bool tb : {false, true}) check_against_the_gemm(s, dtype, zero_first, ta, tb);
         }
       }
     }
+  }
 }
 
 // An operand of +0 and NaN (a product of zeros that met a NaN): its NaN rows reach the result.
