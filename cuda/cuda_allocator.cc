@@ -30,11 +30,14 @@ void* CachingAllocator::take_cached(size_t rounded) {
   void* p = it->second.back();
   it->second.pop_back();
   cached_ -= rounded;
-  if (capturing_ != nullptr) {
-    capturing_->blocks[p] = rounded;
-    pool_of_[p] = capturing_;
-  }
+  join_capturing_pool(p, rounded);
   return p;
+}
+
+void CachingAllocator::join_capturing_pool(void* p, size_t rounded) {
+  if (capturing_ == nullptr) return;
+  capturing_->blocks[p] = rounded;
+  pool_of_[p] = capturing_;
 }
 
 void* CachingAllocator::allocate(size_t bytes) {
@@ -54,10 +57,7 @@ void* CachingAllocator::allocate(size_t bytes) {
            " cached");
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    if (capturing_ != nullptr) {
-      capturing_->blocks[p] = rounded;
-      pool_of_[p] = capturing_;
-    }
+    join_capturing_pool(p, rounded);
   }
   stats().on_allocate(bytes);
   return p;

@@ -57,6 +57,8 @@ class CachingAllocator final : public Allocator {
  private:
   static constexpr size_t kGranule = 512;
   void* take_cached(size_t rounded);
+  // Records a block handed out while a graph is captured as that graph's (mutex_ held).
+  void join_capturing_pool(void* p, size_t rounded);
 
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by rounded size

@@ -57,23 +57,29 @@ Tensor nested_grads(const Tensor& y, const Tensor& x) {
   return grad({y_x}, {x}, GradArgs().grad_outputs({ops::ones_like(y_x)}).create_graph())[0];
 }
 
-Tensor hessian_step_result(const Mlp& mlp, const Tensor& x, bool final_backward) {
-  Tensor y_xx = nested_grads(mlp.forward(x), x);
-  if (final_backward) final_backward_into_weights(mlp, y_xx);
+namespace {
+
+// y_xx of y = the MLP's forward of x, then the final backward into the weights if asked (their
+// .grad cleared first): the step's device work.
+Tensor step_result(const Mlp& mlp, const Tensor& x, const Tensor& y, bool final_backward) {
+  Tensor y_xx = nested_grads(y, x);
+  if (final_backward) {
+    for (Tensor w : mlp.weights) w.set_grad(Tensor());
+    for (Tensor b : mlp.biases) b.set_grad(Tensor());
+    backward(ops::sum(y_xx));
+  }
   return y_xx;
 }
 
-void final_backward_into_weights(const Mlp& mlp, const Tensor& y_xx) {
-  for (Tensor w : mlp.weights) w.set_grad(Tensor());
-  for (Tensor b : mlp.biases) b.set_grad(Tensor());
-  backward(ops::sum(y_xx));
+}  // namespace
+
+Tensor hessian_step_result(const Mlp& mlp, const Tensor& x, bool final_backward) {
+  return step_result(mlp, x, mlp.forward(x), final_backward);
 }
 
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                     const std::function<Tensor(const Tensor&)>& forward) {
-  Tensor y_xx = nested_grads(forward(x), x);
-  if (final_backward) final_backward_into_weights(mlp, y_xx);
-  return ops::sum(y_xx).item();
+  return ops::sum(step_result(mlp, x, forward(x), final_backward)).item();
 }
 
 HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,

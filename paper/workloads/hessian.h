@@ -46,8 +46,6 @@ Tensor nested_grads(const Tensor& y, const Tensor& x);
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward);
 // The same step's device work, y_xx returned unread (a CUDA graph captures this, cuda/graph.h).
 Tensor hessian_step_result(const Mlp& mlp, const Tensor& x, bool final_backward);
-// y_xx.sum().backward() into the weights' .grad, cleared first.
-void final_backward_into_weights(const Mlp& mlp, const Tensor& y_xx);
 // The same step with y = forward(x) computed by `forward` (e.g. a traced graph's executor).
 double hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,
                     const std::function<Tensor(const Tensor&)>& forward);
