@@ -10,20 +10,31 @@
 #include <sstream>
 #include <vector>
 
+#include "ops/cpu/isa.h"
+
 namespace fs = std::filesystem;
 
 namespace ag::paper {
 
 std::string cpu_device() {
+  // Vendors reuse one model name across generations ("AMD EPYC" covers Zen 2 to Zen 5), so the
+  // family and model numbers go with it, and the instruction set the kernels run (Note [Kernel
+  // instruction sets], ops/cpu/isa.h): the same machine kind may be AVX2-only or AVX-512.
   std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(cpuinfo, line)) {
+  std::string line, model = "unknown CPU", family, number;
+  auto value = [&] { return line.substr(line.find(':') + 2); };
+  while (std::getline(cpuinfo, line) && line.find_first_not_of(" \t") != std::string::npos) {
     if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
+      model = value();
+    } else if (line.rfind("cpu family", 0) == 0) {
+      family = value();
+    } else if (line.rfind("model\t", 0) == 0) {
+      number = value();
     }
   }
-  return "cpu: " + model + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cores";
+  if (!family.empty() && !number.empty()) model += " (family " + family + ", model " + number + ")";
+  return "cpu: " + model + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " cores, " +
+         ops::cpu_isa_name(ops::selected_cpu_isa()) + " kernels";
 }
 
 std::string load_average() {

@@ -8,7 +8,7 @@
 
 namespace ag::paper {
 
-// "cpu: Intel(R) Xeon(R) Processor, 2 cores".
+// "cpu: AMD EPYC (family 25, model 1), 2 cores, avx2 kernels".
 std::string cpu_device();
 // The 1-minute load average, as /proc/loadavg gives it.
 std::string load_average();
