@@ -75,9 +75,12 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 // their two temporaries: its three formulas are scaled_products again, so every later order of
 // derivative stays one kernel per formula, and a backward through it runs three kernels where
 // PyTorch's graph runs five. Values agree with the composed graph's to rounding (its formulas
-// multiply in another order). Under a trace (engine/jit) and for operands of different shapes it
-// runs as the composed ops, so that a traced graph holds only ops of the op list (Note [The op
-// list]). Checked in ops/tests/cpu_kernels_test.cc and ops/tests/op_gradients_test.cc.
+// multiply in another order). A trace (engine/jit) records it as aten::scaled_product, one of the
+// derivatives that are IR operators without being ops of the list (Note [The op list]), as
+// nll_loss_backward is: a compiled step (Note [Compiled functions]) then runs the fused kernels
+// too (seed 001's Tanh step with the final backward, compiled: 221 ops, 277 as composed ops, each
+// one more pass over memory). For operands of different shapes it runs as the composed ops. Checked
+// in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and engine/jit/compile_test.cc.
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
 
@@ -92,15 +95,16 @@ const OpSpec ScaledProduct::spec{
     "scaled_product",
     {{a, {b, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[b], x[c], scale(x)); }},
      {b, {a, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[c], scale(x)); }},
-     {c, {a, b}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[b], scale(x)); }}}};
+     {c, {a, b}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[b], scale(x)); }}},
+    {AliasKind::kPure, ScalarAttrs{0.0}, [](const OpArgs& x) {
+       return scaled_product(x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
+     }}};
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
-  const bool fusable = trace_hook() == nullptr && a.same_layout_as(b) && a.same_layout_as(c);
-  if (!fusable) return a * (scale * b * c);
+  if (!a.same_layout_as(b) || !a.same_layout_as(c)) return a * (scale * b * c);
   ++counters().fused_formulas;
   Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
-  if (!records_node({&a, &b, &c})) return out;
-  return record_node(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale}, {});
+  return record(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale});
 }
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula

@@ -2,18 +2,34 @@
 
 #include <cstdio>
 
+#include "engine/accumulate_grad.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "engine/jit/differentiable_graph.h"
 #include "engine/jit/schema.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
 
+// Note [Releasing dead values]
+// A whole-graph run (Code::runGraph: a jit::CompiledFunction's call) drops the frame's reference
+// to each value after the last instruction that reads it, as PyTorch's interpreter does, so that
+// the caching allocator hands its memory to the values defined later. A gradient graph holds
+// hundreds of batch-sized temporaries (seed 001's compiled hessian step: 277 ops); kept to the
+// end of the run, each costs fresh pages and a cold cache. A sum (aten::add, prim::AutogradAdd)
+// whose operand dies there and is held by nothing else (held_only_here) takes the other operand
+// in place instead of writing a new tensor: Note [Summing gradients in place] in engine/engine.cc,
+// the same bits. Runs with an observer keep every value (it may compare storages, which reuse
+// would make look shared), and so do runs over part of a frame (Code::run: a group's backward
+// reads the frame afterwards).
+
 struct Code::Instruction {
   enum class Op { kCall, kConstant, kListConstruct, kListUnpack, kPrint, kAutogradAdd, kGroup };
   Op op;
   const Node* node;
   std::vector<int> in, out;
+  std::vector<int> dead_after;        // slots whose last reader this is (not the graph's outputs)
+  std::vector<int> sums_into;         // a sum's operands (0, 1) that die here: candidates to write
   const ops::OpSpec* spec = nullptr;  // kCall
   ops::OpAttrs attrs;                 // kCall
   IValue constant;                    // kConstant
@@ -88,27 +104,78 @@ Code::Code(const Graph& graph) : graph_(graph) {
     }
     instructions_.push_back(std::move(in));
   }
+  findLastReaders();
+}
+
+void Code::findLastReaders() {
+  constexpr int kKept = -2;  // returned: never released
+  std::vector<int> last_reader(slot_values_.size(), -1);
+  for (size_t i = 0; i < instructions_.size(); ++i) {
+    for (int s : instructions_[i].out) last_reader[s] = static_cast<int>(i);  // unread: dies here
+    for (int s : instructions_[i].in) last_reader[s] = static_cast<int>(i);
+  }
+  for (const Value* out : graph_.outputs()) last_reader[slots_.at(out)] = kKept;
+  for (size_t s = 0; s < last_reader.size(); ++s) {
+    if (last_reader[s] >= 0) instructions_[last_reader[s]].dead_after.push_back(s);
+  }
+  for (size_t i = 0; i < instructions_.size(); ++i) {
+    Instruction& in = instructions_[i];
+    const bool sum = in.op == Instruction::Op::kAutogradAdd || in.node->kind() == "aten::add";
+    if (!sum || in.in.size() != 2 || in.in[0] == in.in[1]) continue;
+    for (int k = 0; k < 2; ++k) {
+      if (last_reader[in.in[k]] == static_cast<int>(i)) in.sums_into.push_back(k);
+    }
+  }
 }
 
 Code::~Code() = default;
 
 size_t Code::numInstructions() const { return instructions_.size(); }
 
+namespace {
+
+// A sum whose operand dies at it and is seen by no one else writes into that operand (Note
+// [Releasing dead values]); only with grad mode off, where the write records nothing.
+bool sumIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
+  if (in.sums_into.empty() || grad_enabled()) return false;
+  for (int k : in.sums_into) {
+    Tensor& sum = std::get<Tensor>(frame[in.in[k]]);
+    const Tensor& other = std::get<Tensor>(frame[in.in[1 - k]]);
+    if (sum.defined() && other.defined() && held_only_here(sum) && sum.same_layout_as(other)) {
+      ops::add_(sum, other);  // a + b == b + a, bit for bit
+      frame[in.out[0]] = std::move(sum);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
                size_t first, size_t last) const {
+  run(frame, options, mask, first, last, /*release_dead=*/false);
+}
+
+void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
+               size_t first, size_t last, bool release_dead) const {
   for (size_t i = first; i < last; ++i) {
     if (mask != nullptr && !(*mask)[i]) continue;
     const Instruction& in = instructions_[i];
-    execute(in, frame, options);
+    execute(in, frame, options, release_dead);
     if (options.observe) {
       for (size_t k = 0; k < in.out.size(); ++k)
         options.observe(in.node->output(k), frame[in.out[k]]);
     }
+    if (release_dead) {
+      for (int s : in.dead_after) frame[s] = IValue();
+    }
   }
 }
 
-void Code::execute(const Instruction& in, std::vector<IValue>& frame,
-                   const RunOptions& options) const {
+void Code::execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options,
+                   bool release_dead) const {
+  if (release_dead && sumIntoDyingOperand(in, frame)) return;
   auto tensor = [&](size_t k) -> const Tensor& { return std::get<Tensor>(frame[in.in[k]]); };
   switch (in.op) {
     case Instruction::Op::kCall: {
@@ -171,7 +238,7 @@ std::vector<IValue> Code::runGraph(const std::vector<IValue>& inputs,
     frame[i] = inputs[i];
     if (options.observe) options.observe(params[i], frame[i]);
   }
-  run(frame, options);
+  run(frame, options, nullptr, 0, numInstructions(), /*release_dead=*/!options.observe);
   std::vector<IValue> outputs;
   for (const Value* out : graph_.outputs()) outputs.push_back(frame[slots_.at(out)]);
   return outputs;

@@ -39,11 +39,17 @@ class Code {
   // The same for instructions [first, last) only.
   void run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
            size_t first, size_t last) const;
-  // Sets the inputs (type-checked), runs, and returns the outputs.
+  // Sets the inputs (type-checked), runs, and returns the outputs. Unless options.observe is
+  // set, each value is released after its last reader (Note [Releasing dead values]).
   std::vector<IValue> runGraph(const std::vector<IValue>& inputs, const RunOptions& options) const;
 
  private:
-  void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options) const;
+  void run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
+           size_t first, size_t last, bool release_dead) const;
+  void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options,
+               bool release_dead) const;
+  // Sets `in.dead_after` and `in.sums_into` (Note [Releasing dead values]).
+  void findLastReaders();
 
   const Graph& graph_;
   std::unordered_map<const Value*, int> slots_;

@@ -3,7 +3,8 @@
 // (Note [Tracing gradients], tracer.h), folds the values that are zero by construction (Note
 // [Structural zeros], fold_zeros.h), drops what nothing reads any more, and runs what is left on
 // each call with the executor, with no autograd: the gradients the function asked for are ops of
-// the graph.
+// the graph. A call frees each value after its last reader and sums gradients in place where no
+// one else can see it (Note [Releasing dead values], code.cc), as the eager step would.
 //
 //   jit::CompiledFunction hessian([&](const TensorList& in) {      // in = {x, w}, x requires grad
 //     Tensor y = ops::sum(ops::tanh(ops::mm(in[0], in[1])));

@@ -8,9 +8,11 @@
 #include "engine/autograd.h"
 #include "engine/counters.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/tracer.h"
+#include "engine/memory/allocator.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
@@ -491,6 +493,67 @@ TEST(ExecutorTest, AReturnedViewThatDoesNotRequireGradCanBeWrittenInPlace) {
     EXPECT_EQ(toString(grad({ops::add(ops::sum(out[0]), ops::sum(out[1]))}, {x})[0]),
               "tensor[2, 3]{2, 2, 2, 2, 2, 2}");
   }
+}
+
+// Note [Releasing dead values]: peak bytes above what was live before the run, in blocks of
+// `numel` doubles (the CPU allocator counts the bytes asked for).
+int64_t peakBlocksOfRun(const Graph& g, const std::vector<IValue>& inputs, int64_t numel,
+                        const RunOptions& options = {}) {
+  const int64_t live = live_bytes();
+  reset_peak_bytes();
+  runGraph(g, inputs, options);
+  const int64_t bytes = peak_bytes() - live;
+  EXPECT_EQ(bytes % (numel * 8), 0) << bytes;
+  return bytes / (numel * 8);
+}
+
+// exp(exp(x)) + exp(x): a, b and c each die at their last reader, and with grad mode off (as a
+// jit::CompiledFunction runs) the add writes into c, which dies there and is held by nothing
+// else, so at most two blocks are ever live; with grad mode on the add writes a new block. With
+// an observer every value is kept: four blocks.
+TEST(ExecutorTest, AWholeGraphRunReleasesEachValueAfterItsLastReader) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor):
+  %a : Tensor = aten::mul(%x, %x)
+  %b : Tensor = aten::exp(%a)
+  %c : Tensor = aten::exp(%b)
+  %d : Tensor = aten::add(%c, %b)
+  return (%d)
+)IR");
+  const int64_t n = 1000;
+  const Tensor x = ops::uniform({n}, -1, 1, 5, DType::kFloat64);
+  EXPECT_EQ(peakBlocksOfRun(*g, {x}, n), 3);
+  NoGradGuard no_grad;
+  EXPECT_EQ(peakBlocksOfRun(*g, {x}, n), 2);
+  int observed = 0;
+  RunOptions observing;
+  observing.observe = [&](const Value*, const IValue&) { ++observed; };
+  EXPECT_EQ(peakBlocksOfRun(*g, {x}, n, observing), 4);
+  EXPECT_EQ(observed, 5);
+  const Tensor b = ops::exp(ops::mul(x, x));
+  EXPECT_EQ(toString(runGraph(*g, {x})[0]), toString(ops::add(ops::exp(b), b)));
+}
+
+// A sum writes into an operand only where no one can see it: not a graph input (the caller
+// holds it), not a value the graph returns, not a value a live view shares storage with.
+TEST(ExecutorTest, ASumWritesOnlyIntoAnOperandNobodyElseHolds) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor):
+  %b : Tensor = aten::exp(%x)
+  %c : Tensor = aten::exp(%b)
+  %v : Tensor = aten::reshape[shape=[2, 3]](%c)
+  %d : Tensor = aten::add(%c, %b)
+  %e : Tensor = aten::add(%x, %d)
+  return (%e, %v, %b)
+)IR");
+  const Tensor x = ops::from_vector({0.5, -1, 2, 0, 1, -0.25}, {6});
+  const std::string x_before = toString(x);
+  NoGradGuard no_grad;
+  auto out = runGraph(*g, {x});
+  const Tensor b = ops::exp(x);
+  const Tensor c = ops::exp(b);
+  EXPECT_EQ(toString(x), x_before);
+  EXPECT_EQ(toString(out[0]), toString(ops::add(x, ops::add(c, b))));
+  EXPECT_EQ(toString(out[1]), toString(ops::reshape(c, {2, 3})));
+  EXPECT_EQ(toString(out[2]), toString(b));
 }
 
 }  // namespace

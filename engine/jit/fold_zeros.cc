@@ -33,6 +33,7 @@ constexpr ZeroRule kZeroRules[] = {
     {"aten::tanh_backward", kFirst, 0},
     {"aten::neg", kFirst, 0},
     {"aten::mul_scalar", kFirst, 0},
+    {"aten::scaled_product", kFirst | kSecond | kThird, 0},
     {"aten::sum", kFirst, 0},
     {"aten::sum_dim", kFirst, 0},
     {"aten::mean", kFirst, 0},
