@@ -30,13 +30,28 @@ def cpu_name():
     return platform.machine()
 
 
+def has_avx512():
+    """Whether this CPU has the AVX-512 subsets the kernels use (ops/cpu/isa.cc)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"avx512f", "avx512vl", "avx512dq", "avx512bw"} <= flags
+    except OSError:
+        pass
+    return False
+
+
 def ops_bench_binary(given):
-    """The -c opt ops_bench: the given path, else built here with bazel."""
+    """The -c opt ops_bench: the given path, else built here with bazel, its plain-Eigen baselines
+    for AVX-512 or, on a CPU without it, AVX2 (paper/isa_guard.cc)."""
     if given:
         return given
-    subprocess.run(["bazel", "build", "-c", "opt", "//paper:ops_bench"], cwd=ROOT, check=True,
+    flags = ["-c", "opt"] + ([] if has_avx512() else ["--define=ag_isa=avx2"])
+    subprocess.run(["bazel", "build"] + flags + ["//paper:ops_bench"], cwd=ROOT, check=True,
                    stderr=subprocess.DEVNULL)
-    bin_dir = subprocess.run(["bazel", "info", "-c", "opt", "bazel-bin"], cwd=ROOT, check=True,
+    bin_dir = subprocess.run(["bazel", "info"] + flags + ["bazel-bin"], cwd=ROOT, check=True,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True).stdout.strip()
     return os.path.join(bin_dir, "paper", "ops_bench")
