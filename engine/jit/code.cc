@@ -15,13 +15,13 @@ namespace ag::jit {
 // A whole-graph run (Code::runGraph: a jit::CompiledFunction's call) drops the frame's reference
 // to each value after the last instruction that reads it, as PyTorch's interpreter does, so that
 // the caching allocator hands its memory to the values defined later. A gradient graph holds
-// hundreds of batch-sized temporaries (seed 001's compiled hessian step: 277 ops); kept to the
-// end of the run, each costs fresh pages and a cold cache. A sum (aten::add, prim::AutogradAdd)
-// whose operand dies there and is held by nothing else (held_only_here) takes the other operand
-// in place instead of writing a new tensor: Note [Summing gradients in place] in engine/engine.cc,
-// the same bits. Runs with an observer keep every value (it may compare storages, which reuse
-// would make look shared), and so do runs over part of a frame (Code::run: a group's backward
-// reads the frame afterwards).
+// hundreds of batch-sized temporaries (seed 001's compiled Tanh hessian step: 221 ops); kept to
+// the end of the run, each costs fresh pages and a cold cache. With grad mode off (a compiled
+// function's call), a sum (aten::add, prim::AutogradAdd) whose operand dies there and is held by
+// nothing else (held_only_here) takes the other operand in place instead of writing a new tensor:
+// Note [Summing gradients in place] in engine/engine.cc, the same bits. Runs with an observer
+// keep every value (it may compare storages, which reuse would make look shared), and so do runs
+// over part of a frame (Code::run: a group's backward reads the frame afterwards).
 
 struct Code::Instruction {
   enum class Op { kCall, kConstant, kListConstruct, kListUnpack, kPrint, kAutogradAdd, kGroup };
