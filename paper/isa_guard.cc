@@ -9,18 +9,19 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ops/cpu/cpu_features.h"
+
 namespace {
 
+using ag::ops::cpu_supports;
+using ag::ops::CpuIsa;
+
 [[gnu::constructor(101)]] void require_the_instruction_set_built_for() {
-  __builtin_cpu_init();  // constructors may run before the CPU model is read
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #if AG_BENCH_ISA == 512
-  const bool supported = avx2 && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512bw");
+  const bool supported = cpu_supports(CpuIsa::kAvx512);
   const char* built_for = "AVX-512 (F, VL, DQ, BW), the default of -c opt";
 #elif AG_BENCH_ISA == 2
-  const bool supported = avx2;
+  const bool supported = cpu_supports(CpuIsa::kAvx2);
   const char* built_for = "AVX2 with FMA (--define=ag_isa=avx2)";
 #else
   const bool supported = true;  // not optimized: the baseline
@@ -30,7 +31,8 @@ namespace {
   std::fprintf(stderr,
                "%s: this build's plain-Eigen baselines need %s, which this CPU lacks; build "
                "with%s -c opt --define=ag_isa=avx2, or without -c opt\n",
-               program_invocation_short_name, built_for, avx2 ? "" : " (AVX2 absent too)");
+               program_invocation_short_name, built_for,
+               cpu_supports(CpuIsa::kAvx2) ? "" : " (AVX2 absent too)");
   std::_Exit(2);
 }
 

@@ -19,28 +19,27 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def cpu_name():
+def cpuinfo(key):
+    """The value of /proc/cpuinfo's first `key` line ("model name", "flags"), or None."""
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
-                if line.startswith("model name"):
-                    return "%s, %d cores" % (line.split(":", 1)[1].strip(), os.cpu_count())
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.machine()
+    return None
+
+
+def cpu_name():
+    model = cpuinfo("model name")
+    return "%s, %d cores" % (model, os.cpu_count()) if model else platform.machine()
 
 
 def has_avx512():
-    """Whether this CPU has the AVX-512 subsets the kernels use (ops/cpu/isa.cc)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return {"avx512f", "avx512vl", "avx512dq", "avx512bw"} <= flags
-    except OSError:
-        pass
-    return False
+    """Whether this CPU has the AVX-512 subsets the kernels use (ops/cpu/cpu_features.h)."""
+    flags = set((cpuinfo("flags") or "").split())
+    return {"avx512f", "avx512vl", "avx512dq", "avx512bw"} <= flags
 
 
 def ops_bench_binary(given):

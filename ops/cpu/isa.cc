@@ -20,21 +20,6 @@ const char* cpu_isa_name(CpuIsa isa) {
   return "?";
 }
 
-bool cpu_supports(CpuIsa isa) {
-  __builtin_cpu_init();
-  switch (isa) {
-    case CpuIsa::kBaseline:
-      return true;
-    case CpuIsa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case CpuIsa::kAvx512:
-      return cpu_supports(CpuIsa::kAvx2) && __builtin_cpu_supports("avx512f") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("avx512bw");
-  }
-  return false;
-}
-
 bool cpu_isa_built(CpuIsa isa) { return cpu_kernels(isa) != nullptr; }
 
 const CpuKernels* cpu_kernels(CpuIsa isa) {

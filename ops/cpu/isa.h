@@ -20,17 +20,16 @@
 // (ops/cpu/cpu_backend.cc) is compiled once, for the baseline, and calls the chosen table.
 #pragma once
 
+#include "ops/cpu/cpu_features.h"  // CpuIsa, cpu_supports(): whether this CPU runs `isa`'s kernels
+
 namespace ag::ops {
 
 class Backend;
 struct CpuKernels;
 
-enum class CpuIsa { kBaseline, kAvx2, kAvx512 };
-
 const char* cpu_isa_name(CpuIsa isa);
 
-// Whether this CPU can run `isa`'s kernels, and whether this build has them.
-bool cpu_supports(CpuIsa isa);
+// Whether this build has `isa`'s kernels.
 bool cpu_isa_built(CpuIsa isa);
 
 // The kernels compiled for `isa` (nullptr when this build has none), whatever the CPU.
