@@ -14,21 +14,27 @@ struct CachingAllocator::Pool {
   std::unordered_map<void*, size_t> blocks;                    // every block, by rounded size
 };
 
+namespace {
+
+// The last free block of `rounded` bytes in `free_blocks`, taken off its list; nullptr if none.
+void* take_free(std::unordered_map<size_t, std::vector<void*>>& free_blocks, size_t rounded) {
+  auto it = free_blocks.find(rounded);
+  if (it == free_blocks.end() || it->second.empty()) return nullptr;
+  void* p = it->second.back();
+  it->second.pop_back();
+  return p;
+}
+
+}  // namespace
+
 // Under capture, the pool's own free blocks first, then the cache's (which then join the pool).
 void* CachingAllocator::take_cached(size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (capturing_ != nullptr) {
-    auto it = capturing_->free_blocks.find(rounded);
-    if (it != capturing_->free_blocks.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      return p;
-    }
+    if (void* p = take_free(capturing_->free_blocks, rounded)) return p;
   }
-  auto it = free_blocks_.find(rounded);
-  if (it == free_blocks_.end() || it->second.empty()) return nullptr;
-  void* p = it->second.back();
-  it->second.pop_back();
+  void* p = take_free(free_blocks_, rounded);
+  if (p == nullptr) return nullptr;
   cached_ -= rounded;
   join_capturing_pool(p, rounded);
   return p;
