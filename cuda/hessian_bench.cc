@@ -16,7 +16,6 @@
 // --per-call and --final pick variants (for a profiler's run: no table then).
 // --tsv appends the figures to FILE as paper/results/cuda/*.tsv rows (date, device, workload,
 // variant, metric, value, unit), which paper/reproduce shows beside the CPU figures.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +36,7 @@
 #include "engine/options.h"
 #include "ops/ops.h"
 #include "paper/workloads/hessian.h"
+#include "paper/workloads/timing.h"
 
 namespace ag {
 namespace {
@@ -84,12 +84,6 @@ void append_row(std::ofstream& out, const std::string& device, const std::string
       << number << '\t' << unit << '\n';
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The variants' figures, index-aligned with the variants.
 struct Figures {
   std::vector<std::vector<double>> ms;
@@ -115,7 +109,7 @@ void print_table(const std::vector<Variant>& variants, const Figures& f, bool ca
   for (bool fb : {false, true}) {
     const int off = find(variants, fb, false, captured), on = find(variants, fb, true, captured);
     if (off < 0 || on < 0) continue;
-    const double t_off = median(f.ms[off]), t_on = median(f.ms[on]);
+    const double t_off = paper::median(f.ms[off]), t_on = paper::median(f.ms[on]);
     // A replay runs no host code: its products of zeros are the captured step's, uncounted.
     const std::string zero_products = captured ? "as eager" : std::to_string(f.zero_products[on]);
     std::printf("%-26s %11.3f ms %11.3f ms %8.2f %18lld %14s\n", step_name(fb), t_off, t_on,
@@ -141,7 +135,7 @@ int write_tsv(const Config& c, const std::vector<Variant>& variants, const Figur
         (cuda::allow_tf32() ? ", TF32" : "");
     const std::string label =
         variants[v].final_backward ? "with final backward" : "no final backward";
-    append_row(out, name, workload, variant, "step time, " + label, median(f.ms[v]), "ms");
+    append_row(out, name, workload, variant, "step time, " + label, paper::median(f.ms[v]), "ms");
     if (!variants[v].captured) {
       append_row(out, name, workload, variant, "peak bytes above live, " + label,
                  static_cast<double>(f.peak[v]), "bytes");
