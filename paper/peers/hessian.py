@@ -116,18 +116,20 @@ def compiled_step(model, mode):
 
 # Interleaved, as ours: each repetition times every variant once, so a slow spell of a shared
 # machine lands on all variants instead of one.
-# Each contender: (its name in the figures, a function of final_backward that runs one step).
-tf32 = ", TF32" if args.tf32 else ""
-contenders = [("pytorch" + tf32.replace(", ", "+"), "PyTorch %s%s" % (torch.__version__, tf32),
-               lambda m: lambda fb: step(m, fb))]
+def contender(figure_name, what, make):
+    """(its name in the figures, its name in the .tsv rows, a function of the model that makes
+    its step, a function of final_backward), both names marked when the products use TF32."""
+    tf32 = ", TF32" if args.tf32 else ""
+    return (figure_name + tf32.replace(", ", "+"),
+            "PyTorch %s%s%s" % (torch.__version__, what, tf32), make)
+
+
+contenders = [contender("pytorch", "", lambda m: lambda fb: step(m, fb))]
 if args.compile:
     contenders += [
-        ("torch.compile" + tf32.replace(", ", "+"),
-         "PyTorch %s torch.compile%s" % (torch.__version__, tf32),
-         lambda m: compiled_step(m, "default")),
-        ("torch.compile+cudagraphs" + tf32.replace(", ", "+"),
-         "PyTorch %s torch.compile (CUDA graphs)%s" % (torch.__version__, tf32),
-         lambda m: compiled_step(m, "reduce-overhead")),
+        contender("torch.compile", " torch.compile", lambda m: compiled_step(m, "default")),
+        contender("torch.compile+cudagraphs", " torch.compile (CUDA graphs)",
+                  lambda m: compiled_step(m, "reduce-overhead")),
     ]
 variants = []
 activations = (("ReLU", torch.nn.ReLU), ("Tanh", torch.nn.Tanh))
@@ -139,6 +141,11 @@ for name, activation in activations:
         run = make(model)
         for final_backward, label in ((False, "no final backward"), (True, "with final backward")):
             variants.append((name, label, figure_name, tsv_name, run, final_backward, model))
+
+def relative_error(got, want):
+    """The largest difference, relative to want's largest magnitude."""
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+
 
 def grads_of(model):
     """Every parameter's .grad, flattened (zeros where none reached it: the last bias)."""
@@ -156,11 +163,9 @@ for name, label, figure_name, _, run, final_backward, model in variants:
     y_xx = y_xx.detach().clone()
     got_grads = grads_of(model).clone() if final_backward else None
     want = step(model, final_backward).detach()
-    error = float((y_xx - want).abs().max() / want.abs().max().clamp_min(1e-30))
+    error = relative_error(y_xx, want)
     if final_backward:
-        want_grads = grads_of(model)
-        error = max(error, float((got_grads - want_grads).abs().max() /
-                                 want_grads.abs().max().clamp_min(1e-30)))
+        error = max(error, relative_error(got_grads, grads_of(model)))
     print("check\t%s\t%s, %s\tlargest difference from autograd, relative to its largest value: "
           "%.2g" % (figure_name, name, label, error), flush=True)
 times = [[] for _ in variants]
