@@ -100,4 +100,10 @@ void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad);
 // caller, saved value or view can see it change), and it has no history.
 bool held_only_here(const Tensor& g);
 
+// Whether `target` may take `other` in place as their sum (Note [Summing gradients in place],
+// engine/engine.cc): held only here, and of the same shape, dtype and device.
+inline bool can_sum_into(const Tensor& target, const Tensor& other) {
+  return held_only_here(target) && target.same_layout_as(other);
+}
+
 }  // namespace ag

@@ -346,9 +346,7 @@ void GraphTask::mark_runs_into_every_leaf() {
 // takes the other in place when nobody else holds it (held_only_here: no caller, saved value or
 // view can see the write) and the shapes agree: no new tensor, and one pass over memory that is
 // likely still in cache. IEEE addition commutes, so either way gives the bits of a + b.
-bool can_sum_into(const Tensor& target, const Tensor& other) {
-  return held_only_here(target) && target.same_layout_as(other);
-}
+// (can_sum_into, engine/accumulate_grad.h, is the rule; jit::Code's sums follow it too.)
 
 // Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {

@@ -18,7 +18,7 @@ namespace ag::jit {
 // hundreds of batch-sized temporaries (seed 001's compiled Tanh hessian step: 221 ops); kept to
 // the end of the run, each costs fresh pages and a cold cache. With grad mode off (a compiled
 // function's call), a sum (aten::add, prim::AutogradAdd) whose operand dies there and is held by
-// nothing else (held_only_here) takes the other operand in place instead of writing a new tensor:
+// nothing else (can_sum_into) takes the other operand in place instead of writing a new tensor:
 // Note [Summing gradients in place] in engine/engine.cc, the same bits. Runs with an observer
 // keep every value (it may compare storages, which reuse would make look shared), and so do runs
 // over part of a frame (Code::run: a group's backward reads the frame afterwards).
@@ -141,7 +141,7 @@ bool sumIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
   for (int k : in.sums_into) {
     Tensor& sum = std::get<Tensor>(frame[in.in[k]]);
     const Tensor& other = std::get<Tensor>(frame[in.in[1 - k]]);
-    if (sum.defined() && other.defined() && held_only_here(sum) && sum.same_layout_as(other)) {
+    if (sum.defined() && other.defined() && can_sum_into(sum, other)) {
       ops::add_(sum, other);  // a + b == b + a, bit for bit
       frame[in.out[0]] = std::move(sum);
       return true;
