@@ -162,7 +162,7 @@ void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std:
   for (size_t i = first; i < last; ++i) {
     if (mask != nullptr && !(*mask)[i]) continue;
     const Instruction& in = instructions_[i];
-    execute(in, frame, options, release_dead);
+    if (!(release_dead && sumIntoDyingOperand(in, frame))) execute(in, frame, options);
     if (options.observe) {
       for (size_t k = 0; k < in.out.size(); ++k)
         options.observe(in.node->output(k), frame[in.out[k]]);
@@ -173,9 +173,8 @@ void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std:
   }
 }
 
-void Code::execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options,
-                   bool release_dead) const {
-  if (release_dead && sumIntoDyingOperand(in, frame)) return;
+void Code::execute(const Instruction& in, std::vector<IValue>& frame,
+                   const RunOptions& options) const {
   auto tensor = [&](size_t k) -> const Tensor& { return std::get<Tensor>(frame[in.in[k]]); };
   switch (in.op) {
     case Instruction::Op::kCall: {

@@ -46,8 +46,7 @@ class Code {
  private:
   void run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
            size_t first, size_t last, bool release_dead) const;
-  void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options,
-               bool release_dead) const;
+  void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options) const;
   // Sets `in.dead_after` and `in.sums_into` (Note [Releasing dead values]).
   void findLastReaders();
 
