@@ -21,6 +21,10 @@ class ExecPlan {
   // Adds `grad`, the gradient for the `i`-th next edge of `from` (the node being applied), into
   // the buffer of the node that edge leads to, now (Call::send_now).
   virtual void send_now(const Node& from, size_t i, Tensor&& grad) = 0;
+  // The gradient already waiting in the buffer that the `i`-th next edge of `from` leads to, when
+  // the formula for that edge may add its result into it in place (Note [Sums fused into
+  // formulas], engine/engine.cc); else null.
+  virtual Tensor* sum_target(const Node& from, size_t i) = 0;
 };
 
 // Note [Per-call view]
@@ -59,6 +63,12 @@ class Call {
     if (plan_ == nullptr) return false;
     plan_->send_now(node_, i, std::move(grad));
     return true;
+  }
+  // Where the formula for the i-th next edge may add its result in place instead of returning a
+  // gradient for the engine to add (Note [Sums fused into formulas], engine/engine.cc): the
+  // gradient already waiting there, or null (always outside a backward pass).
+  Tensor* sum_target(size_t i) const {
+    return plan_ == nullptr ? nullptr : plan_->sum_target(node_, i);
   }
   const EngineOptions& options() const { return options_; }
 

@@ -39,6 +39,9 @@ struct Counters {
   // Derivative formulas run as one fused kernel instead of the ops they chain (Note [Fused
   // formula kernels], ops/elementwise.cc).
   int64_t fused_formulas = 0;
+  // Formulas that added their values into a gradient already waiting for them instead of
+  // returning a new one (Note [Sums fused into formulas], engine/engine.cc).
+  int64_t fused_sums = 0;
   // When trace_executed is set, the sequence_nr of every node apply()-ed, in order (tests
   // compare the executed set with the root-to-input paths they compute themselves).
   bool trace_executed = false;

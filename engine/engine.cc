@@ -144,6 +144,7 @@ class GraphTask final : public ExecPlan {
     return request_.targets.empty() || gradient_used(edge);
   }
   void send_now(const Node& from, size_t i, Tensor&& grad) override;
+  Tensor* sum_target(const Node& from, size_t i) override;
 
  private:
   void mark_targets();
@@ -348,6 +349,18 @@ void GraphTask::mark_runs_into_every_leaf() {
 // likely still in cache. IEEE addition commutes, so either way gives the bits of a + b.
 // (can_sum_into, engine/accumulate_grad.h, is the rule; jit::Code's sums follow it too.)
 
+// Note [Sums fused into formulas]
+// Without create_graph, a gradient that meets one already waiting in a node's buffer costs two
+// passes over memory: the formula writes a new tensor, then the sum above reads it back. Before
+// it evaluates a formula, OpNode::apply asks the engine for the gradient waiting where that
+// formula's result goes (sum_target): one that the in-place sum could write (can_sum_into's
+// rule, held_only_here), with fuse_gradient_sums on and grad mode off. An elementwise formula
+// (tanh_backward, scaled_product: ops/elementwise.cc) then adds its values into it in the same
+// pass and returns no gradient (undefined), as there is nothing left to add. The backend adds
+// each block of the formula's values with the add kernel, as the separate sum would: the same
+// bits (Backend::sum_into_binary). Under create_graph the sum is a recorded add, and nothing is
+// offered.
+
 // Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   if (!grad.defined()) return;
@@ -490,6 +503,17 @@ void GraphTask::send(const Node& from, TensorList& outputs) {
     add_to_buffer(from, i, *child, std::move(outputs[i]));
     if (--child->dependencies == 0) enqueue(from.next_edge(i).function.get(), *child);
   }
+}
+
+Tensor* GraphTask::sum_target(const Node& from, size_t i) {
+  // A trace records ops: a sum made inside a formula's kernel would be missing from it.
+  if (!request_.options.fuse_gradient_sums || grad_enabled() || engine_ops::tracing()) {
+    return nullptr;
+  }
+  NodeState* child = receiver(from, i);
+  if (child == nullptr || child->buffer.empty()) return nullptr;
+  Tensor& sum = child->buffer[from.next_edge(i).input_nr];
+  return sum.defined() && held_only_here(sum) ? &sum : nullptr;
 }
 
 // Call::send_now: the buffer now, the dependency when apply() returns (send() above).

@@ -9,7 +9,7 @@ namespace ag {
 uint32_t EngineOptions::bits() const {
   return uint32_t{prune_by_topo_nr} | uint32_t{prune_by_reachability} << 1 |
          uint32_t{per_call_needs_input_grad} << 2 | uint32_t{guard_saves} << 3 |
-         uint32_t{skip_zero_products} << 4;
+         uint32_t{skip_zero_products} << 4 | uint32_t{fuse_gradient_sums} << 5;
 }
 
 EngineOptions EngineOptions::from_bits(uint32_t bits) {
@@ -18,7 +18,8 @@ EngineOptions EngineOptions::from_bits(uint32_t bits) {
       .with_prune_by_reachability((bits & 2) != 0)
       .with_per_call_needs_input_grad((bits & 4) != 0)
       .with_guard_saves((bits & 8) != 0)
-      .with_skip_zero_products((bits & 16) != 0);
+      .with_skip_zero_products((bits & 16) != 0)
+      .with_fuse_gradient_sums((bits & 32) != 0);
 }
 
 std::string to_string(const EngineOptions& o) {
@@ -27,7 +28,8 @@ std::string to_string(const EngineOptions& o) {
        {std::pair{o.prune_by_topo_nr, "topo_nr"},
         std::pair{o.prune_by_reachability, "reachability"},
         std::pair{o.per_call_needs_input_grad, "per_call"}, std::pair{o.guard_saves, "guard_saves"},
-        std::pair{o.skip_zero_products, "skip_zero_products"}}) {
+        std::pair{o.skip_zero_products, "skip_zero_products"},
+        std::pair{o.fuse_gradient_sums, "fuse_sums"}}) {
     if (on) s += s.empty() ? name : std::string(" ") + name;
   }
   return s.empty() ? "none" : s;

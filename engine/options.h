@@ -20,6 +20,9 @@ struct EngineOptions {
   // operand is written as zeros instead of multiplied. Off: every product multiplies, as PyTorch's
   // kernels do (seed 001's off / on comparison runs with it off).
   bool skip_zero_products = true;
+  // Note [Sums fused into formulas] (engine/engine.cc): without create_graph, an elementwise
+  // formula whose gradient meets one already waiting adds itself into it in the same pass.
+  bool fuse_gradient_sums = true;
 
   static EngineOptions all_off() {
     return EngineOptions()
@@ -27,7 +30,8 @@ struct EngineOptions {
         .with_prune_by_reachability(false)
         .with_per_call_needs_input_grad(false)
         .with_guard_saves(false)
-        .with_skip_zero_products(false);
+        .with_skip_zero_products(false)
+        .with_fuse_gradient_sums(false);
   }
   // Copies with one switch changed: EngineOptions().with_prune_by_reachability(false).
   EngineOptions with_prune_by_topo_nr(bool on) const {
@@ -43,10 +47,13 @@ struct EngineOptions {
   EngineOptions with_skip_zero_products(bool on) const {
     return with(&EngineOptions::skip_zero_products, on);
   }
+  EngineOptions with_fuse_gradient_sums(bool on) const {
+    return with(&EngineOptions::fuse_gradient_sums, on);
+  }
 
   // The switches as bits, prune_by_topo_nr the lowest and then in the order above, and back: the
   // process-wide default is kept in one word, and tests enumerate all kCombinations.
-  static constexpr uint32_t kCombinations = 32;
+  static constexpr uint32_t kCombinations = 64;
   uint32_t bits() const;
   static EngineOptions from_bits(uint32_t bits);
 
@@ -54,7 +61,8 @@ struct EngineOptions {
     return prune_by_topo_nr == o.prune_by_topo_nr &&
            prune_by_reachability == o.prune_by_reachability &&
            per_call_needs_input_grad == o.per_call_needs_input_grad &&
-           guard_saves == o.guard_saves && skip_zero_products == o.skip_zero_products;
+           guard_saves == o.guard_saves && skip_zero_products == o.skip_zero_products &&
+           fuse_gradient_sums == o.fuse_gradient_sums;
   }
 
  private:
@@ -66,7 +74,8 @@ struct EngineOptions {
 };
 
 // The switches that are on, by name ("topo_nr reachability per_call guard_saves
-// skip_zero_products" for the default), or "none": for graph descriptions and failure messages.
+// skip_zero_products fuse_sums" for the default), or "none": for graph descriptions and failure
+// messages.
 std::string to_string(const EngineOptions& options);
 
 // The options in force on this thread: a scoped override if one is active, else the process-wide

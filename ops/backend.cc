@@ -18,6 +18,16 @@ Tensor Backend::scaled_product(const Tensor& a, const Tensor& b, const Tensor& c
   return binary(BinaryKind::kMul, a, bc, a.shape());
 }
 
+void Backend::sum_into_binary(const Tensor& sum, BinaryKind kind, const Tensor& a,
+                              const Tensor& b) {
+  binary_inplace(BinaryKind::kAdd, sum, binary(kind, a, b, sum.shape()));
+}
+
+void Backend::sum_into_scaled_product(const Tensor& sum, const Tensor& a, const Tensor& b,
+                                      const Tensor& c, double scale) {
+  binary_inplace(BinaryKind::kAdd, sum, scaled_product(a, b, c, scale));
+}
+
 Tensor Backend::transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   Shape shape = a.shape();
   std::swap(shape[dim0], shape[dim1]);

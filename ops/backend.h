@@ -25,6 +25,14 @@ class Backend {
   // default runs the three kernels it stands for, in the same order, so a backend that fuses
   // them must give the same bits.
   virtual Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
+  // sum += a (kind) b, and sum += a * ((b * scale) * c), over tensors of one shape: a formula's
+  // values added into the gradient already waiting for them (Note [Sums fused into formulas],
+  // engine/engine.cc). The defaults write the values to a new tensor and add it with
+  // binary_inplace; a backend that fuses the two must give their bits.
+  virtual void sum_into_binary(const Tensor& sum, BinaryKind kind, const Tensor& a,
+                               const Tensor& b);
+  virtual void sum_into_scaled_product(const Tensor& sum, const Tensor& a, const Tensor& b,
+                                       const Tensor& c, double scale);
   virtual Tensor fill(const Shape& shape, double value, DType dtype, Device device) = 0;
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;  // same numel, may broadcast src
   virtual Tensor sum_all(const Tensor& a) = 0;

@@ -83,6 +83,8 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 // in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and engine/jit/compile_test.cc.
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
+Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
+                             double scale);
 
 // scaled_product(a, b, c, scale) = a * ((b * scale) * c); every formula is the product of the
 // gradient and the other two operands, scaled.
@@ -93,9 +95,15 @@ struct ScaledProduct {
 };
 const OpSpec ScaledProduct::spec{
     "scaled_product",
-    {{a, {b, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[b], x[c], scale(x)); }},
-     {b, {a, c}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[c], scale(x)); }},
-     {c, {a, b}, [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[b], scale(x)); }}},
+    {{a,
+      {b, c},
+      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[b], x[c], scale(x)); }},
+     {b,
+      {a, c},
+      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[a], x[c], scale(x)); }},
+     {c,
+      {a, b},
+      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[a], x[b], scale(x)); }}},
     {AliasKind::kPure, ScalarAttrs{0.0}, [](const OpArgs& x) {
        return scaled_product(x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
      }}};
@@ -105,6 +113,44 @@ Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double 
   ++counters().fused_formulas;
   Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
   return record(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale});
+}
+
+// Note [Sums fused into formulas] (engine/engine.cc): the gradient waiting where the running
+// formula's result goes, when the engine offers one and every operand has its shape, dtype and
+// device (a result that broadcasts still needs its sum_to first); else null.
+Tensor* fusable_sum(const Ctx& ctx, std::initializer_list<const Tensor*> operands) {
+  Tensor* sum = ctx.sum_target();
+  if (sum == nullptr) return nullptr;
+  for (const Tensor* t : operands) {
+    if (!sum->same_layout_as(*t)) return nullptr;
+  }
+  return sum;
+}
+
+// After a kernel wrote `sum`: a new version (which drops a known-zeros mark), counted, and no
+// gradient left for the engine to add.
+Tensor written_sum(const Tensor& sum) {
+  sum.bump_version();
+  ++counters().fused_sums;
+  return Tensor();
+}
+
+// The formulas' tanh_backward(grad, result) and scaled_product(a, b, c, scale), added into the
+// waiting gradient instead where the engine offers it.
+Tensor tanh_backward_summed(const Ctx& ctx, const Tensor& grad, const Tensor& result) {
+  Tensor* sum = fusable_sum(ctx, {&grad, &result});
+  if (sum == nullptr) return tanh_backward(grad, result);
+  backend_for(sum->device()).sum_into_binary(*sum, BinaryKind::kTanhBackward, grad, result);
+  return written_sum(*sum);
+}
+
+Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
+                             double scale) {
+  Tensor* sum = fusable_sum(ctx, {&a, &b, &c});
+  if (sum == nullptr) return scaled_product(a, b, c, scale);
+  ++counters().fused_formulas;
+  backend_for(sum->device()).sum_into_scaled_product(*sum, a, b, c, scale);
+  return written_sum(*sum);
 }
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula
@@ -284,7 +330,7 @@ struct Tanh : Unary {
 };
 const OpSpec Tanh::spec{
     kind_name(kind),
-    {{self, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }}},
+    {{self, {result}, [](const Ctx& c) { return tanh_backward_summed(c, c.grad(), c[result]); }}},
     unary_forward<tanh>()};
 
 struct Sigmoid : Unary {
@@ -333,10 +379,10 @@ struct TanhBackward {
 };
 const OpSpec TanhBackward::spec{
     kind_name(kind),
-    {{grad, {result}, [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); }},
+    {{grad, {result}, [](const Ctx& c) { return tanh_backward_summed(c, c.grad(), c[result]); }},
      {result,
       {grad, result},
-      [](const Ctx& c) { return scaled_product(c.grad(), c[result], c[grad], -2.0); }}},
+      [](const Ctx& c) { return scaled_product_summed(c, c.grad(), c[result], c[grad], -2.0); }}},
     binary_forward<tanh_backward>()};
 
 }  // namespace

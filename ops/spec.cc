@@ -192,10 +192,13 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
-    Tensor g = spec_.formula(i)(BackwardContext(*this, incoming, i));
+    Tensor g = spec_.formula(i)(BackwardContext(*this, incoming, i, call));
     ++c.formulas_evaluated;
     c.count_formula(spec_.formula_key(i));
-    out[i] = g.shape() == input_shapes_[i] ? std::move(g) : sum_to(g, input_shapes_[i]);
+    // Undefined: the formula added its result into the gradient waiting for it (Note [Sums fused
+    // into formulas], engine/engine.cc).
+    if (g.defined() && g.shape() != input_shapes_[i]) g = sum_to(g, input_shapes_[i]);
+    out[i] = std::move(g);
   }
   // Note [Written through a view]: PyTorch's CopySlices copies the incoming gradient into a new
   // tensor and writes the op's gradient for self into it, so under create_graph the base's

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/device.h"
 #include "engine/grad_mode.h"
@@ -310,13 +311,14 @@ class OpNode final : public Node {
 // how engine/jit derives a DifferentiableGraph's gradient graph from the same formulas.
 class BackwardContext {
  public:
-  BackwardContext(OpNode& node, const Tensor& grad, size_t formula)
+  BackwardContext(OpNode& node, const Tensor& grad, size_t formula, const Call& call)
       : spec_(node.spec_),
         grad_(grad),
         formula_(formula),
         input_shapes_(node.input_shapes_.data()),
         attrs_(node.attrs_),
-        node_(&node) {}
+        node_(&node),
+        call_(&call) {}
   BackwardContext(const OpSpec& spec, const Tensor& grad, size_t formula,
                   const std::vector<Shape>& input_shapes, const OpAttrs& attrs,
                   const Tensor* slot_values)
@@ -336,6 +338,10 @@ class BackwardContext {
     fail_attrs_type();
   }
   const OpSpec& spec() const { return spec_; }
+  // The gradient already waiting where this formula's result goes, which the formula may add its
+  // result into, returning no gradient (Note [Sums fused into formulas], engine/engine.cc); null
+  // when the engine offers none. Asked only by the formulas that can.
+  Tensor* sum_target() const { return call_ == nullptr ? nullptr : call_->sum_target(formula_); }
 
  private:
   [[noreturn]] void fail_attrs_type() const;
@@ -346,6 +352,7 @@ class BackwardContext {
   const OpAttrs& attrs_;
   OpNode* node_ = nullptr;               // reading a node's saved values, or
   const Tensor* slot_values_ = nullptr;  // values given by slot number
+  const Call* call_ = nullptr;           // the backward call a node's formula runs in
 };
 
 // The spec of mul_: mul's (Note [In-place saves]; ops/elementwise.cc).

@@ -55,10 +55,11 @@ TEST(DescribeGraph, ShowsNodesSavesAndWhatAGradCallWouldRun) {
 
 TEST(DescribeGraph, HeaderNamesTheOptionsThatAreOn) {
   Graph g;
-  EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions()),
-                  "options: topo_nr reachability per_call guard_saves skip_zero_products\n"));
+  EXPECT_TRUE(
+      has(describe_graph({g.out}, {g.a}, EngineOptions()),
+          "options: topo_nr reachability per_call guard_saves skip_zero_products fuse_sums\n"));
   EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions().with_prune_by_reachability(false)),
-                  "options: topo_nr per_call guard_saves skip_zero_products\n"));
+                  "options: topo_nr per_call guard_saves skip_zero_products fuse_sums\n"));
   EXPECT_TRUE(has(describe_graph({g.out}, {g.a}, EngineOptions::all_off()), "options: none\n"));
   EXPECT_EQ(to_string(EngineOptions::from_bits(4 | 16)), "per_call skip_zero_products");
 }

@@ -90,6 +90,29 @@ class CpuBackend final : public Backend {
     });
     return out;
   }
+  void sum_into_binary(const Tensor& sum, BinaryKind kind, const Tensor& a,
+                       const Tensor& b) override {
+    dispatch_dtype(sum.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T *pa = a.data<T>(), *pb = b.data<T>();
+      auto binary = kernels<T>().binary;
+      sum_in_blocks<T>(sum, [=](int64_t begin, int64_t n, T* values) {
+        binary(kind, pa + begin, pb + begin, values, n);
+      });
+    });
+  }
+  void sum_into_scaled_product(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
+                               double scale) override {
+    dispatch_dtype(sum.dtype(), [&](auto z) {
+      using T = decltype(z);
+      const T *pa = a.data<T>(), *pb = b.data<T>(), *pc = c.data<T>();
+      auto kernel = kernels<T>().scaled_product;
+      const T s = static_cast<T>(scale);
+      sum_in_blocks<T>(sum, [=](int64_t begin, int64_t n, T* values) {
+        kernel(pa + begin, pb + begin, pc + begin, s, values, n);
+      });
+    });
+  }
   Tensor fill(const Shape& shape, double value, DType dtype, Device device) override {
     Tensor out = Tensor::empty(shape, dtype, device);
     dispatch_dtype(dtype, [&](auto z) {
@@ -228,6 +251,26 @@ class CpuBackend final : public Backend {
       for (int64_t i = 0; i < n; ++i) {
         po[off[2] + i * inc[2]] =
             apply_binary(kind, pa[off[0] + i * inc[0]], pb[off[1] + i * inc[1]]);
+      }
+    });
+  }
+
+  // sum += the values that values(begin, n, out) writes for elements [begin, begin + n), in
+  // blocks that stay in the L1 cache: each block is written to the stack, then added into `sum`
+  // by the add kernel, exactly as binary_inplace adds a whole tensor (the same bits), in one pass
+  // over memory (Note [Sums fused into formulas], engine/engine.cc). Blocks start at multiples of
+  // kSumBlock within for_blocks' chunks, so aligned arrays stay aligned.
+  template <typename T, typename Values>
+  void sum_in_blocks(const Tensor& sum, const Values& values) {
+    constexpr int64_t kSumBlock = 1024;
+    T* ps = sum.data<T>();
+    auto binary = kernels<T>().binary;
+    for_blocks(sum.numel(), [&](int64_t begin, int64_t n) {
+      alignas(64) T block[kSumBlock];
+      for (int64_t done = 0; done < n; done += kSumBlock) {
+        const int64_t len = std::min(kSumBlock, n - done);
+        values(begin + done, len, block);
+        binary(BinaryKind::kAdd, ps + begin + done, block, ps + begin + done, len);
       }
     });
   }

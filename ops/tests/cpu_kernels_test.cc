@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -184,46 +185,105 @@ std::vector<double> naive_scaled_product(const std::vector<double>& a, const std
   return out;
 }
 
+// The operands of the elementwise kernel tests: n values each, cycling through NaN, infinities,
+// -0 and overflow, held by tensors that start `offset` elements into their storage (offset 1:
+// unaligned data).
+struct ElementwiseOperands {
+  ElementwiseOperands(DType dtype, int64_t n, int64_t offset)
+      : dtype(dtype), n(n), offset(offset), a(n), b(n), c(n), s(n) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double as[] = {1.5, -0.0, inf, kNaN, 3e38, -7.25, 1e-30};
+    const double bs[] = {0.5, -3.0, 0.0, -inf, 2e38, 1.0 / 3.0};
+    const double cs[] = {2.0, -0.75, 1e-20, 0.1, -5.0};
+    const double ss[] = {0.0, -0.0, 1.0, -2.5, 3e38, 0.125, -1e-7, 6.0, kNaN, 0.5, -inf};
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = as[(i + offset) % 7];
+      b[i] = bs[(i + offset) % 6];
+      c[i] = cs[(i + offset) % 5];
+      s[i] = ss[(i + offset) % 11];
+    }
+    ta = tensor(a);
+    tb = tensor(b);
+    tc = tensor(c);
+    what = to_string(dtype) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset);
+  }
+  // `values` (n of them) in a new tensor, `offset` elements into its storage.
+  Tensor tensor(std::vector<double> values) const {
+    values.insert(values.begin(), offset, 0.0);
+    const Tensor whole = from_vector(values, {n + offset}, dtype);
+    return Tensor(Ref<TensorImpl>::make(Shape{n}, dtype, whole.impl()->storage, offset));
+  }
+
+  DType dtype;
+  int64_t n, offset;
+  std::vector<double> a, b, c, s;
+  Tensor ta, tb, tc;
+  std::string what;
+};
+
+// Runs `check` on the operands of both dtypes, both offsets, every length from 1 to 40 (every
+// packet tail) and `more_sizes`.
+void for_each_operands(const std::vector<int64_t>& more_sizes,
+                       const std::function<void(const ElementwiseOperands&)>& check) {
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= 40; ++n) sizes.push_back(n);
+  sizes.insert(sizes.end(), more_sizes.begin(), more_sizes.end());
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t n : sizes) {
+      for (int64_t offset : {0, 1}) check(ElementwiseOperands(dtype, n, offset));
+    }
+  }
+}
+
 TEST(ScaledProductKernel, GivesTheBitsOfTheThreeKernelsItFuses) {
   NoGradGuard no_grad;
   Backend& cpu = *cpu_backend();
-  const double inf = std::numeric_limits<double>::infinity();
-  const double as[] = {1.5, -0.0, inf, kNaN, 3e38, -7.25, 1e-30};
-  const double bs[] = {0.5, -3.0, 0.0, -inf, 2e38, 1.0 / 3.0};
-  const double cs[] = {2.0, -0.75, 1e-20, 0.1, -5.0};
-  std::vector<int64_t> sizes;
-  for (int64_t n = 1; n <= 40; ++n) sizes.push_back(n);
-  sizes.push_back(int64_t{1} << 17);
-  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-    for (int64_t n : sizes) {
-      for (int64_t offset : {0, 1}) {
-        std::vector<double> a(n + offset), b(n + offset), c(n + offset);
-        for (int64_t i = 0; i < n + offset; ++i) {
-          a[i] = as[i % 7];
-          b[i] = bs[i % 6];
-          c[i] = cs[i % 5];
-        }
-        auto tensor = [&](const std::vector<double>& values) {
-          const Tensor whole = from_vector(values, {n + offset}, dtype);
-          return Tensor(Ref<TensorImpl>::make(Shape{n}, dtype, whole.impl()->storage, offset));
-        };
-        const Tensor ta = tensor(a), tb = tensor(b), tc = tensor(c);
-        const std::string what =
-            to_string(dtype) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset);
-        for (int64_t i = 0; i < offset; ++i) {
-          a.erase(a.begin());
-          b.erase(b.begin());
-          c.erase(c.begin());
-        }
-        const std::vector<double> want = dtype == DType::kFloat32
-                                             ? naive_scaled_product<float>(a, b, c, -2.0)
-                                             : naive_scaled_product<double>(a, b, c, -2.0);
-        expect_same_bits(cpu.scaled_product(ta, tb, tc, -2.0).to_vector(), want, "fused " + what);
-        expect_same_bits(cpu.Backend::scaled_product(ta, tb, tc, -2.0).to_vector(), want,
-                         "three kernels " + what);
+  for_each_operands({int64_t{1} << 17}, [&](const ElementwiseOperands& x) {
+    const std::vector<double> want = x.dtype == DType::kFloat32
+                                         ? naive_scaled_product<float>(x.a, x.b, x.c, -2.0)
+                                         : naive_scaled_product<double>(x.a, x.b, x.c, -2.0);
+    expect_same_bits(cpu.scaled_product(x.ta, x.tb, x.tc, -2.0).to_vector(), want,
+                     "fused " + x.what);
+    expect_same_bits(cpu.Backend::scaled_product(x.ta, x.tb, x.tc, -2.0).to_vector(), want,
+                     "three kernels " + x.what);
+  });
+}
+
+// Note [Sums fused into formulas] (engine/engine.cc): sum += tanh_backward(a, b) and
+// sum += scaled_product(a, b, c, -2) in one pass give the bits of the formula's kernel followed by
+// the in-place add (the Backend defaults), and of the formula's kernel followed by a naive add in
+// the dtype's own arithmetic; for every packet tail, the block boundaries of the fused loop (1024
+// elements), the parallel split and unaligned data.
+TEST(SumIntoKernels, GiveTheBitsOfTheFormulaThenTheAdd) {
+  NoGradGuard no_grad;
+  Backend& cpu = *cpu_backend();
+  for_each_operands({1023, 1024, 1025, 3000, (1 << 17) + 5}, [&](const ElementwiseOperands& x) {
+    auto plus_sum = [&](const Tensor& formula) {
+      std::vector<double> v = formula.to_vector();
+      for (int64_t i = 0; i < x.n; ++i) {
+        v[i] = x.dtype == DType::kFloat32
+                   ? static_cast<double>(static_cast<float>(x.s[i]) + static_cast<float>(v[i]))
+                   : x.s[i] + v[i];
       }
-    }
-  }
+      return v;
+    };
+    const std::vector<double> want_tanh =
+        plus_sum(cpu.binary(BinaryKind::kTanhBackward, x.ta, x.tb, {x.n}));
+    const std::vector<double> want_scaled = plus_sum(cpu.scaled_product(x.ta, x.tb, x.tc, -2.0));
+
+    Tensor fused = x.tensor(x.s), composed = x.tensor(x.s);
+    cpu.sum_into_binary(fused, BinaryKind::kTanhBackward, x.ta, x.tb);
+    cpu.Backend::sum_into_binary(composed, BinaryKind::kTanhBackward, x.ta, x.tb);
+    expect_same_bits(fused.to_vector(), want_tanh, "fused tanh_backward " + x.what);
+    expect_same_bits(composed.to_vector(), want_tanh, "composed tanh_backward " + x.what);
+
+    fused = x.tensor(x.s);
+    composed = x.tensor(x.s);
+    cpu.sum_into_scaled_product(fused, x.ta, x.tb, x.tc, -2.0);
+    cpu.Backend::sum_into_scaled_product(composed, x.ta, x.tb, x.tc, -2.0);
+    expect_same_bits(fused.to_vector(), want_scaled, "fused scaled_product " + x.what);
+    expect_same_bits(composed.to_vector(), want_scaled, "composed scaled_product " + x.what);
+  });
 }
 
 // Note [Shared packing]: a large product packs op(B) once, in pieces on the threads, and splits

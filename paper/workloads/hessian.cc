@@ -101,6 +101,7 @@ HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool fina
   stats.weight_grad_matmuls = counters().formula_count("linear:weight");
   stats.products_of_zeros = counters().products_of_zeros;
   stats.fused_formulas = counters().fused_formulas;
+  stats.fused_sums = counters().fused_sums;
   return stats;
 }
 

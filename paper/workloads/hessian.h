@@ -58,6 +58,8 @@ struct HessianStepStats {
   int64_t weight_grad_matmuls = 0;  // "linear:weight" formulas run
   int64_t products_of_zeros = 0;  // products written as zeros (Note [Products with a zero operand])
   int64_t fused_formulas = 0;     // formulas run as one kernel (Note [Fused formula kernels])
+  int64_t fused_sums = 0;  // gradient sums made inside a formula's kernel (Note [Sums fused into
+                           // formulas], engine/engine.cc)
 };
 // One timed step under `options` (also used to read peak bytes and counters).
 HessianStepStats measure_hessian_step(const Mlp& mlp, const Tensor& x, bool final_backward,

@@ -41,6 +41,8 @@ constexpr WorkCounter kWorkCounters[] = {
      &HessianStepStats::products_of_zeros},
     {"formulas run as one fused kernel", "formulas run as one fused kernel", "formulas",
      &HessianStepStats::fused_formulas},
+    {"gradient sums fused into a formula's kernel", "gradient sums fused into formulas", "sums",
+     &HessianStepStats::fused_sums},
 };
 
 // Ours compiled: the whole step as one jit::CompiledFunction (JitHessianStep), the counterpart
