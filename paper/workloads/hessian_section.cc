@@ -469,7 +469,10 @@ void hessian_section(const Context& context, Report& report) {
        "products pack their shared operand once for all threads (Note [Shared packing], "
        "ops/cpu/kernels.cc), and without create_graph gradients that meet are summed in "
        "place, as PyTorch's InputBuffer does (Note [Summing gradients in place], "
-       "engine/engine.cc).\n\n";
+       "engine/engine.cc). Gradient sums fused into a formula's kernel: in the final backward, a "
+       "tanh_backward or scaled_product formula whose gradient meets one already waiting adds "
+       "its values into it in the same pass, instead of writing a new tensor for the sum to read "
+       "back (Note [Sums fused into formulas], engine/engine.cc).\n\n";
   s << "Where the ReLU ratio comes from: per hidden layer the step runs 4 products of the kinds "
        "below with per-call needs on, and 3 weight gradients more with it off (the first grad's, "
        "and the second grad's two). Timed alone (median of interleaved runs), they bound the "
