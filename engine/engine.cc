@@ -359,7 +359,8 @@ void GraphTask::mark_runs_into_every_leaf() {
 // pass and returns no gradient (undefined), as there is nothing left to add. The backend adds
 // each block of the formula's values with the add kernel, as the separate sum would: the same
 // bits (Backend::sum_into_binary). Under create_graph the sum is a recorded add, and nothing is
-// offered.
+// offered. A compiled graph's run does the same for the sums it finds in its graph (Note
+// [Releasing dead values], engine/jit/code.cc), through the op's OpForward::add_into.
 
 // Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {

@@ -85,6 +85,8 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
 Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
                              double scale);
+bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
+                             double scale);
 
 // scaled_product(a, b, c, scale) = a * ((b * scale) * c); every formula is the product of the
 // gradient and the other two operands, scaled.
@@ -104,8 +106,12 @@ const OpSpec ScaledProduct::spec{
      {c,
       {a, b},
       [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[a], x[b], scale(x)); }}},
-    {AliasKind::kPure, ScalarAttrs{0.0}, [](const OpArgs& x) {
+    {AliasKind::kPure, ScalarAttrs{0.0},
+     [](const OpArgs& x) {
        return scaled_product(x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
+     },
+     [](const Tensor& sum, const OpArgs& x) {
+       return add_scaled_product_into(sum, x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
      }}};
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
@@ -115,42 +121,41 @@ Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double 
   return record(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale});
 }
 
-// Note [Sums fused into formulas] (engine/engine.cc): the gradient waiting where the running
-// formula's result goes, when the engine offers one and every operand has its shape, dtype and
-// device (a result that broadcasts still needs its sum_to first); else null.
-Tensor* fusable_sum(const Ctx& ctx, std::initializer_list<const Tensor*> operands) {
-  Tensor* sum = ctx.sum_target();
-  if (sum == nullptr) return nullptr;
-  for (const Tensor* t : operands) {
-    if (!sum->same_layout_as(*t)) return nullptr;
-  }
-  return sum;
-}
-
-// After a kernel wrote `sum`: a new version (which drops a known-zeros mark), counted, and no
-// gradient left for the engine to add.
-Tensor written_sum(const Tensor& sum) {
+// Note [Sums fused into formulas] (engine/engine.cc): sum += tanh_backward(grad, result) and
+// sum += scaled_product(a, b, c, scale) in one pass, where every operand has sum's layout (a
+// result that broadcasts needs its sum_to first). The write is a new version of sum (which drops
+// a known-zeros mark).
+bool add_tanh_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result) {
+  if (!sum.same_layout_as(grad) || !sum.same_layout_as(result)) return false;
+  backend_for(sum.device()).sum_into_binary(sum, BinaryKind::kTanhBackward, grad, result);
   sum.bump_version();
   ++counters().fused_sums;
-  return Tensor();
+  return true;
 }
 
-// The formulas' tanh_backward(grad, result) and scaled_product(a, b, c, scale), added into the
-// waiting gradient instead where the engine offers it.
+bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
+                             double scale) {
+  if (!sum.same_layout_as(a) || !sum.same_layout_as(b) || !sum.same_layout_as(c)) return false;
+  backend_for(sum.device()).sum_into_scaled_product(sum, a, b, c, scale);
+  sum.bump_version();
+  ++counters().fused_formulas;
+  ++counters().fused_sums;
+  return true;
+}
+
+// The formulas' tanh_backward and scaled_product: added into the gradient waiting where the
+// result goes when the engine offers one (returning no gradient), else as the op.
 Tensor tanh_backward_summed(const Ctx& ctx, const Tensor& grad, const Tensor& result) {
-  Tensor* sum = fusable_sum(ctx, {&grad, &result});
-  if (sum == nullptr) return tanh_backward(grad, result);
-  backend_for(sum->device()).sum_into_binary(*sum, BinaryKind::kTanhBackward, grad, result);
-  return written_sum(*sum);
+  const Tensor* sum = ctx.sum_target();
+  if (sum != nullptr && add_tanh_backward_into(*sum, grad, result)) return Tensor();
+  return tanh_backward(grad, result);
 }
 
 Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
                              double scale) {
-  Tensor* sum = fusable_sum(ctx, {&a, &b, &c});
-  if (sum == nullptr) return scaled_product(a, b, c, scale);
-  ++counters().fused_formulas;
-  backend_for(sum->device()).sum_into_scaled_product(*sum, a, b, c, scale);
-  return written_sum(*sum);
+  const Tensor* sum = ctx.sum_target();
+  if (sum != nullptr && add_scaled_product_into(*sum, a, b, c, scale)) return Tensor();
+  return scaled_product(a, b, c, scale);
 }
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula
@@ -383,7 +388,10 @@ const OpSpec TanhBackward::spec{
      {result,
       {grad, result},
       [](const Ctx& c) { return scaled_product_summed(c, c.grad(), c[result], c[grad], -2.0); }}},
-    binary_forward<tanh_backward>()};
+    {AliasKind::kPure, NoAttrs(), [](const OpArgs& x) { return tanh_backward(x[grad], x[result]); },
+     [](const Tensor& sum, const OpArgs& x) {
+       return add_tanh_backward_into(sum, x[grad], x[result]);
+     }}};
 
 }  // namespace
 

@@ -170,6 +170,10 @@ struct OpForward {
   AliasKind alias = AliasKind::kPure;
   OpAttrs attrs;                            // a value of the op's attribute struct (values unused)
   Tensor (*call)(const OpArgs&) = nullptr;  // null: the JIT cannot call the op
+  // sum += the op's result in one pass over memory, with the bits of the op then the in-place
+  // add, where the operands have sum's shape, dtype and device: returns false, writing nothing,
+  // where they do not (Note [Sums fused into formulas], engine/engine.cc). Null: the op cannot.
+  bool (*add_into)(const Tensor& sum, const OpArgs&) = nullptr;
 };
 
 // The forwards of the common signatures, e.g. OpSpec{"exp", {...}, unary_forward<exp>()}.

@@ -1,5 +1,6 @@
 #include "engine/jit/code.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/accumulate_grad.h"
@@ -7,6 +8,7 @@
 #include "engine/grad_mode.h"
 #include "engine/jit/differentiable_graph.h"
 #include "engine/jit/schema.h"
+#include "engine/options.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
@@ -22,14 +24,24 @@ namespace ag::jit {
 // Note [Summing gradients in place] in engine/engine.cc, the same bits. Runs with an observer
 // keep every value (it may compare storages, which reuse would make look shared), and so do runs
 // over part of a frame (Code::run: a group's backward reads the frame afterwards).
+//
+// Such a sum can go one step further, as the eager engine's does (Note [Sums fused into
+// formulas], engine/engine.cc): when its other operand is the result of an op that can add its
+// result into a tensor (OpForward::add_into: tanh_backward, scaled_product), read by nothing but
+// the sum, and the dying operand exists when that op runs and is read by nobody in between, the
+// op adds its values into the dying operand in the same pass (adds_into) and leaves that tensor
+// in both slots; the sum, seeing its two operands are one tensor (which the op's own result never
+// is), passes it on (fused_operand).
 
 struct Code::Instruction {
   enum class Op { kCall, kConstant, kListConstruct, kListUnpack, kPrint, kAutogradAdd, kGroup };
   Op op;
   const Node* node;
   std::vector<int> in, out;
-  std::vector<int> dead_after;        // slots whose last reader this is (not the graph's outputs)
-  std::vector<int> sums_into;         // a sum's operands (0, 1) that die here: candidates to write
+  std::vector<int> dead_after;  // slots whose last reader this is (not the graph's outputs)
+  std::vector<int> sums_into;   // a sum's operands (0, 1) that die here: candidates to write
+  int adds_into = -1;      // an op's: the slot of the dying sum operand it may add its result into
+  int fused_operand = -1;  // a sum's: its operand (0, 1) made by an op with adds_into set
   const ops::OpSpec* spec = nullptr;  // kCall
   ops::OpAttrs attrs;                 // kCall
   IValue constant;                    // kConstant
@@ -109,10 +121,17 @@ Code::Code(const Graph& graph) : graph_(graph) {
 
 void Code::findLastReaders() {
   constexpr int kKept = -2;  // returned: never released
-  std::vector<int> last_reader(slot_values_.size(), -1);
+  // The last instruction that reads each slot (or defines it, if nothing reads it), and the one
+  // that did before it (-1: a graph input that nothing else read).
+  std::vector<int> last_reader(slot_values_.size(), -1), before_last(slot_values_.size(), -1);
+  auto touch = [&](int s, int i) {
+    if (last_reader[s] == i) return;
+    before_last[s] = last_reader[s];
+    last_reader[s] = i;
+  };
   for (size_t i = 0; i < instructions_.size(); ++i) {
-    for (int s : instructions_[i].out) last_reader[s] = static_cast<int>(i);  // unread: dies here
-    for (int s : instructions_[i].in) last_reader[s] = static_cast<int>(i);
+    for (int s : instructions_[i].out) touch(s, static_cast<int>(i));  // unread: dies here
+    for (int s : instructions_[i].in) touch(s, static_cast<int>(i));
   }
   for (const Value* out : graph_.outputs()) last_reader[slots_.at(out)] = kKept;
   for (size_t s = 0; s < last_reader.size(); ++s) {
@@ -125,6 +144,29 @@ void Code::findLastReaders() {
     for (int k = 0; k < 2; ++k) {
       if (last_reader[in.in[k]] == static_cast<int>(i)) in.sums_into.push_back(k);
     }
+    if (in.sums_into.size() == 2) findFusedSum(in, before_last);
+  }
+}
+
+// The sum `in`, whose operands both die at it: one of them may be made by an op that adds its
+// result into the other (Note [Releasing dead values]).
+void Code::findFusedSum(Instruction& in, const std::vector<int>& before_last) {
+  for (int k = 0; k < 2; ++k) {
+    const int made = in.in[k], dying = in.in[1 - k];
+    const int op = before_last[made];  // its definer, if the sum is its only reader
+    if (op < 0) continue;
+    Instruction& maker = instructions_[op];
+    if (maker.op != Instruction::Op::kCall || maker.out.size() != 1 || maker.out[0] != made ||
+        maker.spec->forward().add_into == nullptr) {
+      continue;
+    }
+    // The dying operand exists when the op runs, the op does not read it, nor does anything
+    // between the op and the sum.
+    if (before_last[dying] >= op) continue;
+    if (std::find(maker.in.begin(), maker.in.end(), dying) != maker.in.end()) continue;
+    maker.adds_into = dying;
+    in.fused_operand = k;
+    return;
   }
 }
 
@@ -150,6 +192,37 @@ bool sumIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
   return false;
 }
 
+// An op whose result a sum adds into a dying operand adds it there itself, in one pass, and
+// leaves that operand in its own result's slot too (Note [Releasing dead values]).
+bool addIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
+  if (in.adds_into < 0 || grad_enabled() || !current_options().fuse_gradient_sums) return false;
+  const Tensor& sum = std::get<Tensor>(frame[in.adds_into]);
+  if (!sum.defined() || !held_only_here(sum)) return false;
+  TensorList args;
+  args.reserve(in.in.size());
+  for (int s : in.in) args.push_back(std::get<Tensor>(frame[s]));
+  if (!in.spec->forward().add_into(sum, ops::OpArgs(args, in.attrs))) return false;
+  frame[in.out[0]] = sum;
+  return true;
+}
+
+// The sum after such an op: both operands are one tensor, the sum already made, passed on.
+bool passOnFusedSum(const Instruction& in, std::vector<IValue>& frame) {
+  if (in.fused_operand < 0) return false;
+  const Tensor& made = std::get<Tensor>(frame[in.in[in.fused_operand]]);
+  Tensor& sum = std::get<Tensor>(frame[in.in[1 - in.fused_operand]]);
+  if (!made.defined() || !made.is_same(sum)) return false;
+  frame[in.out[0]] = std::move(sum);
+  return true;
+}
+
+// The in-place forms above, for a whole-graph run: whether one of them did the instruction's
+// work.
+bool runInPlace(const Instruction& in, std::vector<IValue>& frame) {
+  return addIntoDyingOperand(in, frame) || passOnFusedSum(in, frame) ||
+         sumIntoDyingOperand(in, frame);
+}
+
 }  // namespace
 
 void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
@@ -162,7 +235,7 @@ void Code::run(std::vector<IValue>& frame, const RunOptions& options, const std:
   for (size_t i = first; i < last; ++i) {
     if (mask != nullptr && !(*mask)[i]) continue;
     const Instruction& in = instructions_[i];
-    if (!(release_dead && sumIntoDyingOperand(in, frame))) execute(in, frame, options);
+    if (!(release_dead && runInPlace(in, frame))) execute(in, frame, options);
     if (options.observe) {
       for (size_t k = 0; k < in.out.size(); ++k)
         options.observe(in.node->output(k), frame[in.out[k]]);

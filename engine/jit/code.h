@@ -47,8 +47,10 @@ class Code {
   void run(std::vector<IValue>& frame, const RunOptions& options, const std::vector<char>* mask,
            size_t first, size_t last, bool release_dead) const;
   void execute(const Instruction& in, std::vector<IValue>& frame, const RunOptions& options) const;
-  // Sets `in.dead_after` and `in.sums_into` (Note [Releasing dead values]).
+  // Sets `in.dead_after`, `in.sums_into`, and the pairs of `adds_into` and `fused_operand`
+  // (Note [Releasing dead values]).
   void findLastReaders();
+  void findFusedSum(Instruction& sum, const std::vector<int>& before_last);
 
   const Graph& graph_;
   std::unordered_map<const Value*, int> slots_;

@@ -66,6 +66,9 @@ TEST(CompiledFunctionTest, SecondDerivativeOfACubeIsSixX) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
 }
 
+// Sums fused into formulas per step of the hessianStep below, eager and compiled.
+constexpr int64_t kEagerFusedSums = 1, kCompiledFusedSums = 1;
+
 TEST(CompiledFunctionTest, TanhHessianMatchesEagerOnOtherInputs) {
   for (bool final_backward : {false, true}) {
     for (bool fold : {true, false}) {
@@ -84,7 +87,13 @@ TEST(CompiledFunctionTest, TanhHessianMatchesEagerOnOtherInputs) {
       EXPECT_EQ(countNodes(f.graph(), "aten::scaled_product"), counters().fused_formulas);
       EXPECT_EQ(counters().fused_formulas, final_backward ? 5 : 1);
       EXPECT_EQ(countNodes(f.graph(), "aten::mul_scalar"), 0);
+      // Eager's final backward and the compiled call add some formulas' results into the sum
+      // they meet in the same pass (Note [Sums fused into formulas], engine/engine.cc; Note
+      // [Releasing dead values]).
+      EXPECT_EQ(counters().fused_sums, final_backward ? kEagerFusedSums : 0);
+      reset_counters();
       const TensorList got = f(in);
+      EXPECT_EQ(counters().fused_sums, final_backward ? kCompiledFusedSums : 0);
       ASSERT_EQ(got.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_EQ(got[i].defined(), want[i].defined()) << i;

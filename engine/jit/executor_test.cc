@@ -13,6 +13,7 @@
 #include "engine/jit/ir_parser.h"
 #include "engine/jit/tracer.h"
 #include "engine/memory/allocator.h"
+#include "engine/options.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
@@ -554,6 +555,68 @@ TEST(ExecutorTest, ASumWritesOnlyIntoAnOperandNobodyElseHolds) {
   EXPECT_EQ(toString(out[0]), toString(ops::add(x, ops::add(c, b))));
   EXPECT_EQ(toString(out[1]), toString(ops::reshape(c, {2, 3})));
   EXPECT_EQ(toString(out[2]), toString(b));
+}
+
+// Note [Releasing dead values]: an op that can add its result into a tensor (tanh_backward,
+// scaled_product) does so into the sum's dying operand, with grad mode off and fuse_gradient_sums
+// on: one block fewer at the peak (d, c and q live at once otherwise), the bits of the op then
+// the add.
+TEST(ExecutorTest, AnOpAddsItsResultIntoTheSumsDyingOperand) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %t : Tensor):
+  %a : Tensor = aten::mul(%x, %x)
+  %p : Tensor = aten::tanh_backward(%x, %t)
+  %d : Tensor = aten::add(%a, %p)
+  %c : Tensor = aten::mul(%t, %t)
+  %q : Tensor = aten::scaled_product[scalar=-2.0](%x, %t, %d)
+  %e : Tensor = aten::add(%c, %q)
+  return (%e)
+)IR");
+  const int64_t n = 1000;
+  const Tensor x = ops::uniform({n}, -1, 1, 5, DType::kFloat64);
+  const Tensor t = ops::uniform({n}, -1, 1, 6, DType::kFloat64);
+  NoGradGuard no_grad;
+  const Tensor d = ops::add(ops::mul(x, x), ops::tanh_backward(x, t));
+  // scaled_product(a, b, c, s) = a * ((b * s) * c), with these ops' bits.
+  const Tensor q = ops::mul(x, ops::mul(ops::mul(t, -2.0), d));
+  const std::vector<double> eager = ops::add(ops::mul(t, t), q).to_vector();
+  for (bool fuse : {false, true}) {
+    OptionsGuard options(EngineOptions().with_fuse_gradient_sums(fuse));
+    reset_counters();
+    EXPECT_EQ(tensorOf(runGraph(*g, {x, t})[0]).to_vector(), eager) << fuse;
+    EXPECT_EQ(counters().fused_sums, fuse ? 2 : 0);
+    EXPECT_EQ(peakBlocksOfRun(*g, {x, t}, n), fuse ? 2 : 3);
+  }
+  GradModeGuard grad_mode(true);
+  reset_counters();
+  EXPECT_EQ(tensorOf(runGraph(*g, {x, t})[0]).to_vector(), eager);
+  EXPECT_EQ(counters().fused_sums, 0);
+}
+
+// Not where the dying operand is read between the op and the sum, nor where the op's result has
+// another reader: the values are those of the ops one after another.
+TEST(ExecutorTest, AnOpAddsIntoNoOperandThatOthersRead) {
+  auto g = parseGraph(R"IR(graph(%x : Tensor, %t : Tensor):
+  %a : Tensor = aten::mul(%x, %x)
+  %p : Tensor = aten::tanh_backward(%x, %t)
+  %r : Tensor = aten::exp(%a)
+  %d : Tensor = aten::add(%a, %p)
+  %b : Tensor = aten::mul(%t, %t)
+  %q : Tensor = aten::tanh_backward(%t, %x)
+  %f : Tensor = aten::add(%b, %q)
+  %g : Tensor = aten::mul(%q, %f)
+  %e : Tensor = aten::add(%d, %r)
+  %h : Tensor = aten::add(%e, %g)
+  return (%h)
+)IR");
+  const Tensor x = ops::uniform({100}, -1, 1, 5, DType::kFloat64);
+  const Tensor t = ops::uniform({100}, -1, 1, 6, DType::kFloat64);
+  NoGradGuard no_grad;
+  const Tensor a = ops::mul(x, x), q = ops::tanh_backward(t, x);
+  const Tensor e = ops::add(ops::add(a, ops::tanh_backward(x, t)), ops::exp(a));
+  const Tensor f = ops::add(ops::mul(t, t), q);
+  reset_counters();
+  EXPECT_EQ(tensorOf(runGraph(*g, {x, t})[0]).to_vector(), ops::add(e, ops::mul(q, f)).to_vector());
+  EXPECT_EQ(counters().fused_sums, 0);
 }
 
 }  // namespace
