@@ -4,7 +4,9 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/grad_mode.h"
 #include "engine/node.h"
+#include "engine/options.h"
 
 namespace ag {
 
@@ -104,6 +106,13 @@ bool held_only_here(const Tensor& g);
 // engine/engine.cc): held only here, and of the same shape, dtype and device.
 inline bool can_sum_into(const Tensor& target, const Tensor& other) {
   return held_only_here(target) && target.same_layout_as(other);
+}
+
+// Whether an op may add its result into `sum` in place (Note [Sums fused into formulas],
+// engine/engine.cc): the switch on, grad mode off (nothing records the sum), and `sum` defined
+// and held only here. The op itself checks that its operands have sum's layout.
+inline bool can_add_into(const Tensor& sum, const EngineOptions& options) {
+  return options.fuse_gradient_sums && !grad_enabled() && sum.defined() && held_only_here(sum);
 }
 
 }  // namespace ag

@@ -508,13 +508,11 @@ void GraphTask::send(const Node& from, TensorList& outputs) {
 
 Tensor* GraphTask::sum_target(const Node& from, size_t i) {
   // A trace records ops: a sum made inside a formula's kernel would be missing from it.
-  if (!request_.options.fuse_gradient_sums || grad_enabled() || engine_ops::tracing()) {
-    return nullptr;
-  }
+  if (engine_ops::tracing()) return nullptr;
   NodeState* child = receiver(from, i);
   if (child == nullptr || child->buffer.empty()) return nullptr;
   Tensor& sum = child->buffer[from.next_edge(i).input_nr];
-  return sum.defined() && held_only_here(sum) ? &sum : nullptr;
+  return can_add_into(sum, request_.options) ? &sum : nullptr;
 }
 
 // Call::send_now: the buffer now, the dependency when apply() returns (send() above).

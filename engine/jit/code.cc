@@ -192,15 +192,21 @@ bool sumIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
   return false;
 }
 
-// An op whose result a sum adds into a dying operand adds it there itself, in one pass, and
-// leaves that operand in its own result's slot too (Note [Releasing dead values]).
-bool addIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
-  if (in.adds_into < 0 || grad_enabled() || !current_options().fuse_gradient_sums) return false;
-  const Tensor& sum = std::get<Tensor>(frame[in.adds_into]);
-  if (!sum.defined() || !held_only_here(sum)) return false;
+// A call's input tensors, from the frame.
+TensorList callArgs(const Instruction& in, const std::vector<IValue>& frame) {
   TensorList args;
   args.reserve(in.in.size());
   for (int s : in.in) args.push_back(std::get<Tensor>(frame[s]));
+  return args;
+}
+
+// An op whose result a sum adds into a dying operand adds it there itself, in one pass, and
+// leaves that operand in its own result's slot too (Note [Releasing dead values]).
+bool addIntoDyingOperand(const Instruction& in, std::vector<IValue>& frame) {
+  if (in.adds_into < 0) return false;
+  const Tensor& sum = std::get<Tensor>(frame[in.adds_into]);
+  if (!can_add_into(sum, current_options())) return false;
+  const TensorList args = callArgs(in, frame);
   if (!in.spec->forward().add_into(sum, ops::OpArgs(args, in.attrs))) return false;
   frame[in.out[0]] = sum;
   return true;
@@ -251,9 +257,7 @@ void Code::execute(const Instruction& in, std::vector<IValue>& frame,
   auto tensor = [&](size_t k) -> const Tensor& { return std::get<Tensor>(frame[in.in[k]]); };
   switch (in.op) {
     case Instruction::Op::kCall: {
-      TensorList args;
-      args.reserve(in.in.size());
-      for (size_t k = 0; k < in.in.size(); ++k) args.push_back(tensor(k));
+      const TensorList args = callArgs(in, frame);
       frame[in.out[0]] = in.spec->forward().call(ops::OpArgs(args, in.attrs));
       return;
     }
