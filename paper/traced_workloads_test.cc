@@ -55,6 +55,29 @@ TEST(TracedWorkloadsTest, ExecutorHessianStepEqualsEagerBitwise) {
   }
 }
 
+// Seed 001's compiled Tanh step with the final backward (six hidden layers, small widths): the
+// final backward pushes its seed (ones) through the first layer's product and then, layer by
+// layer, through the same tanh_backward and product that the second grad pushed its own ones
+// through: 12 ops, 6 of them products, computed once (Note [Common subexpressions]).
+TEST(TracedWorkloadsTest, CompiledTanhStepComputesTheRepeatedProductsOnce) {
+  HessianConfig c = small();
+  c.layers = 6;
+  c.activation = Activation::kTanh;
+  const Mlp mlp = make_mlp(c);
+  const Tensor x = make_hessian_input(c);
+  jit::CompileOptions apart_options;
+  apart_options.merge_common_subexpressions = false;
+  const JitHessianStep merged(mlp, x, true), apart(mlp, x, true, apart_options);
+  auto products = [](const JitHessianStep& s) {
+    const std::string text = jit::toString(s.function().graph());
+    return count(text, "aten::mm") + count(text, "aten::linear");
+  };
+  EXPECT_EQ(merged.function().subexpressions_merged(), 12);
+  EXPECT_EQ(products(apart), 71u);
+  EXPECT_EQ(products(merged), 65u);
+  EXPECT_EQ(merged.step(), apart.step());
+}
+
 TEST(TracedWorkloadsTest, TracedGraphsConvertToTorchScriptIr) {
   const HessianConfig c = small();
   const std::string mlp_ir =

@@ -3,6 +3,7 @@
 
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/jit/common_subexpressions.h"
 #include "engine/jit/fold_zeros.h"
 #include "engine/jit/tracer.h"
 
@@ -22,6 +23,9 @@ CompiledFunction::CompiledFunction(const Function& fn, const TensorList& example
   }
   traced_nodes_ = static_cast<int64_t>(graph_->numNodes());
   if (options.fold_zeros) zeros_folded_ = foldStructuralZeros(*graph_, metas);
+  if (options.merge_common_subexpressions) {
+    subexpressions_merged_ = eliminateCommonSubexpressions(*graph_, metas);
+  }
   eliminateDeadCode(*graph_);
   exec_ = std::make_unique<GraphExecutor>(*graph_);
 }

@@ -1,7 +1,8 @@
 // Note [Compiled functions]
 // jit::CompiledFunction is the engine's jax.jit: it traces a function once, gradients included
 // (Note [Tracing gradients], tracer.h), folds the values that are zero by construction (Note
-// [Structural zeros], fold_zeros.h), drops what nothing reads any more, and runs what is left on
+// [Structural zeros], fold_zeros.h), computes each value once (Note [Common subexpressions],
+// common_subexpressions.h), drops what nothing reads any more, and runs what is left on
 // each call with the executor, with no autograd: the gradients the function asked for are ops of
 // the graph. A call frees each value after its last reader and sums gradients in place where no
 // one else can see it (Note [Releasing dead values], code.cc), as the eager step would.
@@ -37,6 +38,8 @@ namespace ag::jit {
 
 struct CompileOptions {
   bool fold_zeros = true;  // Note [Structural zeros]; off: every traced op runs
+  // Note [Common subexpressions]; off: a value computed twice is computed twice
+  bool merge_common_subexpressions = true;
 };
 
 class CompiledFunction {
@@ -55,6 +58,7 @@ class CompiledFunction {
   const Graph& graph() const { return *graph_; }
   int64_t traced_nodes() const { return traced_nodes_; }  // before folding
   int64_t zeros_folded() const { return zeros_folded_; }
+  int64_t subexpressions_merged() const { return subexpressions_merged_; }
 
  private:
   std::vector<TensorMeta> input_metas_;
@@ -62,6 +66,7 @@ class CompiledFunction {
   std::unique_ptr<GraphExecutor> exec_;
   int64_t traced_nodes_ = 0;
   int64_t zeros_folded_ = 0;
+  int64_t subexpressions_merged_ = 0;
 };
 
 }  // namespace ag::jit

@@ -106,6 +106,28 @@ TEST(CompiledFunctionTest, TanhHessianMatchesEagerOnOtherInputs) {
   }
 }
 
+// The final backward's seed, broadcast_to(ones_like(sum(y_xx))), holds the elements of the second
+// grad's seed, ones_like(y_x): the two are one value, and so is the first product that reads
+// them, ones @ W1^T (Note [Common subexpressions]). The results keep their bits.
+TEST(CompiledFunctionTest, TheFinalBackwardReusesTheSecondGradsSeed) {
+  for (bool final_backward : {false, true}) {
+    auto step = [&](const TensorList& in) { return hessianStep(in, false, final_backward); };
+    CompileOptions apart_options;
+    apart_options.merge_common_subexpressions = false;
+    CompiledFunction merged(step, mlpInputs(10)), apart(step, mlpInputs(10), apart_options);
+    EXPECT_EQ(merged.subexpressions_merged(), final_backward ? 2 : 0);
+    EXPECT_EQ(apart.subexpressions_merged(), 0);
+    EXPECT_EQ(countNodes(merged.graph(), "aten::broadcast_to"), 0);
+    EXPECT_EQ(countNodes(apart.graph(), "aten::broadcast_to"), final_backward ? 1 : 0);
+    EXPECT_EQ(countNodes(apart.graph(), "aten::mm") - countNodes(merged.graph(), "aten::mm"),
+              final_backward ? 1 : 0);
+    const TensorList in = mlpInputs(20);
+    const TensorList got = merged(in), want = apart(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(values(got[i]), values(want[i])) << i;
+  }
+}
+
 // ReLU's second derivative is zero by construction (Note [Structural zeros]): folded, nothing but
 // the zeros of the results is left to run; unfolded, the graph runs every product, as eager does.
 TEST(CompiledFunctionTest, ReluHessianFoldsToZeros) {

@@ -73,18 +73,23 @@ bool isZeroConstant(const Node& n) {
   return all_zero;
 }
 
+}  // namespace
+
 bool writesInPlace(const Node& n) {
   return n.isDifferentiableGraph() ||
          (n.schema() != nullptr && !n.schema()->written_inputs.empty());
 }
 
-}  // namespace
+bool writesInPlace(const Graph& graph) {
+  for (const Node* n : graph.nodes()) {
+    if (writesInPlace(*n)) return true;
+  }
+  return false;
+}
 
 int64_t foldStructuralZeros(Graph& graph, const std::vector<std::optional<TensorMeta>>& metas) {
+  if (writesInPlace(graph)) return 0;
   const std::vector<Node*> nodes = graph.nodes();
-  for (const Node* n : nodes) {
-    if (writesInPlace(*n)) return 0;
-  }
   std::vector<char> zero(graph.valueIdBound(), 0);
   auto isZero = [&](const Value* v) { return zero[v->id()] != 0; };
   // One constant per shape, dtype and device, made when first needed.

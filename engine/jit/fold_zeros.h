@@ -36,6 +36,12 @@ namespace ag::jit {
 // the number of values folded; 0 for a graph with in-place ops or groups.
 int64_t foldStructuralZeros(Graph& graph, const std::vector<std::optional<TensorMeta>>& metas);
 
+// Whether the node may write a tensor in place: an in-place op, or a group (which may hold one).
+// Passes that take equal values to stay equal (this one, Note [Common subexpressions]) leave a
+// graph with such a node as it is.
+bool writesInPlace(const Node& n);
+bool writesInPlace(const Graph& graph);  // some node of the graph does
+
 // Removes every node without side effects (no in-place op, no print) whose outputs nothing reads,
 // in one walk from the end. Returns the number of nodes removed.
 int64_t eliminateDeadCode(Graph& graph);

@@ -201,6 +201,8 @@ void hessian_section(const Context& context, Report& report) {
                   static_cast<double>(compiled.function().traced_nodes()), "ops");
       results.add(wl, kCompiled, std::string("values folded to zeros") + kFinal[fb],
                   static_cast<double>(compiled.function().zeros_folded()), "values");
+      results.add(wl, kCompiled, std::string("repeated ops merged") + kFinal[fb],
+                  static_cast<double>(compiled.function().subexpressions_merged()), "ops");
       results.add(wl, kCompiled, std::string("ops run per call") + kFinal[fb],
                   static_cast<double>(compiled.function().graph().numNodes()), "ops");
       for (const Condition& condition : context.conditions) {
@@ -395,9 +397,11 @@ void hessian_section(const Context& context, Report& report) {
 
   s << "The compiled step (jit::CompiledFunction), traced and folded once before the rounds: ops "
        "the trace recorded (the forward, the nested grads' formulas and, with the final backward, "
-       "its formulas), values found zero by construction, and the ops left to run per call.\n\n";
-  Table cs({"workload", "ops traced", "values folded to zeros", "ops run per call",
-            "compile time (once)"});
+       "its formulas), values found zero by construction, ops that repeat an earlier op's "
+       "computation (merged into it: Note [Common subexpressions] in "
+       "engine/jit/common_subexpressions.h), and the ops left to run per call.\n\n";
+  Table cs({"workload", "ops traced", "values folded to zeros", "repeated ops merged",
+            "ops run per call", "compile time (once)"});
   for (int a = 0; a < 2; ++a) {
     const std::string wl = a ? "hessian_tanh" : "hessian_relu";
     for (int fb = 0; fb < 2; ++fb) {
@@ -405,8 +409,8 @@ void hessian_section(const Context& context, Report& report) {
         return results.get(wl, kCompiled, std::string(metric) + kFinal[fb]);
       };
       cs.row({std::string(names[a]) + kFinal[fb], format(get("ops traced")),
-              format(get("values folded to zeros")), format(get("ops run per call")),
-              with_unit(get("compile time"), "ms")});
+              format(get("values folded to zeros")), format(get("repeated ops merged")),
+              format(get("ops run per call")), with_unit(get("compile time"), "ms")});
     }
   }
   s << cs.str() << "\n";

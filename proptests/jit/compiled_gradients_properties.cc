@@ -98,14 +98,17 @@ bool sameResults(const TensorList& got, const TensorList& want, Compare compare)
 }
 
 // Without folding, the compiled graph is the ops the eager program ran, fused formula kernels
-// included (recorded as aten::scaled_product): the same bits. With folding (Note [Structural
-// zeros]), a product with a structurally zero operand is zero even where the other operand is not
-// finite, so values are compared, as numbers, where the eager results are all finite.
+// included (recorded as aten::scaled_product), each computed once where the trace repeats one
+// (Note [Common subexpressions], on or off at random): the same bits. With folding (Note
+// [Structural zeros]), a product with a structurally zero operand is zero even where the other
+// operand is not finite, so values are compared, as numbers, where the eager results are all
+// finite.
 AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager) {
   const ProgramSpec spec = *genProgramSpec();
   ag::proptests::fuzz_stats().record_graph("compiled", static_cast<int64_t>(spec.steps.size()));
   const auto wanted = *rc::gen::container<std::vector<char>>(3, rc::gen::arbitrary<bool>());
   const bool fold = *rc::gen::arbitrary<bool>();
+  const bool merge = *rc::gen::arbitrary<bool>();
   auto program = [&](const TensorList& in) { return withGradients(spec, wanted, in); };
   const EngineOptions options = *rc::gen::elementOf(ag::proptests::all_option_combinations());
   OptionsGuard guard(options);
@@ -120,6 +123,7 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
   }
   CompileOptions compile_options;
   compile_options.fold_zeros = fold;
+  compile_options.merge_common_subexpressions = merge;
   std::unique_ptr<CompiledFunction> compiled;
   try {
     compiled =
@@ -137,12 +141,15 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
   const TensorList got = (*compiled)(other);
   const bool finite = allFinite(want);
   RC_CLASSIFY(compiled->zeros_folded() > 0, "zeros folded");
+  RC_CLASSIFY(compiled->subexpressions_merged() > 0, "subexpressions merged");
+  RC_ASSERT(merge || compiled->subexpressions_merged() == 0);
   RC_CLASSIFY(!finite, "not all finite");
   const Compare compare = !fold ? Compare::kBits : finite ? Compare::kNumbers : Compare::kShapes;
   if (!sameResults(got, want, compare)) {
-    RC_FAIL(std::string(fold ? "folded" : "unfolded") + " compiled program differs from eager, " +
-            "options " + ag::to_string(options) + "\ngraph:\n" + toString(compiled->graph()) +
-            "expected:\n" + describe(want) + "got:\n" + describe(got));
+    RC_FAIL(std::string(fold ? "folded" : "unfolded") + (merge ? ", merged" : "") +
+            " compiled program differs from eager, " + "options " + ag::to_string(options) +
+            "\ngraph:\n" + toString(compiled->graph()) + "expected:\n" + describe(want) + "got:\n" +
+            describe(got));
   }
   for (const Tensor& t : got) {
     const bool has_history = t.defined() && t.grad_fn() != nullptr;
