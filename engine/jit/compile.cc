@@ -23,10 +23,12 @@ CompiledFunction::CompiledFunction(const Function& fn, const TensorList& example
   }
   traced_nodes_ = static_cast<int64_t>(graph_->numNodes());
   if (options.fold_zeros) zeros_folded_ = foldStructuralZeros(*graph_, metas);
+  eliminateDeadCode(*graph_);
+  // Merged after the dead are gone, so that the count is of ops a call would have run.
   if (options.merge_common_subexpressions) {
     subexpressions_merged_ = eliminateCommonSubexpressions(*graph_, metas);
+    eliminateDeadCode(*graph_);  // what only a merged node read (broadcast_to's input)
   }
-  eliminateDeadCode(*graph_);
   exec_ = std::make_unique<GraphExecutor>(*graph_);
 }
 
