@@ -41,6 +41,7 @@ namespace {
 
 struct Options {
   bool quick = false;
+  std::string arguments;  // as given, for the reports' command line
   bool peers = true;
   bool peers_in_quick = false;  // --peers: run them in a --quick run too
   bool callgrind = true;
@@ -80,6 +81,7 @@ int reproduce(const Options& options) {
   context.conditions = measuring_conditions(options.busy, context.threads);
   RunInfo info;
   info.quick = options.quick;
+  info.arguments = options.arguments;
   info.device = cpu_device();
   info.threads = std::to_string(context.threads) + " (ours, and every peer's)";
   info.conditions = "quiet";
@@ -154,6 +156,9 @@ int reproduce(const Options& options) {
 int main(int argc, char** argv) {
   ag::paper::set_program_path(argv[0]);
   ag::paper::Options options;
+  for (int i = 1; i < argc; ++i) {
+    options.arguments += (i > 1 ? " " : "") + std::string(argv[i]);
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {

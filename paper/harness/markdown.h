@@ -42,6 +42,7 @@ struct Report {
 
 struct RunInfo {
   bool quick = false;
+  std::string arguments;  // reproduce's, as given ("--busy all --only 001"), for the command line
   std::string device;
   std::string threads;     // "2 threads (ours and every peer)"
   std::string conditions;  // "quiet" or "quiet, then busy: ..."
