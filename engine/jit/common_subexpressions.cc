@@ -78,8 +78,8 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
   if (writesInPlace(graph)) return 0;
   std::unordered_multimap<size_t, Node*> computed;  // by hashComputation
   std::map<FillKey, Node*> fills;                   // the first node of each fill
-  std::unordered_map<const Value*, double> fill_values;
-  // The first node of `earlier` that computes what `n` does, or null.
+  std::unordered_map<size_t, double> fill_values;   // by value id (Note [Value ids])
+  // The earlier node that computes what `n` does, or null.
   auto findEarlier = [&](Node& n) -> Node* {
     const auto [first, last] = computed.equal_range(hashComputation(n));
     for (auto it = first; it != last; ++it) {
@@ -93,12 +93,12 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
     if (n.kind() == "aten::ones_like") value = 1.0;
     if (n.kind() == "aten::zeros_like") value = 0.0;
     if (n.kind() == "aten::broadcast_to") {
-      const auto it = fill_values.find(n.input(0));
+      const auto it = fill_values.find(n.input(0)->id());
       if (it != fill_values.end()) value = it->second;
     }
     const Value* out = n.output();
     if (!value || out->id() >= metas.size() || !metas[out->id()]) return nullptr;
-    fill_values[out] = *value;
+    fill_values[out->id()] = *value;
     const TensorMeta& m = *metas[out->id()];
     Node*& first = fills[{*value, m.shape, m.dtype, m.device.type, m.device.index}];
     if (first == nullptr) first = &n;
