@@ -55,6 +55,11 @@ void memory_section(const Context& context, Report& report) {
   const char* final_backward[2] = {"no final backward", "with final backward"};
   for (int fb = 0; fb < 2; ++fb) {
     for (const auto& [name, options] : option_sets) {
+      // Every row's step starts without gradients, so each counts the ones it makes: a step
+      // after another would start with the last one's, which it frees before it makes its own.
+      for (Tensor t : mlp.weights) t.set_grad(Tensor());
+      for (Tensor t : mlp.biases) t.set_grad(Tensor());
+      Tensor(x).set_grad(Tensor());
       results.add("hessian_memory", name, std::string("peak bytes, ") + final_backward[fb],
                   static_cast<double>(measure_hessian_step(mlp, x, fb, options).peak_bytes), "B");
     }
@@ -87,7 +92,8 @@ void memory_section(const Context& context, Report& report) {
   s << "### Peak bytes of the hessian step (seed 001's Tanh workload"
     << (context.quick ? ", quick size" : "")
     << ")\n\nAllocator peak during one step above the live bytes before it (model and input "
-       "excluded). In this MLP every saved value is needed (every input of every op requires "
+       "excluded), from no gradients: a step counts the gradients it makes. In this MLP every "
+       "saved value is needed (every input of every op requires "
        "grad), so guard_saves changes nothing; the peak is reached while the forward, first- and "
        "second-grad graphs hold their saved activations, which per-call needs_input_grad does not "
        "change either: the weight gradients it skips are small, short-lived temporaries.\n\n";
