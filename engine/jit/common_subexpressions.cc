@@ -9,6 +9,7 @@
 
 #include "engine/jit/fold_zeros.h"
 #include "engine/jit/schema.h"
+#include "engine/jit/tracer.h"
 
 namespace ag::jit {
 namespace {
@@ -79,9 +80,9 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
   std::unordered_multimap<size_t, Node*> computed;  // by hashComputation
   std::map<FillKey, Node*> fills;                   // the first node of each fill
   std::unordered_map<size_t, double> fill_values;   // by value id (Note [Value ids])
-  // The earlier node that computes what `n` does, or null.
-  auto findEarlier = [&](Node& n) -> Node* {
-    const auto [first, last] = computed.equal_range(hashComputation(n));
+  // The earlier node that computes what `n` (of hash `h`) does, or null.
+  auto findEarlier = [&](Node& n, size_t h) -> Node* {
+    const auto [first, last] = computed.equal_range(h);
     for (auto it = first; it != last; ++it) {
       if (sameComputation(*it->second, n)) return it->second;
     }
@@ -97,10 +98,10 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
       if (it != fill_values.end()) value = it->second;
     }
     const Value* out = n.output();
-    if (!value || out->id() >= metas.size() || !metas[out->id()]) return nullptr;
+    const TensorMeta* m = tracedMeta(metas, out);
+    if (!value || m == nullptr) return nullptr;
     fill_values[out->id()] = *value;
-    const TensorMeta& m = *metas[out->id()];
-    Node*& first = fills[{*value, m.shape, m.dtype, m.device.type, m.device.index}];
+    Node*& first = fills[{*value, m->shape, m->dtype, m->device.type, m->device.index}];
     if (first == nullptr) first = &n;
     return first;
   };
@@ -109,10 +110,11 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
   for (Node* n = graph.firstNode(); n != graph.returnNode();) {
     Node* next = n->next();
     if (isPure(*n)) {
+      const size_t h = hashComputation(*n);
       Node* earlier = findFill(*n);
-      if (earlier == nullptr || earlier == n) earlier = findEarlier(*n);
+      if (earlier == nullptr || earlier == n) earlier = findEarlier(*n, h);
       if (earlier == nullptr) {
-        computed.emplace(hashComputation(*n), n);
+        computed.emplace(h, n);
       } else if (!(isGraphOutput(n->output()) && isGraphOutput(earlier->output()))) {
         n->output()->replaceAllUsesWith(earlier->output());
         n->destroy();

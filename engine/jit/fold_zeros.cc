@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "engine/jit/schema.h"
+#include "engine/jit/tracer.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
@@ -123,9 +124,8 @@ int64_t foldStructuralZeros(Graph& graph, const std::vector<std::optional<Tensor
     }
     if (!any || !all) continue;
     Value* out = n->output();
-    const std::optional<TensorMeta>& meta =
-        out->id() < metas.size() ? metas[out->id()] : std::nullopt;
-    if (!meta) continue;  // not traced (no shape known): left as it is
+    const TensorMeta* meta = tracedMeta(metas, out);
+    if (meta == nullptr) continue;  // not traced (no shape known): left as it is
     out->replaceAllUsesWith(zerosOf(*meta));
     ++folded;
   }

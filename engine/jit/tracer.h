@@ -86,6 +86,13 @@ class TracingState final : public ops::TraceHook {
   std::vector<std::optional<TensorMeta>> metas_;
 };
 
+// A value's shape, dtype and device as the trace saw them (`metas` from TracingScope::finish), or
+// null for a value the trace did not record (one a pass made afterwards).
+inline const TensorMeta* tracedMeta(const std::vector<std::optional<TensorMeta>>& metas,
+                                    const Value* v) {
+  return v->id() < metas.size() && metas[v->id()] ? &*metas[v->id()] : nullptr;
+}
+
 class TracingScope {
  public:
   // Starts tracing on this thread; `inputs` become the graph's inputs (defined tensors, no two of

@@ -23,6 +23,11 @@ Tensor Mlp::forward(const Tensor& x) const {
   return h;
 }
 
+void Mlp::clear_grads() const {
+  for (Tensor w : weights) w.set_grad(Tensor());
+  for (Tensor b : biases) b.set_grad(Tensor());
+}
+
 Mlp make_mlp(const HessianConfig& c) {
   Mlp mlp;
   mlp.activation = c.activation;
@@ -64,8 +69,7 @@ namespace {
 Tensor step_result(const Mlp& mlp, const Tensor& x, const Tensor& y, bool final_backward) {
   Tensor y_xx = nested_grads(y, x);
   if (final_backward) {
-    for (Tensor w : mlp.weights) w.set_grad(Tensor());
-    for (Tensor b : mlp.biases) b.set_grad(Tensor());
+    mlp.clear_grads();
     backward(ops::sum(y_xx));
   }
   return y_xx;

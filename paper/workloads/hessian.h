@@ -34,6 +34,7 @@ struct Mlp {
   TensorList weights, biases;  // requires grad
   Activation activation = Activation::kRelu;
   Tensor forward(const Tensor& x) const;
+  void clear_grads() const;  // the weights' and biases' .grad
 };
 Mlp make_mlp(const HessianConfig& config);
 Tensor make_hessian_input(const HessianConfig& config);

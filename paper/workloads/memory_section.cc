@@ -43,7 +43,7 @@ void memory_section(const Context& context, Report& report) {
   }
   hc.activation = Activation::kTanh;
   const Mlp mlp = make_mlp(hc);
-  const Tensor x = make_hessian_input(hc);
+  Tensor x = make_hessian_input(hc);  // not const: each measured step clears its .grad
   EngineOptions guard_off, per_call_off;
   guard_off.guard_saves = false;
   per_call_off.per_call_needs_input_grad = false;
@@ -57,9 +57,8 @@ void memory_section(const Context& context, Report& report) {
     for (const auto& [name, options] : option_sets) {
       // Every row's step starts without gradients, so each counts the ones it makes: a step
       // after another would start with the last one's, which it frees before it makes its own.
-      for (Tensor t : mlp.weights) t.set_grad(Tensor());
-      for (Tensor t : mlp.biases) t.set_grad(Tensor());
-      Tensor(x).set_grad(Tensor());
+      mlp.clear_grads();
+      x.set_grad(Tensor());
       results.add("hessian_memory", name, std::string("peak bytes, ") + final_backward[fb],
                   static_cast<double>(measure_hessian_step(mlp, x, fb, options).peak_bytes), "B");
     }
