@@ -352,15 +352,17 @@ void GraphTask::mark_runs_into_every_leaf() {
 // Note [Sums fused into formulas]
 // Without create_graph, a gradient that meets one already waiting in a node's buffer costs two
 // passes over memory: the formula writes a new tensor, then the sum above reads it back. Before
-// it evaluates a formula, OpNode::apply asks the engine for the gradient waiting where that
-// formula's result goes (sum_target): one that the in-place sum could write (can_sum_into's
-// rule, held_only_here), with fuse_gradient_sums on and grad mode off. An elementwise formula
-// (tanh_backward, scaled_product: ops/elementwise.cc) then adds its values into it in the same
-// pass and returns no gradient (undefined), as there is nothing left to add. The backend adds
-// each block of the formula's values with the add kernel, as the separate sum would: the same
-// bits (Backend::sum_into_binary). Under create_graph the sum is a recorded add, and nothing is
-// offered. A compiled graph's run does the same for the sums it finds in its graph (Note
-// [Releasing dead values], engine/jit/code.cc), through the op's OpForward::add_into.
+// it evaluates a formula that declares a fusion hook beside it (FormulaSpec::fuse: tanh's,
+// tanh_backward's and scaled_product's, ops/elementwise.cc), OpNode::apply asks the engine for the
+// gradient waiting where that formula's result goes (sum_target): one that the in-place sum could
+// write (can_sum_into's rule, held_only_here), with fuse_gradient_sums on and grad mode off. The
+// hook then adds the formula's values into it in the same pass (ops/fused.cc) instead of the
+// formula running, and the node returns no gradient there (undefined), as there is nothing left
+// to add. The backend adds each block of the formula's values with the add kernel, as the
+// separate sum would: the same bits (Backend::sum_into_binary). Under create_graph the sum is a
+// recorded add, and nothing is offered. A compiled graph's run does the same for the sums it
+// finds in its graph (Note [Releasing dead values], engine/jit/code.cc), through the op's
+// OpForward::add_into, which calls the same kernels.
 
 // Adds `grad` into slot `slot` of a node's buffer (Note [Summing gradients in place]).
 void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {

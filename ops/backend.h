@@ -21,7 +21,7 @@ class Backend {
   virtual void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) = 0;
   virtual Tensor unary(UnaryKind kind, const Tensor& a, double scalar) = 0;
   // out = a * ((b * scale) * c) over three tensors of one shape, in that order (tanh_backward's
-  // derivative w.r.t. its result; Note [Fused formula kernels] in ops/elementwise.cc). The
+  // derivative w.r.t. its result; Note [Fused formula kernels] in ops/fused.cc). The
   // default runs the three kernels it stands for, in the same order, so a backend that fuses
   // them must give the same bits.
   virtual Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);

@@ -4,6 +4,7 @@
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
+#include "ops/fused.h"
 #include "ops/op_list.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
@@ -64,32 +65,8 @@ Tensor fused_backward(const Tensor& grad, const Tensor& result) {
   return record(spec, {&grad, &result}, std::move(out));
 }
 
-// Note [Fused formula kernels]
-// A derivative formula that chains elementwise ops reads and writes memory once per op:
-// tanh_backward's derivative w.r.t. its result, grad * (-2 * result * grad_output), is three
-// kernels and two temporaries as PyTorch writes it. The engine runs it as one kernel, one pass
-// (Backend::scaled_product: a * ((b * scale) * c), the composed ops' order, so the same bits).
-// When nothing records (grad mode off, or no input requires grad: a backward without
-// create_graph, such as the hessian's final backward) that is all. Under create_graph it records
-// one node, scaled_product, where PyTorch's graph holds three (mul_scalar, mul, mul) and saves
-// their two temporaries: its three formulas are scaled_products again, so every later order of
-// derivative stays one kernel per formula, and a backward through it runs three kernels where
-// PyTorch's graph runs five. Values agree with the composed graph's to rounding (its formulas
-// multiply in another order). A trace (engine/jit) records it as aten::scaled_product, one of the
-// derivatives that are IR operators without being ops of the list (Note [The op list]), as
-// nll_loss_backward is: a compiled step (Note [Compiled functions]) then runs the fused kernels
-// too (seed 001's Tanh step with the final backward, compiled: 221 ops, 277 as composed ops, each
-// one more pass over memory). For operands of different shapes it runs as the composed ops. Checked
-// in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and engine/jit/compile_test.cc.
-
-Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale);
-Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
-                             double scale);
-bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
-                             double scale);
-
-// scaled_product(a, b, c, scale) = a * ((b * scale) * c); every formula is the product of the
-// gradient and the other two operands, scaled.
+// scaled_product(a, b, c, scale) = a * ((b * scale) * c) (Note [Fused formula kernels],
+// ops/fused.cc); every formula is the product of the gradient and the other two operands, scaled.
 struct ScaledProduct {
   static constexpr Input a{0, "a"}, b{1, "b"}, c{2, "c"};
   static const OpSpec spec;
@@ -99,13 +76,22 @@ const OpSpec ScaledProduct::spec{
     "scaled_product",
     {{a,
       {b, c},
-      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[b], x[c], scale(x)); }},
+      [](const Ctx& x) { return scaled_product(x.grad(), x[b], x[c], scale(x)); },
+      [](const Tensor& sum, const Ctx& x) {
+        return add_scaled_product_into(sum, x.grad(), x[b], x[c], scale(x));
+      }},
      {b,
       {a, c},
-      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[a], x[c], scale(x)); }},
+      [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[c], scale(x)); },
+      [](const Tensor& sum, const Ctx& x) {
+        return add_scaled_product_into(sum, x.grad(), x[a], x[c], scale(x));
+      }},
      {c,
       {a, b},
-      [](const Ctx& x) { return scaled_product_summed(x, x.grad(), x[a], x[b], scale(x)); }}},
+      [](const Ctx& x) { return scaled_product(x.grad(), x[a], x[b], scale(x)); },
+      [](const Tensor& sum, const Ctx& x) {
+        return add_scaled_product_into(sum, x.grad(), x[a], x[b], scale(x));
+      }}},
     {AliasKind::kPure, ScalarAttrs{0.0},
      [](const OpArgs& x) {
        return scaled_product(x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
@@ -113,50 +99,6 @@ const OpSpec ScaledProduct::spec{
      [](const Tensor& sum, const OpArgs& x) {
        return add_scaled_product_into(sum, x[a], x[b], x[c], x.attrs<ScalarAttrs>().scalar);
      }}};
-
-Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
-  if (!a.same_layout_as(b) || !a.same_layout_as(c)) return a * (scale * b * c);
-  ++counters().fused_formulas;
-  Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
-  return record(ScaledProduct::spec, {&a, &b, &c}, std::move(out), ScalarAttrs{scale});
-}
-
-// Note [Sums fused into formulas] (engine/engine.cc): sum += tanh_backward(grad, result) and
-// sum += scaled_product(a, b, c, scale) in one pass, where every operand has sum's layout (a
-// result that broadcasts needs its sum_to first). The write is a new version of sum (which drops
-// a known-zeros mark).
-bool add_tanh_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result) {
-  if (!sum.same_layout_as(grad) || !sum.same_layout_as(result)) return false;
-  backend_for(sum.device()).sum_into_binary(sum, BinaryKind::kTanhBackward, grad, result);
-  sum.bump_version();
-  ++counters().fused_sums;
-  return true;
-}
-
-bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
-                             double scale) {
-  if (!sum.same_layout_as(a) || !sum.same_layout_as(b) || !sum.same_layout_as(c)) return false;
-  backend_for(sum.device()).sum_into_scaled_product(sum, a, b, c, scale);
-  sum.bump_version();
-  ++counters().fused_formulas;
-  ++counters().fused_sums;
-  return true;
-}
-
-// The formulas' tanh_backward and scaled_product: added into the gradient waiting where the
-// result goes when the engine offers one (returning no gradient), else as the op.
-Tensor tanh_backward_summed(const Ctx& ctx, const Tensor& grad, const Tensor& result) {
-  const Tensor* sum = ctx.sum_target();
-  if (sum != nullptr && add_tanh_backward_into(*sum, grad, result)) return Tensor();
-  return tanh_backward(grad, result);
-}
-
-Tensor scaled_product_summed(const Ctx& ctx, const Tensor& a, const Tensor& b, const Tensor& c,
-                             double scale) {
-  const Tensor* sum = ctx.sum_target();
-  if (sum != nullptr && add_scaled_product_into(*sum, a, b, c, scale)) return Tensor();
-  return scaled_product(a, b, c, scale);
-}
 
 // The derivatives, one struct per op: its inputs and result as named slots, then one formula
 // per input (Note [Derivative spec]). Binary ops: add(self, other) and the like.
@@ -333,10 +275,14 @@ struct Tanh : Unary {
   static constexpr UnaryKind kind = UnaryKind::kTanh;
   static const OpSpec spec;
 };
-const OpSpec Tanh::spec{
-    kind_name(kind),
-    {{self, {result}, [](const Ctx& c) { return tanh_backward_summed(c, c.grad(), c[result]); }}},
-    unary_forward<tanh>()};
+const OpSpec Tanh::spec{kind_name(kind),
+                        {{self,
+                          {result},
+                          [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); },
+                          [](const Tensor& sum, const Ctx& c) {
+                            return add_tanh_backward_into(sum, c.grad(), c[result]);
+                          }}},
+                        unary_forward<tanh>()};
 
 struct Sigmoid : Unary {
   static constexpr UnaryKind kind = UnaryKind::kSigmoid;
@@ -384,10 +330,18 @@ struct TanhBackward {
 };
 const OpSpec TanhBackward::spec{
     kind_name(kind),
-    {{grad, {result}, [](const Ctx& c) { return tanh_backward_summed(c, c.grad(), c[result]); }},
+    {{grad,
+      {result},
+      [](const Ctx& c) { return tanh_backward(c.grad(), c[result]); },
+      [](const Tensor& sum, const Ctx& c) {
+        return add_tanh_backward_into(sum, c.grad(), c[result]);
+      }},
      {result,
       {grad, result},
-      [](const Ctx& c) { return scaled_product_summed(c, c.grad(), c[result], c[grad], -2.0); }}},
+      [](const Ctx& c) { return scaled_product(c.grad(), c[result], c[grad], -2.0); },
+      [](const Tensor& sum, const Ctx& c) {
+        return add_scaled_product_into(sum, c.grad(), c[result], c[grad], -2.0);
+      }}},
     {AliasKind::kPure, NoAttrs(), [](const OpArgs& x) { return tanh_backward(x[grad], x[result]); },
      [](const Tensor& sum, const OpArgs& x) {
        return add_tanh_backward_into(sum, x[grad], x[result]);
@@ -396,6 +350,7 @@ const OpSpec TanhBackward::spec{
 }  // namespace
 
 const OpSpec& mul_inplace_spec() { return mul_inplace; }
+const OpSpec& scaled_product_spec() { return ScaledProduct::spec; }
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary_op<Add>(a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary_op<Sub>(a, b); }

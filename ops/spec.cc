@@ -48,7 +48,7 @@ OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, Op
       }
       mask |= uint64_t{1} << j;
     }
-    formulas_.push_back({f.input.name, mask, f.fn, CounterKey(name_ + ":" + f.input.name)});
+    formulas_.push_back({f.input.name, mask, f.fn, f.fuse, CounterKey(name_ + ":" + f.input.name)});
   }
   AG_CHECK(formulas_.size() <= 64, "OpSpec '", name_, "': more than 64 inputs");
   register_forward();
@@ -59,7 +59,7 @@ OpSpec::OpSpec(const char* name, std::initializer_list<Input> inputs, OpForward 
   for (const Input& input : inputs) {
     AG_CHECK(input.position == formulas_.size(), "OpSpec '", name_, "': input '", input.name,
              "' is listed at position ", formulas_.size());
-    formulas_.push_back({input.name, 0, nullptr, CounterKey(name_ + ":" + input.name)});
+    formulas_.push_back({input.name, 0, nullptr, nullptr, CounterKey(name_ + ":" + input.name)});
   }
   register_forward();
 }
@@ -192,11 +192,15 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   Counters& c = counters();
   for (size_t i = 0; i < out.size(); ++i) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
-    Tensor g = spec_.formula(i)(BackwardContext(*this, incoming, i, call));
+    const BackwardContext ctx(*this, incoming, i);
+    // Note [Sums fused into formulas] (engine/engine.cc): the formula's fusion hook adds its
+    // value into the gradient waiting for it, and the edge gets no gradient (undefined).
+    const FuseFn fuse = spec_.fusion(i);
+    const Tensor* sum = fuse == nullptr ? nullptr : call.sum_target(i);
+    const bool fused = sum != nullptr && fuse(*sum, ctx);
+    Tensor g = fused ? Tensor() : spec_.formula(i)(ctx);
     ++c.formulas_evaluated;
     c.count_formula(spec_.formula_key(i));
-    // Undefined: the formula added its result into the gradient waiting for it (Note [Sums fused
-    // into formulas], engine/engine.cc).
     if (g.defined() && g.shape() != input_shapes_[i]) g = sum_to(g, input_shapes_[i]);
     out[i] = std::move(g);
   }

@@ -201,11 +201,15 @@ OpForward in_place_forward() {
 class BackwardContext;
 using Ctx = BackwardContext;
 using FormulaFn = Tensor (*)(const BackwardContext&);
+// Adds the formula's value into `sum` in one pass, or returns false, writing nothing (Note [Sums
+// fused into formulas], engine/engine.cc).
+using FuseFn = bool (*)(const Tensor& sum, const BackwardContext&);
 
 struct FormulaSpec {
   Input input;                       // the differentiable input it computes the gradient of
   std::initializer_list<Slot> uses;  // what it reads (checked, Note [Derivative spec])
   FormulaFn fn;
+  FuseFn fuse = nullptr;  // optional; tried by the node before fn, when a sum is offered
 };
 
 class OpSpec {
@@ -237,6 +241,7 @@ class OpSpec {
   int slot_index(const Slot& slot) const;
   const CounterKey& slot_key(size_t j) const { return slot_keys_[j]; }  // "op:slot"
   FormulaFn formula(size_t i) const { return formulas_[i].fn; }
+  FuseFn fusion(size_t i) const { return formulas_[i].fuse; }  // null: the formula has none
   uint64_t formula_uses(size_t i) const { return formulas_[i].uses_mask; }    // bit j: slot j
   const CounterKey& formula_key(size_t i) const { return formulas_[i].key; }  // "op:input"
   // Note [Guarded saves]: is slot j needed when the inputs that require grad are `requires`
@@ -248,6 +253,7 @@ class OpSpec {
     const char* input_name;
     uint64_t uses_mask;
     FormulaFn fn;
+    FuseFn fuse;
     CounterKey key;
   };
   void register_forward();
@@ -315,14 +321,13 @@ class OpNode final : public Node {
 // how engine/jit derives a DifferentiableGraph's gradient graph from the same formulas.
 class BackwardContext {
  public:
-  BackwardContext(OpNode& node, const Tensor& grad, size_t formula, const Call& call)
+  BackwardContext(OpNode& node, const Tensor& grad, size_t formula)
       : spec_(node.spec_),
         grad_(grad),
         formula_(formula),
         input_shapes_(node.input_shapes_.data()),
         attrs_(node.attrs_),
-        node_(&node),
-        call_(&call) {}
+        node_(&node) {}
   BackwardContext(const OpSpec& spec, const Tensor& grad, size_t formula,
                   const std::vector<Shape>& input_shapes, const OpAttrs& attrs,
                   const Tensor* slot_values)
@@ -342,10 +347,6 @@ class BackwardContext {
     fail_attrs_type();
   }
   const OpSpec& spec() const { return spec_; }
-  // The gradient already waiting where this formula's result goes, which the formula may add its
-  // result into, returning no gradient (Note [Sums fused into formulas], engine/engine.cc); null
-  // when the engine offers none. Asked only by the formulas that can.
-  Tensor* sum_target() const { return call_ == nullptr ? nullptr : call_->sum_target(formula_); }
 
  private:
   [[noreturn]] void fail_attrs_type() const;
@@ -356,7 +357,6 @@ class BackwardContext {
   const OpAttrs& attrs_;
   OpNode* node_ = nullptr;               // reading a node's saved values, or
   const Tensor* slot_values_ = nullptr;  // values given by slot number
-  const Call* call_ = nullptr;           // the backward call a node's formula runs in
 };
 
 // The spec of mul_: mul's (Note [In-place saves]; ops/elementwise.cc).
