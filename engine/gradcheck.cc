@@ -73,7 +73,8 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
         const double a = analytical[j][k][e];
         const double err = std::abs(a - numerical);
         result.max_abs_error = std::max(result.max_abs_error, err);
-        if (err > options.atol + options.rtol * std::abs(numerical) && result.passed) {
+        // Written so that a NaN on either side fails, as torch.allclose does without equal_nan.
+        if (!(err <= options.atol + options.rtol * std::abs(numerical)) && result.passed) {
           result.passed = false;
           std::ostringstream os;
           os << "gradcheck: d(output[" << j << "])/d(input " << i << "[" << e << "]): analytical "

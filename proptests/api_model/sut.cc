@@ -15,6 +15,8 @@ namespace ag::api_model {
 
 bool close(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  // An infinity only equals itself (inf - inf is NaN, and inf - x is within 1e-8 of inf).
+  if (std::isinf(a) || std::isinf(b)) return a == b;
   return std::abs(a - b) <= 1e-8 * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
