@@ -11,13 +11,14 @@
 #include "engine/grad_mode.h"
 #include "engine/memory/node_map.h"
 #include "engine/scratch_pool.h"
+#include "engine/slot_masks.h"
 
 namespace ag {
 
 // Note [The backward pass]
 // execute() runs one backward call over the graph that the outputs' grad_fn lead to. Its state
-// lives in a GraphTask, never in the nodes (Note [Per-call view]). Four phases, numbered on the
-// functions below:
+// lives in a GraphTask, never in the nodes (Note [Per-call view]). Four phases; this file gives
+// the state they share, then each phase under its number, then the entry points:
 //
 //   1. mark_targets        each requested input is an edge (node, input slot): capture the
 //                          gradient that arrives there. Note the smallest topological number
@@ -25,7 +26,8 @@ namespace ag {
 //   2. discover            depth-first from the roots. A node that a cut rules out (it cannot
 //                          reach a target: Note [Topological number], Note [Reachability
 //                          signature]) is recorded but not expanded; the others are expanded once
-//                          and listed in post-order (children before parents).
+//                          and listed in post-order (children before parents). Without
+//                          allow_unused, every target must have been discovered.
 //   3. mark_runs           in post-order: a node runs iff one of its edges carries a used
 //                          gradient: it leads to a node that runs, or to a target's slot
 //                          (PyTorch's exec_info). Without targets (backward() into every leaf)
@@ -33,7 +35,10 @@ namespace ag {
 //                          that no longer requires grad; a gradient is then needed (Note
 //                          [Per-call view]) iff it leads to a leaf that requires grad. In the
 //                          same pass, each node that runs adds one dependency to every node its
-//                          used gradients go to: a node waits for one gradient per used edge.
+//                          used gradients go to: a node waits for one gradient per used edge. A
+//                          node that stands for several ops counts per slot instead: the call's
+//                          SlotMasks decide, and may undo runs that would receive nothing (Note
+//                          [Nodes that stand for several ops], engine/node.h).
 //   4. run_ready_nodes     seed the roots' gradients; then, while a node is ready, take the one
 //                          with the highest ready_key() (Note [Sequence number]), capture the
 //                          gradients its target slots hold, and if it runs: apply() it with a
@@ -44,6 +49,8 @@ namespace ag {
 
 namespace {
 
+// The state of one call, which the phases fill in turn.
+
 // What one backward call knows about one node.
 struct NodeState {
   bool discovered = false;  // reached from a root (2); expanded unless a cut ruled it out
@@ -53,16 +60,16 @@ struct NodeState {
   int dependencies = 0;     // used gradients still to arrive (3)
   TensorList buffer;        // the gradients received so far, one per input slot
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index) (1)
-  // For a node that stands for several ops (Note [Nodes that stand for several ops]), per input
-  // slot: whether it leads to a used edge (with targets) or to a wanted one (without); empty for
-  // the others, whose slots all count (3).
-  std::vector<char> used_slots, wanted_slots;
-  bool reached = false;  // a gradient will be sent into it (drop_unreached_runs only)
+  // For a node that stands for several ops, the input slots that count, from the call's
+  // SlotMasks (3): with targets, those whose gradients it uses; without, those that lead to a
+  // leaf that wants a gradient. Null for the other nodes, whose slots all count.
+  const std::vector<char>* used_slots = nullptr;
+  const std::vector<char>* wanted_slots = nullptr;
 
   // Whether the gradient arriving in input slot `slot` is used: by apply(), or as a capture.
   // Per slot, not per node: a multi-output node's other outputs may lie on no path to a target.
   bool uses_gradient(uint32_t slot) const {
-    if (runs && (used_slots.empty() || used_slots[slot])) return true;
+    if (runs && (used_slots == nullptr || (*used_slots)[slot])) return true;
     for (const auto& capture : captures) {
       if (capture.first == slot) return true;
     }
@@ -73,12 +80,11 @@ struct NodeState {
   // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
   // later call, keeping the vectors' memory.
   void reset() {
-    discovered = runs = wanted = queued = reached = false;
+    discovered = runs = wanted = queued = false;
     dependencies = 0;
     buffer.clear();
     captures.clear();
-    used_slots.clear();
-    wanted_slots.clear();
+    used_slots = wanted_slots = nullptr;
   }
 };
 
@@ -97,7 +103,7 @@ struct Scratch {
   }
 };
 
-class GraphTask final : public ExecPlan {
+class GraphTask final : public ExecPlan, private SlotMasks::Marks {
  public:
   GraphTask(const ExecuteRequest& request, Scratch& scratch)
       : request_(request),
@@ -137,7 +143,8 @@ class GraphTask final : public ExecPlan {
     const NodeState* state = nodes_.find(edge.function.get());
     if (state == nullptr) return false;
     if (!request_.targets.empty()) return state->uses_gradient(edge.input_nr);
-    return state->wanted && (state->wanted_slots.empty() || state->wanted_slots[edge.input_nr]);
+    return state->wanted &&
+           (state->wanted_slots == nullptr || (*state->wanted_slots)[edge.input_nr]);
   }
   bool on_executed_path(const Edge& edge) const override {
     // Without targets every node runs (mark_runs_into_every_leaf); with them, as used.
@@ -153,7 +160,16 @@ class GraphTask final : public ExecPlan {
   void check_targets_reached() const;
   void mark_runs();
   void mark_runs_into_every_leaf();
-  void drop_unreached_runs();
+  template <typename Counts>
+  const std::vector<char>* mark_slots(const Node& node, Counts edge_counts);
+  // SlotMasks::Marks, for masks_->finish() (3).
+  const EdgeList& roots() const override { return request_.roots; }
+  const std::vector<Node*>& post_order() const override { return post_order_; }
+  bool runs(const Node& node) const override { return state_of(&node).runs; }
+  bool uses_gradient(const Edge& edge) const override {
+    return state_of(edge.function.get()).uses_gradient(edge.input_nr);
+  }
+  void cancel_run(const Node& node) override;
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
@@ -170,15 +186,17 @@ class GraphTask final : public ExecPlan {
   std::vector<Node*>& post_order_;
   std::vector<Node*>& ready_;
   uint64_t min_target_topo_nr_ = UINT64_MAX;
-  ReachSignature target_bits_;  // the targets' own bits
-  TensorList captured_;         // the result: one gradient per target
+  ReachSignature target_bits_;        // the targets' own bits
+  TensorList captured_;               // the result: one gradient per target
+  std::unique_ptr<SlotMasks> masks_;  // made by the first node that stands for several ops (3)
 };
 
 // Grows `list` (empty, or already of size n) to n undefined gradients. emplace_back, not
 // resize(): resize's out-of-line path value-initializes through a memset call, several times the
 // cost of the one or two gradients a node receives. The node states' lists keep their memory
 // between calls (Note [Reused node states]), so this seldom allocates. Inlined into its three
-// callers, with reserve() behind its own test: as a call it cost 68 instructions per tiny graph.
+// callers (phases 1 and 4), with reserve() behind its own test: it runs for every node of even
+// the smallest graph, where a call's overhead would show.
 [[gnu::always_inline]] inline void grow_to(TensorList& list, size_t n) {
   if (list.capacity() < n) list.reserve(n);
   while (list.size() < n) list.emplace_back();
@@ -235,6 +253,7 @@ bool GraphTask::cut(const Node& node) const {
   return false;
 }
 
+// 2, then: without allow_unused, each target must have been discovered.
 void GraphTask::check_targets_reached() const {
   if (request_.allow_unused) return;
   for (size_t i = 0; i < request_.targets.size(); ++i) {
@@ -245,23 +264,11 @@ void GraphTask::check_targets_reached() const {
   }
 }
 
-// Per next edge of `node`: 1 where the edge is valid and `pred(edge)` holds.
-template <typename Pred>
-std::vector<char> edges_where(const Node& node, Pred pred) {
-  std::vector<char> out(node.num_outputs(), 0);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const Edge& edge = node.next_edge(i);
-    out[i] = edge.is_valid() && pred(edge);
-  }
-  return out;
-}
-
 // 3. Children come before their parents in post_order_, so theirs are settled first. A node runs
 // iff one of its edges carries a used gradient, so each such edge is also a dependency of its
 // child: both are settled in one pass.
 void GraphTask::mark_runs() {
   if (request_.targets.empty()) return mark_runs_into_every_leaf();
-  bool some_slot_unused = false;
   for (Node* node : post_order_) {
     bool runs = false;
     for (const Edge& edge : node->next_edges()) {
@@ -274,44 +281,10 @@ void GraphTask::mark_runs() {
     NodeState& state = nodes_[node];
     state.runs = runs;
     if (runs && node->stands_for_several_ops()) {
-      state.used_slots = node->slots_leading_to(edges_where(*node, [&](const Edge& edge) {
-        return nodes_[edge.function.get()].uses_gradient(edge.input_nr);
-      }));
-      some_slot_unused =
-          some_slot_unused ||
-          std::find(state.used_slots.begin(), state.used_slots.end(), 0) != state.used_slots.end();
+      state.used_slots = mark_slots(*node, [&](const Edge& edge) { return uses_gradient(edge); });
     }
   }
-  if (some_slot_unused) drop_unreached_runs();
-}
-
-// Note [Nodes that stand for several ops] (engine/node.h): such a node may have a used edge and
-// still receive nothing, when every gradient sent towards it goes into slots that lead nowhere
-// (as the ops of those slots would not have run). It must not run then, nor may its children
-// wait for it, and that may leave them unreached in turn. Parents come before their children in
-// reverse post-order, and a child's state is read before it is changed, as mark_runs read it.
-void GraphTask::drop_unreached_runs() {
-  for (const Edge& root : request_.roots) {
-    if (root.is_valid()) {
-      NodeState& state = nodes_[root.function.get()];
-      state.reached = state.reached || state.uses_gradient(root.input_nr);
-    }
-  }
-  for (auto it = post_order_.rbegin(); it != post_order_.rend(); ++it) {
-    NodeState& state = nodes_[*it];
-    if (!state.runs) continue;
-    state.runs = state.reached;
-    for (const Edge& edge : (*it)->next_edges()) {
-      if (!edge.is_valid()) continue;
-      NodeState& child = nodes_[edge.function.get()];
-      if (!child.uses_gradient(edge.input_nr)) continue;
-      if (state.runs) {
-        child.reached = true;
-      } else {
-        --child.dependencies;
-      }
-    }
-  }
+  if (masks_ != nullptr) masks_->finish(*this);
 }
 
 // 3, for backward() without targets. An AccumulateGrad reads its leaf's requires_grad when it
@@ -335,11 +308,35 @@ void GraphTask::mark_runs_into_every_leaf() {
       if (child.uses_gradient(edge.input_nr)) ++child.dependencies;
     }
     if (node->stands_for_several_ops()) {
-      state.wanted_slots = node->slots_leading_to(
-          edges_where(*node, [&](const Edge& edge) { return nodes_[edge.function.get()].wanted; }));
+      state.wanted_slots =
+          mark_slots(*node, [&](const Edge& edge) { return state_of(edge.function.get()).wanted; });
     }
   }
 }
+
+// 3. The slots of `node`, which stands for several ops, that count, given the next edges for
+// which `edge_counts` holds (SlotMasks::mark).
+template <typename Counts>
+const std::vector<char>* GraphTask::mark_slots(const Node& node, Counts edge_counts) {
+  std::vector<char> counts(node.num_outputs(), 0);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const Edge& edge = node.next_edge(i);
+    counts[i] = edge.is_valid() && edge_counts(edge);
+  }
+  if (masks_ == nullptr) masks_ = node.new_slot_masks();
+  return &masks_->mark(node, counts);
+}
+
+// 3, from SlotMasks::finish(). Parents come before their children there, so a child's state is
+// read before it is changed, as mark_runs read it.
+void GraphTask::cancel_run(const Node& node) {
+  nodes_[&node].runs = false;
+  for (const Edge& edge : node.next_edges()) {
+    if (edge.is_valid() && uses_gradient(edge)) --nodes_[edge.function.get()].dependencies;
+  }
+}
+
+// 4. How the gradients that meet at a node are summed, and in which order nodes run.
 
 // Note [Summing gradients in place]
 // Gradients that meet at a node are summed. Under create_graph the sum is the differentiable
@@ -396,7 +393,7 @@ void GraphTask::enqueue(Node* node, NodeState& state) {
   std::push_heap(ready_.begin(), ready_.end(), RunsLater());
 }
 
-// 4.
+// 4, first: the roots' gradients, and the roots that are ready.
 void GraphTask::seed_roots() {
   for (size_t i = 0; i < request_.roots.size(); ++i) {
     const Edge& root = request_.roots[i];
@@ -435,7 +432,7 @@ void GraphTask::run_ready_nodes() {
     // here on, so `state` stays valid.
     TensorList& grads = state.buffer;
     // resize, not grow_to(): here the list nearly always has its size already, which resize()
-    // checks inline (grow_to() measured 83 instructions more per tiny-graph call).
+    // checks inline, where grow_to()'s loop costs every call of even a tiny graph.
     grads.resize(node->num_inputs());
     for (size_t k = 0; k < state.captures.size(); ++k) {
       const auto [slot, target] = state.captures[k];
@@ -523,6 +520,8 @@ void GraphTask::send_now(const Node& from, size_t i, Tensor&& grad) {
 }
 
 }  // namespace
+
+// The entry points: phases 1 to 3 (plan_execution, for describe_graph) or all four (execute).
 
 ExecutionPlan plan_execution(const ExecuteRequest& request) {
   ScratchLease<Scratch> scratch;

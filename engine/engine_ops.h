@@ -9,7 +9,9 @@
 // gradients into .grad, makes the default ones for a one-element output, and replays a view on
 // its base when the base was written (Note [In-place ops on views], ops/views.h). Those few ops
 // belong to the op set in ops/; this header is all the engine asks of it, and ops/engine_ops.cc
-// implements it. Nothing else in engine/ includes an ops/ header.
+// implements it. Nothing else in the engine core includes an ops/ header (engine/BUILD's
+// core_includes_test checks it); engine/jit and engine/gradcheck use the op set as its other
+// clients do, as targets of their own that depend on //ops by name.
 namespace ag::engine_ops {
 
 Tensor add(const Tensor& a, const Tensor& b);   // recorded when grad mode is on

@@ -4,6 +4,7 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
+#include "engine/slot_masks.h"
 
 namespace ag {
 
@@ -24,8 +25,8 @@ Node::Node(std::initializer_list<const Tensor*> inputs)
   link_next_edges();
 }
 
-std::vector<char> Node::slots_leading_to(const std::vector<char>& /*edge_used*/) const {
-  return std::vector<char>(num_inputs(), 1);  // one op: if it runs, every slot is used
+std::unique_ptr<SlotMasks> Node::new_slot_masks() const {
+  return nullptr;  // asked only of nodes that stand for several ops, whose kinds override it
 }
 
 namespace {
@@ -49,9 +50,8 @@ void Node::set_next_edges(EdgeList&& edges) {
   link_next_edges();
 }
 
-// The number, the signature and the children's parent flags in one pass over the edges: the
-// number from topological_nr_over() and the rest in a second loop cost 48 instructions more per
-// recorded op.
+// The number, the signature and the children's parent flags in one pass over the edges: every
+// recorded op runs this, and a second loop over the edges would cost each of them.
 void Node::link_next_edges() {
   uint64_t topo = 0;
   ReachSignature signature = own_signature();

@@ -14,6 +14,7 @@ namespace ag {
 
 class Call;
 class Node;
+class SlotMasks;  // engine/slot_masks.h
 
 // An edge from a node to the input slot `input_nr` of `function` (the node that computes the
 // gradient of one of the forward inputs). An edge without a function means "no gradient needed".
@@ -80,12 +81,16 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // Note [Nodes that stand for several ops]
   // The engine decides per node whether it runs (one of its edges carries a used gradient) and
-  // then uses every gradient sent into it. A node that stands for several ops, each with its
-  // own slots among the node's (engine/jit's DifferentiableGraphBackward), answers per slot, as
-  // the ops' own nodes would: given which of its edges are used (one entry per next edge), which
-  // of its input slots lead to one of them through its ops. Only such nodes are asked.
+  // then uses every gradient sent into it. A node that stands for several ops, each with its own
+  // slots among the node's (engine/jit's DifferentiableGraphBackward), answers per slot, as the
+  // ops' own nodes would: a slot counts iff it leads, through its ops, to an edge that counts.
+  // Such a node may then have a used edge and still receive nothing, when every gradient sent
+  // towards it goes into slots that lead nowhere (as the ops of those slots would not have run):
+  // it must not run then, nor may its children wait for it. The engine asks such nodes only
+  // through the SlotMasks their kind makes for each backward call (engine/slot_masks.h); the
+  // others are never asked.
   bool stands_for_several_ops() const { return stands_for_several_ops_; }
-  virtual std::vector<char> slots_leading_to(const std::vector<char>& edge_used) const;
+  virtual std::unique_ptr<SlotMasks> new_slot_masks() const;
 
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }

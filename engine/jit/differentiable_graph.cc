@@ -1,6 +1,8 @@
 // Note [Differentiable graphs] (differentiable_graph.h).
 #include "engine/jit/differentiable_graph.h"
 
+#include <algorithm>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -13,6 +15,7 @@
 #include "engine/jit/schema.h"
 #include "engine/options.h"
 #include "engine/saved_variable.h"
+#include "engine/slot_masks.h"
 
 namespace ag::jit {
 namespace {
@@ -24,7 +27,9 @@ class DifferentiableGraphBackward final : public ag::Node {
       : ag::Node(SeveralOps(), std::move(edges)), gradient_(std::move(gradient)) {}
 
   TensorList apply(TensorList&& grads, const Call& call) override;
-  std::vector<char> slots_leading_to(const std::vector<char>& edge_used) const override;
+  std::unique_ptr<SlotMasks> new_slot_masks() const override;
+  // Given which of the node's edges count, which of its slots do (SegmentSlotMasks).
+  std::vector<char> slotsLeadingTo(const std::vector<char>& edge_counts) const;
   std::string name() const override { return "DifferentiableGraphBackward"; }
   void release_saved() override {
     for (SavedVariable& s : saved_) {
@@ -62,14 +67,64 @@ std::vector<char> valuesLeadingTo(const Gradient& d, const std::vector<char>& co
 }
 
 // Note [Nodes that stand for several ops] (engine/node.h): the node's edges are its
-// contributions, and a slot is used iff its value leads to a used one.
-std::vector<char> DifferentiableGraphBackward::slots_leading_to(
-    const std::vector<char>& edge_used) const {
+// contributions, and a slot counts iff its value leads to a contribution that counts.
+std::vector<char> DifferentiableGraphBackward::slotsLeadingTo(
+    const std::vector<char>& edge_counts) const {
   const Gradient& d = *gradient_;
-  const std::vector<char> leads = valuesLeadingTo(d, edge_used);
+  const std::vector<char> leads = valuesLeadingTo(d, edge_counts);
   std::vector<char> out(d.slots.size());
   for (size_t s = 0; s < out.size(); ++s) out[s] = leads[d.slots[s]];
   return out;
+}
+
+// The slot masks of one backward call over segments' nodes (engine/slot_masks.h), made by the
+// first such node the call marks.
+class SegmentSlotMasks final : public SlotMasks {
+ public:
+  const std::vector<char>& mark(const ag::Node& node,
+                                const std::vector<char>& edge_counts) override {
+    const auto* segment = dynamic_cast<const DifferentiableGraphBackward*>(&node);
+    AG_CHECK(segment != nullptr, "internal error: '", node.name(),
+             "' stands for several ops but is no DifferentiableGraphBackward, the one kind the "
+             "slot masks know");
+    masks_.push_back(segment->slotsLeadingTo(edge_counts));  // a deque: references stay valid
+    const std::vector<char>& mask = masks_.back();
+    some_slot_unused_ = some_slot_unused_ || std::count(mask.begin(), mask.end(), 0) > 0;
+    return mask;
+  }
+
+  // A node that runs receives a gradient iff a root's gradient goes into a slot of it that
+  // counts, or a node that receives one sends it there. Where every slot counts, every node
+  // that runs does; else, parents before children (reverse post-order), the nodes that receive
+  // nothing do not run, and their children stop waiting for them (which may leave those with
+  // nothing in turn).
+  void finish(Marks& marks) override {
+    if (!some_slot_unused_) return;
+    std::unordered_set<const ag::Node*> reached;
+    for (const Edge& root : marks.roots()) {
+      if (root.is_valid() && marks.uses_gradient(root)) reached.insert(root.function.get());
+    }
+    const std::vector<ag::Node*>& order = marks.post_order();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const ag::Node& node = **it;
+      if (!marks.runs(node)) continue;
+      if (reached.count(&node) == 0) {
+        marks.cancel_run(node);
+        continue;
+      }
+      for (const Edge& edge : node.next_edges()) {
+        if (edge.is_valid() && marks.uses_gradient(edge)) reached.insert(edge.function.get());
+      }
+    }
+  }
+
+ private:
+  std::deque<std::vector<char>> masks_;
+  bool some_slot_unused_ = false;  // in some mask
+};
+
+std::unique_ptr<SlotMasks> DifferentiableGraphBackward::new_slot_masks() const {
+  return std::make_unique<SegmentSlotMasks>();
 }
 
 TensorList DifferentiableGraphBackward::apply(TensorList&& grads, const Call& call) {

@@ -14,10 +14,11 @@
 //    as it does in eager.
 //  - its formulas run where the ops' own nodes would have run theirs: a formula runs iff its
 //    op's output got a gradient, its input's gradient is needed (Call::needs_input_grad), and
-//    the op's node would have run at all (Call::on_executed_path); and the engine asks the node
-//    per slot, not per node, whether a gradient sent into it is used (Note [Nodes that stand for
-//    several ops], engine/node.h). So a saved value written in place after the group fails a
-//    backward call exactly when it would in eager code.
+//    the op's node would have run at all (Call::on_executed_path); and the engine counts the
+//    node's slots, not the node, when it decides whether a gradient sent into it is used,
+//    through the slot masks the node makes for each call (Note [Nodes that stand for several
+//    ops], engine/node.h; SegmentSlotMasks, differentiable_graph.cc). So a saved value written
+//    in place after the group fails a backward call exactly when it would in eager code.
 // The gradient graph is derived on a group's first run and reused while the body's values keep
 // their shapes, dtypes and devices (the trace specializes shapes anyway).
 //
