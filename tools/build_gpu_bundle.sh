@@ -12,7 +12,7 @@ out=gpu_bin
 tests=(runtime_test plan_test allocator_test kernels_test matmul_test autograd_test dropout2d_memory_test
        zero_product_test graph_test)
 
-targets=(//cuda:hessian_bench)
+targets=(//paper:hessian_bench)
 for t in "${tests[@]}"; do targets+=("//cuda/tests:$t"); done
 
 # The CPU kernels pick their instruction set at run time (ops/cpu/isa.h); --define=ag_isa=avx2
@@ -31,7 +31,7 @@ fi
 bin="$("$bazel" info -c opt "${link_flags[@]}" bazel-bin)"
 rm -rf "$out"
 mkdir -p "$out"
-cp "$bin/cuda/hessian_bench" "$out/"
+cp "$bin/paper/hessian_bench" "$out/"
 for t in "${tests[@]}"; do cp "$bin/cuda/tests/$t" "$out/"; done
 tbb=$(ldd "$out/hessian_bench" | awk '$1 ~ /^libtbb\.so/ { print $3 }')
 if [[ -z "$tbb" || ! -f "$tbb" ]]; then

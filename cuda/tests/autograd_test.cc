@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "cuda/tests/cuda_test_util.h"
+#include "cuda/tests/hessian_fixture.h"
 #include "engine/counters.h"
 #include "ops/ops.h"
-#include "paper/workloads/hessian.h"
 
 namespace ag::cuda {
 namespace {
@@ -27,9 +27,9 @@ struct HessianResult {
 };
 
 HessianResult hessian(Device device, bool tanh) {
-  const paper::HessianConfig config = testing::small_hessian(device, tanh);
-  const paper::Mlp mlp = paper::make_mlp(config);
-  const Tensor x = paper::make_hessian_input(config);
+  const testing::HessianSetup setup = testing::small_hessian(device, tanh);
+  const testing::HessianMlp& mlp = setup.mlp;
+  const Tensor& x = setup.x;
   HessianResult r;
   reset_counters();
   r.y = mlp.forward(x);

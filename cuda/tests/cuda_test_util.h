@@ -11,7 +11,6 @@
 #include "cuda/cuda.h"
 #include "engine/tensor.h"
 #include "ops/ops.h"
-#include "paper/workloads/hessian.h"
 
 namespace ag::cuda::testing {
 
@@ -34,18 +33,6 @@ inline Pair random_pair(const Shape& shape, uint64_t seed, DType dtype = DType::
                         double low = -1, double high = 1) {
   Tensor cpu = ops::uniform(shape, low, high, seed, dtype);
   return {cpu, ops::to(cpu, kCuda)};
-}
-
-// The hessian benchmark's MLP, narrower (16 -> 3 x 64 -> 1) and on a small batch, on `device`:
-// the same values on each device.
-inline paper::HessianConfig small_hessian(Device device, bool tanh, int batch = 64) {
-  paper::HessianConfig config;
-  config.hidden = 64;
-  config.layers = 3;
-  config.batch = batch;
-  config.activation = tanh ? paper::Activation::kTanh : paper::Activation::kRelu;
-  config.device = device;
-  return config;
 }
 
 // Tolerances: float32 kernels may sum in another order (and use other exp/log/pow) than Eigen.

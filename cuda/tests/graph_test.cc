@@ -11,18 +11,18 @@
 
 #include "cuda/cuda.h"
 #include "cuda/tests/cuda_test_util.h"
+#include "cuda/tests/hessian_fixture.h"
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
-#include "paper/workloads/hessian.h"
 
 namespace ag::cuda {
 namespace {
 
 using testing::kCuda;
 
-std::vector<std::vector<double>> weight_grads(const paper::Mlp& mlp) {
+std::vector<std::vector<double>> weight_grads(const testing::HessianMlp& mlp) {
   std::vector<std::vector<double>> grads;
   for (const Tensor& w : mlp.weights) {
     grads.push_back(w.grad().defined() ? w.grad().to_vector() : std::vector<double>{});
@@ -34,19 +34,19 @@ TEST(CudaGraph, ReplayGivesTheEagerStepAndFollowsTheInputs) {
   AG_SKIP_WITHOUT_CUDA();
   for (bool tanh : {false, true}) {
     SCOPED_TRACE(tanh ? "tanh" : "relu");
-    const paper::HessianConfig c = testing::small_hessian(kCuda, tanh, 96);
-    const paper::Mlp mlp = paper::make_mlp(c);
-    Tensor x = paper::make_hessian_input(c);
+    const testing::HessianSetup setup = testing::small_hessian(kCuda, tanh, 96);
+    const testing::HessianMlp& mlp = setup.mlp;
+    Tensor x = setup.x;
     const Tensor x2 = ops::uniform(x.shape(), -1, 1, 99, DType::kFloat32, kCuda);
 
     auto eager = [&] {
-      const std::vector<double> y_xx = paper::hessian_step_result(mlp, x, true).to_vector();
+      const std::vector<double> y_xx = testing::hessian_step_result(mlp, x, true).to_vector();
       return std::make_pair(y_xx, weight_grads(mlp));
     };
     const auto first = eager();
     Graph graph;
     Tensor y_xx;
-    graph.capture([&] { y_xx = paper::hessian_step_result(mlp, x, true); });
+    graph.capture([&] { y_xx = testing::hessian_step_result(mlp, x, true); });
     EXPECT_TRUE(graph.captured());
     EXPECT_GT(graph.pool_bytes(), 0);
     graph.replay();

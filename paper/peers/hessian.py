@@ -2,7 +2,7 @@
 Linear+activation layers of width 256, output 1 (ReLU as published, and Tanh); y_xx by two nested
 grad(create_graph=True) w.r.t. x, without and with a final backward to the weights.
 
-A standalone script: with --device cuda (batch 10000) it is the peer of cuda/hessian_bench, run
+A standalone script: with --device cuda (batch 10000) it is the peer of paper/hessian_bench, run
 beside it by gpu_bin/run_all.sh (tools/build_gpu_bundle.sh): every step ends with a device
 synchronization, as ours does, and the times are medians of interleaved repetitions. --compile
 adds torch.compile of the same step (the nested grads written with torch.func.grad, which

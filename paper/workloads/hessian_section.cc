@@ -77,7 +77,7 @@ std::vector<PeerImpl> peer_impls(const Peers& peers) {
 }
 
 // The saved CUDA rows (paper/results/cuda/*.tsv: date, device, workload, variant, metric, value,
-// unit), measured on a GPU machine by cuda/hessian_bench and the CUDA peer.
+// unit), measured on a GPU machine by paper/hessian_bench and the CUDA peer.
 void append_cuda_rows(const std::filesystem::path& saved_results, std::ostringstream& s) {
   s << "### CUDA\n\n";
   std::vector<std::vector<std::string>> rows;

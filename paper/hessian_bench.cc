@@ -10,7 +10,8 @@
 // but computed through the graph (threshold_backward); --tanh swaps in tanh layers, whose
 // hessian is not zero.
 //
-// Standalone: built with Bazel (-c opt, linkstatic) and copied to a GPU machine, see README.md.
+// Standalone: built with Bazel (-c opt, linkstatic) and copied to a GPU machine, see
+// cuda/README.md. It lives in paper/ with the other benchmarks (cuda/ does not depend on paper/).
 //   hessian_bench [--batch N] [--reps N] [--warmup N] [--tanh] [--cpu] [--tf32] [--builtin-gemm]
 //                 [--no-graphs] [--per-call on|off] [--final yes|no] [--tsv FILE]
 // --per-call and --final pick variants (for a profiler's run: no table then).
