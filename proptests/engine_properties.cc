@@ -47,7 +47,7 @@ GraphSpec pick_graph() {
   const GraphSpec spec = *rc::gen::arbitrary<GraphSpec>();
   const int64_t size = static_cast<int64_t>(spec.leaf_shapes.size() + spec.steps.size());
   fuzz_stats().record_graph("dag", size);
-  for (const StepSpec& s : spec.steps) fuzz_stats().record("op", op_name(kind_of(s)));
+  for (const StepSpec& s : spec.steps) fuzz_stats().record("op", step_name(s));
   RC_TAG(size < 10 ? "size 0-9" : size < 30 ? "size 10-29" : "size 30+");
   return spec;
 }

@@ -16,7 +16,7 @@ struct Arbitrary<ag::proptests::StepSpec> {
   static Gen<ag::proptests::StepSpec> arbitrary() {
     using ag::proptests::StepSpec;
     return gen::build<StepSpec>(
-        gen::set(&StepSpec::op, gen::inRange(0, static_cast<int>(ag::proptests::OpKind::kCount))),
+        gen::set(&StepSpec::op, gen::inRange(0, ag::proptests::kNumStepChoices)),
         gen::set(&StepSpec::a, gen::inRange<uint32_t>(0, 64)),
         gen::set(&StepSpec::b, gen::inRange<uint32_t>(0, 64)));
   }

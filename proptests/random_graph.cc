@@ -5,6 +5,7 @@
 #include "engine/describe_graph.h"
 #include "engine/function.h"
 #include "ops/ops.h"
+#include "proptests/op_call.h"
 
 namespace ag::proptests {
 
@@ -13,11 +14,11 @@ namespace {
 const Shape kShapeFamily[] = {{2, 3}, {3}, {2, 1}, {1, 3}, {1}, {}};
 constexpr int kNumShapes = sizeof(kShapeFamily) / sizeof(kShapeFamily[0]);
 
-const char* const kOpNames[] = {
-    "add",         "sub",         "mul",           "div_safe",     "neg",        "tanh",
-    "sigmoid",     "exp_tanh",    "log_safe",      "relu",         "pow_scalar", "pow_tensor",
-    "sum_keepdim", "sum_all",     "mean",          "reshape_back", "transpose2", "matmul",
-    "linear",      "log_softmax", "cross_entropy", "dropout",      "custom_mul", "custom_two"};
+const char* const kOpNames[] = {"add",     "sub",        "mul",          "div_safe",
+                                "unary",   "pow_scalar", "pow_tensor",   "sum_keepdim",
+                                "sum_all", "mean",       "reshape_back", "transpose2",
+                                "matmul",  "linear",     "log_softmax",  "cross_entropy",
+                                "dropout", "custom_mul", "custom_two"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<int>(OpKind::kCount));
 
 // The seed's Mul (issue 56500): computes each gradient only when this call needs it.
@@ -72,9 +73,23 @@ Tensor gram(const Tensor& b) {  // 0.2 * B^T B, [3, 3]
   return ops::mul(ops::mm(ops::transpose(m, 0, 1), m), 0.2);
 }
 
-TensorList apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_index) {
+// An elementwise unary op on an input of its domain (Note [Op traits]).
+Tensor apply_unary(ops::OpId op, const Tensor& a) {
+  switch (traits(op).domain) {
+    case Domain::kAny:
+      break;
+    case Domain::kPositive:
+      return call_unary(op, ops::add(ops::mul(a, a), 1.0));
+    case Domain::kBounded:
+      return call_unary(op, ops::tanh(a));
+  }
+  return call_unary(op, a);
+}
+
+TensorList apply_step(const StepSpec& step, const Tensor& a, const Tensor& b) {
   using namespace ops;
-  switch (kind) {
+  const uint32_t b_index = step.b;
+  switch (kind_of(step)) {
     case OpKind::kAdd:
       return {add(a, b)};
     case OpKind::kSub:
@@ -83,18 +98,8 @@ TensorList apply_step(OpKind kind, const Tensor& a, const Tensor& b, uint32_t b_
       return {mul(a, b)};
     case OpKind::kDivSafe:
       return {div(a, add(mul(b, b), 1.0))};
-    case OpKind::kNeg:
-      return {neg(a)};
-    case OpKind::kTanh:
-      return {tanh(a)};
-    case OpKind::kSigmoid:
-      return {sigmoid(a)};
-    case OpKind::kExpTanh:
-      return {exp(tanh(a))};
-    case OpKind::kLogSafe:
-      return {log(add(mul(a, a), 1.0))};
-    case OpKind::kRelu:
-      return {relu(a)};
+    case OpKind::kUnary:
+      return {apply_unary(unary_of(step), a)};
     case OpKind::kPowScalar:
       return {pow(a, 2.0)};
     case OpKind::kPowTensor:
@@ -150,90 +155,18 @@ bool leaf_requires_grad(const GraphSpec& spec, size_t i) {
 
 const char* op_name(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
 
-Coverage random_graph_coverage(ops::OpId op) {
-  using ops::OpId;
-  switch (op) {
-    case OpId::kAdd:
-    case OpId::kSub:
-    case OpId::kMul:
-    case OpId::kNeg:
-    case OpId::kTanh:
-    case OpId::kSigmoid:
-    case OpId::kRelu:
-    case OpId::kLinear:
-    case OpId::kDropout:
-      return covered("the step kind of the same name");
-    case OpId::kDiv:
-      return covered("div_safe");
-    case OpId::kPow:
-      return covered("pow_tensor");
-    case OpId::kThreshold:
-      return excluded("relu's derivative: runs in relu's backward");
-    case OpId::kTanhBackward:
-      return excluded("tanh's derivative: runs in tanh's backward (exp_tanh)");
-    case OpId::kExp:
-      return covered("exp_tanh");
-    case OpId::kLog:
-      return covered("log_safe");
-    case OpId::kAddScalar:
-      return covered("div_safe, log_safe, pow_tensor");
-    case OpId::kMulScalar:
-      return covered("matmul and linear (0.2 * B^T B)");
-    case OpId::kPowScalar:
-      return covered("pow_scalar");
-    case OpId::kRpowScalar:
-      return excluded("a kernel that no op of ops/ops.h calls");
-    case OpId::kSum:
-      return covered("sum_all, and sum_keepdim on 0-dim values");
-    case OpId::kSumDim:
-      return covered("sum_keepdim, and linear's bias");
-    case OpId::kMean:
-      return covered("mean");
-    case OpId::kMeanDim:
-      return excluded("a sum_dim times a scalar; the compositions and the API model make it");
-    case OpId::kSumTo:
-      return excluded("runs in broadcasting ops' backward; the compositions make it");
-    case OpId::kBroadcastTo:
-      return covered("matmul, linear, log_softmax, cross_entropy (operands as [2, 3])");
-    case OpId::kReshape:
-      return covered("reshape_back");
-    case OpId::kView:
-      return excluded("the same op as reshape");
-    case OpId::kTranspose:
-      return covered("transpose2, and matmul's B^T B");
-    case OpId::kMm:
-      return covered("matmul (A @ B^T B)");
-    case OpId::kLogSoftmax:
-      return covered("log_softmax, and cross_entropy");
-    case OpId::kNllLoss:
-      return covered("cross_entropy");
-    case OpId::kCrossEntropy:
-      return covered("cross_entropy");
-    case OpId::kDetach:
-    case OpId::kClone:
-    case OpId::kTo:
-    case OpId::kZerosLike:
-    case OpId::kOnesLike:
-    case OpId::kAddmm:
-    case OpId::kBmm:
-    case OpId::kMatmul:
-    case OpId::kDropout2d:
-      return excluded(
-          "adds no graph shape the engine's properties need; the compositions and "
-          "the conformance programs make it");
-    case OpId::kAddInplace:
-    case OpId::kMulInplace:
-    case OpId::kCopyInplace:
-      return excluded(
-          "these graphs have no in-place ops; the conformance programs, the API model "
-          "and the JIT's programs make them");
-  }
-  return excluded("not an op of the list");
+OpKind kind_of(const StepSpec& s) {
+  const int choice = ((s.op % kNumStepChoices) + kNumStepChoices) % kNumStepChoices;
+  return choice < static_cast<int>(OpKind::kCount) ? static_cast<OpKind>(choice) : OpKind::kUnary;
 }
 
-OpKind kind_of(const StepSpec& s) {
-  const int n = static_cast<int>(OpKind::kCount);
-  return static_cast<OpKind>(((s.op % n) + n) % n);
+ops::OpId unary_of(const StepSpec& s) {
+  constexpr auto& unary = unary_ops<kRandomGraph>;
+  return unary[s.b % unary.size()];
+}
+
+const char* step_name(const StepSpec& s) {
+  return kind_of(s) == OpKind::kUnary ? ops::op_name(unary_of(s)) : op_name(kind_of(s));
 }
 
 std::vector<NeedsRecord>& custom_function_log() {
@@ -258,7 +191,7 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
   for (size_t k = 0; k < spec.steps.size(); ++k) {
     const StepSpec& s = spec.steps[k];
     const size_t n = g.values.size();
-    for (Tensor& v : apply_step(kind_of(s), g.values[s.a % n], g.values[s.b % n], s.b)) {
+    for (Tensor& v : apply_step(s, g.values[s.a % n], g.values[s.b % n])) {
       g.values.push_back(std::move(v));
       g.value_step.push_back(static_cast<int>(k));
     }
@@ -287,7 +220,7 @@ std::string describe(const GraphSpec& spec) {
       size_t first = i;
       while (first > 0 && g.value_step[first - 1] == step) --first;
       const StepSpec& s = spec.steps[step];
-      os << op_name(kind_of(s)) << "(v" << s.a % first << ", v" << s.b % first << ")";
+      os << step_name(s) << "(v" << s.a % first << ", v" << s.b % first << ")";
       if (first != i || (i + 1 < g.values.size() && g.value_step[i + 1] == step)) {
         os << "[" << i - first << "]";
       }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::proptests {
 
@@ -23,12 +23,9 @@ enum class OpKind : int {
   kSub,
   kMul,
   kDivSafe,  // a / (b * b + 1)
-  kNeg,
-  kTanh,
-  kSigmoid,
-  kExpTanh,  // exp(tanh(a))
-  kLogSafe,  // log(a * a + 1)
-  kRelu,
+  // An elementwise unary op of the traits table (Note [Op traits]), chosen by b, on an input of
+  // its domain: a positive one is a * a + 1 (log), a bounded one tanh(a) (exp).
+  kUnary,
   kPowScalar,     // a ^ 2
   kPowTensor,     // (sigmoid(a) + 0.5) ^ b
   kSumKeepdim,    // sum(a, dim, keepdim=true)
@@ -48,16 +45,22 @@ enum class OpKind : int {
 
 const char* op_name(OpKind kind);
 
-// Which step kinds make each op of the list (Note [Generator coverage]).
-Coverage random_graph_coverage(ops::OpId op);
+// A step's op is drawn among kNumStepChoices: the kinds, with kUnary weighted as many as the
+// table's unary ops were when they were kinds of their own.
+inline constexpr int kUnaryWeight = 6;
+inline constexpr int kNumStepChoices = static_cast<int>(OpKind::kCount) + kUnaryWeight - 1;
 
 struct StepSpec {
-  int op = 0;  // an OpKind, taken modulo kCount
+  int op = 0;  // a choice, taken modulo kNumStepChoices (kind_of)
   uint32_t a = 0;
   uint32_t b = 0;
 };
 
 OpKind kind_of(const StepSpec& step);
+// The elementwise unary op of a kUnary step.
+ops::OpId unary_of(const StepSpec& step);
+// The step's name: its kind's, or its unary op's list name.
+const char* step_name(const StepSpec& step);
 
 struct GraphSpec {
   std::vector<int> leaf_shapes;     // index into the shape family, modulo its size

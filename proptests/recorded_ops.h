@@ -2,14 +2,14 @@
 
 // The ops of the op list that engine code runs while a RecordedOps lives on this thread, seen
 // through the tracing hook (Note [Tracing hook], ops/spec.h), so that a generator's test can
-// check its coverage() against what it really runs (Note [Generator coverage]).
+// check what the traits table says it makes against what it really runs (Note [Op traits]).
 
 #include <set>
 #include <string>
 
 #include "ops/op_list.h"
 #include "ops/spec.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::proptests {
 
@@ -28,26 +28,20 @@ class RecordedOps : public ops::TraceHook {
   ops::TraceHookGuard guard_;
 };
 
-// Ops made of other ops of the list: they report the ops they call, not themselves.
-inline bool made_of_other_ops(ops::OpId op) {
-  using ops::OpId;
-  return op == OpId::kMean || op == OpId::kMeanDim || op == OpId::kView || op == OpId::kMatmul ||
-         op == OpId::kCrossEntropy || op == OpId::kDropout || op == OpId::kDropout2d;
-}
-
-// Where `ran` disagrees with `coverage`: an excluded op that ran, or a covered op (reporting
-// itself) that did not. Empty when they agree.
-template <typename CoverageFn>
-std::string coverage_mismatches(CoverageFn coverage, const std::set<ops::OpId>& ran) {
+// Where `ran` disagrees with the table's column for `gen`: an op the generator does not make that
+// ran, or one it makes (reporting itself, not composite) that did not. Empty when they agree.
+inline std::string coverage_mismatches(Gen gen, const std::set<ops::OpId>& ran) {
   std::string out;
   for (ops::OpId op : ops::kAllOps) {
-    const Coverage c = coverage(op);
+    const OpTraits& t = traits(op);
     const bool did_run = ran.count(op) == 1;
-    if (!c.covered && did_run) {
-      out += std::string(ops::op_name(op)) + " ran, but is excluded: " + c.note + "\n";
+    if (!t.made_by(gen) && did_run) {
+      out += std::string(ops::op_name(op)) + " ran, but " + gen_name(gen) +
+             " do not make it: " + t.how + "\n";
     }
-    if (c.covered && !did_run && !made_of_other_ops(op)) {
-      out += std::string(ops::op_name(op)) + " did not run, but is covered by " + c.note + "\n";
+    if (t.made_by(gen) && !did_run && !t.composite) {
+      out += std::string(ops::op_name(op)) + " did not run, but " + gen_name(gen) +
+             " make it: " + t.how + "\n";
     }
   }
   return out;

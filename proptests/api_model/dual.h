@@ -6,6 +6,8 @@
 // algorithm with the engine's reverse mode (Note [Expected gradients] in program.h).
 
 #include <cmath>
+#include <cstddef>
+#include <stdexcept>
 
 namespace ag::api_model {
 
@@ -95,6 +97,24 @@ T sigmoid_of(const T& x) {
 template <typename T>
 T relu_of(const T& x) {
   return primal(x) > 0 ? x : T(0.0) * x;
+}
+
+// A function at any Dual level from its value and derivatives at a point: d[0] is the function,
+// d[1] its derivative, d[2] its second derivative (an elementwise unary op's row, Note [Op
+// traits], proptests/op_traits.h). Level k of a Dual needs derivative k, so rows with two
+// derivatives serve Dual<Dual<double>>, the deepest the model evaluates (Program::kMaxDepth).
+template <int K, typename Fn, size_t N>
+double taylor(const Fn (&d)[N], double x) {
+  static_assert(K < static_cast<int>(N));
+  return d[K](x);
+}
+template <int K, typename Fn, size_t N, typename T>
+Dual<T> taylor(const Fn (&d)[N], const Dual<T>& x) {
+  if constexpr (K + 1 < static_cast<int>(N)) {
+    return {taylor<K>(d, x.v), taylor<K + 1>(d, x.v) * x.d};
+  } else {
+    throw std::logic_error("taylor: a Dual level deeper than the row's derivatives");
+  }
 }
 
 // Note [Derivatives read from the result]

@@ -4,6 +4,16 @@ namespace ag::api_model {
 
 OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
   constexpr uint32_t kSelf = 1, kOther = 2;
+  if (const proptests::OpTraits* t = unary_traits(kind)) {  // its row (Note [Op traits])
+    switch (t->saves) {
+      case proptests::Saves::kNothing:
+        return {};
+      case proptests::Saves::kSelf:
+        return {{{0, kSelf}}};
+      case proptests::Saves::kResult:
+        return {{{kFromResult, kSelf}}};
+    }
+  }
   switch (kind) {
     // mul: self's gradient is grad * other, other's is grad * self.
     case OpKind::kMul:
@@ -17,13 +27,6 @@ OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
       return {{{0, kOther}, {1, kSelf | kOther}}};
     case OpKind::kPowScalar:  // e x^(e-1); constant zeros for e == 0
       return {{{0, kSelf}}, attrs.scalar == 0.0 ? kSelf : 0u};
-    case OpKind::kLog:
-      return {{{0, kSelf}}};
-    case OpKind::kExp:
-    case OpKind::kTanh:
-    case OpKind::kSigmoid:
-    case OpKind::kRelu:
-      return {{{kFromResult, kSelf}}};
     case OpKind::kMulInplace:  // other's gradient needs self's value before the write
       return {{{kSelfBefore, kOther}, {1, kSelf}}};
     case OpKind::kCopyInplace:  // the overwritten self gets zeros

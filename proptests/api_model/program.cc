@@ -31,19 +31,12 @@ template <typename T>
 std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Val<T>>& in) {
   auto un = [&](auto f) { return std::vector<Val<T>>{unary(in[0], f)}; };
   auto bin = [&](auto f) { return std::vector<Val<T>>{binary(in[0], in[1], f)}; };
+  if (const proptests::OpTraits* t = unary_traits(kind)) {
+    // An elementwise unary op: its row's value and derivatives (Note [Op traits]). Those that
+    // read their result evaluate here only at double (eval_node's result_op at every level).
+    return un([t](const T& x) { return taylor<0>(t->d, x); });
+  }
   switch (kind) {
-    case OpKind::kNeg:
-      return un([](const T& x) { return -x; });
-    case OpKind::kExp:
-      return un([](const T& x) { return exp_of(x); });
-    case OpKind::kLog:
-      return un([](const T& x) { return log_of(x); });
-    case OpKind::kTanh:
-      return un([](const T& x) { return tanh_of(x); });
-    case OpKind::kSigmoid:
-      return un([](const T& x) { return sigmoid_of(x); });
-    case OpKind::kRelu:
-      return un([](const T& x) { return relu_of(x); });
     case OpKind::kAdd:
       return bin([](const T& x, const T& y) { return x + y; });
     case OpKind::kSub:
@@ -89,46 +82,24 @@ std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Va
     case OpKind::kCustomTwo:
       return {binary(in[0], in[1], [](const T& x, const T& y) { return x * y; }),
               binary(in[0], in[1], [](const T& x, const T& y) { return x + y; })};
-    default:  // kLeaf, kGrad, and the list's ops the model does not have (coverage())
+    default:  // kLeaf, kGrad, and the list's ops the model does not have (the traits table)
       break;
   }
   throw std::logic_error("apply_op: no forward for this kind");
 }
 
 bool reads_result(OpKind kind) {
-  return kind == OpKind::kExp || kind == OpKind::kTanh || kind == OpKind::kSigmoid ||
-         kind == OpKind::kRelu;
+  const proptests::OpTraits* t = unary_traits(kind);
+  return t != nullptr && t->saves == proptests::Saves::kResult;
 }
 
-// y = f(x) + delta, with the derivative each formula computes from y.
+// y = f(x) + delta, with the derivative h(y) its formula computes from y: the row's d[1].
 template <typename T>
 T result_op(OpKind kind, const T& x, const T& delta) {
-  switch (kind) {
-    case OpKind::kExp:
-      return from_result(
-          x, delta, [](double v) { return exp_of(v); }, [](const auto& y) { return y; });
-    case OpKind::kTanh:
-      return from_result(
-          x, delta, [](double v) { return tanh_of(v); },
-          [](const auto& y) {
-            using Y = std::decay_t<decltype(y)>;
-            return Y(1.0) - y * y;
-          });
-    case OpKind::kSigmoid:
-      return from_result(
-          x, delta, [](double v) { return sigmoid_of(v); },
-          [](const auto& y) {
-            using Y = std::decay_t<decltype(y)>;
-            return y * (Y(1.0) - y);
-          });
-    default:  // relu: the gradient passes where the result is positive
-      return from_result(
-          x, delta, [](double v) { return v > 0 ? v : 0.0; },
-          [](const auto& y) {
-            using Y = std::decay_t<decltype(y)>;
-            return primal(y) > 0 ? Y(1.0) : Y(0.0);
-          });
-  }
+  const proptests::OpTraits* t = unary_traits(kind);
+  return from_result(
+      x, delta, [t](double v) { return t->f(v); },
+      [t](const auto& y) { return taylor<1>(t->d, y); });
 }
 
 // A tracked input's value: its producer's value shifted by what was written behind autograd's
@@ -347,82 +318,17 @@ int Program::vjp_depth(const GradDef& def) const {
   return 1 + inner;
 }
 
-proptests::Coverage coverage(ops::OpId op) {
-  using ops::OpId;
-  using proptests::covered;
-  using proptests::excluded;
-  switch (op) {
-    case OpId::kAdd:
-    case OpId::kSub:
-    case OpId::kMul:
-    case OpId::kDiv:
-    case OpId::kNeg:
-    case OpId::kExp:
-    case OpId::kLog:
-    case OpId::kTanh:
-    case OpId::kSigmoid:
-    case OpId::kRelu:
-    case OpId::kAddScalar:
-    case OpId::kMulScalar:
-    case OpId::kPowScalar:
-    case OpId::kSum:
-    case OpId::kSumDim:
-    case OpId::kMean:
-    case OpId::kMeanDim:
-    case OpId::kTranspose:
-    case OpId::kLinear:
-    case OpId::kClone:
-    case OpId::kMatmul:
-    case OpId::kAddInplace:
-    case OpId::kMulInplace:
-    case OpId::kCopyInplace:
-      return covered("the OpCall or in-place command of the same name");
-    case OpId::kMm:
-    case OpId::kBmm:
-      return covered("kMatmul's variants");
-    case OpId::kReshape:
-    case OpId::kView:
-      return covered("view commands (kReshape nodes)");
-    case OpId::kDetach:
-    case OpId::kDropout:
-      return covered("alias commands: detach, dropout with p = 0 or in eval mode");
-    case OpId::kPow:
-    case OpId::kThreshold:
-    case OpId::kTanhBackward:
-    case OpId::kRpowScalar:
-    case OpId::kSumTo:
-    case OpId::kBroadcastTo:
-    case OpId::kTo:
-    case OpId::kZerosLike:
-    case OpId::kOnesLike:
-    case OpId::kAddmm:
-    case OpId::kLogSoftmax:
-    case OpId::kNllLoss:
-    case OpId::kCrossEntropy:
-    case OpId::kDropout2d:
-      return excluded(
-          "no autograd rule of the API differs from the ops above; the compositions "
-          "and the conformance programs check its values and gradients");
-  }
-  return excluded("not an op of the list");
+const proptests::OpTraits* unary_traits(OpKind kind) {
+  if (kind <= OpKind::kLeaf || kind >= OpKind::kInplaceOnView) return nullptr;
+  const proptests::OpTraits& t =
+      proptests::traits(static_cast<ops::OpId>(static_cast<int>(kind) - 1));
+  return t.unary_elementwise() ? &t : nullptr;
 }
 
 const char* op_name(OpKind kind) {
   switch (kind) {
     case OpKind::kLeaf:
       return "AccumulateGrad";
-    case OpKind::kNeg:
-      return "neg";
-    case OpKind::kExp:
-      return "exp";
-    case OpKind::kLog:
-      return "log";
-    case OpKind::kTanh:
-      return "tanh";
-    case OpKind::kSigmoid:
-      return "sigmoid";
-    case OpKind::kRelu:
-      return "relu";
     case OpKind::kAdd:
       return "add";
     case OpKind::kSub:

@@ -23,13 +23,13 @@
 
 #include "ops/op_list.h"
 #include "proptests/api_model/values.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::api_model {
 
 // A node's kind: a leaf, an op of the op list (ops/op_list.h: only its names, none of the
-// engine's semantics), or one of the model's own kinds. coverage() says which of the list's ops
-// the model has rules for.
+// engine's semantics), or one of the model's own kinds. The traits table's kApiModel column says
+// which of the list's ops the model has rules for (Note [Op traits], proptests/op_traits.h).
 // clang-format off
 #define AG_API_MODEL_OP(Name, name, rule) k##Name,
 enum class OpKind : uint8_t {
@@ -45,8 +45,9 @@ enum class OpKind : uint8_t {
 // clang-format on
 #undef AG_API_MODEL_OP
 
-// Which ops of the list the model has (Note [Generator coverage]).
-proptests::Coverage coverage(ops::OpId op);
+// The traits of an elementwise unary op of the list (Note [Op traits]), or null for any other
+// kind.
+const proptests::OpTraits* unary_traits(OpKind kind);
 
 const char* op_name(OpKind kind);
 

@@ -9,6 +9,7 @@
 #include "proptests/api_model/command_gens.h"
 #include "proptests/api_model/command_util.h"
 #include "proptests/api_model/custom_functions.h"
+#include "proptests/op_call.h"
 
 namespace ag::api_model {
 namespace {
@@ -99,6 +100,10 @@ class OpCall final : public ApiCommand {
     for (int o : operands_) RC_PRE(m.has(o));
     const Dims& s = m.shape(operands_[0]);
     const int64_t rank = static_cast<int64_t>(s.size());
+    const proptests::OpTraits* unary = unary_traits(kind_);
+    if (unary != nullptr && unary->domain == proptests::Domain::kPositive) {
+      RC_PRE(all_values(m, operands_[0], [](double v) { return v >= 0.25; }));
+    }
     switch (kind_) {
       case OpKind::kSumDim:
       case OpKind::kMeanDim:
@@ -110,9 +115,6 @@ class OpCall final : public ApiCommand {
         break;
       case OpKind::kTranspose:
         RC_PRE((attrs_.dim0 < rank && attrs_.dim1 < rank));
-        break;
-      case OpKind::kLog:
-        RC_PRE(all_values(m, operands_[0], [](double v) { return v >= 0.25; }));
         break;
       case OpKind::kDiv:
         RC_PRE(all_values(m, operands_[1], [](double v) { return std::abs(v) >= 0.25; }));
@@ -151,19 +153,10 @@ class OpCall final : public ApiCommand {
 };
 
 Tensor OpCall::compute(const std::vector<Tensor>& in) const {
+  if (unary_traits(kind_) != nullptr) {  // by its name (Note [Op traits])
+    return proptests::call_unary(unary_traits(kind_)->op, in[0]);
+  }
   switch (kind_) {
-    case OpKind::kNeg:
-      return ops::neg(in[0]);
-    case OpKind::kExp:
-      return ops::exp(in[0]);
-    case OpKind::kLog:
-      return ops::log(in[0]);
-    case OpKind::kTanh:
-      return ops::tanh(in[0]);
-    case OpKind::kSigmoid:
-      return ops::sigmoid(in[0]);
-    case OpKind::kRelu:
-      return ops::relu(in[0]);
     case OpKind::kAdd:
       return ops::add(in[0], in[1]);
     case OpKind::kSub:
@@ -234,8 +227,10 @@ std::string OpCall::text() const {
     case OpKind::kLinear:
       return out + "F.linear(" + x + ", " + y +
              (operands_.size() > 2 ? ", " + tname(operands_[2]) : "") + ")";
-    default:
-      return out + "torch." + op_name(kind_) + "(" + x + ")";
+    default: {  // an elementwise unary op: its row's PyTorch spelling (Note [Op traits])
+      const proptests::OpTraits* unary = unary_traits(kind_);
+      return out + (unary ? unary->torch : std::string("torch.") + op_name(kind_)) + "(" + x + ")";
+    }
   }
 }
 
@@ -265,10 +260,11 @@ CommandPtr make_op(const Model& m) {
   };
   switch (
       *rc::gen::weightedElement<int>({{6, 0}, {10, 1}, {4, 2}, {8, 3}, {2, 4}, {6, 5}, {2, 6}})) {
-    case 0:
-      return one(*rc::gen::element(OpKind::kNeg, OpKind::kExp, OpKind::kLog, OpKind::kTanh,
-                                   OpKind::kSigmoid, OpKind::kRelu),
-                 {x});
+    case 0: {  // an elementwise unary op of the traits table (Note [Op traits])
+      constexpr auto& unary = proptests::unary_ops<proptests::kApiModel>;
+      const ops::OpId op = unary[*rc::gen::inRange(0, unary.size())];
+      return one(static_cast<OpKind>(static_cast<int>(op) + 1), {x});
+    }
     case 1: {
       const int y = partner(m, [&](int b) { return broadcastable(m, x, b); });
       if (y < 0) return nullptr;

@@ -95,10 +95,10 @@ std::vector<int> value_ids_with_none(const std::string& list) {
   return out;
 }
 
-// An op of the list that the compositions generate (composition_coverage(), composition.h).
+// An op of the list that the compositions generate (the traits table, proptests/op_traits.h).
 Op parse_op(const std::string& id) {
   ops::OpId op = ops::OpId::kAdd;
-  if (!ops::op_named(id.c_str(), &op) || !proptests::composition_coverage(op).covered) {
+  if (!ops::op_named(id.c_str(), &op) || !proptests::made_by(op, proptests::kComposition)) {
     throw std::runtime_error("unknown op '" + id + "'");
   }
   return proptests::op_of(op);

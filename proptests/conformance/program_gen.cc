@@ -577,21 +577,6 @@ Program build_program(const ProgramSpec& spec) {
   return b.take();
 }
 
-proptests::Coverage coverage(ops::OpId op) {
-  switch (op) {
-    case ops::OpId::kView:
-      return proptests::covered("view statements");
-    case ops::OpId::kDetach:
-      return proptests::covered("detach statements");
-    case ops::OpId::kAddInplace:
-    case ops::OpId::kMulInplace:
-    case ops::OpId::kCopyInplace:
-      return proptests::covered("in-place statements");
-    default:
-      return proptests::composition_coverage(op);  // the compositions' own cases, one per op
-  }
-}
-
 Program generate_program(uint64_t seed, int id) {
   const uint64_t mixed =
       seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(id) * 0xBF58476D1CE4E5B9ull;

@@ -50,10 +50,6 @@ std::string program_title(uint64_t seed, int id);  // "program 17 (seed 1)"
 // RapidCheck prints a counterexample as its program.
 void showValue(const ProgramSpec& spec, std::ostream& os);
 
-// Which ops of the list the programs make (Note [Generator coverage]): the compositions' (op steps
-// and ops on arbitrary operands) and those of the statements (views, detach, in-place ops).
-proptests::Coverage coverage(ops::OpId op);
-
 // The names of the statement families, for coverage counts (fuzz_stats).
 const char* family_name(const Move& move);
 

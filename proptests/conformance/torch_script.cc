@@ -56,18 +56,6 @@ std::string op_expr(const Instr& in) {
       return "mul_scalar(" + a[0] + ", " + s + ")";
     case Op::kPowScalar:
       return "torch.pow(" + a[0] + ", " + s + ")";
-    case Op::kNeg:
-      return "torch.neg(" + a[0] + ")";
-    case Op::kExp:
-      return "torch.exp(" + a[0] + ")";
-    case Op::kLog:
-      return "torch.log(" + a[0] + ")";
-    case Op::kTanh:
-      return "torch.tanh(" + a[0] + ")";
-    case Op::kSigmoid:
-      return "torch.sigmoid(" + a[0] + ")";
-    case Op::kRelu:
-      return "torch.relu(" + a[0] + ")";
     case Op::kSum:
       return "torch.sum(" + a[0] + ")";
     case Op::kMean:
@@ -114,8 +102,12 @@ std::string op_expr(const Instr& in) {
                                 ", " + s + ", " + std::to_string(in.seed) + ")");
     case Op::kClone:
       return "torch.clone(" + a[0] + ")";
-    default:  // not generated (composition_coverage())
-      break;
+    default:
+      // An elementwise unary op: its row's PyTorch spelling (Note [Op traits]).
+      if (proptests::traits(proptests::op_id(in.op)).unary_elementwise()) {
+        return std::string(proptests::traits(proptests::op_id(in.op)).torch) + "(" + a[0] + ")";
+      }
+      break;  // not generated (the traits table's kComposition column)
   }
   return "None";
 }

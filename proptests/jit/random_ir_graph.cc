@@ -20,14 +20,16 @@ using ops::OpId;
 
 // The node kinds, in a fixed order (a node spec's op is an index modulo their number; recorded
 // seeds depend on the order): first ops of the op list (ops/op_list.h) as aten:: nodes named by
-// the list, then prim:: nodes.
-constexpr OpId kAtenOps[] = {OpId::kAdd,    OpId::kSub,        OpId::kMul,       OpId::kNeg,
-                             OpId::kExp,    OpId::kTanh,       OpId::kSigmoid,   OpId::kRelu,
-                             OpId::kSum,    OpId::kMulScalar,  OpId::kTranspose, OpId::kReshape,
-                             OpId::kDetach, OpId::kAddInplace, OpId::kMulInplace};
+// the list, then kUnaryKinds nodes of an elementwise unary op of the traits table (Note [Op
+// traits]) chosen by the node's attr, then prim:: nodes.
+constexpr OpId kAtenOps[] = {OpId::kAdd,        OpId::kSub,       OpId::kMul,     OpId::kSum,
+                             OpId::kMulScalar,  OpId::kTranspose, OpId::kReshape, OpId::kDetach,
+                             OpId::kAddInplace, OpId::kMulInplace};
 constexpr unsigned kNumAtenOps = sizeof(kAtenOps) / sizeof(kAtenOps[0]);
+constexpr unsigned kUnaryKinds = 5;
+constexpr auto& kUnaryOps = ag::proptests::unary_ops<ag::proptests::kIrGraph>;
 enum class Prim { ListConstruct, ListUnpack, Constant, Print, kCount };
-constexpr unsigned kNumKinds = kNumAtenOps + static_cast<unsigned>(Prim::kCount);
+constexpr unsigned kNumKinds = kNumAtenOps + kUnaryKinds + static_cast<unsigned>(Prim::kCount);
 
 std::string kindOf(OpId op) { return std::string("aten::") + ops::op_name(op); }
 std::string kindOf(Prim prim) {
@@ -114,9 +116,29 @@ class Builder {
 
   void addNode(const NodeSpec& spec) {
     const unsigned kind = spec.op % kNumKinds;
-    if (kind >= kNumAtenOps) return addPrim(static_cast<Prim>(kind - kNumAtenOps), spec);
-    const OpId op = kAtenOps[kind];
     auto operand = [&](size_t i) { return Builder::operand(spec, i); };
+    if (kind >= kNumAtenOps + kUnaryKinds) {
+      return addPrim(static_cast<Prim>(kind - kNumAtenOps - kUnaryKinds), spec);
+    }
+    if (kind >= kNumAtenOps) {  // an elementwise unary op, on an input of its domain
+      const OpId op = kUnaryOps[(kind - kNumAtenOps + spec.attr) % kUnaryOps.size()];
+      const Known* a = pick(operand(0), isTensor);
+      if (a == nullptr) return;
+      Value* x = a->value;
+      switch (ag::proptests::traits(op).domain) {
+        case ag::proptests::Domain::kAny:
+          break;
+        case ag::proptests::Domain::kPositive:  // exp(tanh(x)), in [1/e, e]
+          x = emit(OpId::kExp, {emit(OpId::kTanh, {x})->output(0)})->output(0);
+          break;
+        case ag::proptests::Domain::kBounded:  // tanh(x)
+          x = emit(OpId::kTanh, {x})->output(0);
+          break;
+      }
+      define(emit(op, {x}), spec, {a->shape});
+      return;
+    }
+    const OpId op = kAtenOps[kind];
     switch (op) {
       case OpId::kAdd:
       case OpId::kSub:
@@ -129,17 +151,6 @@ class Builder {
         if (b == nullptr) return;
         Shape out = *broadcastShape(sa, b->shape);
         define(emit(op, {a->value, b->value}), spec, {out});
-        return;
-      }
-      case OpId::kNeg:
-      case OpId::kExp:
-      case OpId::kTanh:
-      case OpId::kSigmoid:
-      case OpId::kRelu: {
-        const Known* a = pick(operand(0), isTensor);
-        if (a == nullptr) return;
-        Shape sa = a->shape;
-        define(emit(op, {a->value}), spec, {sa});
         return;
       }
       case OpId::kSum: {
@@ -193,7 +204,7 @@ class Builder {
         define(emit(op, {self->value, other->value}), spec, {ss});
         return;
       }
-      default:  // not a node kind here (irGraphCoverage())
+      default:  // not a node kind here (the traits table's kIrGraph column)
         return;
     }
   }
@@ -263,66 +274,6 @@ std::vector<IValue> BuiltGraph::makeInputs() const {
 }
 
 BuiltGraph buildGraph(const GraphSpec& spec) { return Builder(spec).build(); }
-
-ag::proptests::Coverage irGraphCoverage(ops::OpId op) {
-  using ag::proptests::covered;
-  using ag::proptests::excluded;
-  switch (op) {
-    case OpId::kAdd:
-    case OpId::kSub:
-    case OpId::kMul:
-    case OpId::kNeg:
-    case OpId::kExp:
-    case OpId::kTanh:
-    case OpId::kSigmoid:
-    case OpId::kRelu:
-    case OpId::kSum:
-    case OpId::kMulScalar:
-    case OpId::kTranspose:
-    case OpId::kReshape:
-    case OpId::kDetach:
-    case OpId::kAddInplace:
-    case OpId::kMulInplace:
-      return covered("the aten:: node of the list's name (kAtenOps)");
-    case OpId::kView:
-      return excluded("the same op as reshape");
-    case OpId::kThreshold:
-      return excluded("relu's derivative: differentiated graphs hold it, not the forward ones");
-    case OpId::kTanhBackward:
-      return excluded("tanh's derivative: differentiated graphs hold it, not the forward ones");
-    case OpId::kRpowScalar:
-      return excluded("a kernel that no op of ops/ops.h calls");
-    case OpId::kDiv:
-    case OpId::kPow:
-    case OpId::kLog:
-    case OpId::kAddScalar:
-    case OpId::kPowScalar:
-    case OpId::kSumDim:
-    case OpId::kMean:
-    case OpId::kMeanDim:
-    case OpId::kSumTo:
-    case OpId::kBroadcastTo:
-    case OpId::kClone:
-    case OpId::kTo:
-    case OpId::kZerosLike:
-    case OpId::kOnesLike:
-    case OpId::kMm:
-    case OpId::kAddmm:
-    case OpId::kLinear:
-    case OpId::kBmm:
-    case OpId::kMatmul:
-    case OpId::kLogSoftmax:
-    case OpId::kNllLoss:
-    case OpId::kCrossEntropy:
-    case OpId::kDropout:
-    case OpId::kDropout2d:
-    case OpId::kCopyInplace:
-      return excluded(
-          "adds no alias pattern beyond the pure ops, views and in-place ops above; the traced "
-          "programs (random_program) and the compositions make the ops with values");
-  }
-  return excluded("not an op of the list");
-}
 
 rc::Gen<GraphSpec> genGraphSpec() {
   auto node = rc::gen::build<NodeSpec>(

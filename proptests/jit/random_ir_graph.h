@@ -21,7 +21,7 @@
 
 #include "engine/jit/executor.h"
 #include "engine/jit/ir.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::jit::proptest {
 
@@ -47,9 +47,6 @@ struct BuiltGraph {
 BuiltGraph buildGraph(const GraphSpec& spec);
 
 rc::Gen<GraphSpec> genGraphSpec();
-
-// Which aten:: nodes stand for each op of the list (Note [Generator coverage]).
-ag::proptests::Coverage irGraphCoverage(ops::OpId op);
 
 // RapidCheck prints counterexamples through this: the graph's text form.
 void showValue(const GraphSpec& spec, std::ostream& os);

@@ -1,5 +1,5 @@
-// The random IR graphs hold exactly the aten:: nodes of the ops irGraphCoverage() names (Note
-// [Generator coverage]): every node kind, on every input shape, and nothing else of the op list.
+// The random IR graphs hold exactly the aten:: nodes of the ops the traits table says IR graphs
+// make (Note [Op traits]): every node kind, on every input shape, and nothing else of the list.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -35,8 +35,8 @@ TEST(RandomIrGraphCoverage, GraphsHoldExactlyTheCoveredOps) {
   }
   EXPECT_TRUE(unknown.empty()) << "aten:: nodes that are not ops of the list: " << *unknown.begin();
   for (ops::OpId op : ops::kAllOps) {
-    EXPECT_EQ(made.count(op) == 1, irGraphCoverage(op).covered)
-        << ops::op_name(op) << ": " << irGraphCoverage(op).note;
+    EXPECT_EQ(made.count(op) == 1, ag::proptests::made_by(op, ag::proptests::kIrGraph))
+        << ops::op_name(op) << ": " << ag::proptests::traits(op).how;
   }
 }
 

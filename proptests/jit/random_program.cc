@@ -7,6 +7,7 @@
 #include "engine/error.h"
 #include "engine/jit/tracer.h"
 #include "ops/ops.h"
+#include "proptests/op_call.h"
 
 namespace ag::jit::proptest {
 namespace {
@@ -14,15 +15,31 @@ namespace {
 using ops::OpId;
 
 // The steps, in a fixed order (a step's op is its index modulo their number; recorded seeds
-// depend on the order): ops of the op list (ops/op_list.h), then a constant made inside the
-// program (a factory, not an op of the list).
+// depend on the order): ops of the op list (ops/op_list.h), then kUnarySteps steps of an
+// elementwise unary op of the traits table (Note [Op traits]), chosen by the step's attr, then a
+// constant made inside the program (a factory, not an op of the list).
 constexpr OpId kStepOps[] = {
-    OpId::kAdd,       OpId::kSub,     OpId::kMul,       OpId::kNeg,        OpId::kExp,
-    OpId::kTanh,      OpId::kSigmoid, OpId::kRelu,      OpId::kMulScalar,  OpId::kAddScalar,
+    OpId::kAdd,       OpId::kSub,     OpId::kMul,       OpId::kMulScalar,  OpId::kAddScalar,
     OpId::kPowScalar, OpId::kReshape, OpId::kTranspose, OpId::kDetach,     OpId::kClone,
     OpId::kSum,       OpId::kSumDim,  OpId::kMm,        OpId::kAddInplace, OpId::kMulInplace};
 constexpr unsigned kNumOpSteps = sizeof(kStepOps) / sizeof(kStepOps[0]);
-constexpr unsigned kNumSteps = kNumOpSteps + 1;  // the last: a constant
+constexpr unsigned kUnarySteps = 5;
+constexpr unsigned kNumSteps = kNumOpSteps + kUnarySteps + 1;  // the last: a constant
+constexpr auto& kUnaryOps = ag::proptests::unary_ops<ag::proptests::kJitProgram>;
+
+// An elementwise unary op on an input of its domain.
+Tensor unaryOnDomain(OpId op, const Tensor& x) {
+  using ag::proptests::Domain;
+  switch (ag::proptests::traits(op).domain) {
+    case Domain::kAny:
+      break;
+    case Domain::kPositive:  // in [1/e, e]
+      return ag::proptests::call_unary(op, ops::exp(ops::tanh(x)));
+    case Domain::kBounded:  // no overflow to inf
+      return ag::proptests::call_unary(op, ops::tanh(x));
+  }
+  return ag::proptests::call_unary(op, x);
+}
 
 // Where a tensor's memory came from: in-place ops may write only computed memory.
 enum class Root { kInput, kConstant, kComputed };
@@ -41,13 +58,19 @@ class Runner {
 
   void step(const StepSpec& s) {
     const double scalar = (static_cast<double>(s.attr % 7) - 3.0) * 0.5;
-    if (s.op % kNumSteps == kNumOpSteps) {  // made inside the program; the trace bakes it in
+    const unsigned index = s.op % kNumSteps;
+    if (index == kNumSteps - 1) {  // made inside the program; the trace bakes it in
       const Shape shape = s.attr % 2 == 0 ? Shape{2, 3} : Shape{3, 2};
       define(ops::full(shape, scalar), Root::kConstant);
       return;
     }
-    const OpId op = kStepOps[s.op % kNumSteps];
     auto any = [](const Entry&) { return true; };
+    if (index >= kNumOpSteps) {
+      const OpId op = kUnaryOps[(index - kNumOpSteps + s.attr) % kUnaryOps.size()];
+      define(unaryOnDomain(op, use(pick(s.a, any))));
+      return;
+    }
+    const OpId op = kStepOps[index];
     switch (op) {
       case OpId::kAdd:
       case OpId::kSub:
@@ -60,19 +83,6 @@ class Runner {
         define(op == OpId::kAdd   ? ops::add(x, y)
                : op == OpId::kSub ? ops::sub(x, y)
                                   : ops::mul(x, y));
-        return;
-      }
-      case OpId::kNeg:
-      case OpId::kExp:
-      case OpId::kTanh:
-      case OpId::kSigmoid:
-      case OpId::kRelu: {
-        const Tensor x = use(pick(s.a, any));
-        define(op == OpId::kNeg       ? ops::neg(x)
-               : op == OpId::kExp     ? ops::exp(ops::tanh(x))  // bounded: no overflow to inf
-               : op == OpId::kTanh    ? ops::tanh(x)
-               : op == OpId::kSigmoid ? ops::sigmoid(x)
-                                      : ops::relu(x));
         return;
       }
       case OpId::kMulScalar:
@@ -143,7 +153,7 @@ class Runner {
         self->used = false;  // its new value is not read yet
         return;
       }
-      default:  // not a step (programCoverage() below)
+      default:  // not a step (the traits table's kJitProgram column)
         return;
     }
   }
@@ -210,69 +220,6 @@ TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs) {
   r.num_inputs_ = inputs.size();
   for (const StepSpec& s : spec.steps) r.step(s);
   return r.results();
-}
-
-ag::proptests::Coverage programCoverage(ops::OpId op) {
-  using ag::proptests::covered;
-  using ag::proptests::excluded;
-  using ops::OpId;
-  switch (op) {
-    case OpId::kAdd:
-    case OpId::kSub:
-    case OpId::kMul:
-    case OpId::kNeg:
-    case OpId::kTanh:
-    case OpId::kSigmoid:
-    case OpId::kRelu:
-    case OpId::kAddScalar:
-    case OpId::kMulScalar:
-    case OpId::kPowScalar:
-    case OpId::kReshape:
-    case OpId::kTranspose:
-    case OpId::kDetach:
-    case OpId::kClone:
-    case OpId::kSum:
-    case OpId::kSumDim:
-    case OpId::kMm:
-    case OpId::kAddInplace:
-    case OpId::kMulInplace:
-      return covered("the step of the same name (kStepOps)");
-    case OpId::kExp:
-      return covered("the Exp step (exp of tanh)");
-    case OpId::kView:
-      return excluded("the same op as reshape");
-    case OpId::kLog:
-    case OpId::kDiv:
-    case OpId::kPow:
-      return excluded("undefined on some of the programs' values; the compositions make it");
-    case OpId::kThreshold:
-      return excluded("relu's derivative: runs in relu's backward");
-    case OpId::kTanhBackward:
-      return excluded("tanh's derivative: runs in tanh's backward");
-    case OpId::kRpowScalar:
-      return excluded("a kernel that no op of ops/ops.h calls");
-    case OpId::kMean:
-    case OpId::kMeanDim:
-    case OpId::kSumTo:
-    case OpId::kBroadcastTo:
-    case OpId::kTo:
-    case OpId::kZerosLike:
-    case OpId::kOnesLike:
-    case OpId::kAddmm:
-    case OpId::kLinear:
-    case OpId::kBmm:
-    case OpId::kMatmul:
-    case OpId::kLogSoftmax:
-    case OpId::kNllLoss:
-    case OpId::kCrossEntropy:
-    case OpId::kDropout:
-    case OpId::kDropout2d:
-    case OpId::kCopyInplace:
-      return excluded(
-          "not yet drawn by these programs; the compositions and the conformance "
-          "programs make it");
-  }
-  return excluded("not an op of the list");
 }
 
 rc::Gen<ProgramSpec> genProgramSpec() {

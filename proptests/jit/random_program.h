@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::jit::proptest {
 
@@ -43,9 +43,6 @@ rc::Gen<ProgramSpec> genProgramSpec();
 // second order, over first-order gradients).
 Tensor sumOfRequiringGrad(const TensorList& ts);
 Tensor sumOfSquares(const TensorList& grads);
-
-// Which steps call each op of the list (Note [Generator coverage]).
-ag::proptests::Coverage programCoverage(ops::OpId op);
 
 // RapidCheck prints counterexamples through this: the traced graph's text form.
 void showValue(const ProgramSpec& spec, std::ostream& os);

@@ -1,5 +1,5 @@
-// The random programs run exactly the ops their programCoverage() names (Note [Generator
-// coverage]).
+// The random programs run exactly the ops the traits table says JIT programs make (Note [Op
+// traits]).
 #include <gtest/gtest.h>
 
 #include "proptests/jit/random_program.h"
@@ -21,7 +21,7 @@ TEST(RandomProgramCoverage, StepsRunExactlyTheCoveredOps) {
       ran.insert(recorded.ran().begin(), recorded.ran().end());
     }
   }
-  EXPECT_EQ(ag::proptests::coverage_mismatches(programCoverage, ran), "");
+  EXPECT_EQ(ag::proptests::coverage_mismatches(ag::proptests::kJitProgram, ran), "");
 }
 
 }  // namespace

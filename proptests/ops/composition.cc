@@ -5,6 +5,7 @@
 
 #include "ops/ops.h"
 #include "proptests/fuzz_stats.h"
+#include "proptests/op_call.h"
 
 namespace ag::proptests {
 namespace {
@@ -170,23 +171,26 @@ void add_step(Builder& b, const Step& step, int index) {
         b.op(Op::kPowScalar, {b.positive(x)}, p % 4 == 2 ? 0.5 : -1.5);
       return;
     case 8:
-      b.op(Op::kNeg, {x});
-      return;
     case 9:
-      b.op(Op::kExp, {b.op(Op::kTanh, {x})});
-      return;  // bounded: no overflow in chains
     case 10:
-      b.op(Op::kLog, {b.positive(x)});
-      return;
     case 11:
-      b.op(Op::kTanh, {x});
-      return;
     case 12:
-      b.op(Op::kSigmoid, {x});
+    case 13: {  // an elementwise unary op of the traits table, on an input of its domain
+      constexpr auto& unary = unary_ops<kComposition>;
+      const ops::OpId op = unary[(kind - 8 + p) % unary.size()];
+      switch (traits(op).domain) {
+        case Domain::kAny:
+          b.op(op_of(op), {x});
+          return;
+        case Domain::kPositive:
+          b.op(op_of(op), {b.positive(x)});
+          return;
+        case Domain::kBounded:  // no overflow in chains
+          b.op(op_of(op), {b.op(Op::kTanh, {x})});
+          return;
+      }
       return;
-    case 13:
-      b.op(Op::kRelu, {x});
-      return;
+    }
     case 14:
       b.op(Op::kSum, {x});
       return;
@@ -382,79 +386,6 @@ void append_step(Plan& plan, const Step& step, int index) {
 
 const char* op_name(Op op) { return op == Op::kLeaf ? "leaf" : ops::op_name(op_id(op)); }
 
-// Which step kind of add_step() makes each op of the list (Note [Generator coverage]).
-Coverage composition_coverage(ops::OpId op) {
-  using ops::OpId;
-  switch (op) {
-    case OpId::kAdd:
-    case OpId::kSub:
-    case OpId::kMul:
-      return covered("step kinds 0-2, the second operand summed when it does not broadcast");
-    case OpId::kDiv:
-      return covered("step kind 3, by a positive divisor");
-    case OpId::kPow:
-      return covered("step kind 4, on a positive base");
-    case OpId::kThreshold:
-      return excluded("relu's derivative: reached through the gradients of relu (step kind 13)");
-    case OpId::kTanhBackward:
-      return excluded("tanh's derivative: reached through the gradients of tanh");
-    case OpId::kNeg:
-    case OpId::kExp:
-    case OpId::kLog:
-    case OpId::kTanh:
-    case OpId::kSigmoid:
-    case OpId::kRelu:
-      return covered("step kinds 8-13 (exp of tanh, log of a positive value)");
-    case OpId::kAddScalar:
-    case OpId::kMulScalar:
-    case OpId::kPowScalar:
-      return covered("step kinds 5-7");
-    case OpId::kRpowScalar:
-      return excluded("a kernel that no op of ops/ops.h calls");
-    case OpId::kSum:
-    case OpId::kSumDim:
-    case OpId::kMean:
-    case OpId::kMeanDim:
-      return covered("step kinds 14-17");
-    case OpId::kSumTo:
-    case OpId::kBroadcastTo:
-      return covered("step kinds 18-19");
-    case OpId::kReshape:
-      return covered("step kind 20, and the adapters to 1-D and 2-D");
-    case OpId::kView:
-      return excluded("the same op as reshape; the conformance programs' view statements");
-    case OpId::kTranspose:
-      return covered("step kind 21");
-    case OpId::kDetach:
-      return excluded("makes no history; the conformance programs' detach statements");
-    case OpId::kClone:
-      return covered("step kind 27");
-    case OpId::kTo:
-      return excluded("a copy to another device; compositions run on one device");
-    case OpId::kZerosLike:
-    case OpId::kOnesLike:
-      return excluded("constant results with no gradient to check; derivative formulas use them");
-    case OpId::kMm:
-    case OpId::kAddmm:
-    case OpId::kLinear:
-    case OpId::kBmm:
-    case OpId::kMatmul:
-      return covered("step kind 22, with fresh weight leaves");
-    case OpId::kLogSoftmax:
-    case OpId::kNllLoss:
-    case OpId::kCrossEntropy:
-      return covered("step kinds 23-24");
-    case OpId::kDropout:
-    case OpId::kDropout2d:
-      return covered("step kinds 25-26");
-    case OpId::kAddInplace:
-    case OpId::kMulInplace:
-    case OpId::kCopyInplace:
-      return excluded("in-place ops: the conformance programs' in-place statements");
-  }
-  return excluded("not an op of the list");
-}
-
 std::string describe(const Plan& plan) {
   std::ostringstream os;
   for (size_t i = 0; i < plan.instrs.size(); ++i) {
@@ -534,18 +465,6 @@ Tensor run_instr(const Instr& in, const TensorList& v) {
       return ops::mul(v[0], in.scalar);
     case Op::kPowScalar:
       return ops::pow(v[0], in.scalar);
-    case Op::kNeg:
-      return ops::neg(v[0]);
-    case Op::kExp:
-      return ops::exp(v[0]);
-    case Op::kLog:
-      return ops::log(v[0]);
-    case Op::kTanh:
-      return ops::tanh(v[0]);
-    case Op::kSigmoid:
-      return ops::sigmoid(v[0]);
-    case Op::kRelu:
-      return ops::relu(v[0]);
     case Op::kSum:
       return ops::sum(v[0]);
     case Op::kSumDim:
@@ -584,8 +503,9 @@ Tensor run_instr(const Instr& in, const TensorList& v) {
       return ops::dropout2d(v[0], in.scalar, true, in.seed);
     case Op::kClone:
       return ops::clone(v[0]);
-    default:  // not generated (composition_coverage() above)
-      break;
+    default:
+      if (traits(op_id(in.op)).unary_elementwise()) return call_unary(op_id(in.op), v[0]);
+      break;  // not generated (the traits table, Note [Op traits])
   }
   throw std::logic_error(std::string("run_instr: ") + op_name(in.op) + " is not generated");
 }

@@ -18,7 +18,7 @@
 
 #include "engine/tensor.h"
 #include "ops/op_list.h"
-#include "proptests/op_coverage.h"
+#include "proptests/op_traits.h"
 
 namespace ag::proptests {
 
@@ -43,13 +43,13 @@ struct Program {
 };
 
 // An instruction's op: a leaf, or an op of the op list (ops/op_list.h), with the list's names.
-// Which of them the compositions generate: composition_coverage() (Note [Generator coverage]).
+// Which of them the compositions generate: the traits table's kComposition column (Note [Op
+// traits], proptests/op_traits.h).
 #define AG_COMPOSITION_OP(Name, name, rule) k##Name,
 enum class Op { kLeaf, AG_OPS(AG_COMPOSITION_OP) };
 #undef AG_COMPOSITION_OP
 constexpr ops::OpId op_id(Op op) { return static_cast<ops::OpId>(static_cast<int>(op) - 1); }
 constexpr Op op_of(ops::OpId id) { return static_cast<Op>(static_cast<int>(id) + 1); }
-Coverage composition_coverage(ops::OpId op);
 
 struct Instr {
   Op op = Op::kLeaf;

@@ -1,5 +1,5 @@
-// The compositions generate exactly the ops that composition_coverage() says they cover (Note
-// [Generator coverage]): every step kind with every parameter, on bases of 0 to 3 dims, makes each
+// The compositions generate exactly the ops that the traits table says they make (Note [Op
+// traits]): every step kind with every parameter, on bases of 0 to 3 dims, makes each
 // covered op of the list at least once and no excluded one.
 #include <gtest/gtest.h>
 
@@ -26,8 +26,8 @@ TEST(CompositionCoverage, GeneratesExactlyTheCoveredOps) {
     }
   }
   for (ops::OpId op : ops::kAllOps) {
-    EXPECT_EQ(made.count(op) == 1, composition_coverage(op).covered)
-        << ops::op_name(op) << ": " << composition_coverage(op).note;
+    EXPECT_EQ(made.count(op) == 1, made_by(op, kComposition))
+        << ops::op_name(op) << ": " << traits(op).how;
   }
 }
 
