@@ -34,8 +34,8 @@ class ExecPlan {
 // run grad() over one shared graph for different inputs at the same time.
 class Call {
  public:
-  Call(const Node& node, ExecPlan* plan, bool create_graph, const EngineOptions& options)
-      : node_(node), plan_(plan), create_graph_(create_graph), options_(options) {}
+  Call(const Node& node, ExecPlan* plan, const EngineOptions& options)
+      : node_(node), plan_(plan), options_(options) {}
 
   // True iff this call needs the gradient for the node's i-th next edge. With
   // per_call_needs_input_grad off it degrades to "that input requires grad" (the old behaviour).
@@ -52,7 +52,6 @@ class Call {
     const Edge& e = node_.next_edge(i);
     return e.is_valid() && (plan_ == nullptr || plan_->on_executed_path(e));
   }
-  bool create_graph() const { return create_graph_; }
   // Sends the gradient for the i-th next edge before apply() returns: the engine adds it into the
   // receiving node's buffer at once, as it adds apply()'s results after it returns (apply() then
   // returns an undefined gradient at i). For a node that stands for several ops, so that the sums
@@ -70,12 +69,10 @@ class Call {
   Tensor* sum_target(size_t i) const {
     return plan_ == nullptr ? nullptr : plan_->sum_target(node_, i);
   }
-  const EngineOptions& options() const { return options_; }
 
  private:
   const Node& node_;
   ExecPlan* plan_;
-  bool create_graph_;
   const EngineOptions& options_;
 };
 

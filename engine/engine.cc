@@ -460,8 +460,7 @@ TensorList GraphTask::call(Node& node, TensorList&& grads) {
     Counters& c = counters();
     ++c.nodes_executed;
     if (c.trace_executed) c.executed.push_back(node.sequence_nr());
-    outputs =
-        node.apply(std::move(grads), Call(node, this, request_.create_graph, request_.options));
+    outputs = node.apply(std::move(grads), Call(node, this, request_.options));
     AG_CHECK(outputs.size() == node.num_outputs(), "Function '", node.name(), "' returned ",
              outputs.size(), " gradients but expected ", node.num_outputs(),
              " (one per forward input)");
@@ -536,6 +535,8 @@ TensorList execute(const ExecuteRequest& request) {
            "backward()/grad() cannot run while ops are traced: trace the forward, then "
            "differentiate the traced graph's results (or trace with TraceMode::kWithGradients)");
   GradModeGuard grad_mode(request.create_graph);
+  // The call's options are in force for the ops its formulas run too (Note [Engine options]).
+  OptionsGuard options(request.options);
   ScratchLease<Scratch> scratch;
   return GraphTask(request, *scratch).run();
 }

@@ -2,35 +2,34 @@
 
 #include <atomic>
 #include <cstdint>
-#include <utility>
 
 namespace ag {
 
-uint32_t EngineOptions::bits() const {
-  return uint32_t{prune_by_topo_nr} | uint32_t{prune_by_reachability} << 1 |
-         uint32_t{per_call_needs_input_grad} << 2 | uint32_t{guard_saves} << 3 |
-         uint32_t{skip_zero_products} << 4 | uint32_t{fuse_gradient_sums} << 5;
-}
+namespace {
 
-EngineOptions EngineOptions::from_bits(uint32_t bits) {
-  return EngineOptions()
-      .with_prune_by_topo_nr((bits & 1) != 0)
-      .with_prune_by_reachability((bits & 2) != 0)
-      .with_per_call_needs_input_grad((bits & 4) != 0)
-      .with_guard_saves((bits & 8) != 0)
-      .with_skip_zero_products((bits & 16) != 0)
-      .with_fuse_gradient_sums((bits & 32) != 0);
-}
+// The list's fields as pointers to members, in its order: bit k is kFields[k].
+#define AG_OPTION_MEMBER(field, name, reader) &EngineOptions::field,
+constexpr bool EngineOptions::*kFields[] = {AG_ENGINE_OPTIONS(AG_OPTION_MEMBER)};
+#undef AG_OPTION_MEMBER
+#define AG_OPTION_NAME(field, name, reader) name,
+constexpr const char* kNames[] = {AG_ENGINE_OPTIONS(AG_OPTION_NAME)};
+#undef AG_OPTION_NAME
+#define AG_OPTION_READER(field, name, reader) OptionReader::reader,
+constexpr OptionReader kReaders[] = {AG_ENGINE_OPTIONS(AG_OPTION_READER)};
+#undef AG_OPTION_READER
+static_assert(sizeof(kFields) / sizeof(kFields[0]) == EngineOptions::kCount);
+
+}  // namespace
+
+const char* option_name(int k) { return kNames[k]; }
+OptionReader option_reader(int k) { return kReaders[k]; }
 
 std::string to_string(const EngineOptions& o) {
   std::string s;
-  for (auto [on, name] :
-       {std::pair{o.prune_by_topo_nr, "topo_nr"},
-        std::pair{o.prune_by_reachability, "reachability"},
-        std::pair{o.per_call_needs_input_grad, "per_call"}, std::pair{o.guard_saves, "guard_saves"},
-        std::pair{o.skip_zero_products, "skip_zero_products"},
-        std::pair{o.fuse_gradient_sums, "fuse_sums"}}) {
-    if (on) s += s.empty() ? name : std::string(" ") + name;
+  for (int k = 0; k < EngineOptions::kCount; ++k) {
+    if (!(o.*kFields[k])) continue;
+    if (!s.empty()) s += ' ';
+    s += kNames[k];
   }
   return s.empty() ? "none" : s;
 }

@@ -5,87 +5,105 @@
 
 namespace ag {
 
-// The switchable optimizations. All on by default; every benchmark and property compares
-// "off" and "on" in one process.
+// Note [Engine options]
+// The switchable optimizations, one line each, all on by default, so that every benchmark and
+// property compares "off" and "on" in one process:
+//
+//   X(field, "name", reader)
+//
+// From the list come the fields of EngineOptions, their with_*() setters, all_off(), the bits
+// (the list's order, the first line the lowest bit), the number of combinations, equality and
+// the names of to_string(). The reader says when a switch is read:
+//   kCall  by the engine, while a backward call runs (discovery, the per-call view, its sums);
+//   kOps   by the ops, when they record a node or run a kernel: during the forward, and during a
+//          backward call for the ops its formulas run (under create_graph they record nodes).
+// Both kinds are set the same ways: for one grad()/backward() call (GradArgs().engine_options()),
+// for a scope (OptionsGuard) or for the process (set_default_options). A call's options are in
+// force for the ops its formulas run as well (execute(), engine/engine.cc), so the two ways of
+// setting them for a call cannot be told apart.
+//
+// A new option is its line here, the code where it acts, and its test.
+//
+// clang-format off
+#define AG_ENGINE_OPTIONS(X)                                                                    \
+  /* Note [Topological number]: discovery never expands nodes that cannot reach an input. */    \
+  X(prune_by_topo_nr, "topo_nr", kCall)                                                         \
+  /* Note [Reachability signature]: a second, finer discovery cut. */                           \
+  X(prune_by_reachability, "reachability", kCall)                                               \
+  /* Note [Per-call view]: nodes evaluate only the formulas this call needs. */                 \
+  X(per_call_needs_input_grad, "per_call", kCall)                                               \
+  /* Note [Guarded saves]: ops save a value only if a formula that can run needs it. */         \
+  X(guard_saves, "guard_saves", kOps)                                                           \
+  /* Note [Products with a zero operand]: a product with an all-zero operand is written as   */ \
+  /* zeros instead of multiplied. Off: every product multiplies, as PyTorch's kernels do.    */ \
+  X(skip_zero_products, "skip_zero_products", kOps)                                             \
+  /* Note [Sums fused into formulas]: without create_graph, an elementwise formula whose     */ \
+  /* gradient meets one already waiting adds itself into it in the same pass.                */ \
+  X(fuse_gradient_sums, "fuse_sums", kCall)
+// clang-format on
+
+// When a switch is read (Note [Engine options]).
+enum class OptionReader : uint8_t { kCall, kOps };
+
 struct EngineOptions {
-  // Note [Topological number]: discovery never expands nodes that cannot reach an input.
-  bool prune_by_topo_nr = true;
-  // Note [Reachability signature]: a second, finer discovery cut (engine/reach_signature.h).
-  bool prune_by_reachability = true;
-  // Note [Per-call view]: nodes evaluate only the formulas this call needs.
-  bool per_call_needs_input_grad = true;
-  // Note [Guarded saves]: ops save a value only if a formula that can run needs it.
-  bool guard_saves = true;
-  // Note [Products with a zero operand] (ops/cpu/zero_operand.h): a CPU product with an all-zero
-  // operand is written as zeros instead of multiplied. Off: every product multiplies, as PyTorch's
-  // kernels do (seed 001's off / on comparison runs with it off).
-  bool skip_zero_products = true;
-  // Note [Sums fused into formulas] (engine/engine.cc): without create_graph, an elementwise
-  // formula whose gradient meets one already waiting adds itself into it in the same pass.
-  bool fuse_gradient_sums = true;
+#define AG_OPTION_FIELD(field, name, reader) bool field = true;
+  AG_ENGINE_OPTIONS(AG_OPTION_FIELD)
+#undef AG_OPTION_FIELD
 
-  static EngineOptions all_off() {
-    return EngineOptions()
-        .with_prune_by_topo_nr(false)
-        .with_prune_by_reachability(false)
-        .with_per_call_needs_input_grad(false)
-        .with_guard_saves(false)
-        .with_skip_zero_products(false)
-        .with_fuse_gradient_sums(false);
-  }
   // Copies with one switch changed: EngineOptions().with_prune_by_reachability(false).
-  EngineOptions with_prune_by_topo_nr(bool on) const {
-    return with(&EngineOptions::prune_by_topo_nr, on);
+#define AG_OPTION_SETTER(field, name, reader) \
+  EngineOptions with_##field(bool on) const { \
+    EngineOptions copy = *this;               \
+    copy.field = on;                          \
+    return copy;                              \
   }
-  EngineOptions with_prune_by_reachability(bool on) const {
-    return with(&EngineOptions::prune_by_reachability, on);
+  AG_ENGINE_OPTIONS(AG_OPTION_SETTER)
+#undef AG_OPTION_SETTER
+
+  static EngineOptions all_off() { return from_bits(0); }
+
+  // The switches as bits, in the list's order, and back: the process-wide default is kept in one
+  // word, and tests enumerate all kCombinations.
+#define AG_OPTION_ONE(field, name, reader) +1
+  static constexpr int kCount = 0 AG_ENGINE_OPTIONS(AG_OPTION_ONE);
+#undef AG_OPTION_ONE
+  static constexpr uint32_t kCombinations = uint32_t{1} << kCount;
+  uint32_t bits() const {
+    uint32_t out = 0, k = 0;
+#define AG_OPTION_BIT(field, name, reader) out |= uint32_t{field} << k++;
+    AG_ENGINE_OPTIONS(AG_OPTION_BIT)
+#undef AG_OPTION_BIT
+    return out;
   }
-  EngineOptions with_per_call_needs_input_grad(bool on) const {
-    return with(&EngineOptions::per_call_needs_input_grad, on);
-  }
-  EngineOptions with_guard_saves(bool on) const { return with(&EngineOptions::guard_saves, on); }
-  EngineOptions with_skip_zero_products(bool on) const {
-    return with(&EngineOptions::skip_zero_products, on);
-  }
-  EngineOptions with_fuse_gradient_sums(bool on) const {
-    return with(&EngineOptions::fuse_gradient_sums, on);
+  static EngineOptions from_bits(uint32_t bits) {
+    EngineOptions o;
+    uint32_t k = 0;
+#define AG_OPTION_FROM_BIT(field, name, reader) o.field = ((bits >> k++) & 1) != 0;
+    AG_ENGINE_OPTIONS(AG_OPTION_FROM_BIT)
+#undef AG_OPTION_FROM_BIT
+    return o;
   }
 
-  // The switches as bits, prune_by_topo_nr the lowest and then in the order above, and back: the
-  // process-wide default is kept in one word, and tests enumerate all kCombinations.
-  static constexpr uint32_t kCombinations = 64;
-  uint32_t bits() const;
-  static EngineOptions from_bits(uint32_t bits);
-
-  bool operator==(const EngineOptions& o) const {
-    return prune_by_topo_nr == o.prune_by_topo_nr &&
-           prune_by_reachability == o.prune_by_reachability &&
-           per_call_needs_input_grad == o.per_call_needs_input_grad &&
-           guard_saves == o.guard_saves && skip_zero_products == o.skip_zero_products &&
-           fuse_gradient_sums == o.fuse_gradient_sums;
-  }
-
- private:
-  EngineOptions with(bool EngineOptions::*field, bool on) const {
-    EngineOptions copy = *this;
-    copy.*field = on;
-    return copy;
-  }
+  bool operator==(const EngineOptions& o) const { return bits() == o.bits(); }
+  bool operator!=(const EngineOptions& o) const { return !(*this == o); }
 };
+
+// Option k of the list (0 <= k < EngineOptions::kCount): its name and when it is read.
+const char* option_name(int k);
+OptionReader option_reader(int k);
 
 // The switches that are on, by name ("topo_nr reachability per_call guard_saves
 // skip_zero_products fuse_sums" for the default), or "none": for graph descriptions and failure
 // messages.
 std::string to_string(const EngineOptions& options);
 
-// The options in force on this thread: a scoped override if one is active, else the process-wide
-// default.
+// The options in force on this thread: a scoped override if one is active (an OptionsGuard, or
+// the options of the backward call running on this thread), else the process-wide default.
 EngineOptions current_options();
 void set_default_options(const EngineOptions& options);
 EngineOptions default_options();
 
-// Overrides the options on this thread for its lifetime (forward ops read guard_saves from here;
-// backward()/grad() read the rest unless given options explicitly).
+// Overrides the options on this thread for its lifetime.
 class OptionsGuard {
  public:
   explicit OptionsGuard(const EngineOptions& options);
