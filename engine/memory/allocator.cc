@@ -21,11 +21,11 @@ namespace {
 // - 4K aliasing. A load whose address matches an in-flight store's in its low 12 bits waits
 //   for that store. An elementwise kernel stores out[i] and then loads a[i + k]; if out starts a
 //   little above a modulo 4096, which blocks carved one after another from the heap do, nearly
-//   every load waits. Timed alone, a 1000-element float add whose output sat 128 bytes above
-//   one input and 64 above the other (modulo 4096) took 229 ns; at equal offsets, 28 ns. With
-//   the alignment above, same-sized arrays start at the same offset modulo 4096 (out[i] aliases
-//   only a[i], which was loaded first), and a smaller class's arrays start a multiple of their
-//   own size apart, so any alias lies past the array's end.
+//   every load waits: an add whose output sat a little above its inputs (modulo 4096) took
+//   several times as long as one at equal offsets. With the alignment above, same-sized arrays
+//   start at the same offset modulo 4096 (out[i] aliases only a[i], which was loaded first), and a
+//   smaller class's arrays start a multiple of their own size apart, so any alias lies past the
+//   array's end.
 // - Reproducible rounding: Eigen's vectorized reductions start at the first aligned element, so
 //   the summation order of a buffer would otherwise depend on where malloc put it.
 size_t block_alignment(size_t block_bytes) {

@@ -10,8 +10,8 @@ namespace ag {
 // Note [Per-thread byte accounting]
 // Every Storage allocation and free updates its device's live-byte count, and tests assert on
 // those counts exactly. A shared atomic counter would make that a locked read-modify-write on
-// every op; on x86 it also waits for the kernel's output stores to drain first, which cost about
-// 10 ns of a 1000-element add. So each thread keeps its own running balance (a shard that only
+// every op; on x86 it also waits for the kernel's output stores to drain first, a visible part
+// of a small add. So each thread keeps its own running balance (a shard that only
 // it writes, with plain loads and stores) and the live count is the sum of all shards plus the
 // balance left by threads that have ended.
 //

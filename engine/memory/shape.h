@@ -139,7 +139,7 @@ class Shape {
   }
   // Out of line, so that copy_from() stays small enough to be inlined where shapes are copied
   // (every op output's metadata, every recorded input): with assign() inside it, each copy was a
-  // call, about 240 instructions per tiny-graph grad call in all.
+  // call.
   [[gnu::noinline]] void copy_spilled(const Shape& other) { assign(other.begin(), other.end()); }
   void take(Shape& other) {
     if (other.heap_) {
