@@ -26,8 +26,9 @@
 //   1. Add its line here; the kinds, names, scalar rules (CPU strided path, CUDA kernels) and the
 //      kernel tests (ops/tests/cpu_isa_test.cc, cuda/tests/kernels_test.cc) follow.
 //   2. Add its Eigen case in ops/cpu/kernels.cc (the compiler points at the switch).
-//   3. Write the op: its function in ops/ops.h, its forward and derivative spec in
-//      ops/elementwise.cc (Note [Derivative spec], ops/spec.h), the spec named by its kind.
+//   3. Write its rule in the table at the top of ops/elementwise.cc (Note [Derivative spec],
+//      ops/spec.h); a plain unary op's function (ops/ops.h) is generated from its line and
+//      records its rule, `name_rule`.
 //   4. Each test generator's coverage() (Note [Generator coverage], proptests/op_coverage.h) now
 //      lacks a case, and the compiler points at it: cover the op or exclude it with a reason. To
 //      cover it in the random compositions, give it a step in proptests/ops/composition.cc and
@@ -47,18 +48,30 @@
   /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */     \
   X(TanhBackward, "tanh_backward", x * (T(1) - y * y))
 
-// Unary kinds: out = (kind)(x); the *Scalar ones combine the element with the scalar `s`.
-#define AG_UNARY_OPS(X)                          \
-  X(Neg, "neg", -x)                              \
-  X(Exp, "exp", exp(x))                          \
-  X(Log, "log", log(x))                          \
-  X(Tanh, "tanh", tanh(x))                       \
-  X(Sigmoid, "sigmoid", T(1) / (T(1) + exp(-x))) \
-  X(Relu, "relu", x > T(0) ? x : T(0))           \
-  X(AddScalar, "add_scalar", x + s)              \
-  X(MulScalar, "mul_scalar", x * s)              \
-  X(PowScalar, "pow_scalar", pow(x, s))          \
+// Plain unary kinds: out = name(x), each the op `Tensor name(const Tensor&)` of ops/ops.h, whose
+// declaration and definition are generated from its line (AG_PLAIN_UNARY_FUNCTIONS). A line is
+// P(X, Name, name, rule) with `name` an identifier, which AG_UNARY_OPS gives X as a string.
+#define AG_PLAIN_UNARY_OPS(X, P)                  \
+  P(X, Neg, neg, -x)                              \
+  P(X, Exp, exp, exp(x))                          \
+  P(X, Log, log, log(x))                          \
+  P(X, Tanh, tanh, tanh(x))                       \
+  P(X, Sigmoid, sigmoid, T(1) / (T(1) + exp(-x))) \
+  P(X, Relu, relu, x > T(0) ? x : T(0))
+
+// Unary kinds that combine the element with the op's scalar `s`.
+#define AG_SCALAR_UNARY_OPS(X)      \
+  X(AddScalar, "add_scalar", x + s) \
+  X(MulScalar, "mul_scalar", x * s) \
+  X(PowScalar, "pow_scalar", pow(x, s)) \
   X(RpowScalar, "rpow_scalar", pow(s, x))
+
+#define AG_LIST_LINE(X, Name, name, rule) X(Name, #name, rule)
+#define AG_FUNCTION_LINE(X, Name, name, rule) X(Name, name, rule)
+// Unary kinds: out = (kind)(x), X(Name, "name", rule); the plain ones first.
+#define AG_UNARY_OPS(X) AG_PLAIN_UNARY_OPS(X, AG_LIST_LINE) AG_SCALAR_UNARY_OPS(X)
+// The plain unary ops as X(Name, name, rule), `name` the op's C++ function.
+#define AG_PLAIN_UNARY_FUNCTIONS(X) AG_PLAIN_UNARY_OPS(X, AG_FUNCTION_LINE)
 // clang-format on
 
 namespace ag::ops {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "ops/kinds.h"
 
 namespace ag::ops {
 
@@ -34,12 +35,11 @@ Tensor pow(const Tensor& base, const Tensor& exponent);
 Tensor add(const Tensor& a, double s);
 Tensor mul(const Tensor& a, double s);
 Tensor pow(const Tensor& base, double exponent);
-Tensor neg(const Tensor& a);
-Tensor exp(const Tensor& a);
-Tensor log(const Tensor& a);
-Tensor tanh(const Tensor& a);
-Tensor sigmoid(const Tensor& a);
-Tensor relu(const Tensor& a);
+// The plain unary ops, one per line of the op list (AG_PLAIN_UNARY_OPS, ops/kinds.h): neg, exp,
+// log, tanh, sigmoid, relu, ..., each Tensor name(const Tensor& a).
+#define AG_DECLARE_PLAIN_UNARY(Name, name, rule) Tensor name(const Tensor& a);
+AG_PLAIN_UNARY_FUNCTIONS(AG_DECLARE_PLAIN_UNARY)
+#undef AG_DECLARE_PLAIN_UNARY
 // relu's backward: grad where result > 0, else 0 (differentiable in both arguments).
 Tensor threshold_backward(const Tensor& grad, const Tensor& result);
 Tensor tanh_backward(const Tensor& grad, const Tensor& result);

@@ -72,6 +72,12 @@ struct ForwardValue : Slot {
   constexpr ForwardValue(int k, const char* name) : Slot{Kind::kForward, uint8_t(k), name} {}
 };
 
+// The slots most rules name: exp(self), mul(self, other), and their result.
+namespace slots {
+inline constexpr Input self{0, "self"}, other{1, "other"};
+inline constexpr Result result{};
+}  // namespace slots
+
 // The ops' attributes, one struct per kind. An OpNode holds one of them. fields(f) calls
 // f(name, field) for each field: the names the IR gives them (engine/jit, Note [Op schema]).
 struct NoAttrs {
