@@ -22,7 +22,7 @@ Tensor zeros_like(const Tensor& t);
 Tensor zeros(const TensorMeta& meta);
 // Regenerates the history of a view whose base was written since it was recorded.
 void refresh_view(const Tensor& view);
-// Whether ops are being traced on this thread (Note [Tracing hook] in ops/spec.h): custom
+// Whether ops are being traced on this thread (Note [Tracing hook] in ops/trace_hook.h): custom
 // Functions refuse to run under any trace (their backward is not an op of the op set).
 bool tracing();
 // Whether the trace records forward ops only: backward()/grad() refuse to run under it (a trace

@@ -23,7 +23,7 @@ struct FunctionName<F, std::void_t<decltype(F::name)>> {
 
 template <typename F>
 TensorList Function<F>::apply(const TensorList& inputs) {
-  // A trace would record forward's ops and lose backward (Note [Tracing hook], ops/spec.h).
+  // A trace would record forward's ops and lose backward (Note [Tracing hook], ops/trace_hook.h).
   AG_CHECK(!engine_ops::tracing(), "Function '", detail::FunctionName<F>::get(),
            "': custom Functions cannot be traced (their backward is not an op of the op set)");
   auto state = std::make_unique<FunctionState>();

@@ -11,6 +11,7 @@
 #include "ops/fused.h"
 #include "ops/op_list.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 #include "ops/spec.h"
 
 namespace ag::ops {

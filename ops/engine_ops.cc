@@ -2,7 +2,7 @@
 #include "engine/engine_ops.h"
 
 #include "ops/ops.h"
-#include "ops/spec.h"
+#include "ops/trace_hook.h"
 #include "ops/views.h"
 
 namespace ag::engine_ops {

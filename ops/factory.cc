@@ -5,7 +5,9 @@
 #include "ops/checks.h"
 #include "ops/counter_rng.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::ops {
 

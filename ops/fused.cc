@@ -5,7 +5,8 @@
 #include "engine/counters.h"
 #include "ops/backend.h"
 #include "ops/ops.h"
-#include "ops/spec.h"
+#include "ops/record.h"
+#include "ops/slots.h"
 
 namespace ag::ops {
 
@@ -28,7 +29,7 @@ namespace ag::ops {
 // in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and engine/jit/compile_test.cc.
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
-  if (!a.same_layout_as(b) || !a.same_layout_as(c)) return a * (scale * b * c);
+  if (!a.same_layout_as(b)) return a * (scale * b * c);
   ++counters().fused_formulas;
   Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
   return record(scaled_product_spec(), {&a, &b, &c}, std::move(out), ScalarAttrs{scale});

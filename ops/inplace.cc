@@ -8,7 +8,9 @@
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 #include "ops/views.h"
 
 namespace ag::ops {

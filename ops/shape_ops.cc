@@ -3,6 +3,7 @@
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 #include "ops/spec.h"
 #include "ops/views.h"
 

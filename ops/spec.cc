@@ -8,6 +8,7 @@
 #include "engine/grad_mode.h"
 #include "engine/options.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 
 namespace ag::ops {
 

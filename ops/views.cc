@@ -6,7 +6,7 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
-#include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::ops {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-// Calls an op of the list by its name (Note [Op schema], ops/spec.h), so that a generator runs an
+// Calls an op of the list by its name (Note [Op schema], ops/schema.h), so that a generator runs an
 // elementwise unary op from its row in the traits table (Note [Op traits], proptests/op_traits.h)
 // with no call of its own.
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // The ops of the op list that engine code runs while a RecordedOps lives on this thread, seen
-// through the tracing hook (Note [Tracing hook], ops/spec.h), so that a generator's test can
+// through the tracing hook (Note [Tracing hook], ops/trace_hook.h), so that a generator's test can
 // check what the traits table says it makes against what it really runs (Note [Op traits]).
 
 #include <set>
@@ -9,6 +9,7 @@
 
 #include "ops/op_list.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 #include "proptests/op_traits.h"
 
 namespace ag::proptests {

@@ -3,7 +3,7 @@
 //   jit::GraphExecutor exec(*graph);              // compiles once (graph verified first)
 //   TensorList out = exec.run(TensorList{x, w});  // any number of runs
 //
-// Each aten:: node calls its op through the op's spec (Note [Op schema], ops/spec.h), so a run is
+// Each aten:: node calls its op through the op's spec (Note [Op schema], ops/schema.h), so a run is
 // exactly the eager program: the same kernels, the same aliasing (a view shares storage, an
 // in-place op writes its input), and, under grad mode, the same autograd nodes. A
 // prim::DifferentiableGraph runs its body as one unit and becomes one autograd node whose

@@ -8,7 +8,7 @@
 // other blocks: the IR has no control flow.
 //
 // The operators are the op set's: `aten::<name>` is the op whose spec is named <name> in ops/
-// (Note [Op schema] in ops/spec.h), with the spec's inputs and attributes; the few `prim::`
+// (Note [Op schema] in ops/schema.h), with the spec's inputs and attributes; the few `prim::`
 // operators are the IR's own (constants, lists, a print, groups; engine/jit/schema.h). Values are
 // engine Tensors at run time (engine/jit/executor.h), so aliasing in the IR is the engine's.
 //

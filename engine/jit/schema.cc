@@ -10,7 +10,7 @@ namespace {
 constexpr Type T = Type::Tensor;
 constexpr Type L = Type::TensorList;
 
-// The IR kind of each field type of the ops' attribute structs (ops/spec.h).
+// The IR kind of each field type of the ops' attribute structs (ops/slots.h).
 struct KindOf {
   std::vector<AttributeSpec>& out;
   void operator()(const char* name, double) { out.push_back({name, AttributeKind::Float}); }
@@ -66,7 +66,7 @@ struct FromIr {
   }
 };
 
-// aten::<name>: the op's spec, read as a schema (Note [Op schema] in ops/spec.h).
+// aten::<name>: the op's spec, read as a schema (Note [Op schema] in ops/schema.h).
 OpSchema fromSpec(const ops::OpSpec& spec) {
   OpSchema s;
   s.name = "aten::" + spec.name();

@@ -2,7 +2,7 @@
 // know about each.
 //
 // `aten::<name>` is the op set's op <name>: its schema is derived from the op's spec (Note [Op
-// schema] in ops/spec.h): one Tensor input per input of the spec, one Tensor output, the
+// schema] in ops/schema.h): one Tensor input per input of the spec, one Tensor output, the
 // attributes its attribute struct names, and its aliasing kind. There is no second table: an op
 // added to ops/ with a forward is an IR operator. The `prim::` operators are the IR's own:
 //   prim::Constant            a float, a tensor (a traced constant) or None (undefined tensor)

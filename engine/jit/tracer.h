@@ -6,8 +6,8 @@
 //   Tensor y = ops::tanh(ops::mm(x, w));       // runs as usual, and is recorded
 //   std::unique_ptr<jit::Graph> g = scope.finish({y});
 //
-// Every op reports itself through the op set's tracing hook (Note [Tracing hook], ops/spec.h) as
-// `aten::<spec name>` with the spec's attributes. The trace follows tensors, not variables:
+// Every op reports itself through the op set's tracing hook (Note [Tracing hook],
+// ops/trace_hook.h) as `aten::<spec name>` with the spec's attributes. The trace follows tensors, not variables:
 //  - an op's result stands for the new value; a view's result aliases its input in the IR, as at
 //    run time (the op's AliasKind);
 //  - an in-place op's result is a new value standing for the written tensor from then on, so
@@ -46,7 +46,9 @@
 #include <vector>
 
 #include "engine/jit/ir.h"
+#include "engine/node.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::jit {
 

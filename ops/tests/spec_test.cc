@@ -11,6 +11,8 @@
 #include "engine/tests/test_util.h"
 #include "ops/op_list.h"
 #include "ops/ops.h"
+#include "ops/record.h"
+#include "ops/schema.h"
 
 namespace ag::ops {
 namespace {

@@ -10,7 +10,7 @@
 #include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/ops.h"
-#include "ops/spec.h"
+#include "ops/record.h"
 #include "proptests/ops/composition.h"
 #include "proptests/property.h"
 

@@ -1,0 +1,104 @@
+#pragma once
+
+// What a rule names (Note [Derivative spec], ops/spec.h): the slots its formulas read, and its
+// op's attributes.
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "engine/device.h"
+#include "engine/tensor.h"
+
+namespace ag::ops {
+
+// A value a formula may read.
+struct Slot {
+  enum class Kind : uint8_t { kInput, kResult, kForward };
+  Kind kind;
+  uint8_t position;  // the input's index, or the forward value's
+  const char* name;
+};
+struct Input : Slot {
+  constexpr Input(int index, const char* name) : Slot{Kind::kInput, uint8_t(index), name} {}
+};
+struct Result : Slot {
+  constexpr explicit Result(const char* name = "result") : Slot{Kind::kResult, 0, name} {}
+};
+// The forward's k-th handed-over value (record()'s from_forward, in order).
+struct ForwardValue : Slot {
+  constexpr ForwardValue(int k, const char* name) : Slot{Kind::kForward, uint8_t(k), name} {}
+};
+
+// The slots most rules name: exp(self), mul(self, other), and their result.
+namespace slots {
+inline constexpr Input self{0, "self"}, other{1, "other"};
+inline constexpr Result result{};
+}  // namespace slots
+
+// The ops' attributes, one struct per kind. An OpNode holds one of them. fields(f) calls
+// f(name, field) for each field: the names the IR gives them (engine/jit, Note [Op schema]).
+struct NoAttrs {
+  template <typename F>
+  void fields(F&&) {}
+};
+struct ScalarAttrs {  // add, mul, pow by a scalar
+  double scalar;
+  template <typename F>
+  void fields(F&& f) {
+    f("scalar", scalar);
+  }
+};
+struct DimAttrs {  // sum over a dim, log_softmax
+  int64_t dim;
+  bool keepdim = false;
+  template <typename F>
+  void fields(F&& f) {
+    f("dim", dim);
+    f("keepdim", keepdim);
+  }
+};
+struct TransposeAttrs {
+  int64_t dim0, dim1;
+  template <typename F>
+  void fields(F&& f) {
+    f("dim0", dim0);
+    f("dim1", dim1);
+  }
+};
+struct ProductAttrs {  // mm, bmm: which operands the product transposes
+  bool transpose_a, transpose_b;
+  template <typename F>
+  void fields(F&& f) {
+    f("transpose_a", transpose_a);
+    f("transpose_b", transpose_b);
+  }
+};
+struct TargetsAttrs {  // nll_loss: the class of each row (shared: nodes copy their attributes)
+  std::shared_ptr<const std::vector<int64_t>> targets;
+  template <typename F>
+  void fields(F&& f) {
+    f("targets", targets);
+  }
+};
+struct DeviceAttrs {  // to(): the input's device, where its gradient goes back, and the target
+  Device device;
+  Device target;
+  template <typename F>
+  void fields(F&& f) {
+    f("device", device);
+    f("target", target);
+  }
+};
+struct ShapeAttrs {  // reshape, sum_to, broadcast_to: the result's shape
+  Shape shape;
+  template <typename F>
+  void fields(F&& f) {
+    f("shape", shape);
+  }
+};
+using OpAttrs = std::variant<NoAttrs, ScalarAttrs, DimAttrs, TransposeAttrs, ProductAttrs,
+                             TargetsAttrs, DeviceAttrs, ShapeAttrs>;
+
+}  // namespace ag::ops
