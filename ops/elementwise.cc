@@ -93,9 +93,12 @@ const auto relu_rule = unary_rule<UnaryKind::kRelu>(
 // keeps a relu gradient connected to relu's input, so grad(grad(y, x), x) on a ReLU network
 // returns (zero) gradients through the graph and a final backward reaches the weights, exactly
 // as in PyTorch, instead of failing with "not reachable".
-const auto threshold_backward_rule = binary_rule<BinaryKind::kThreshold, threshold_backward>(
-    {grad_output, {output}, [](const Ctx& c) { return threshold_backward(c.grad(), c[output]); }},
-    {output, {}, [](const Ctx& c) { return zeros_like(c.grad()); }});
+const auto threshold_backward_rule =
+    binary_rule<BinaryKind::kThresholdBackward, threshold_backward>(
+        {grad_output,
+         {output},
+         [](const Ctx& c) { return threshold_backward(c.grad(), c[output]); }},
+        {output, {}, [](const Ctx& c) { return zeros_like(c.grad()); }});
 // tanh's derivative, grad * (1 - result^2), as an op of its own (PyTorch's tanh_backward): one
 // kernel instead of three, and its own derivatives (as in derivatives.yaml) where the inlined
 // formula's graph would record three nodes, five formulas and a gradient sum under create_graph.
@@ -217,7 +220,7 @@ Tensor scalar_op(const KindRule<K>& rule, const Tensor& a, double scalar) {
 // Whether an activation's derivative keeps a gradient's known zeros (Note [Known zeros]): it
 // writes the gradient or +0 (threshold_backward), or not (0 * (1 - result^2) is NaN for an Inf
 // result).
-constexpr bool zeros_give_zeros(BinaryKind kind) { return kind == BinaryKind::kThreshold; }
+constexpr bool zeros_give_zeros(BinaryKind kind) { return kind == BinaryKind::kThresholdBackward; }
 
 // An activation's derivative as one kernel (threshold_backward, tanh_backward): the incoming
 // gradient and the activation's result, of one shape.

@@ -44,8 +44,8 @@
   X(Div, "div", x / y)                                                      \
   X(Pow, "pow", pow(x, y))                                                  \
   /* x where y > 0, else 0: relu's backward in one pass (PyTorch's name) */ \
-  X(Threshold, "threshold_backward", y > T(0) ? x : T(0))              \
-  /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */     \
+  X(ThresholdBackward, "threshold_backward", y > T(0) ? x : T(0))           \
+  /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */         \
   X(TanhBackward, "tanh_backward", x * (T(1) - y * y))
 
 // Plain unary kinds: out = name(x), each the op `Tensor name(const Tensor&)` of ops/ops.h, whose
@@ -63,8 +63,7 @@
 #define AG_SCALAR_UNARY_OPS(X)      \
   X(AddScalar, "add_scalar", x + s) \
   X(MulScalar, "mul_scalar", x * s) \
-  X(PowScalar, "pow_scalar", pow(x, s)) \
-  X(RpowScalar, "rpow_scalar", pow(s, x))
+  X(PowScalar, "pow_scalar", pow(x, s))
 
 #define AG_LIST_LINE(X, Name, name, rule) X(Name, #name, rule)
 #define AG_FUNCTION_LINE(X, Name, name, rule) X(Name, name, rule)
@@ -89,7 +88,7 @@ inline constexpr UnaryKind kAllUnaryKinds[] = {AG_UNARY_OPS(AG_UNARY_KIND)};
 #undef AG_BINARY_KIND
 #undef AG_UNARY_KIND
 
-// The kind's name in the list ("add", "rpow_scalar").
+// The kind's name in the list ("add", "pow_scalar").
 #define AG_KIND_NAME(Name, name, rule) name,
 constexpr const char* kind_name(BinaryKind kind) {
   constexpr const char* kNames[] = {AG_BINARY_OPS(AG_KIND_NAME)};

@@ -141,7 +141,8 @@ inline constexpr OpTraits kRows[] = {
     op(OpId::kPow, G | C | P,
        "pow on a positive base ((sigmoid(a) + 0.5) ^ b); undefined on the JIT generators' "
        "values; the API model's rules are mul's and log's", "torch.pow"),
-    op(OpId::kThreshold, kNoGenerator, kDerivativeOnly, "torch.ops.aten.threshold_backward"),
+    op(OpId::kThresholdBackward, kNoGenerator, kDerivativeOnly,
+       "torch.ops.aten.threshold_backward"),
     op(OpId::kTanhBackward, kNoGenerator, kDerivativeOnly, "torch.ops.aten.tanh_backward"),
     // Elementwise unary ops: every generator makes them from their rows.
     unary(OpId::kNeg, "torch.neg", Domain::kAny, Saves::kNothing,
@@ -178,7 +179,6 @@ inline constexpr OpTraits kRows[] = {
     op(OpId::kPowScalar, G | C | P | A | J,
        "pow_scalar by 2 and 3 (and 0.5, -1.5 on a positive base); the IR graphs' scalar op is "
        "mul_scalar", "torch.pow"),
-    op(OpId::kRpowScalar, kNoGenerator, "a kernel that no op of ops/ops.h calls", "torch.pow"),
     // Reductions and shapes.
     op(OpId::kSum, G | C | P | A | J | I, "sum of the whole tensor", "torch.sum"),
     op(OpId::kSumDim, G | C | P | A | J,

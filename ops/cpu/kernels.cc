@@ -82,7 +82,7 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
     case BinaryKind::kPow:
       out = a.pow(b);
       break;
-    case BinaryKind::kThreshold:
+    case BinaryKind::kThresholdBackward:
       out = a.binaryExpr(b, ThresholdOp<T>());
       break;
     case BinaryKind::kTanhBackward:
@@ -166,9 +166,6 @@ void unary_aligned(UnaryKind kind, const T* in, T* out, int64_t n, double scalar
       break;
     case UnaryKind::kPowScalar:
       y = x.pow(s);
-      break;
-    case UnaryKind::kRpowScalar:
-      y = x.unaryExpr([s](T v) { return std::pow(s, v); });
       break;
   }
 }

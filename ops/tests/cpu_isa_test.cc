@@ -64,7 +64,7 @@ std::vector<double> rounded(const std::vector<double>& v, DType dtype) {
 const int64_t kSizes[] = {1, 7, 16, 33, 1000};
 const int64_t kLarge = (int64_t{1} << 16) + 5;
 bool large_for(BinaryKind kind) {
-  return kind == BinaryKind::kAdd || kind == BinaryKind::kThreshold;
+  return kind == BinaryKind::kAdd || kind == BinaryKind::kThresholdBackward;
 }
 bool large_for(UnaryKind kind) { return kind == UnaryKind::kTanh || kind == UnaryKind::kRelu; }
 
