@@ -13,27 +13,26 @@
 // of type T (float or double), written once and compiled for host and device: from the list come
 // the kinds (BinaryKind::kName), their names (kind_name()), the scalar reference rule (apply_binary
 // and apply_unary in ops/scalar_rules.h, which run the CPU's strided and broadcasting loops and
-// the CUDA kernels), and every list of "all kinds" that tests and generators walk
-// (kAllBinaryKinds, kAllUnaryKinds). The CPU's vectorized Eigen kernels (ops/cpu/kernels.cc) keep
-// one switch each, since Eigen vectorizes its own expressions (x.exp(), a.pow(b)) and not a
-// scalar lambda; with -Wall -Werror (.bazelrc) a kind missing there is a compile error.
+// the CUDA kernels), the CPU's contiguous kernels (ops/cpu/kernels.cc: an Eigen expression where
+// one is written there, which Eigen vectorizes, else a loop over the rule), every list of "all
+// kinds" that tests and generators walk (kAllBinaryKinds, kAllUnaryKinds), and for a plain unary
+// op its function in ops/ops.h (declared from the list, defined by ops/elementwise.cc). A rule
+// may call the <cmath> functions that AG_SCALAR_MATH (ops/scalar_rules.h) names.
 //
-// These two lists, with the ops that are not one kernel (AG_TENSOR_OPS), make the whole op set:
+// These lists, with the ops that are not one kernel (AG_TENSOR_OPS), make the whole op set:
 // AG_OPS in ops/op_list.h, which gives every op an OpId and the test generators their op
-// enumerations, names and coverage tables.
+// enumerations and names.
 //
 // To add an elementwise op:
-//   1. Add its line here; the kinds, names, scalar rules (CPU strided path, CUDA kernels) and the
-//      kernel tests (ops/tests/cpu_isa_test.cc, cuda/tests/kernels_test.cc) follow.
-//   2. Add its Eigen case in ops/cpu/kernels.cc (the compiler points at the switch).
-//   3. Write its rule in the table at the top of ops/elementwise.cc (Note [Derivative spec],
-//      ops/spec.h); a plain unary op's function (ops/ops.h) is generated from its line and
-//      records its rule, `name_rule`.
-//   4. Each test generator's coverage() (Note [Generator coverage], proptests/op_coverage.h) now
-//      lacks a case, and the compiler points at it: cover the op or exclude it with a reason. To
-//      cover it in the random compositions, give it a step in proptests/ops/composition.cc and
-//      its value in their reference (proptests/ops/reference.cc), which computes values
-//      independently of the engine on purpose.
+//   1. Add its line here; the kinds, names, scalar rules (CPU kernels, CUDA kernels), the kernel
+//      tests (ops/tests/cpu_isa_test.cc, cuda/tests/kernels_test.cc) and, for a plain unary op,
+//      its function follow.
+//   2. Add its rule to the table at the top of ops/elementwise.cc (Note [Derivative spec],
+//      ops/spec.h): a plain unary op's is `name_rule`, which its generated function records.
+//   3. Give it its row in the test tree's op table (Note [Op traits], proptests/op_traits.h); the
+//      compiler points at the table until it has one.
+//   Optionally, an Eigen expression in ops/cpu/kernels.cc where Eigen vectorizes the rule better
+//   than the plain loop does (transcendentals).
 //
 // clang-format off
 // Binary kinds: out = x (kind) y.

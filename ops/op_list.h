@@ -3,7 +3,7 @@
 // The op set as one list: the elementwise kernels of Note [The op list] (ops/kinds.h) and every
 // other op of ops/ops.h. Plain macros and constexpr tables with no dependencies, so that the
 // proptest generators (and the API model, which must not depend on the engine) take their op
-// enumerations and names from here (Note [Generator coverage], proptests/op_coverage.h).
+// enumerations and names from here (Note [Op traits], proptests/op_traits.h).
 
 #include "ops/kinds.h"
 

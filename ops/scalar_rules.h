@@ -11,22 +11,24 @@
 
 namespace ag::ops {
 
-// The rules call pow, exp, log and tanh unqualified: on the host they are std's overloads (float
+// The rules call <cmath>'s functions unqualified: on the host they are std's overloads (float
 // stays float), on the device CUDA's (global) ones; never ag::ops's tensor functions of the same
-// names.
+// names. AG_SCALAR_MATH names every function a rule may call (ops/cpu/kernels.cc's loops use it
+// too).
+// clang-format off
 #ifdef __CUDA_ARCH__
-#define AG_SCALAR_MATH \
-  using ::exp;         \
-  using ::log;         \
-  using ::pow;         \
-  using ::tanh
+#define AG_SCALAR_MATH_FROM ::
 #else
-#define AG_SCALAR_MATH \
-  using std::exp;      \
-  using std::log;      \
-  using std::pow;      \
-  using std::tanh
+#define AG_SCALAR_MATH_FROM std::
 #endif
+#define AG_SCALAR_MATH                                                                            \
+  using AG_SCALAR_MATH_FROM exp; using AG_SCALAR_MATH_FROM expm1; using AG_SCALAR_MATH_FROM log;  \
+  using AG_SCALAR_MATH_FROM log1p; using AG_SCALAR_MATH_FROM pow; using AG_SCALAR_MATH_FROM sqrt; \
+  using AG_SCALAR_MATH_FROM sin; using AG_SCALAR_MATH_FROM cos; using AG_SCALAR_MATH_FROM tan;    \
+  using AG_SCALAR_MATH_FROM asin; using AG_SCALAR_MATH_FROM acos; using AG_SCALAR_MATH_FROM atan; \
+  using AG_SCALAR_MATH_FROM sinh; using AG_SCALAR_MATH_FROM cosh; using AG_SCALAR_MATH_FROM tanh; \
+  using AG_SCALAR_MATH_FROM erf; using AG_SCALAR_MATH_FROM fabs
+// clang-format on
 
 #define AG_RULE_CASE(Kind, Name, rule) \
   case Kind::k##Name:                  \
@@ -51,6 +53,5 @@ AG_HOST_DEVICE inline T apply_unary(UnaryKind kind, T x, T s) {
 }
 
 #undef AG_RULE_CASE
-#undef AG_SCALAR_MATH
 
 }  // namespace ag::ops

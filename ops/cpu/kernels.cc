@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/scalar_rules.h"  // AG_SCALAR_MATH only: this file instantiates none of its functions
+
 namespace ag::ops::AG_CPU_NAMESPACE {
 namespace {
 
@@ -61,9 +63,41 @@ struct Eigen::internal::functor_traits<ag::ops::AG_CPU_NAMESPACE::ThresholdOp<T>
 namespace ag::ops::AG_CPU_NAMESPACE {
 namespace {
 
-// out = a (kind) b over whole arrays, vectorized by Eigen: each kind's rule of the op list (Note
-// [The op list], ops/kinds.h) as an Eigen expression, which Eigen vectorizes and a scalar lambda
-// would not. No default: with -Wall -Werror a kind missing here does not compile.
+// A kind's rule of the op list (Note [The op list], ops/kinds.h) as written there, for the kinds
+// without an Eigen expression below: out = a (kind) b element by element, through Eigen (a and b
+// may be any of its expressions).
+template <typename T, typename A, typename B, typename O>
+void rule_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
+#define AG_RULE_BINARY(Name, name, rule) \
+  case BinaryKind::k##Name:              \
+    out = a.binaryExpr(b, [](T x, T y) { \
+      AG_SCALAR_MATH;                    \
+      return static_cast<T>(rule);       \
+    });                                  \
+    return;
+  switch (kind) { AG_BINARY_OPS(AG_RULE_BINARY) }
+#undef AG_RULE_BINARY
+}
+
+// out = (kind)(in) with the op's scalar s, as a plain loop per kind, which the compiler may
+// vectorize where the rule allows.
+template <typename T>
+void rule_unary(UnaryKind kind, const T* in, T* out, int64_t n, T s) {
+#define AG_RULE_UNARY(Name, name, rule) \
+  case UnaryKind::k##Name:              \
+    for (int64_t i = 0; i < n; ++i) {   \
+      AG_SCALAR_MATH;                   \
+      const T x = in[i];                \
+      out[i] = static_cast<T>(rule);    \
+    }                                   \
+    return;
+  switch (kind) { AG_UNARY_OPS(AG_RULE_UNARY) }
+#undef AG_RULE_UNARY
+}
+
+// out = a (kind) b over whole arrays, vectorized by Eigen: a kind's rule as an Eigen expression,
+// which Eigen vectorizes and a scalar lambda would not. A kind without one here runs its rule
+// (rule_binary).
 template <typename T, typename A, typename B, typename O>
 void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
   switch (kind) {
@@ -88,6 +122,8 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
     case BinaryKind::kTanhBackward:
       out = a * (T(1) - b * b);
       break;
+    default:
+      rule_binary<T>(kind, a, b, out);
   }
 }
 
@@ -133,7 +169,7 @@ void scaled_product(const T* a, const T* b, const T* c, T scale, T* out, int64_t
       a, b, c, out);
 }
 
-// The unary kinds likewise (Note [The op list]); no default, so a missing kind does not compile.
+// The unary kinds likewise; a kind without an Eigen expression here runs its rule (rule_unary).
 template <typename T, int A>
 void unary_aligned(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
   InVec<T, A> x(in, n);
@@ -167,6 +203,8 @@ void unary_aligned(UnaryKind kind, const T* in, T* out, int64_t n, double scalar
     case UnaryKind::kPowScalar:
       y = x.pow(s);
       break;
+    default:
+      rule_unary<T>(kind, in, out, n, s);
   }
 }
 
