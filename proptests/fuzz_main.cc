@@ -108,7 +108,7 @@ void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& tota
 }
 
 int run(Args a) {
-  if (!a.against.empty()) a.property = conformance::register_against(a.against);
+  if (!a.against.empty()) a.property = proptests::register_against(a.against);
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {
     if (a.property.empty() || &p == find_property(a.property)) selected.push_back(&p);
@@ -167,7 +167,7 @@ int run(Args a) {
           selected[i]->name.c_str(), r.failure.c_str(), selected[i]->name.c_str(),
           static_cast<unsigned long long>(seed), a.batch, a.max_nodes,
           a.against.empty() ? "" : (" --against " + a.against).c_str());
-      if (!a.against.empty()) std::printf("%s", conformance::reduced_last_mismatch().c_str());
+      if (!a.against.empty()) std::printf("%s", proptests::reduced_last_mismatch().c_str());
       if (!a.keep_going) return 1;
       ++failures;
     }

@@ -19,7 +19,7 @@ const char* const kOpNames[] = {"add",     "sub",        "mul",          "div_sa
                                 "sum_all", "mean",       "reshape_back", "transpose2",
                                 "matmul",  "linear",     "log_softmax",  "cross_entropy",
                                 "dropout", "custom_mul", "custom_two"};
-static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<int>(OpKind::kCount));
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<int>(StepKind::kCount));
 
 // The seed's Mul (issue 56500): computes each gradient only when this call needs it.
 struct CustomMul : Function<CustomMul> {
@@ -90,46 +90,46 @@ TensorList apply_step(const StepSpec& step, const Tensor& a, const Tensor& b) {
   using namespace ops;
   const uint32_t b_index = step.b;
   switch (kind_of(step)) {
-    case OpKind::kAdd:
+    case StepKind::kAdd:
       return {add(a, b)};
-    case OpKind::kSub:
+    case StepKind::kSub:
       return {sub(a, b)};
-    case OpKind::kMul:
+    case StepKind::kMul:
       return {mul(a, b)};
-    case OpKind::kDivSafe:
+    case StepKind::kDivSafe:
       return {div(a, add(mul(b, b), 1.0))};
-    case OpKind::kUnary:
+    case StepKind::kUnary:
       return {apply_unary(unary_of(step), a)};
-    case OpKind::kPowScalar:
+    case StepKind::kPowScalar:
       return {pow(a, 2.0)};
-    case OpKind::kPowTensor:
+    case StepKind::kPowTensor:
       return {pow(add(sigmoid(a), 0.5), b)};
-    case OpKind::kSumKeepdim:
+    case StepKind::kSumKeepdim:
       return {a.dim() == 0 ? sum(a) : sum(a, static_cast<int64_t>(b_index % a.dim()), true)};
-    case OpKind::kSumAll:
+    case StepKind::kSumAll:
       return {sum(a)};
-    case OpKind::kMean:
+    case StepKind::kMean:
       return {mean(a)};
-    case OpKind::kReshapeBack:
+    case StepKind::kReshapeBack:
       return {reshape(reshape(a, {-1}), a.shape())};
-    case OpKind::kTranspose2:
+    case StepKind::kTranspose2:
       return {a.dim() == 2 ? transpose(transpose(a, 0, 1), 0, 1) : a};
-    case OpKind::kMatmul:
+    case StepKind::kMatmul:
       return {mm(as_2x3(a), gram(b))};
-    case OpKind::kLinear:
+    case StepKind::kLinear:
       return {linear(as_2x3(a), gram(b), sum(as_2x3(b), 0))};
-    case OpKind::kLogSoftmax:
+    case StepKind::kLogSoftmax:
       return {log_softmax(as_2x3(a), 1)};
-    case OpKind::kCrossEntropy:
+    case StepKind::kCrossEntropy:
       return {cross_entropy(
           as_2x3(a), {static_cast<int64_t>(b_index % 3), static_cast<int64_t>(b_index / 3 % 3)})};
-    case OpKind::kDropout:
+    case StepKind::kDropout:
       return {dropout(a, 0.3, /*train=*/true, b_index)};
-    case OpKind::kCustomMul:
+    case StepKind::kCustomMul:
       return {CustomMul::apply({a, b})[0]};
-    case OpKind::kCustomTwo:
+    case StepKind::kCustomTwo:
       return CustomTwo::apply({a, b});
-    case OpKind::kCount:
+    case StepKind::kCount:
       break;
   }
   return {a};
@@ -153,11 +153,12 @@ bool leaf_requires_grad(const GraphSpec& spec, size_t i) {
 
 }  // namespace
 
-const char* op_name(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
+const char* op_name(StepKind kind) { return kOpNames[static_cast<int>(kind)]; }
 
-OpKind kind_of(const StepSpec& s) {
+StepKind kind_of(const StepSpec& s) {
   const int choice = ((s.op % kNumStepChoices) + kNumStepChoices) % kNumStepChoices;
-  return choice < static_cast<int>(OpKind::kCount) ? static_cast<OpKind>(choice) : OpKind::kUnary;
+  return choice < static_cast<int>(StepKind::kCount) ? static_cast<StepKind>(choice)
+                                                     : StepKind::kUnary;
 }
 
 ops::OpId unary_of(const StepSpec& s) {
@@ -166,7 +167,7 @@ ops::OpId unary_of(const StepSpec& s) {
 }
 
 const char* step_name(const StepSpec& s) {
-  return kind_of(s) == OpKind::kUnary ? ops::op_name(unary_of(s)) : op_name(kind_of(s));
+  return kind_of(s) == StepKind::kUnary ? ops::op_name(unary_of(s)) : op_name(kind_of(s));
 }
 
 std::vector<NeedsRecord>& custom_function_log() {

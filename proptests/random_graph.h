@@ -18,7 +18,7 @@
 
 namespace ag::proptests {
 
-enum class OpKind : int {
+enum class StepKind : int {
   kAdd,
   kSub,
   kMul,
@@ -43,12 +43,12 @@ enum class OpKind : int {
   kCount
 };
 
-const char* op_name(OpKind kind);
+const char* op_name(StepKind kind);
 
 // A step's op is drawn among kNumStepChoices: the kinds, with kUnary weighted as many as the
 // table's unary ops were when they were kinds of their own.
 inline constexpr int kUnaryWeight = 6;
-inline constexpr int kNumStepChoices = static_cast<int>(OpKind::kCount) + kUnaryWeight - 1;
+inline constexpr int kNumStepChoices = static_cast<int>(StepKind::kCount) + kUnaryWeight - 1;
 
 struct StepSpec {
   int op = 0;  // a choice, taken modulo kNumStepChoices (kind_of)
@@ -56,7 +56,7 @@ struct StepSpec {
   uint32_t b = 0;
 };
 
-OpKind kind_of(const StepSpec& step);
+StepKind kind_of(const StepSpec& step);
 // The elementwise unary op of a kUnary step.
 ops::OpId unary_of(const StepSpec& step);
 // The step's name: its kind's, or its unary op's list name.

@@ -12,7 +12,8 @@ TEST(RandomGraphCoverage, StepsRunExactlyTheCoveredOps) {
   std::set<ops::OpId> ran;
   for (int op = 0; op < kNumStepChoices; ++op) {
     // Custom Functions refuse to run under a trace; their forwards call mul and sub.
-    if (op == static_cast<int>(OpKind::kCustomMul) || op == static_cast<int>(OpKind::kCustomTwo))
+    if (op == static_cast<int>(StepKind::kCustomMul) ||
+        op == static_cast<int>(StepKind::kCustomTwo))
       continue;
     for (int shapes = 0; shapes < 36; ++shapes) {  // every pair of the shape family
       for (uint32_t b = 0; b < 16; ++b) {          // both leaves, and every unary op of the table

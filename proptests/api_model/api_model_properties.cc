@@ -1,10 +1,10 @@
-// Property 8 of DESIGN.md: the API's state follows PyTorch's rules. A RapidCheck state machine
+// The API's state follows PyTorch's rules (proptests/README.md). A RapidCheck state machine
 // (commands.h) runs random sequences of calls on the engine and on an independent model of
 // PyTorch's rules (model.h) and compares everything a user can observe after every call.
 #include "proptests/api_model/commands.h"
 #include "proptests/property.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 AG_PROPERTY(ApiModel, FollowsPyTorchRules) {
@@ -14,4 +14,4 @@ AG_PROPERTY(ApiModel, FollowsPyTorchRules) {
 }
 
 }  // namespace
-}  // namespace ag::api_model
+}  // namespace ag::proptests

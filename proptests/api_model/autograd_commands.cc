@@ -6,7 +6,7 @@
 #include "proptests/api_model/command_gens.h"
 #include "proptests/api_model/command_util.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 class SetRequiresGrad final : public ApiCommand {
@@ -301,4 +301,4 @@ CommandPtr make_grad(const Model& m) {
   return std::make_shared<Grad>(std::move(*a), m.next_name());
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

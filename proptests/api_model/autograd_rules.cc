@@ -7,10 +7,10 @@
 #include "proptests/api_model/model.h"
 #include "proptests/api_model/op_rules.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 // One call's walk of the recorded graph.
-struct Model::Plan {
+struct Model::BackwardWalk {
   std::vector<Use> roots, gos;
   std::vector<int> go_impls;        // -1: implicit ones
   std::vector<Ref> targets;         // the requested edges
@@ -97,8 +97,8 @@ Outcome Model::validate(const char* api, const CallArgs& args) {
   return {};
 }
 
-Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
-  Plan p;
+Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
+  BackwardWalk p;
   p.targets = targets;
   for (int name : args.roots) p.roots.push_back(use_of(impl_of(name), true));
   for (size_t r = 0; r < args.roots.size(); ++r) {
@@ -154,7 +154,7 @@ Model::Plan Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
   return p;
 }
 
-Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
+Outcome Model::execute_checks(const BackwardWalk& p, const std::set<int>& written) {
   Outcome out;
   auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
   for (int n = 0; n < p.planned(); ++n) {
@@ -211,7 +211,7 @@ Outcome Model::execute_checks(const Plan& p, const std::set<int>& written) {
   return out;
 }
 
-void Model::release(const Plan& p, const CallArgs& args, bool certain) {
+void Model::release(const BackwardWalk& p, const CallArgs& args, bool certain) {
   const bool retain = args.retain_graph < 0 ? args.create_graph : args.retain_graph == 1;
   if (retain) return;
   for (int n = 0; n < p.planned(); ++n) {
@@ -230,7 +230,7 @@ namespace {
 
 // The custom Function nodes a call runs and the needs_input_grad each must see.
 template <typename RunsFn, typename EdgeNeeded>
-std::map<int, std::vector<bool>> custom_needs(const Program& program, RunsFn runs,
+std::map<int, std::vector<bool>> custom_needs(const ApiProgram& program, RunsFn runs,
                                               EdgeNeeded edge_needed) {
   std::map<int, std::vector<bool>> out;
   for (int n = 0; n < program.size(); ++n) {
@@ -251,7 +251,8 @@ std::map<int, std::vector<bool>> custom_needs(const Program& program, RunsFn run
 // grad and, for every formula on a path from the roots to t, the saved values it reads that
 // require grad (a constant formula cuts everything above it). Also the storages its graph may
 // have saved, for Note [Uncertain state].
-Ref Model::grad_history(const Plan& p, const Ref& t, Watch* watch, bool* through_other_target) {
+Ref Model::grad_history(const BackwardWalk& p, const Ref& t, Watch* watch,
+                        bool* through_other_target) {
   const int size = program_.size();
   std::vector<char> need(size, 0);
   for (int n = 0; n < p.planned(); ++n) {
@@ -336,7 +337,7 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
   incoming.tracked = history.node >= 0;
   incoming.ref = history;
   sum.inputs.push_back(incoming);
-  std::vector<double> total = Program::forward(OpKind::kAdd, {}, sum.inputs)[0].v;
+  std::vector<double> total = ApiProgram::forward(OpKind::kAdd, {}, sum.inputs)[0].v;
   const bool tracked = sum.inputs[0].tracked || sum.inputs[1].tracked;
   fresh(total, tracked ? add_node(std::move(sum)) : Ref{});
 }
@@ -363,7 +364,7 @@ Outcome Model::backward(const CallArgs& args) {
   }
   std::vector<Ref> targets;
   for (int i : target_impls) targets.push_back(edge(i));
-  Plan p = plan(args, targets);
+  BackwardWalk p = plan(args, targets);
   if (args.inputs.empty()) {  // every leaf the roots reach
     p.all = true;
     p.all_only_to_leaves = sem_.backward_computes_only_gradients_for_leaves_that_want_them;
@@ -424,7 +425,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   if (out.expect == Expect::kRaise) return out;
   std::vector<Ref> targets;
   for (int name : args.inputs) targets.push_back(edge(impl_of(name)));
-  Plan p = plan(args, targets);
+  BackwardWalk p = plan(args, targets);
   for (const Ref& t : targets) {
     const bool reached =
         sem_.reached_node_gives_zeros ? p.reachable[t.node] != 0 : p.reached_edges.count(t) > 0;
@@ -485,4 +486,4 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   return out;
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

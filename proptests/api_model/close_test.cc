@@ -8,7 +8,7 @@
 
 #include "proptests/api_model/sut.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -60,4 +60,4 @@ TEST(ApiModelValueCheck, ADifferenceJustBelowTheToleranceIsCloseAndJustAboveIsNo
 }
 
 }  // namespace
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -5,7 +5,7 @@
 
 #include "proptests/api_model/commands.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 // tensor_commands.cc
 CommandPtr make_leaf(const Model& m);
@@ -22,4 +22,4 @@ CommandPtr make_take_grad(const Model& m);
 CommandPtr make_backward(const Model& m);
 CommandPtr make_grad(const Model& m);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

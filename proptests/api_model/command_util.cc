@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 std::string tname(int name) { return name < 0 ? "None" : "t" + std::to_string(name); }
 
@@ -54,4 +54,4 @@ bool tame(const std::vector<double>& values) {
   return true;
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

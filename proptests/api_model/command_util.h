@@ -10,7 +10,7 @@
 
 #include "proptests/api_model/model.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 // "t7"; "None" for -1.
 std::string tname(int name);
@@ -35,4 +35,4 @@ bool all_values(const Model& m, int name, const std::function<bool(double)>& ok)
 // Whether `values` are finite and small enough that later ops stay well conditioned.
 bool tame(const std::vector<double>& values);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

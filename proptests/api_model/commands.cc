@@ -4,7 +4,7 @@
 #include "proptests/api_model/command_gens.h"
 #include "proptests/api_model/custom_functions.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 namespace {
 
@@ -150,4 +150,4 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                          }));
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -25,7 +25,7 @@
 #include "proptests/api_model/model.h"
 #include "proptests/api_model/sut.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 class ApiCommand : public rc::state::Command<Model, Sut> {
  public:
@@ -48,4 +48,4 @@ using CommandPtr = std::shared_ptr<const rc::state::Command<Model, Sut>>;
 // A random command that is valid in state `m` (rc::state::gen::commands calls it per step).
 rc::Gen<CommandPtr> gen_command(const Model& m);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

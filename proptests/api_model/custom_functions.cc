@@ -3,7 +3,7 @@
 #include "engine/function.h"
 #include "ops/ops.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 int next_tag = -1;
@@ -57,4 +57,4 @@ std::map<int, std::vector<bool>>& custom_needs_log() {
 Tensor custom_mul(const Tensor& p, const Tensor& q) { return CMul::apply({p, q})[0]; }
 TensorList custom_two(const Tensor& p, const Tensor& q) { return Two::apply({p, q}); }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

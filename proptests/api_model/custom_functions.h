@@ -12,7 +12,7 @@
 
 #include "engine/tensor.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 // The tag the next custom forward records.
 void set_next_custom_tag(int tag);
@@ -23,4 +23,4 @@ std::map<int, std::vector<bool>>& custom_needs_log();
 Tensor custom_mul(const Tensor& p, const Tensor& q);
 TensorList custom_two(const Tensor& p, const Tensor& q);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <stdexcept>
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 template <typename T>
 struct Dual {
@@ -102,7 +102,7 @@ T relu_of(const T& x) {
 // A function at any Dual level from its value and derivatives at a point: d[0] is the function,
 // d[1] its derivative, d[2] its second derivative (an elementwise unary op's row, Note [Op
 // traits], proptests/op_traits.h). Level k of a Dual needs derivative k, so rows with two
-// derivatives serve Dual<Dual<double>>, the deepest the model evaluates (Program::kMaxDepth).
+// derivatives serve Dual<Dual<double>>, the deepest the model evaluates (ApiProgram::kMaxDepth).
 template <int K, typename Fn, size_t N>
 double taylor(const Fn (&d)[N], double x) {
   static_assert(K < static_cast<int>(N));
@@ -133,4 +133,4 @@ Dual<T> from_result(const Dual<T>& x, const Dual<T>& delta, F f, H h) {
   return {y, h(y) * x.d + delta.d};
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -6,7 +6,7 @@
 
 #include "proptests/api_model/op_rules.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 bool Model::has(int name) const {
   auto it = handles_.find(name);
@@ -238,7 +238,7 @@ std::vector<Val<double>> Model::preview(OpKind kind, const OpAttrs& attrs,
     uses.push_back(std::move(u));
   }
   if (!shapes_valid(kind, attrs, shapes)) return {};
-  return Program::forward(kind, attrs, uses);
+  return ApiProgram::forward(kind, attrs, uses);
 }
 
 Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector<int>& operands) {
@@ -256,7 +256,7 @@ Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector
     n.inputs.push_back(use_of(impl_of(o), true));
     tracked_any = tracked_any || n.inputs.back().tracked;
   }
-  std::vector<Val<double>> out = Program::forward(kind, attrs, n.inputs);
+  std::vector<Val<double>> out = ApiProgram::forward(kind, attrs, n.inputs);
   const int storage = new_storage(out[0].v);
   // PyTorch's matmul and linear end in in-place reshapes of their result for some shapes.
   storages_[storage].version_from_zero = kind != OpKind::kMatmul && kind != OpKind::kLinear;
@@ -326,7 +326,7 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
     add_saves(n, {base >= 0 ? base : a, b});
   }
   Use other_use = use_of(b, false);
-  std::vector<double> written = Program::forward(kind, {}, {self_use, other_use})[0].v;
+  std::vector<double> written = ApiProgram::forward(kind, {}, {self_use, other_use})[0].v;
   StorageState& storage = storages_[impls_[a].storage];
   storage.values = std::move(written);
   ++storage.version;
@@ -352,7 +352,7 @@ Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int
   n.kind = kind;
   n.inputs = {use_of(impl_of(p), true), use_of(impl_of(q), true)};
   const bool tracked_any = n.inputs[0].tracked || n.inputs[1].tracked;
-  std::vector<Val<double>> out = Program::forward(kind, {}, n.inputs);
+  std::vector<Val<double>> out = ApiProgram::forward(kind, {}, n.inputs);
   std::vector<int> results;
   for (const Val<double>& v : out) results.push_back(new_impl(v.shape, new_storage(v.v)));
   if (tracked_any) {
@@ -395,4 +395,4 @@ Outcome Model::take_grad(int name, int of) {
   return {};
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

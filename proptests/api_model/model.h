@@ -8,7 +8,7 @@
 // Note [Model state]
 // Storages hold values and a version counter. Impls are tensor objects: a shape over a storage,
 // autograd metadata, and `.grad` (another impl). The user holds handles: names bound to impls
-// (two names may be one impl: dropout(t, 0) returns t). Histories are nodes of a Program
+// (two names may be one impl: dropout(t, 0) returns t). Histories are nodes of a ApiProgram
 // (program.h) that mirror the nodes PyTorch records.
 // Views (reshape/view) are differentiable views of a root base, as in PyTorch: an in-place op
 // through a view gives the base a new history (CopySlices, here kInplaceOnView) and the view a
@@ -34,7 +34,7 @@
 
 #include "proptests/api_model/program.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 struct StorageState {
   std::vector<double> values;
@@ -152,7 +152,7 @@ class Model {
   // Whether a backward/grad from these roots with create_graph would differentiate through a
   // create_graph gradient (the model does not predict histories of third derivatives).
   bool reaches_grad_node(const std::vector<int>& root_names) const;
-  const Program& program() const { return program_; }
+  const ApiProgram& program() const { return program_; }
   // The values an op (any kind but kLeaf and kGrad; in-place kinds: the written self) would
   // compute from these handles now; nothing if the call must raise for their shapes.
   std::vector<Val<double>> preview(OpKind kind, const OpAttrs& attrs,
@@ -176,7 +176,7 @@ class Model {
   int grad_fn_node(int name) const { return impls_[impl_of(name)].grad_fn.node; }
 
  private:
-  struct Plan;  // one backward call's graph walk (autograd_rules.cc)
+  struct BackwardWalk;  // one backward call's graph walk (autograd_rules.cc)
 
   void reserve(int name) { next_name_ = std::max(next_name_, name + 1); }
   int new_storage(std::vector<double> values);
@@ -195,12 +195,13 @@ class Model {
   void kill_storage(int storage);
 
   Outcome validate(const char* api, const CallArgs& args);
-  Plan plan(const CallArgs& args, const std::vector<Ref>& targets);
+  BackwardWalk plan(const CallArgs& args, const std::vector<Ref>& targets);
   // What the call must raise, given the storages it writes itself while running.
-  Outcome execute_checks(const Plan& plan, const std::set<int>& written);
-  void release(const Plan& plan, const CallArgs& args, bool certain);
+  Outcome execute_checks(const BackwardWalk& plan, const std::set<int>& written);
+  void release(const BackwardWalk& plan, const CallArgs& args, bool certain);
   void forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets);
-  Ref grad_history(const Plan& plan, const Ref& target, Watch* watch, bool* through_other_target);
+  Ref grad_history(const BackwardWalk& plan, const Ref& target, Watch* watch,
+                   bool* through_other_target);
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
 
   Semantics sem_;
@@ -208,7 +209,7 @@ class Model {
   std::vector<ImplState> impls_;
   std::map<int, int> handles_;
   int next_name_ = 0;
-  Program program_;
+  ApiProgram program_;
 };
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

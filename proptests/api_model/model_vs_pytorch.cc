@@ -17,7 +17,7 @@
 #include "proptests/api_model/command_util.h"
 #include "proptests/api_model/commands.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 std::string py_list(const std::vector<double>& v) {
@@ -345,6 +345,6 @@ int main_impl(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace ag::api_model
+}  // namespace ag::proptests
 
-int main(int argc, char** argv) { return ag::api_model::main_impl(argc, argv); }
+int main(int argc, char** argv) { return ag::proptests::main_impl(argc, argv); }

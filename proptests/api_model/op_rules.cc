@@ -1,6 +1,6 @@
 #include "proptests/api_model/op_rules.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
   constexpr uint32_t kSelf = 1, kOther = 2;
@@ -45,4 +45,4 @@ OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
   }
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -12,7 +12,7 @@
 
 #include "proptests/api_model/program.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 enum : int { kFromResult = -1, kSelfBefore = -2 };
 
@@ -29,4 +29,4 @@ struct OpRules {
 
 OpRules op_rules(OpKind kind, const OpAttrs& attrs);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 template <typename T>
@@ -105,7 +105,7 @@ T result_op(OpKind kind, const T& x, const T& delta) {
 // A tracked input's value: its producer's value shifted by what was written behind autograd's
 // back since (Note [Expected gradients]).
 template <typename T>
-Val<T> input_value(const Program& p, const Use& u, const Vals<T>& vals) {
+Val<T> input_value(const ApiProgram& p, const Use& u, const Vals<T>& vals) {
   if (!u.tracked) return lift<T>(u.shape, u.snapshot);
   Val<T> out = vals[u.ref.node][u.ref.slot];
   const std::vector<double>& recorded = p.value(u.ref);
@@ -126,19 +126,20 @@ template <typename T>
 using Seeds = std::vector<Seed<T>>;
 
 template <typename T>
-Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds);
+Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds);
 
 template <typename T>
-std::vector<Val<T>> eval_node(const Program& p, int n, const Vals<T>& vals, const Seeds<T>& seeds) {
+std::vector<Val<T>> eval_node(const ApiProgram& p, int n, const Vals<T>& vals,
+                              const Seeds<T>& seeds) {
   const Node& node = p.node(n);
   std::vector<Val<T>> out;
   if (node.kind == OpKind::kLeaf) {
     out = {lift<T>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
   } else if (node.kind == OpKind::kGrad) {
-    if constexpr (DualDepth<T>::value < Program::kMaxDepth) {
+    if constexpr (DualDepth<T>::value < ApiProgram::kMaxDepth) {
       out = {vjp_at<T>(p, node.grad, vals, seeds)};
     } else {
-      throw std::logic_error("eval_node: gradients nested deeper than Program::kMaxDepth");
+      throw std::logic_error("eval_node: gradients nested deeper than ApiProgram::kMaxDepth");
     }
   } else if (reads_result(node.kind)) {  // Note [Derivatives read from the result]
     const Val<T> x = input_value(p, node.inputs[0], vals);
@@ -185,7 +186,7 @@ void for_each_value_dep(const Node& node, F f) {
 
 // The nodes between the target and the roots: those whose value depends on the target and that
 // the roots' values depend on, in order. Only these change when the target is perturbed.
-std::vector<int> cone(const Program& p, const GradDef& def) {
+std::vector<int> cone(const ApiProgram& p, const GradDef& def) {
   const int target = def.target.node, end = end_of(def);
   std::vector<char> upstream(end, 0);  // the roots depend on it
   for (const Use& r : def.roots) upstream[r.ref.node] = 1;
@@ -212,7 +213,7 @@ Val<Dual<T>> to_dual(const Val<T>& x) {
 
 // `vals` hold every node's value at level T, `seeds` the perturbations they include.
 template <typename T>
-Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds) {
+Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds) {
   using D = Dual<T>;
   const Ref t = def.target;
   const int end = end_of(def);
@@ -246,7 +247,7 @@ Val<T> vjp_at(const Program& p, const GradDef& def, const Vals<T>& vals, const S
   return out;
 }
 
-Vals<double> recorded_values(const Program& p, int end) {
+Vals<double> recorded_values(const ApiProgram& p, int end) {
   Vals<double> vals(end);
   for (int n = 0; n < end; ++n) {
     const Node& node = p.node(n);
@@ -259,14 +260,14 @@ Vals<double> recorded_values(const Program& p, int end) {
 
 }  // namespace
 
-std::vector<Val<double>> Program::forward(OpKind kind, const OpAttrs& attrs,
-                                          const std::vector<Use>& inputs) {
+std::vector<Val<double>> ApiProgram::forward(OpKind kind, const OpAttrs& attrs,
+                                             const std::vector<Use>& inputs) {
   std::vector<Val<double>> in;
   for (const Use& u : inputs) in.push_back({u.shape, u.snapshot});
   return apply_op<double>(kind, attrs, in);
 }
 
-int Program::add(Node node) {
+int ApiProgram::add(Node node) {
   if (node.kind == OpKind::kGrad) {
     node.depth = vjp_depth(node.grad);
     node.out_shapes = {shape(node.grad.target)};
@@ -286,13 +287,13 @@ int Program::add(Node node) {
   return size() - 1;
 }
 
-const Watch& Program::watch(int n) const {
+const Watch& ApiProgram::watch(int n) const {
   static const Watch none;
   auto it = watch_.find(n);
   return it == watch_.end() ? none : it->second;
 }
 
-std::vector<std::pair<int, Ref>> Program::edges(int n) const {
+std::vector<std::pair<int, Ref>> ApiProgram::edges(int n) const {
   std::vector<std::pair<int, Ref>> out;
   const Node& node = *nodes_[n];
   if (node.kind == OpKind::kGrad) {
@@ -305,12 +306,12 @@ std::vector<std::pair<int, Ref>> Program::edges(int n) const {
   return out;
 }
 
-std::vector<double> Program::vjp(const GradDef& def) const {
+std::vector<double> ApiProgram::vjp(const GradDef& def) const {
   const int end = std::max(end_of(def), def.target.node + 1);
   return vjp_at<double>(*this, def, recorded_values(*this, end), {}).v;
 }
 
-int Program::vjp_depth(const GradDef& def) const {
+int ApiProgram::vjp_depth(const GradDef& def) const {
   int inner = 0;
   if (def.target.node < end_of(def)) {
     for (int n : cone(*this, def)) inner = std::max(inner, nodes_[n]->depth);
@@ -384,4 +385,4 @@ const char* op_name(OpKind kind) {
   return "?";
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

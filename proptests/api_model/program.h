@@ -25,7 +25,7 @@
 #include "proptests/api_model/values.h"
 #include "proptests/op_traits.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 // A node's kind: a leaf, an op of the op list (ops/op_list.h: only its names, none of the
 // engine's semantics), or one of the model's own kinds. The traits table's kApiModel column says
@@ -119,7 +119,7 @@ using Watch = std::vector<std::pair<int, uint32_t>>;
 
 // Nodes never change once added (they are shared between copies of the model, which RapidCheck
 // makes often); what a backward call changes lives beside them.
-class Program {
+class ApiProgram {
  public:
   const Node& node(int n) const { return *nodes_[n]; }
   int size() const { return static_cast<int>(nodes_.size()); }
@@ -157,4 +157,4 @@ class Program {
   std::map<int, Watch> watch_;
 };
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 bool close(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -174,4 +174,4 @@ HangGuard::~HangGuard() {
   w.sut = nullptr;
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

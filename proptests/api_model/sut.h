@@ -11,7 +11,7 @@
 #include "engine/tensor.h"
 #include "proptests/api_model/model.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 struct Sut {
   std::map<int, Tensor> tensors;   // name -> the tensor bound to it
@@ -50,4 +50,4 @@ class HangGuard {
 // Whether two computed values agree (float64 results of different but exact formulas).
 bool close(double a, double b);
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -11,7 +11,7 @@
 #include "proptests/api_model/custom_functions.h"
 #include "proptests/op_call.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 namespace {
 
 Shape to_shape(const Dims& d) { return Shape(d.begin(), d.end()); }
@@ -572,4 +572,4 @@ CommandPtr make_custom(const Model& m) {
                                   m.next_name(), p, q);
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

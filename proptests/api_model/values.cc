@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 int64_t count(const Dims& shape) {
   int64_t n = 1;
@@ -69,4 +69,4 @@ int64_t broadcast_source(const Dims& shape, const Dims& out, int64_t out_index) 
   return source;
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -10,7 +10,7 @@
 
 #include "proptests/api_model/dual.h"
 
-namespace ag::api_model {
+namespace ag::proptests {
 
 using Dims = std::vector<int64_t>;
 
@@ -170,4 +170,4 @@ Val<T> linear(const Val<T>& input, const Val<T>& weight, const Val<T>* bias) {
   return out;
 }
 
-}  // namespace ag::api_model
+}  // namespace ag::proptests

@@ -7,7 +7,7 @@
 #include "proptests/conformance/deviations.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 using Tokens = std::vector<std::string>;
@@ -28,7 +28,7 @@ bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefi
 // What the program and the expected records so far say, for the rules below.
 class Context {
  public:
-  explicit Context(const Program& p) : program_(p) {
+  explicit Context(const ConformanceProgram& p) : program_(p) {
     for (size_t i = 0; i < p.stmts.size(); ++i) {
       for (int r : p.stmts[i].results) producer_[r] = static_cast<int>(i);
     }
@@ -99,7 +99,7 @@ class Context {
   int version_raised_at() const { return version_raised_at_; }
   bool version_raised_after_create_graph() const { return version_raised_after_create_graph_; }
 
-  const Program& program() const { return program_; }
+  const ConformanceProgram& program() const { return program_; }
   const Stmt* stmt(int index) const {
     return index >= 0 && index < static_cast<int>(program_.stmts.size()) ? &program_.stmts[index]
                                                                          : nullptr;
@@ -172,7 +172,7 @@ class Context {
   }
 
  private:
-  const Program& program_;
+  const ConformanceProgram& program_;
   std::map<int, int> producer_;
   std::map<int, bool> is_leaf_;
   std::map<int, Tokens> shape_;
@@ -711,8 +711,8 @@ const Rule kRules[] = {
 
 }  // namespace
 
-Comparison compare(const Program& program, const Records& expected, const Records& actual,
-                   const Tolerance& tolerance) {
+Comparison compare(const ConformanceProgram& program, const Records& expected,
+                   const Records& actual, const Tolerance& tolerance) {
   Comparison out;
   Context context(program);
   size_t i = 0, j = 0;
@@ -774,4 +774,4 @@ std::string explain(const Comparison& c) {
          ":\n  expected: " + m.expected + "\n  actual:   " + m.actual + "\n";
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

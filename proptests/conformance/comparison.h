@@ -12,7 +12,7 @@
 #include "proptests/conformance/program.h"
 #include "proptests/conformance/records.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 struct Mismatch {
   size_t line = 0;  // index into the expected lines
@@ -27,10 +27,10 @@ struct Comparison {
   bool ok() const { return mismatches.empty(); }
 };
 
-Comparison compare(const Program& program, const Records& expected, const Records& actual,
-                   const Tolerance& tolerance = {});
+Comparison compare(const ConformanceProgram& program, const Records& expected,
+                   const Records& actual, const Tolerance& tolerance = {});
 
 // The first mismatch, for people.
 std::string explain(const Comparison& c);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

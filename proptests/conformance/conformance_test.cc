@@ -9,7 +9,7 @@
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 const char* const kProgram =
@@ -64,8 +64,9 @@ TEST(ProgramText, OpsAreNamedByTheList) {
   EXPECT_EQ(to_text(parse_program("v0 = leaf [2] seed=1 requires_grad=1\n"
                                   "v1 = add_scalar v0 s=0.5\n")),
             "v0 = leaf [2] seed=1 requires_grad=1\nv1 = add_scalar v0 s=0.5\n");
-  EXPECT_THROW(parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = rpow_scalar v0\n"),
-               std::runtime_error);
+  EXPECT_THROW(
+      parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = threshold_backward v0 v0\n"),
+      std::runtime_error);
 }
 
 TEST(ProgramText, MalformedLinesNameTheLine) {
@@ -107,7 +108,7 @@ Records edited(size_t index, const std::string& line) {
 }
 
 TEST(Comparison, AgreesWithItself) {
-  const Program p = parse_program(kProgram);
+  const ConformanceProgram p = parse_program(kProgram);
   const Comparison c = compare(p, run_on_engine(p), run_on_engine(p));
   EXPECT_TRUE(c.ok()) << explain(c);
   EXPECT_EQ(c.numbers.bitwise, c.numbers.numbers);
@@ -115,7 +116,7 @@ TEST(Comparison, AgreesWithItself) {
 }
 
 TEST(Comparison, CatchesEachKindOfDifference) {
-  const Program p = parse_program(kProgram);
+  const ConformanceProgram p = parse_program(kProgram);
   const Records actual = run_on_engine(p);
   const std::string v1 = actual.lines[3];  // "s1 v1 [2] rg=1 leaf=0 = x y"
   const std::string x = v1.substr(v1.find(" = ") + 3, v1.rfind(' ') - v1.find(" = ") - 3);
@@ -159,7 +160,7 @@ TEST(Comparison, ADigestToleratesWhatItsValuesMayEachMove) {
 }
 
 TEST(Comparison, ToleratesRoundingOnly) {
-  const Program p = parse_program(kProgram);
+  const ConformanceProgram p = parse_program(kProgram);
   const Records actual = run_on_engine(p);
   const std::string v1 = actual.lines[3];
   const std::string x = v1.substr(v1.find(" = ") + 3, v1.rfind(' ') - v1.find(" = ") - 3);
@@ -174,10 +175,11 @@ TEST(Comparison, ToleratesRoundingOnly) {
 // A rule excuses its own difference and no other: mean-of-empty-raises excuses the engine's error
 // for the mean of an empty tensor (PyTorch returns nan), not an error of another op.
 TEST(Comparison, RulesAreNarrow) {
-  const Program empty_mean = parse_program("v0 = leaf [0] seed=1 requires_grad=1\nv1 = mean v0\n");
-  const Program bad_sum =
+  const ConformanceProgram empty_mean =
+      parse_program("v0 = leaf [0] seed=1 requires_grad=1\nv1 = mean v0\n");
+  const ConformanceProgram bad_sum =
       parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = sum_dim v0 dim=-3 keepdim=1\n");
-  for (const Program* p : {&empty_mean, &bad_sum}) {
+  for (const ConformanceProgram* p : {&empty_mean, &bad_sum}) {
     const Records actual = run_on_engine(*p);
     ASSERT_EQ(actual.lines[2], "s1 raise") << actual.text();
     Records expected = actual;
@@ -191,14 +193,14 @@ TEST(Comparison, RulesAreNarrow) {
 }
 
 TEST(Reduce, DropsWhatThePredicateDoesNotNeed) {
-  const Program p = parse_program(
+  const ConformanceProgram p = parse_program(
       "v0 = leaf [2] seed=1 requires_grad=1\n"
       "v1 = tanh v0\n"
       "v2 = leaf [2] seed=2 requires_grad=1\n"
       "v3 = exp v2\n"
       "v4 = neg v3\n");
   // Keep programs that still take exp of something.
-  const Program r = reduce(p, [](const Program& q) {
+  const ConformanceProgram r = reduce(p, [](const ConformanceProgram& q) {
     for (const Stmt& s : q.stmts) {
       if (s.kind == StmtKind::kOp && s.instr.op == proptests::Op::kExp) return true;
     }
@@ -208,4 +210,4 @@ TEST(Reduce, DropsWhatThePredicateDoesNotNeed) {
 }
 
 }  // namespace
-}  // namespace ag::conformance
+}  // namespace ag::proptests

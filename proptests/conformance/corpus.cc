@@ -11,9 +11,10 @@
 #include "proptests/conformance/engine_runner.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
-std::string format_entry(const std::string& id, const Program& program, const Records& expected) {
+std::string format_entry(const std::string& id, const ConformanceProgram& program,
+                         const Records& expected) {
   return "program " + id + "\n" + to_text(program) + "records\n" + expected.text();
 }
 
@@ -53,10 +54,11 @@ std::vector<CorpusEntry> read_corpus_file(const std::string& path) {
   return out;
 }
 
-std::optional<Records> run_on_engine_with_timeout(const Program& program, double seconds) {
+std::optional<Records> run_on_engine_with_timeout(const ConformanceProgram& program,
+                                                  double seconds) {
   struct Shared {
-    explicit Shared(const Program& p) : program(p) {}
-    const Program program;  // the worker's own copy: a hung worker outlives the caller's
+    explicit Shared(const ConformanceProgram& p) : program(p) {}
+    const ConformanceProgram program;  // the worker's own copy: a hung worker outlives the caller's
     std::mutex mutex;
     std::condition_variable done_cv;
     bool done = false;
@@ -83,4 +85,4 @@ std::optional<Records> run_on_engine_with_timeout(const Program& program, double
 
 Records hang_records() { return Records{{"hang: the engine did not finish the program"}}; }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

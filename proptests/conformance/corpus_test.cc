@@ -16,7 +16,7 @@
 #include "proptests/conformance/deviations.h"
 #include "proptests/conformance/torch_script.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 struct CorpusRun {
@@ -110,4 +110,4 @@ TEST(Corpus, EveryRenderingDeviationIsUsed) {
 }
 
 }  // namespace
-}  // namespace ag::conformance
+}  // namespace ag::proptests

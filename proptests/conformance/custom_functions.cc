@@ -3,7 +3,7 @@
 #include "engine/function.h"
 #include "ops/ops.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 thread_local int creating_stmt = -1;
@@ -92,4 +92,4 @@ TensorList apply_custom(CustomKind kind, const TensorList& args, int stmt) {
   return {};
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

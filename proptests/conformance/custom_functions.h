@@ -11,7 +11,7 @@
 #include "engine/tensor.h"
 #include "proptests/conformance/program.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 struct NeedsEvent {
   int stmt;  // the statement whose apply() created the node
@@ -24,4 +24,4 @@ std::vector<NeedsEvent>& needs_log();
 // Applies the custom Function; `stmt` identifies the node in needs_log().
 TensorList apply_custom(CustomKind kind, const TensorList& args, int stmt);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 std::mutex uses_mutex;
@@ -86,4 +86,4 @@ std::map<std::string, int64_t> deviation_uses() {
   return uses();
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

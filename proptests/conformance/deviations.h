@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 enum class ExplanationKind { kDeviation, kOpenBug };
 enum class AppliedWhere { kRendering, kComparing };
@@ -35,4 +35,4 @@ const Explanation* find_explanation(const std::string& id);
 std::string note_deviation(const char* id, std::string text);
 std::map<std::string, int64_t> deviation_uses();
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

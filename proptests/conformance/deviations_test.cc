@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 // The `### \`id\`` headings under "## <section>".
@@ -47,4 +47,4 @@ TEST(Deviations, UnlistedIdsAreRefused) {
 }
 
 }  // namespace
-}  // namespace ag::conformance
+}  // namespace ag::proptests

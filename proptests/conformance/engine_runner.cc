@@ -10,7 +10,7 @@
 #include "proptests/conformance/custom_functions.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 // "rg=R leaf=L", or "unreadable" for a view made under no_grad whose base was written since (its
@@ -44,7 +44,8 @@ std::string digest_text(const Tensor& t) {
 
 class Runner {
  public:
-  Runner(const Program& p, bool explain) : program_(p), explain_(explain), values_(p.num_values) {}
+  Runner(const ConformanceProgram& p, bool explain)
+      : program_(p), explain_(explain), values_(p.num_values) {}
 
   Records run() {
     needs_log().clear();
@@ -210,7 +211,7 @@ class Runner {
     }
   }
 
-  const Program& program_;
+  const ConformanceProgram& program_;
   const bool explain_;
   TensorList values_;
   Records records_;
@@ -218,8 +219,8 @@ class Runner {
 
 }  // namespace
 
-Records run_on_engine(const Program& program, bool explain) {
+Records run_on_engine(const ConformanceProgram& program, bool explain) {
   return Runner(program, explain).run();
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -7,10 +7,10 @@
 #include "proptests/conformance/program.h"
 #include "proptests/conformance/records.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 // With `explain`, raise lines carry the error's message after " # " (for people; such records
 // are not compared).
-Records run_on_engine(const Program& program, bool explain = false);
+Records run_on_engine(const ConformanceProgram& program, bool explain = false);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -30,7 +30,7 @@
 #include "proptests/conformance/reduce.h"
 #include "proptests/conformance/triage.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 struct Args {
@@ -138,7 +138,7 @@ std::vector<CorpusEntry> handwritten_programs() {
 // Prints program `a.show`, its script and both records, marking the lines that differ. Raise
 // lines carry the error messages here (from `torch_runtime.py --explain` and the engine).
 int show(const Args& a, ForeignEngine& foreign) {
-  Program p;
+  ConformanceProgram p;
   std::string title = program_title(a.seed, a.show);
   if (!a.file.empty()) {
     std::ifstream in(user_path(a.file));
@@ -179,7 +179,7 @@ int show(const Args& a, ForeignEngine& foreign) {
   return c.ok() ? 0 : 1;
 }
 
-int run(const Args& a) {
+int run_export(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
   if (a.show >= 0 || !a.file.empty()) return show(a, *foreign);
@@ -195,7 +195,7 @@ int run(const Args& a) {
   std::vector<std::string> shards(static_cast<size_t>(a.shards));
   Triage triage;
   for (int id = 0; id < a.programs; ++id) {
-    const Program p = generate_program(a.seed, id);
+    const ConformanceProgram p = generate_program(a.seed, id);
     const std::string script = foreign->script(p, program_title(a.seed, id));
     const BothEngines checked = run_both_engines(p, *foreign, script);
     const Records& expected = checked.expected;
@@ -248,11 +248,11 @@ int run(const Args& a) {
 }
 
 }  // namespace
-}  // namespace ag::conformance
+}  // namespace ag::proptests
 
 int main(int argc, char** argv) {
   try {
-    return ag::conformance::run(ag::conformance::parse(argc, argv));
+    return ag::proptests::run_export(ag::proptests::parse(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "export: %s\n", e.what());
     return 2;

@@ -10,7 +10,7 @@
 
 #include "proptests/conformance/torch_script.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 std::string shell_quote(const std::string& s) {
@@ -60,7 +60,7 @@ class PyTorchEngine final : public ForeignEngine {
            capture(shell_quote(python_) + " -c 'import torch; print(torch.__version__)'") + " (" +
            python_ + ")";
   }
-  std::string script(const Program& p, const std::string& title) const override {
+  std::string script(const ConformanceProgram& p, const std::string& title) const override {
     return torch_script(p, title);
   }
   std::string runtime_path() const override { return runtime_; }
@@ -172,4 +172,4 @@ std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,
   throw std::runtime_error("unknown foreign engine '" + name + "' (known: pytorch)");
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

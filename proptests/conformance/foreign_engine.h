@@ -21,14 +21,14 @@
 #include "proptests/conformance/program.h"
 #include "proptests/conformance/records.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 class ForeignEngine {
  public:
   virtual ~ForeignEngine() = default;
   virtual std::string name() const = 0;  // "pytorch"
   virtual std::string version() = 0;     // e.g. "torch 2.15.0 (python3 at ...)"
-  virtual std::string script(const Program& program, const std::string& title) const = 0;
+  virtual std::string script(const ConformanceProgram& program, const std::string& title) const = 0;
   virtual std::string runtime_path() const = 0;  // the helper module scripts import
   // Runs a script; throws std::runtime_error when the engine itself fails.
   virtual Records run(const std::string& script) = 0;
@@ -78,4 +78,4 @@ std::vector<std::string> foreign_engine_names();
 std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,
                                                    const ForeignOptions& options = {});
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -14,7 +14,7 @@
 #include "proptests/fuzz_stats.h"
 #include "proptests/property.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 std::unique_ptr<ForeignEngine>& foreign() {
@@ -24,14 +24,14 @@ std::unique_ptr<ForeignEngine>& foreign() {
 
 // RapidCheck shrinks by calling the property on smaller programs, so the last call that failed
 // holds the shrunk counterexample.
-std::optional<Program>& last_mismatch() {
-  static std::optional<Program> program;
+std::optional<ConformanceProgram>& last_mismatch() {
+  static std::optional<ConformanceProgram> program;
   return program;
 }
 
 void against_foreign_engine() {
-  const ProgramSpec spec = *program_spec_gen();
-  const Program program = build_program(spec);
+  const ConformanceSpec spec = *program_spec_gen();
+  const ConformanceProgram program = build_program(spec);
   auto& stats = proptests::fuzz_stats();
   stats.record_graph("program", static_cast<int64_t>(program.stmts.size()));
   for (const Move& m : spec.moves) stats.record("statement", family_name(m));
@@ -67,7 +67,7 @@ std::string register_against(const std::string& engine) {
 
 std::string reduced_last_mismatch() {
   if (!last_mismatch()) return "";
-  const Program reduced = reduce_mismatch(*last_mismatch(), *foreign());
+  const ConformanceProgram reduced = reduce_mismatch(*last_mismatch(), *foreign());
   last_mismatch().reset();
   const Comparison c = compare_engines(reduced, *foreign());
   return "reduced to " + std::to_string(reduced.stmts.size()) + " statements:\n" +
@@ -77,4 +77,4 @@ std::string reduced_last_mismatch() {
          foreign()->name() + "\n";
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 // Starts the foreign engine (its interpreter: $AG_PEER_PYTHON or found, see foreign_engine.h)
 // and registers the property that fuzzes against it; returns the property's name. Prints why and
@@ -20,4 +20,4 @@ std::string register_against(const std::string& engine);
 // that replays it; empty if nothing mismatched since the last call.
 std::string reduced_last_mismatch();
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

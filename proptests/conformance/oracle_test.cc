@@ -12,7 +12,7 @@
 #include "proptests/conformance/records.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 // "s1 v1 [n] rg=1 leaf=0 = x0 x1 ...", with the numbers as the records print them.
@@ -178,4 +178,4 @@ TEST(RecordsOracle, TheDigestChangesWithEverySwapSignAndNonFiniteValue) {
 }
 
 }  // namespace
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -6,11 +6,8 @@
 
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
-
-using proptests::Instr;
-using proptests::Op;
 
 std::string ids(const std::vector<int>& values, const char* none = "-") {
   if (values.empty()) return none;
@@ -306,14 +303,14 @@ std::string to_text(const Stmt& s) {
   return os.str();
 }
 
-std::string to_text(const Program& p) {
+std::string to_text(const ConformanceProgram& p) {
   std::string out;
   for (const Stmt& s : p.stmts) out += to_text(s) + "\n";
   return out;
 }
 
-Program parse_program(const std::string& text) {
-  Program p;
+ConformanceProgram parse_program(const std::string& text) {
+  ConformanceProgram p;
   int line_no = 0;
   for (const std::string& raw : split(text, '\n')) {
     ++line_no;
@@ -330,4 +327,4 @@ Program parse_program(const std::string& text) {
   return p;
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -25,7 +25,7 @@
 #include "engine/memory/shape.h"
 #include "proptests/ops/composition.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 enum class StmtKind {
   kLeaf,             // v = uniform(-1, 1) values of `shape` from `seed`, float64
@@ -75,7 +75,7 @@ struct Stmt {
   std::vector<int> record_grads;  // .grad of these values
 };
 
-struct Program {
+struct ConformanceProgram {
   std::vector<Stmt> stmts;
   int num_values = 0;
 };
@@ -91,8 +91,8 @@ bool records_values(const Stmt& stmt);
 std::vector<int> reads(const Stmt& stmt);
 
 std::string to_text(const Stmt& stmt);
-std::string to_text(const Program& program);
+std::string to_text(const ConformanceProgram& program);
 // Throws std::runtime_error naming the line on malformed text.
-Program parse_program(const std::string& text);
+ConformanceProgram parse_program(const std::string& text);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -6,13 +6,8 @@
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
-
-using proptests::broadcast;
-using proptests::broadcastable;
-using proptests::Instr;
-using proptests::Op;
 
 enum class Family {
   kView,
@@ -93,8 +88,8 @@ struct Info {
 
 class Builder {
  public:
-  explicit Builder(const proptests::Program& ops) : seed_(ops.seed) {
-    proptests::Program leaves_only = ops;
+  explicit Builder(const CompositionSpec& ops) : seed_(ops.seed) {
+    CompositionSpec leaves_only = ops;
     leaves_only.steps.clear();
     plan_ = proptests::build_plan(leaves_only);
     absorb_plan();
@@ -136,7 +131,7 @@ class Builder {
     }
   }
 
-  Program take() {
+  ConformanceProgram take() {
     program_.num_values = static_cast<int>(info_.size());
     return std::move(program_);
   }
@@ -536,7 +531,7 @@ class Builder {
   size_t absorbed_ = 0;
   std::vector<Info> info_;
   int storages_ = 0;
-  Program program_;
+  ConformanceProgram program_;
 };
 
 template <typename T>
@@ -546,7 +541,7 @@ rc::Gen<T> full_size(rc::Gen<T> g) {
 
 }  // namespace
 
-rc::Gen<ProgramSpec> program_spec_gen() {
+rc::Gen<ConformanceSpec> program_spec_gen() {
   const auto move = rc::gen::exec([] {
     Move m;
     m.family = *full_size(rc::gen::inRange(0, 1000));
@@ -558,14 +553,14 @@ rc::Gen<ProgramSpec> program_spec_gen() {
     return m;
   });
   return rc::gen::exec([move] {
-    ProgramSpec spec;
+    ConformanceSpec spec;
     spec.ops = *proptests::program_gen();
     spec.moves = *rc::gen::scale(0.3, rc::gen::container<std::vector<Move>>(move));
     return spec;
   });
 }
 
-Program build_program(const ProgramSpec& spec) {
+ConformanceProgram build_program(const ConformanceSpec& spec) {
   Builder b(spec.ops);
   const int steps = static_cast<int>(spec.ops.steps.size());
   for (int i = 0; i <= steps; ++i) {
@@ -577,7 +572,7 @@ Program build_program(const ProgramSpec& spec) {
   return b.take();
 }
 
-Program generate_program(uint64_t seed, int id) {
+ConformanceProgram generate_program(uint64_t seed, int id) {
   const uint64_t mixed =
       seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(id) * 0xBF58476D1CE4E5B9ull;
   return build_program(program_spec_gen()(rc::Random(mixed), id % 101).value());
@@ -587,10 +582,10 @@ std::string program_title(uint64_t seed, int id) {
   return "program " + std::to_string(id) + " (seed " + std::to_string(seed) + ")";
 }
 
-void showValue(const ProgramSpec& spec, std::ostream& os) {
+void showValue(const ConformanceSpec& spec, std::ostream& os) {
   os << "\n" << to_text(build_program(spec));
 }
 
 const char* family_name(const Move& move) { return family_of(move).name; }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

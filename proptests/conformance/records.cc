@@ -7,7 +7,7 @@
 
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 std::string Records::text() const {
   std::string out;
@@ -128,4 +128,4 @@ bool lines_agree(const std::string& expected, const std::string& actual, const T
   return true;
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 // " freed", " version" or "" for an error message (the same words in both engines).
 std::string error_kind(const std::string& message);
@@ -71,4 +71,4 @@ struct NumberStats {
 bool lines_agree(const std::string& expected, const std::string& actual, const Tolerance& tolerance,
                  NumberStats& stats);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -7,12 +7,12 @@
 #include "proptests/conformance/corpus.h"
 #include "proptests/conformance/triage.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 // Renumbers the values densely in order of creation; drops record entries of values that no
 // statement makes any more.
-Program renumbered(const std::vector<Stmt>& stmts) {
+ConformanceProgram renumbered(const std::vector<Stmt>& stmts) {
   std::map<int, int> ids;
   for (const Stmt& s : stmts) {
     for (int r : s.results) ids.emplace(r, static_cast<int>(ids.size()));
@@ -25,7 +25,7 @@ Program renumbered(const std::vector<Stmt>& stmts) {
     }
     list = out;
   };
-  Program p;
+  ConformanceProgram p;
   for (Stmt s : stmts) {
     map_list(s.results, false);
     map_list(s.args, false);
@@ -43,7 +43,7 @@ Program renumbered(const std::vector<Stmt>& stmts) {
 
 }  // namespace
 
-Program without(const Program& program, size_t index) {
+ConformanceProgram without(const ConformanceProgram& program, size_t index) {
   std::set<int> gone(program.stmts[index].results.begin(), program.stmts[index].results.end());
   std::vector<Stmt> kept;
   for (size_t i = 0; i < program.stmts.size(); ++i) {
@@ -59,14 +59,15 @@ Program without(const Program& program, size_t index) {
   return renumbered(kept);
 }
 
-Program reduce(const Program& program, const std::function<bool(const Program&)>& keeps) {
-  Program best = program;
+ConformanceProgram reduce(const ConformanceProgram& program,
+                          const std::function<bool(const ConformanceProgram&)>& keeps) {
+  ConformanceProgram best = program;
   bool progress = true;
   while (progress) {
     progress = false;
     for (size_t i = best.stmts.size(); i-- > 0;) {
       if (i >= best.stmts.size()) continue;
-      Program candidate = without(best, i);
+      ConformanceProgram candidate = without(best, i);
       if (keeps(candidate)) {
         best = std::move(candidate);
         progress = true;
@@ -76,13 +77,13 @@ Program reduce(const Program& program, const std::function<bool(const Program&)>
   return best;
 }
 
-Comparison compare_engines(const Program& program, ForeignEngine& foreign) {
+Comparison compare_engines(const ConformanceProgram& program, ForeignEngine& foreign) {
   const Records expected = foreign.run(foreign.script(program, "reduce"));
   const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
   return compare(program, expected, actual);
 }
 
-BothEngines run_both_engines(const Program& program, ForeignEngine& foreign,
+BothEngines run_both_engines(const ConformanceProgram& program, ForeignEngine& foreign,
                              const std::string& script) {
   const Records actual = run_on_engine_with_timeout(program, 10).value_or(hang_records());
   BothEngines r{foreign.run(script), {}};
@@ -95,14 +96,14 @@ BothEngines run_both_engines(const Program& program, ForeignEngine& foreign,
   return r;
 }
 
-Program reduce_mismatch(const Program& program, ForeignEngine& foreign) {
+ConformanceProgram reduce_mismatch(const ConformanceProgram& program, ForeignEngine& foreign) {
   const Comparison c = compare_engines(program, foreign);
   if (c.ok()) return program;
   const std::string cls = mismatch_class(program, c.mismatches.front());
-  return reduce(program, [&](const Program& candidate) {
+  return reduce(program, [&](const ConformanceProgram& candidate) {
     const Comparison k = compare_engines(candidate, foreign);
     return !k.ok() && mismatch_class(candidate, k.mismatches.front()) == cls;
   });
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

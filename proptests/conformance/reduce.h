@@ -11,17 +11,18 @@
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
-Program reduce(const Program& program, const std::function<bool(const Program&)>& keeps);
+ConformanceProgram reduce(const ConformanceProgram& program,
+                          const std::function<bool(const ConformanceProgram&)>& keeps);
 
 // The program without statement `index` and the statements that depend on it, values
 // renumbered densely.
-Program without(const Program& program, size_t index);
+ConformanceProgram without(const ConformanceProgram& program, size_t index);
 
 // The program's records on both engines (this engine's run limited to 10 s: a hang is a
 // mismatch) and how they compare, in the foreign engine's running process.
-Comparison compare_engines(const Program& program, ForeignEngine& foreign);
+Comparison compare_engines(const ConformanceProgram& program, ForeignEngine& foreign);
 
 // The same for `script`, the program in the foreign engine's language, but a disagreement is
 // checked in a fresh process of the foreign engine (ForeignEngine::run_fresh: PyTorch's own
@@ -32,11 +33,11 @@ struct BothEngines {
   Comparison comparison;
   bool cleared_by_fresh_process = false;  // the first run disagreed, the fresh one did not
 };
-BothEngines run_both_engines(const Program& program, ForeignEngine& foreign,
+BothEngines run_both_engines(const ConformanceProgram& program, ForeignEngine& foreign,
                              const std::string& script);
 
 // The smallest program (by dropping statements) that mismatches `foreign` in the same class
 // (triage.h) as `program` does; `program` itself if it agrees.
-Program reduce_mismatch(const Program& program, ForeignEngine& foreign);
+ConformanceProgram reduce_mismatch(const ConformanceProgram& program, ForeignEngine& foreign);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -64,4 +64,4 @@ std::vector<int64_t> parse_shape(const std::string& s) {
   return out;
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

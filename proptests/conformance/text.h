@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 // Splits on `sep`, dropping empty pieces.
 std::vector<std::string> split(const std::string& s, char sep);
@@ -21,4 +21,4 @@ double parse_double(const std::string& s);
 std::string format_shape(const std::vector<int64_t>& shape);
 std::vector<int64_t> parse_shape(const std::string& s);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -5,11 +5,8 @@
 #include "proptests/conformance/deviations.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
-
-using proptests::Instr;
-using proptests::Op;
 
 std::string name(int v) { return v < 0 ? "None" : "v" + std::to_string(v); }
 
@@ -183,7 +180,7 @@ std::string torch_code(const Stmt& s) {
   return "pass";
 }
 
-std::string torch_script(const Program& p, const std::string& title) {
+std::string torch_script(const ConformanceProgram& p, const std::string& title) {
   std::ostringstream os;
   os << "# " << title << "\n"
      << "# A conformance program rendered for PyTorch (proptests/conformance/torch_script.cc).\n"
@@ -203,4 +200,4 @@ std::string torch_script(const Program& p, const std::string& title) {
   return os.str();
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -8,11 +8,11 @@
 
 #include "proptests/conformance/program.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
-std::string torch_script(const Program& program, const std::string& title);
+std::string torch_script(const ConformanceProgram& program, const std::string& title);
 
 // One statement's PyTorch code, e.g. "v3 = torch.mm(v1, v2)".
 std::string torch_code(const Stmt& stmt);
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

@@ -6,7 +6,7 @@
 #include "proptests/conformance/deviations.h"
 #include "proptests/conformance/text.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 namespace {
 
 std::string stmt_name(const Stmt& s) {
@@ -56,7 +56,7 @@ std::string field_difference(const std::vector<std::string>& e, const std::vecto
 
 }  // namespace
 
-std::string mismatch_class(const Program& p, const Mismatch& m) {
+std::string mismatch_class(const ConformanceProgram& p, const Mismatch& m) {
   const std::vector<std::string> e = split(m.expected, ' '), a = split(m.actual, ' ');
   if (e.empty() || a.empty()) return "records end early";
   if (a[0] == "hang:") return "the engine hangs";
@@ -83,7 +83,7 @@ std::string mismatch_class(const Program& p, const Mismatch& m) {
   return name + ": result " + field_difference(e, a, 2);
 }
 
-void Triage::add(const std::string& id, const Program& program, const Comparison& c) {
+void Triage::add(const std::string& id, const ConformanceProgram& program, const Comparison& c) {
   ++programs_;
   numbers_.numbers += c.numbers.numbers;
   numbers_.bitwise += c.numbers.bitwise;
@@ -141,4 +141,4 @@ std::string Triage::report() const {
   return out;
 }
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

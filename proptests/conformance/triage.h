@@ -11,14 +11,14 @@
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/program.h"
 
-namespace ag::conformance {
+namespace ag::proptests {
 
 // E.g. "mul_: values of the target", "backward: .grad", "grad: raises here only".
-std::string mismatch_class(const Program& program, const Mismatch& mismatch);
+std::string mismatch_class(const ConformanceProgram& program, const Mismatch& mismatch);
 
 class Triage {
  public:
-  void add(const std::string& id, const Program& program, const Comparison& comparison);
+  void add(const std::string& id, const ConformanceProgram& program, const Comparison& comparison);
   int64_t programs() const { return programs_; }
   int64_t mismatches() const { return mismatching_; }
   // Counts per class with up to 5 example ids, then numbers compared, bitwise share, largest
@@ -34,4 +34,4 @@ class Triage {
   std::map<std::string, std::vector<std::string>> classes_;
 };
 
-}  // namespace ag::conformance
+}  // namespace ag::proptests

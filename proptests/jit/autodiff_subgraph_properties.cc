@@ -13,12 +13,12 @@
 #include "proptests/jit/random_ir_graph.h"
 #include "proptests/property.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 // Picks a random IR graph and records its size for the fuzz driver's coverage report.
-GraphSpec pickGraphSpec() {
-  const GraphSpec spec = *genGraphSpec();
+IrGraphSpec pickGraphSpec() {
+  const IrGraphSpec spec = *genGraphSpec();
   ag::proptests::fuzz_stats().record_graph("ir", static_cast<int64_t>(spec.nodes.size()));
   return spec;
 }
@@ -32,7 +32,7 @@ AutodiffSubgraphOptions optionsFor(AliasDbMode mode, size_t min_size) {
 
 // Everything observable about one run: outputs, inputs afterwards (in-place
 // ops may write them) and the print log; or the run-time error.
-std::string observe(const Graph& g, const BuiltGraph& built) {
+std::string observe(const Graph& g, const BuiltIrGraph& built) {
   std::vector<IValue> inputs = built.makeInputs();
   PrintLog log;
   RunOptions options;
@@ -50,7 +50,7 @@ std::string observe(const Graph& g, const BuiltGraph& built) {
 
 AG_PROPERTY(AutodiffSubgraphProps, RandomGraphsVerifyAndRoundTrip) {
   const auto spec = pickGraphSpec();
-  BuiltGraph built = buildGraph(spec);
+  BuiltIrGraph built = buildGraph(spec);
   verify(*built.graph);
   std::string text = toString(*built.graph);
   RC_ASSERT(toString(*parseGraph(text)) == text);
@@ -59,7 +59,7 @@ AG_PROPERTY(AutodiffSubgraphProps, RandomGraphsVerifyAndRoundTrip) {
 AG_PROPERTY(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerge) {
   const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
-  BuiltGraph built = buildGraph(spec);
+  BuiltIrGraph built = buildGraph(spec);
   std::string original = toString(*built.graph);
   size_t checks = 0;
   AutodiffSubgraphOptions o = optionsFor(AliasDbMode::kIncremental, min_size);
@@ -83,8 +83,8 @@ AG_PROPERTY(AutodiffSubgraphProps, IncrementalAliasDbEqualsFreshAfterEveryMerge)
 AG_PROPERTY(AutodiffSubgraphProps, BothModesGiveTheSamePartition) {
   const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
-  BuiltGraph a = buildGraph(spec);
-  BuiltGraph b = buildGraph(spec);
+  BuiltIrGraph a = buildGraph(spec);
+  BuiltIrGraph b = buildGraph(spec);
   AutodiffSubgraphStats sa =
       createAutodiffSubgraphs(*a.graph, optionsFor(AliasDbMode::kRebuild, min_size));
   AutodiffSubgraphStats sb =
@@ -97,7 +97,7 @@ AG_PROPERTY(AutodiffSubgraphProps, BothModesGiveTheSamePartition) {
 AG_PROPERTY(AutodiffSubgraphProps, TransformedGraphComputesTheSameValues) {
   const auto spec = pickGraphSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
-  BuiltGraph built = buildGraph(spec);
+  BuiltIrGraph built = buildGraph(spec);
   std::string original = toString(*built.graph);
   std::string before = observe(*built.graph, built);
   createAutodiffSubgraphs(*built.graph, optionsFor(AliasDbMode::kIncremental, min_size));
@@ -111,4 +111,4 @@ AG_PROPERTY(AutodiffSubgraphProps, TransformedGraphComputesTheSameValues) {
 }
 
 }  // namespace
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

@@ -17,13 +17,13 @@
 #include "proptests/jit/random_program.h"
 #include "proptests/property.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 // The program, then grad of the sum of its differentiable results with respect to the chosen
 // inputs (create_graph), then grad of the sum of those gradients' squares (second order): every
 // result and gradient, undefined ones included (allow_unused).
-TensorList withGradients(const ProgramSpec& spec, const std::vector<char>& wanted,
+TensorList withGradients(const JitProgramSpec& spec, const std::vector<char>& wanted,
                          const TensorList& inputs) {
   TensorList out = runProgram(spec, inputs);
   TensorList chosen;
@@ -42,7 +42,7 @@ TensorList withGradients(const ProgramSpec& spec, const std::vector<char>& wante
 }
 
 // Other values than the example's, of the same shapes: leaves that require grad.
-TensorList otherInputs(const ProgramSpec& spec) {
+TensorList otherInputs(const JitProgramSpec& spec) {
   TensorList in = programInputs(spec, false);
   for (Tensor& t : in) {
     t = ops::add(ops::mul(t, 1.25), 0.375);
@@ -104,7 +104,7 @@ bool sameResults(const TensorList& got, const TensorList& want, Compare compare)
 // operand is not finite, so values are compared, as numbers, where the eager results are all
 // finite.
 AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager) {
-  const ProgramSpec spec = *genProgramSpec();
+  const JitProgramSpec spec = *genProgramSpec();
   ag::proptests::fuzz_stats().record_graph("compiled", static_cast<int64_t>(spec.steps.size()));
   const auto wanted = *rc::gen::container<std::vector<char>>(3, rc::gen::arbitrary<bool>());
   const bool fold = *rc::gen::arbitrary<bool>();
@@ -158,4 +158,4 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
 }
 
 }  // namespace
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

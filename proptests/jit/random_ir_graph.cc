@@ -8,7 +8,7 @@
 #include "engine/error.h"
 #include "ops/ops.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 const std::vector<Shape>& inputShapeMenu() {
@@ -60,10 +60,10 @@ struct Known {
 
 class Builder {
  public:
-  explicit Builder(const GraphSpec& spec) : spec_(spec) {}
+  explicit Builder(const IrGraphSpec& spec) : spec_(spec) {}
 
-  BuiltGraph build() {
-    BuiltGraph out;
+  BuiltIrGraph build() {
+    BuiltIrGraph out;
     out.graph = std::make_unique<Graph>();
     g_ = out.graph.get();
     for (size_t i = 0; i < spec_.input_shapes.size(); ++i) {
@@ -71,7 +71,7 @@ class Builder {
       out.input_shapes.push_back(s);
       known_.push_back({g_->addInput(Type::Tensor, "in" + std::to_string(i)), s, {}});
     }
-    for (const NodeSpec& n : spec_.nodes) addNode(n);
+    for (const IrNodeSpec& n : spec_.nodes) addNode(n);
     for (const Known& k : known_) {
       if (k.value->node() == g_->paramNode()) continue;
       if (!k.value->hasUses() || returned_.count(k.value) != 0) g_->registerOutput(k.value);
@@ -100,7 +100,7 @@ class Builder {
     return g_->append(kindOf(kind), inputs, std::move(attrs), num_outputs);
   }
 
-  void define(Node* n, const NodeSpec& spec, std::vector<Shape> shapes,
+  void define(Node* n, const IrNodeSpec& spec, std::vector<Shape> shapes,
               std::vector<Shape> list_shapes = {}) {
     for (size_t i = 0; i < n->outputs().size(); ++i) {
       Known k{n->output(i), i < shapes.size() ? shapes[i] : Shape{}, {}};
@@ -110,11 +110,11 @@ class Builder {
     if (spec.also_return && !n->outputs().empty()) returned_.insert(n->output(0));
   }
 
-  static unsigned operand(const NodeSpec& spec, size_t i) {
+  static unsigned operand(const IrNodeSpec& spec, size_t i) {
     return i < spec.operands.size() ? spec.operands[i] : 0u;
   }
 
-  void addNode(const NodeSpec& spec) {
+  void addNode(const IrNodeSpec& spec) {
     const unsigned kind = spec.op % kNumKinds;
     auto operand = [&](size_t i) { return Builder::operand(spec, i); };
     if (kind >= kNumAtenOps + kUnaryKinds) {
@@ -209,7 +209,7 @@ class Builder {
     }
   }
 
-  void addPrim(Prim prim, const NodeSpec& spec) {
+  void addPrim(Prim prim, const IrNodeSpec& spec) {
     auto operand = [&](size_t i) { return Builder::operand(spec, i); };
     switch (prim) {
       case Prim::Print: {
@@ -251,7 +251,7 @@ class Builder {
     }
   }
 
-  const GraphSpec& spec_;
+  const IrGraphSpec& spec_;
   Graph* g_ = nullptr;
   std::vector<Known> known_;
   std::unordered_set<const Value*> returned_;
@@ -259,7 +259,7 @@ class Builder {
 
 }  // namespace
 
-std::vector<IValue> BuiltGraph::makeInputs() const {
+std::vector<IValue> BuiltIrGraph::makeInputs() const {
   std::vector<IValue> inputs;
   for (size_t i = 0; i < input_shapes.size(); ++i) {
     int64_t numel = 1;
@@ -273,30 +273,30 @@ std::vector<IValue> BuiltGraph::makeInputs() const {
   return inputs;
 }
 
-BuiltGraph buildGraph(const GraphSpec& spec) { return Builder(spec).build(); }
+BuiltIrGraph buildGraph(const IrGraphSpec& spec) { return Builder(spec).build(); }
 
-rc::Gen<GraphSpec> genGraphSpec() {
-  auto node = rc::gen::build<NodeSpec>(
-      rc::gen::set(&NodeSpec::op, rc::gen::inRange(0u, kNumKinds)),
-      rc::gen::set(&NodeSpec::operands,
+rc::Gen<IrGraphSpec> genGraphSpec() {
+  auto node = rc::gen::build<IrNodeSpec>(
+      rc::gen::set(&IrNodeSpec::op, rc::gen::inRange(0u, kNumKinds)),
+      rc::gen::set(&IrNodeSpec::operands,
                    rc::gen::container<std::vector<unsigned>>(3, rc::gen::inRange(0u, 64u))),
-      rc::gen::set(&NodeSpec::attr, rc::gen::inRange(0u, 16u)),
-      rc::gen::set(&NodeSpec::also_return,
+      rc::gen::set(&IrNodeSpec::attr, rc::gen::inRange(0u, 16u)),
+      rc::gen::set(&IrNodeSpec::also_return,
                    rc::gen::weightedElement<bool>({{1, true}, {5, false}})));
-  return rc::gen::build<GraphSpec>(
+  return rc::gen::build<IrGraphSpec>(
       rc::gen::set(
-          &GraphSpec::input_shapes,
+          &IrGraphSpec::input_shapes,
           rc::gen::resize(
               3, rc::gen::nonEmpty(rc::gen::container<std::vector<unsigned>>(
                      rc::gen::inRange(0u, static_cast<unsigned>(inputShapeMenu().size())))))),
-      rc::gen::set(&GraphSpec::nodes, rc::gen::container<std::vector<NodeSpec>>(node)));
+      rc::gen::set(&IrGraphSpec::nodes, rc::gen::container<std::vector<IrNodeSpec>>(node)));
 }
 
-void showValue(const GraphSpec& spec, std::ostream& os) {
-  BuiltGraph built = buildGraph(spec);
+void showValue(const IrGraphSpec& spec, std::ostream& os) {
+  BuiltIrGraph built = buildGraph(spec);
   os << "input shapes:";
   for (const Shape& s : built.input_shapes) os << " " << to_string(s);
   os << "\n" << toString(*built.graph);
 }
 
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

@@ -1,7 +1,7 @@
 // Random IR graphs for property tests.
 //
-// A GraphSpec is plain data that RapidCheck generates and shrinks; buildGraph
-// turns any GraphSpec into a valid graph. Each node spec names an op and its
+// A IrGraphSpec is plain data that RapidCheck generates and shrinks; buildGraph
+// turns any IrGraphSpec into a valid graph. Each node spec names an op and its
 // operands as indices *taken modulo the number of values defined so far*
 // (searching forward from there for the first value of a usable type and
 // shape), so every shrink of a spec (fewer nodes, smaller numbers) still
@@ -23,32 +23,36 @@
 #include "engine/jit/ir.h"
 #include "proptests/op_traits.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 
-struct NodeSpec {
+// The JIT's names (engine/jit), for the JIT's generators and properties; Node is the IR's.
+using namespace ag::jit;
+using jit::Node;
+
+struct IrNodeSpec {
   unsigned op = 0;
   std::vector<unsigned> operands;  // three indices, used modulo the values so far
   unsigned attr = 0;               // picks attributes (dims, shapes, list lengths, constants)
   bool also_return = false;        // make the first output a graph output even if used
 };
 
-struct GraphSpec {
+struct IrGraphSpec {
   std::vector<unsigned> input_shapes;  // one per graph input, index into a fixed menu
-  std::vector<NodeSpec> nodes;
+  std::vector<IrNodeSpec> nodes;
 };
 
-struct BuiltGraph {
+struct BuiltIrGraph {
   std::unique_ptr<Graph> graph;
   std::vector<Shape> input_shapes;
   // Fresh, distinct inputs with deterministic contents.
   std::vector<IValue> makeInputs() const;
 };
 
-BuiltGraph buildGraph(const GraphSpec& spec);
+BuiltIrGraph buildGraph(const IrGraphSpec& spec);
 
-rc::Gen<GraphSpec> genGraphSpec();
+rc::Gen<IrGraphSpec> genGraphSpec();
 
 // RapidCheck prints counterexamples through this: the graph's text form.
-void showValue(const GraphSpec& spec, std::ostream& os);
+void showValue(const IrGraphSpec& spec, std::ostream& os);
 
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

@@ -7,7 +7,7 @@
 
 #include "proptests/jit/random_ir_graph.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 TEST(RandomIrGraphCoverage, GraphsHoldExactlyTheCoveredOps) {
@@ -16,10 +16,10 @@ TEST(RandomIrGraphCoverage, GraphsHoldExactlyTheCoveredOps) {
   for (unsigned op = 0; op < 64; ++op) {
     for (unsigned shape = 0; shape < 5; ++shape) {
       for (unsigned attr = 0; attr < 16; ++attr) {
-        GraphSpec spec;
+        IrGraphSpec spec;
         spec.input_shapes = {shape, 0};
-        spec.nodes = {NodeSpec{op, {0, 1, 0}, attr, false}};
-        const BuiltGraph built = buildGraph(spec);
+        spec.nodes = {IrNodeSpec{op, {0, 1, 0}, attr, false}};
+        const BuiltIrGraph built = buildGraph(spec);
         for (const Node* n : built.graph->nodes()) {
           const std::string& kind = n->kind();
           ops::OpId id = ops::OpId::kAdd;
@@ -41,4 +41,4 @@ TEST(RandomIrGraphCoverage, GraphsHoldExactlyTheCoveredOps) {
 }
 
 }  // namespace
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

@@ -9,7 +9,7 @@
 #include "ops/ops.h"
 #include "proptests/op_call.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 using ops::OpId;
@@ -56,7 +56,7 @@ class Runner {
     for (const Tensor& t : inputs) entries_.push_back({t, Root::kInput});
   }
 
-  void step(const StepSpec& s) {
+  void step(const JitStepSpec& s) {
     const double scalar = (static_cast<double>(s.attr % 7) - 3.0) * 0.5;
     const unsigned index = s.op % kNumSteps;
     if (index == kNumSteps - 1) {  // made inside the program; the trace bakes it in
@@ -204,7 +204,7 @@ rc::Gen<unsigned> below(unsigned n) {
 
 }  // namespace
 
-TensorList programInputs(const ProgramSpec& spec, bool requires_grad) {
+TensorList programInputs(const JitProgramSpec& spec, bool requires_grad) {
   TensorList inputs;
   for (unsigned i = 0; i < std::max(1u, spec.num_inputs); ++i) {
     const Shape shape = i % 2 == 0 ? Shape{2, 3} : Shape{3, 2};
@@ -215,21 +215,21 @@ TensorList programInputs(const ProgramSpec& spec, bool requires_grad) {
   return inputs;
 }
 
-TensorList runProgram(const ProgramSpec& spec, const TensorList& inputs) {
+TensorList runProgram(const JitProgramSpec& spec, const TensorList& inputs) {
   Runner r(inputs);
   r.num_inputs_ = inputs.size();
-  for (const StepSpec& s : spec.steps) r.step(s);
+  for (const JitStepSpec& s : spec.steps) r.step(s);
   return r.results();
 }
 
-rc::Gen<ProgramSpec> genProgramSpec() {
-  auto step = rc::gen::build<StepSpec>(
-      rc::gen::set(&StepSpec::op, below(kNumSteps)), rc::gen::set(&StepSpec::a, below(64)),
-      rc::gen::set(&StepSpec::b, below(64)), rc::gen::set(&StepSpec::attr, below(16)));
-  return rc::gen::build<ProgramSpec>(
-      rc::gen::set(&ProgramSpec::num_inputs, rc::gen::inRange(1u, 4u)),
-      rc::gen::set(&ProgramSpec::steps,
-                   rc::gen::resize(24, rc::gen::container<std::vector<StepSpec>>(step))));
+rc::Gen<JitProgramSpec> genProgramSpec() {
+  auto step = rc::gen::build<JitStepSpec>(
+      rc::gen::set(&JitStepSpec::op, below(kNumSteps)), rc::gen::set(&JitStepSpec::a, below(64)),
+      rc::gen::set(&JitStepSpec::b, below(64)), rc::gen::set(&JitStepSpec::attr, below(16)));
+  return rc::gen::build<JitProgramSpec>(
+      rc::gen::set(&JitProgramSpec::num_inputs, rc::gen::inRange(1u, 4u)),
+      rc::gen::set(&JitProgramSpec::steps,
+                   rc::gen::resize(24, rc::gen::container<std::vector<JitStepSpec>>(step))));
 }
 
 Tensor sumOfRequiringGrad(const TensorList& ts) {
@@ -249,7 +249,7 @@ Tensor sumOfSquares(const TensorList& grads) {
   return sumOfRequiringGrad(squares);
 }
 
-void showValue(const ProgramSpec& spec, std::ostream& os) {
+void showValue(const JitProgramSpec& spec, std::ostream& os) {
   try {
     auto run = [&](const TensorList& in) { return runProgram(spec, in); };
     os << "\n" << toString(*trace(run, programInputs(spec, false)));
@@ -258,4 +258,4 @@ void showValue(const ProgramSpec& spec, std::ostream& os) {
   }
 }
 
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

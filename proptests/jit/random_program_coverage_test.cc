@@ -5,17 +5,17 @@
 #include "proptests/jit/random_program.h"
 #include "proptests/recorded_ops.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
 TEST(RandomProgramCoverage, StepsRunExactlyTheCoveredOps) {
   std::set<ops::OpId> ran;
   for (unsigned op = 0; op < 64; ++op) {
     for (unsigned attr = 0; attr < 16; ++attr) {
-      ProgramSpec spec;
+      JitProgramSpec spec;
       spec.num_inputs = 2;
       // A computed tensor first, so that the in-place steps have one to write.
-      spec.steps = {StepSpec{0, 0, 0, 0}, StepSpec{op, 2, 1, attr}};
+      spec.steps = {JitStepSpec{0, 0, 0, 0}, JitStepSpec{op, 2, 1, attr}};
       ag::proptests::RecordedOps recorded;
       runProgram(spec, programInputs(spec, attr % 2 == 0));
       ran.insert(recorded.ran().begin(), recorded.ran().end());
@@ -25,4 +25,4 @@ TEST(RandomProgramCoverage, StepsRunExactlyTheCoveredOps) {
 }
 
 }  // namespace
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

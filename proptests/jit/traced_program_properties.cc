@@ -19,16 +19,16 @@
 #include "proptests/jit/random_program.h"
 #include "proptests/property.h"
 
-namespace ag::jit::proptest {
+namespace ag::proptests {
 namespace {
 
-ProgramSpec pickProgramSpec() {
-  const ProgramSpec spec = *genProgramSpec();
+JitProgramSpec pickProgramSpec() {
+  const JitProgramSpec spec = *genProgramSpec();
   ag::proptests::fuzz_stats().record_graph("traced", static_cast<int64_t>(spec.steps.size()));
   return spec;
 }
 
-std::unique_ptr<Graph> traceProgram(const ProgramSpec& spec) {
+std::unique_ptr<Graph> traceProgram(const JitProgramSpec& spec) {
   return trace([&](const TensorList& in) { return runProgram(spec, in); },
                programInputs(spec, false));
 }
@@ -52,7 +52,7 @@ std::string text(const TensorList& ts, const char* label) {
 // (second order); or the stage at which the engine refused. `second` gets the second-order
 // gradients apart (Note [What compiled programs are compared with]).
 std::string observe(const std::function<TensorList(const TensorList&)>& program,
-                    const ProgramSpec& spec, const std::vector<char>& wanted,
+                    const JitProgramSpec& spec, const std::vector<char>& wanted,
                     TensorList* second_order = nullptr) {
   const TensorList inputs = programInputs(spec, true);
   TensorList chosen;
@@ -107,7 +107,7 @@ std::unique_ptr<Graph> inlined(const Graph& g) {
 // latter rely on Note [Contributions in eager order], engine/jit/differentiate.h).
 
 AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEveryOption) {
-  const ProgramSpec spec = pickProgramSpec();
+  const JitProgramSpec spec = pickProgramSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
   const auto wanted = *rc::gen::container<std::vector<char>>(3, rc::gen::arbitrary<bool>());
   const std::unique_ptr<Graph> traced = traceProgram(spec);
@@ -157,7 +157,7 @@ AG_PROPERTY(TracedProgramProps, TracedGraphsAndGroupsMatchEagerBitwiseUnderEvery
 }
 
 AG_PROPERTY(TracedProgramProps, IncrementalAliasDbEqualsFreshAfterEveryMerge) {
-  const ProgramSpec spec = pickProgramSpec();
+  const JitProgramSpec spec = pickProgramSpec();
   const size_t min_size = *rc::gen::inRange<size_t>(1, 4);
   std::unique_ptr<Graph> g = traceProgram(spec);
   const std::string original = toString(*g);
@@ -180,7 +180,7 @@ AG_PROPERTY(TracedProgramProps, IncrementalAliasDbEqualsFreshAfterEveryMerge) {
 // What AliasDb says of a traced graph's values is what the engine does at run time: two values
 // may alias iff their tensors share storage (a traced graph has no lists, so no wildcards make
 // the analysis conservative). Checked before and after the pass, on the top-level values.
-void checkAliasingAgainstStorage(const Graph& g, const ProgramSpec& spec) {
+void checkAliasingAgainstStorage(const Graph& g, const JitProgramSpec& spec) {
   std::vector<std::pair<const Value*, Tensor>> seen;  // keeps the tensors alive: no address reuse
   RunOptions options;
   options.observe = [&](const Value* v, const IValue& value) {
@@ -207,7 +207,7 @@ void checkAliasingAgainstStorage(const Graph& g, const ProgramSpec& spec) {
 }
 
 AG_PROPERTY(TracedProgramProps, AliasDbAgreesWithRuntimeStorageSharing) {
-  const ProgramSpec spec = pickProgramSpec();
+  const JitProgramSpec spec = pickProgramSpec();
   std::unique_ptr<Graph> g = traceProgram(spec);
   checkAliasingAgainstStorage(*g, spec);
   createAutodiffSubgraphs(*g, optionsFor(AliasDbMode::kIncremental, 2));
@@ -215,4 +215,4 @@ AG_PROPERTY(TracedProgramProps, AliasDbAgreesWithRuntimeStorageSharing) {
 }
 
 }  // namespace
-}  // namespace ag::jit::proptest
+}  // namespace ag::proptests

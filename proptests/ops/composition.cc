@@ -360,7 +360,7 @@ Shape broadcast(const Shape& x, const Shape& y) {
   return out;
 }
 
-Plan build_plan(const Program& program) {
+Plan build_plan(const CompositionSpec& program) {
   Plan plan;
   plan.seed = program.seed;
   Builder b(plan);
@@ -524,9 +524,9 @@ TensorList run(const Plan& plan, const TensorList& leaves) {
   return values;
 }
 
-rc::Gen<Program> program_gen() {
+rc::Gen<CompositionSpec> program_gen() {
   return rc::gen::exec([] {
-    Program p;
+    CompositionSpec p;
     p.base_dims =
         *rc::gen::container<std::vector<int>>(*rc::gen::inRange(0, 4), rc::gen::inRange(0, 3));
     const int num_leaves = *rc::gen::inRange(1, 4);
@@ -551,7 +551,7 @@ rc::Gen<Program> program_gen() {
   });
 }
 
-void showValue(const Program& program, std::ostream& os) {
+void showValue(const CompositionSpec& program, std::ostream& os) {
   os << "\n" << describe(build_plan(program));
 }
 

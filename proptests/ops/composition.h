@@ -2,10 +2,10 @@
 
 // Random compositions of the op set, for property tests.
 //
-// A Program is only small integers (what RapidCheck generates and shrinks); build_plan() maps
-// every Program to a valid Plan: a straight-line list of op calls with all shapes resolved.
-// Operand indices are taken modulo the number of values so far, shapes are derived from one base
-// shape (so leaves broadcast together), and an operand that would not fit is adapted by an
+// A CompositionSpec is only small integers (what RapidCheck generates and shrinks); build_plan()
+// maps every CompositionSpec to a valid Plan: a straight-line list of op calls with all shapes
+// resolved. Operand indices are taken modulo the number of values so far, shapes are derived from
+// one base shape (so leaves broadcast together), and an operand that would not fit is adapted by an
 // explicit, printed op (e.g. `sum(v2)` when two shapes do not broadcast, `reshape` to 2-D before
 // mm). So shrinking any number always yields another valid composition.
 
@@ -35,7 +35,7 @@ struct Step {
   int param = 0;  // op-specific choice (dims, scalars, variants)
 };
 
-struct Program {
+struct CompositionSpec {
   std::vector<int> base_dims;  // the base shape, 0 to 3 dims of size 1..3
   std::vector<LeafSpec> leaves;
   std::vector<Step> steps;
@@ -71,7 +71,7 @@ struct Plan {
   int output() const { return static_cast<int>(instrs.size()) - 1; }
 };
 
-Plan build_plan(const Program& program);
+Plan build_plan(const CompositionSpec& program);
 // Appends the instructions of one step (index: its position, seeds dropout) to `plan`, as
 // build_plan does for each step. Other generators interleave values of their own by appending
 // to plan.instrs and plan.shapes themselves.
@@ -91,9 +91,9 @@ TensorList run(const Plan& plan, const TensorList& leaves);
 // Runs one instruction on given argument values.
 Tensor run_instr(const Instr& instr, const TensorList& args);
 
-rc::Gen<Program> program_gen();
+rc::Gen<CompositionSpec> program_gen();
 // Picks a random program inside a property and records its size and ops for the fuzz driver.
 Plan pick_plan();
-void showValue(const Program& program, std::ostream& os);  // RapidCheck prints the plan
+void showValue(const CompositionSpec& program, std::ostream& os);  // RapidCheck prints the plan
 
 }  // namespace ag::proptests

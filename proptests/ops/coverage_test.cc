@@ -15,7 +15,7 @@ TEST(CompositionCoverage, GeneratesExactlyTheCoveredOps) {
   for (const std::vector<int>& base : std::vector<std::vector<int>>{{}, {1}, {1, 2}, {2, 1, 2}}) {
     for (int kind = 0; kind < 64; ++kind) {
       for (int param = 0; param < 64; ++param) {
-        Program program;
+        CompositionSpec program;
         program.base_dims = base;
         program.leaves = {LeafSpec{0, 0, true}, LeafSpec{1, 1, false}};
         program.steps = {Step{kind, 0, 1, param}};
