@@ -42,8 +42,8 @@ const auto sub_rule =
 const auto mul_rule = binary_rule<BinaryKind::kMul, mul>(
     {self, {other}, [](const Ctx& c) { return c.grad() * c[other]; }},
     {other, {self}, [](const Ctx& c) { return c.grad() * c[self]; }});
-// mul_(self, other): mul's formulas, asked, not restated (Note [In-place saves]); after mul's
-// rule, so that it is built after it.
+// mul_(self, other): mul's formulas, asked, not restated (Note [In-place saves], ops/spec.h); after
+// mul's rule, so that it is built after it.
 const OpSpec mul_inplace_rule{op_name(OpId::kMulInplace), mul_rule, in_place_forward<mul_>()};
 // other: PyTorch's div_tensor_other_backward, in its order: the product under create_graph
 // reads (self / other) / other, not self.

@@ -1,8 +1,8 @@
 #pragma once
 
 // The one-statement forms of the elementwise ops' rules (ops/elementwise.cc): a rule of the op
-// list's kind K (Note [The op list]) is the spec named by K's name, typed by K, so that an op's
-// forward runs the kernel of its rule's own kind.
+// list's kind K (Note [The op list], ops/kinds.h) is the spec named by K's name, typed by K, so
+// that an op's forward runs the kernel of its rule's own kind.
 
 #include <cstddef>
 #include <initializer_list>

@@ -22,14 +22,15 @@ namespace ag::ops {
 // derivative stays one kernel per formula, and a backward through it runs three kernels where
 // PyTorch's graph runs five. Values agree with the composed graph's to rounding (its formulas
 // multiply in another order). A trace (engine/jit) records it as aten::scaled_product, one of the
-// derivatives that are IR operators without being ops of the list (Note [The op list]), as
-// nll_loss_backward is: a compiled step (Note [Compiled functions]) then runs the fused kernels
-// too (seed 001's Tanh step with the final backward, compiled: 221 ops, 277 as composed ops, each
-// one more pass over memory). For operands of different shapes it runs as the composed ops. Checked
-// in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and engine/jit/compile_test.cc.
+// derivatives that are IR operators without being ops of the list (Note [The op list],
+// ops/kinds.h), as nll_loss_backward is: a compiled step (Note [Compiled functions]) then runs the
+// fused kernels too (seed 001's Tanh step with the final backward, compiled: 221 ops, 277 as
+// composed ops, each one more pass over memory). For operands of different shapes it runs as the
+// composed ops. Checked in ops/tests/cpu_kernels_test.cc, ops/tests/op_gradients_test.cc and
+// engine/jit/compile_test.cc.
 
 Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) {
-  if (!a.same_layout_as(b)) return a * (scale * b * c);
+  if (!a.same_layout_as(b) || !a.same_layout_as(c)) return a * (scale * b * c);
   ++counters().fused_formulas;
   Tensor out = backend_for(a.device()).scaled_product(a, b, c, scale);
   return record(scaled_product_spec(), {&a, &b, &c}, std::move(out), ScalarAttrs{scale});

@@ -73,11 +73,11 @@ inline BackwardContext::BackwardContext(OpNode& node, const Tensor& grad, size_t
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 // Builds the OpNode of `spec` applied to `inputs` and saves the needed slots that come from the
-// inputs and the forward (Note [Guarded saves]). An in-place op calls this before it writes, so
-// a saved input that the write changes fails the version check in backward, as in PyTorch; the
-// write target is `written`, the first input: its own slot is saved as a clone (Note [In-place
-// saves]), and its other saved aliases are kept without history (no reference cycle through the
-// new node, and the version check can only fail for them).
+// inputs and the forward (Note [Guarded saves], ops/spec.h). An in-place op calls this before it
+// writes, so a saved input that the write changes fails the version check in backward, as in
+// PyTorch; the write target is `written`, the first input: its own slot is saved as a clone (Note
+// [In-place saves]), and its other saved aliases are kept without history (no reference cycle
+// through the new node, and the version check can only fail for them).
 std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                                   OpAttrs attrs, std::initializer_list<Tensor> from_forward,
                                   const Tensor* written = nullptr);

@@ -38,7 +38,8 @@ inline constexpr Result result{};
 }  // namespace slots
 
 // The ops' attributes, one struct per kind. An OpNode holds one of them. fields(f) calls
-// f(name, field) for each field: the names the IR gives them (engine/jit, Note [Op schema]).
+// f(name, field) for each field: the names the IR gives them (engine/jit; Note [Op schema],
+// ops/schema.h).
 struct NoAttrs {
   template <typename F>
   void fields(F&&) {}

@@ -35,8 +35,9 @@ namespace ag::ops {
 // derivative is differentiable again. The uses list is a contract checked on every read: c[slot]
 // fails loudly when the running formula did not list the slot, so a stale list cannot go
 // unnoticed. Input shapes are always kept (they are tiny), so a formula that needs only a shape
-// saves nothing; gradients are summed back to the input's shape automatically (broadcasting). An op with attributes (a dim, a scalar, transposes) names them in a struct of
-// its own, which its formulas read with c.attrs<T>(), a checked access.
+// saves nothing; gradients are summed back to the input's shape automatically (broadcasting). An op
+// with attributes (a dim, a scalar, transposes) names them in a struct of its own, which its
+// formulas read with c.attrs<T>(), a checked access.
 //
 // Note [Guarded saves]
 // From the spec the engine decides mechanically what to save: a slot is saved iff some formula
@@ -69,7 +70,8 @@ struct FormulaSpec {
 class OpSpec {
  public:
   // One formula per input of the op, in the inputs' order. With a forward, the spec registers
-  // itself under its name (Note [Op schema]); such a spec must live as long as the program.
+  // itself under its name (Note [Op schema], ops/schema.h); such a spec must live as long as the
+  // program.
   OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, OpForward forward = {});
   // An op without a derivative (detach, zeros_like): its result never has a history, but the JIT
   // traces and runs it.
