@@ -140,6 +140,7 @@ int run(Args a) {
                   static_cast<long long>(cases), elapsed(), cases / std::max(elapsed(), 1e-9),
                   static_cast<unsigned long long>(a.seed), static_cast<long long>(failures));
       print_coverage(totals);
+      if (!a.against.empty()) std::printf("%s", proptests::crash_report().c_str());
       return failures == 0 ? 0 : 1;
     }
     size_t i = 0;

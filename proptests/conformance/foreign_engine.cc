@@ -1,6 +1,8 @@
 #include "proptests/conformance/foreign_engine.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,7 +54,7 @@ class PyTorchEngine final : public ForeignEngine {
   explicit PyTorchEngine(const ForeignOptions& o)
       : runtime_(o.runtime.empty() ? find_package_file("torch_runtime.py") : o.runtime),
         python_(find_python(o.python)),
-        server_({python_, runtime_, "--serve"}) {}
+        server_({python_, runtime_, "--serve"}, o.time_limit_s) {}
 
   std::string name() const override { return "pytorch"; }
   std::string version() override {
@@ -64,6 +66,7 @@ class PyTorchEngine final : public ForeignEngine {
     return torch_script(p, title);
   }
   std::string runtime_path() const override { return runtime_; }
+  std::optional<ForeignOutcome> take_crash() override { return server_.take_death(); }
   std::string explain(const std::string& path) override {
     return capture(shell_quote(python_) + " " + shell_quote(runtime_) + " --explain " +
                    shell_quote(path));
@@ -112,17 +115,25 @@ class PyTorchEngine final : public ForeignEngine {
 
 }  // namespace
 
-ScriptServer::ScriptServer(std::vector<std::string> argv) : argv_(std::move(argv)) { start(); }
+ScriptServer::ScriptServer(std::vector<std::string> argv, double time_limit_s)
+    : argv_(std::move(argv)), time_limit_s_(time_limit_s) {
+  start();
+}
 ScriptServer::~ScriptServer() { stop(); }
 
 void ScriptServer::start() {
   int in[2], out[2];
   if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
+  char err_path[] = "/tmp/ag-foreign-stderr-XXXXXX";
+  stderr_fd_ = mkstemp(err_path);
+  if (stderr_fd_ < 0) throw std::runtime_error("mkstemp failed");
+  unlink(err_path);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
     dup2(in[0], 0);
     dup2(out[1], 1);
+    dup2(stderr_fd_, 2);
     close(in[1]);
     close(out[0]);
     std::vector<char*> args;
@@ -142,20 +153,44 @@ void ScriptServer::stop() {
   if (from_) fclose(from_);
   to_ = from_ = nullptr;
   if (pid_ > 0) {
-    int status;
-    waitpid(pid_, &status, 0);  // it exits at the end of its input
+    last_status_ = 0;
+    waitpid(pid_, &last_status_, 0);  // it exits at the end of its input
   }
   pid_ = -1;
+  last_stderr_.clear();
+  if (stderr_fd_ >= 0) {
+    char buf[4096];
+    ssize_t n;
+    off_t at = 0;
+    while ((n = pread(stderr_fd_, buf, sizeof(buf), at)) > 0) {
+      last_stderr_.append(buf, static_cast<size_t>(n));
+      at += n;
+    }
+    close(stderr_fd_);
+  }
+  stderr_fd_ = -1;
 }
 
 std::optional<std::string> ScriptServer::request(const std::string& script) {
   signal(SIGPIPE, SIG_IGN);  // a dead server is reported below, not by a signal
   size_t n = 0;
-  if (std::fprintf(to_, "%zu\n", script.size()) < 0 ||
-      std::fwrite(script.data(), 1, script.size(), to_) != script.size() || std::fflush(to_) != 0 ||
-      std::fscanf(from_, "%zu", &n) != 1 || std::fgetc(from_) != '\n') {
-    // The server died running this script: a fresh one serves the next.
+  bool hung = false;
+  const bool sent = std::fprintf(to_, "%zu\n", script.size()) >= 0 &&
+                    std::fwrite(script.data(), 1, script.size(), to_) == script.size() &&
+                    std::fflush(to_) == 0;
+  if (sent && time_limit_s_ > 0) {
+    pollfd reply{fileno(from_), POLLIN, 0};
+    if (poll(&reply, 1, static_cast<int>(time_limit_s_ * 1000)) == 0) {
+      hung = true;
+      kill(pid_, SIGABRT);  // faulthandler dumps the Python stacks
+      usleep(500 * 1000);
+      kill(pid_, SIGKILL);
+    }
+  }
+  if (!sent || hung || std::fscanf(from_, "%zu", &n) != 1 || std::fgetc(from_) != '\n') {
+    // The server died or hung running this script: a fresh one serves the next.
     stop();
+    death_ = ForeignOutcome::from_wait_status(last_status_, hung, last_stderr_);
     start();
     return std::nullopt;
   }

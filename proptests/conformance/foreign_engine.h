@@ -20,6 +20,7 @@
 
 #include "proptests/conformance/program.h"
 #include "proptests/conformance/records.h"
+#include "proptests/foreign/crash_signature.h"
 
 namespace ag::proptests {
 
@@ -39,17 +40,29 @@ class ForeignEngine {
   // The records of the script at `path` with each raise line followed by " # " and the error
   // message, for people; empty if the adapter cannot say.
   virtual std::string explain(const std::string& path) = 0;
+  // How the engine's process ended when it last died or hung on a script (its records were then
+  // "s0 reference-failed"), once; nothing when it has not since the last call.
+  virtual std::optional<ForeignOutcome> take_crash() { return std::nullopt; }
 };
 
-// A child process that answers "<bytes>\n<script>" on stdin with "<bytes>\n<records>".
+// A child process that answers "<bytes>\n<script>" on stdin with "<bytes>\n<records>". Its
+// stderr goes to a file of its own, read when it dies (crash_signature.h); a script it has not
+// answered within `time_limit_s` (0: no limit) counts as a hang: the server gets SIGABRT (for
+// faulthandler's dump), then SIGKILL.
 class ScriptServer {
  public:
-  explicit ScriptServer(std::vector<std::string> argv);
+  explicit ScriptServer(std::vector<std::string> argv, double time_limit_s = 0);
   ~ScriptServer();
   ScriptServer(const ScriptServer&) = delete;
   ScriptServer& operator=(const ScriptServer&) = delete;
-  // The reply, or nothing when the server died on this script (it is restarted).
+  // The reply, or nothing when the server died or hung on this script (it is restarted).
   std::optional<std::string> request(const std::string& script);
+  // How the server ended when request() last returned nothing, once.
+  std::optional<ForeignOutcome> take_death() {
+    std::optional<ForeignOutcome> out = std::move(death_);
+    death_.reset();
+    return out;
+  }
   // Replaces the server by a new process.
   void restart() {
     stop();
@@ -60,7 +73,12 @@ class ScriptServer {
   void start();
   void stop();
   std::vector<std::string> argv_;
+  double time_limit_s_ = 0;
   int pid_ = -1;
+  int stderr_fd_ = -1;   // the server's stderr, an unlinked file
+  int last_status_ = 0;  // waitpid()'s, when stop() last reaped a server
+  std::string last_stderr_;
+  std::optional<ForeignOutcome> death_;
   FILE* to_ = nullptr;
   FILE* from_ = nullptr;
 };
@@ -70,7 +88,8 @@ struct ForeignOptions {
   // Empty: the first of $AG_PEER_PYTHON, the peers' venv (tools/setup.sh --peers: $AG_PEERS_DIR
   // or ~/.cache/autograd-peers), python3, /usr/bin/python3 that imports the engine.
   std::string python;
-  std::string runtime;  // empty: found beside the binary (runfiles) or in the workspace
+  std::string runtime;       // empty: found beside the binary (runfiles) or in the workspace
+  double time_limit_s = 60;  // per script; beyond it the engine hangs (0: no limit)
 };
 
 std::vector<std::string> foreign_engine_names();

@@ -11,6 +11,8 @@
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
+#include "proptests/foreign/crash_signature.h"
+#include "proptests/foreign/standalone_script.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/property.h"
 
@@ -29,6 +31,12 @@ std::optional<ConformanceProgram>& last_mismatch() {
   return program;
 }
 
+// The programs the foreign engine crashed or hung on, by signature (Note [Crash signatures]).
+CrashGroups& crash_groups() {
+  static CrashGroups groups;
+  return groups;
+}
+
 void against_foreign_engine() {
   const ConformanceSpec spec = *program_spec_gen();
   const ConformanceProgram program = build_program(spec);
@@ -40,6 +48,14 @@ void against_foreign_engine() {
   // 576,287 programs, fuzz seed 32: a PyTorch process that its own segfault had corrupted).
   const BothEngines both = run_both_engines(program, *foreign(), script);
   const Comparison& c = both.comparison;
+  // Its records say "reference-failed" (pytorch-internal-error); the crash itself is kept.
+  if (const std::optional<ForeignOutcome> crash = foreign()->take_crash()) {
+    if (const std::optional<Signature> sig = crash_signature(*crash)) {
+      stats.record("foreign engine crashed", crash_kind_name(sig->kind));
+      crash_groups().add(*sig, "program " + std::to_string(stats.snapshot().graphs),
+                         to_text(program));
+    }
+  }
   if (both.cleared_by_fresh_process) {
     stats.record("not repeated by a fresh process", foreign()->name());
   }
@@ -75,6 +91,21 @@ std::string reduced_last_mismatch() {
          "replay: write the program to repro.txt and run\n"
          "  bazel run -c opt //proptests/conformance:export -- --file repro.txt --against " +
          foreign()->name() + "\n";
+}
+
+std::string crash_report() {
+  const CrashGroups& groups = crash_groups();
+  if (groups.crashes() == 0) return "";
+  std::string out = foreign()->name() + " crashed or hung on " + groups.report();
+  for (const CrashGroups::Group& g : groups.groups()) {
+    out += "\n" + g.signature.key() + "\nfirst program (" + g.first_id + "):\n" + g.first_program;
+    try {
+      out += "as a standalone script:\n" + render_standalone(parse_program(g.first_program));
+    } catch (const StandaloneError& e) {
+      out += std::string("no standalone script: ") + e.what() + "\n";
+    }
+  }
+  return out;
 }
 
 }  // namespace ag::proptests

@@ -20,4 +20,9 @@ std::string register_against(const std::string& engine);
 // that replays it; empty if nothing mismatched since the last call.
 std::string reduced_last_mismatch();
 
+// The programs the foreign engine crashed, aborted, asserted or hung on since the start, grouped
+// by signature (proptests/foreign/crash_signature.h), each group's first program with its
+// standalone script; empty if none. Not yet reduced nor confirmed in fresh processes.
+std::string crash_report();
+
 }  // namespace ag::proptests

@@ -26,6 +26,7 @@ gradient edge reaches an edge the current grad()/backward() call requested (for 
 without inputs: an AccumulateGrad whose leaf requires grad), found by walking PyTorch's graph.
 """
 
+import faulthandler
 import math
 import sys
 import warnings
@@ -487,6 +488,9 @@ def run_script(text):
 
 
 def serve():
+    # A crash or a hang (the driver's SIGABRT) dumps the Python stacks on stderr, which the
+    # driver reads for the crash's signature (proptests/foreign/crash_signature.h).
+    faulthandler.enable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         header = stdin.readline()
