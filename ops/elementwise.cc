@@ -87,6 +87,10 @@ const auto sigmoid_rule = unary_rule<UnaryKind::kSigmoid>(
     {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); });
 const auto relu_rule = unary_rule<UnaryKind::kRelu>(
     {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); });
+const auto sin_rule =
+    unary_rule<UnaryKind::kSin>({self}, [](const Ctx& c) { return c.grad() * cos(c[self]); });
+const auto cos_rule =
+    unary_rule<UnaryKind::kCos>({self}, [](const Ctx& c) { return c.grad() * -sin(c[self]); });
 
 // relu's derivative, grad * (result > 0), as an op of its own (PyTorch's threshold_backward).
 // Its derivative w.r.t. grad is the same mask; w.r.t. result it is zero, but recording that edge

@@ -56,7 +56,9 @@
   P(X, Log, log, log(x))                          \
   P(X, Tanh, tanh, tanh(x))                       \
   P(X, Sigmoid, sigmoid, T(1) / (T(1) + exp(-x))) \
-  P(X, Relu, relu, x > T(0) ? x : T(0))
+  P(X, Relu, relu, x > T(0) ? x : T(0))           \
+  P(X, Sin, sin, sin(x))                          \
+  P(X, Cos, cos, cos(x))
 
 // Unary kinds that combine the element with the op's scalar `s`.
 #define AG_SCALAR_UNARY_OPS(X)      \
