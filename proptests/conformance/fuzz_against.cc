@@ -11,6 +11,7 @@
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
+#include "proptests/foreign/crash_reduce.h"
 #include "proptests/foreign/crash_signature.h"
 #include "proptests/foreign/standalone_script.h"
 #include "proptests/fuzz_stats.h"
@@ -97,10 +98,17 @@ std::string crash_report() {
   const CrashGroups& groups = crash_groups();
   if (groups.crashes() == 0) return "";
   std::string out = foreign()->name() + " crashed or hung on " + groups.report();
-  for (const CrashGroups::Group& g : groups.groups()) {
-    out += "\n" + g.signature.key() + "\nfirst program (" + g.first_id + "):\n" + g.first_program;
+  // Each group's first program reduced in fresh processes, then confirmed 10 times; the first 10
+  // groups (each reduction runs a fresh process per candidate).
+  for (size_t i = 0; i < groups.groups().size() && i < 10; ++i) {
+    const CrashGroups::Group& g = groups.groups()[i];
+    const ReducedCrash r = reduce_crash(parse_program(g.first_program), g.signature, *foreign());
+    out += "\n" + g.signature.key() + "\nfirst program (" + g.first_id + ") reduced to " +
+           std::to_string(r.program.stmts.size()) + " statements, " +
+           (r.confirmed() ? "confirmed" : "NOT confirmed") + " in " + std::to_string(r.crashes) +
+           " of " + std::to_string(r.runs) + " fresh processes:\n" + to_text(r.program);
     try {
-      out += "as a standalone script:\n" + render_standalone(parse_program(g.first_program));
+      out += "as a standalone script:\n" + render_standalone(r.program);
     } catch (const StandaloneError& e) {
       out += std::string("no standalone script: ") + e.what() + "\n";
     }

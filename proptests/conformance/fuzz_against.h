@@ -22,7 +22,8 @@ std::string reduced_last_mismatch();
 
 // The programs the foreign engine crashed, aborted, asserted or hung on since the start, grouped
 // by signature (proptests/foreign/crash_signature.h), each group's first program with its
-// standalone script; empty if none. Not yet reduced nor confirmed in fresh processes.
+// standalone script, reduced and confirmed in fresh processes (proptests/foreign/crash_reduce.h);
+// empty if none.
 std::string crash_report();
 
 }  // namespace ag::proptests
