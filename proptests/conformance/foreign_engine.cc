@@ -66,7 +66,12 @@ class PyTorchEngine final : public ForeignEngine {
     return torch_script(p, title);
   }
   std::string runtime_path() const override { return runtime_; }
-  std::optional<ForeignOutcome> take_crash() override { return server_.take_death(); }
+  std::optional<ForeignOutcome> take_crash() override {
+    std::optional<ForeignOutcome> out = server_.take_death();
+    if (!out) out = std::move(raised_);
+    raised_.reset();
+    return out;
+  }
   std::string explain(const std::string& path) override {
     return capture(shell_quote(python_) + " " + shell_quote(runtime_) + " --explain " +
                    shell_quote(path));
@@ -81,6 +86,14 @@ class PyTorchEngine final : public ForeignEngine {
     // outputs): nothing to compare with (pytorch-internal-error).
     if (!reply) return Records{{"s0 reference-failed"}};
     if (reply->rfind("error ", 0) == 0) throw std::runtime_error("pytorch: " + *reply);
+    // An internal assert that PyTorch raised as an exception: the runtime ends the records with
+    // "reference-failed" and writes the message on stderr (torch_runtime.py).
+    const std::string err = server_.take_stderr();
+    if (reply->find(" reference-failed") != std::string::npos) {
+      ForeignOutcome assert_failed;
+      assert_failed.stderr_text = err;
+      raised_ = assert_failed;
+    }
     return Records::parse(*reply);
   }
 
@@ -111,6 +124,7 @@ class PyTorchEngine final : public ForeignEngine {
   std::string runtime_;
   std::string python_;
   ScriptServer server_;
+  std::optional<ForeignOutcome> raised_;  // the last script's internal assert, if it had one
 };
 
 }  // namespace
@@ -126,6 +140,7 @@ void ScriptServer::start() {
   if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
   char err_path[] = "/tmp/ag-foreign-stderr-XXXXXX";
   stderr_fd_ = mkstemp(err_path);
+  stderr_read_ = 0;
   if (stderr_fd_ < 0) throw std::runtime_error("mkstemp failed");
   unlink(err_path);
   pid_ = fork();
@@ -169,6 +184,17 @@ void ScriptServer::stop() {
     close(stderr_fd_);
   }
   stderr_fd_ = -1;
+}
+
+std::string ScriptServer::take_stderr() {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while (stderr_fd_ >= 0 && (n = pread(stderr_fd_, buf, sizeof(buf), stderr_read_)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+    stderr_read_ += n;
+  }
+  return out;
 }
 
 std::optional<std::string> ScriptServer::request(const std::string& script) {

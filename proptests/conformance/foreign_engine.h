@@ -12,6 +12,8 @@
 // renderer, a jax_runtime.py with the same record format (records.h), and one entry in
 // make_foreign_engine().
 
+#include <sys/types.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -57,6 +59,8 @@ class ScriptServer {
   ScriptServer& operator=(const ScriptServer&) = delete;
   // The reply, or nothing when the server died or hung on this script (it is restarted).
   std::optional<std::string> request(const std::string& script);
+  // What the running server wrote on stderr since the last call.
+  std::string take_stderr();
   // How the server ended when request() last returned nothing, once.
   std::optional<ForeignOutcome> take_death() {
     std::optional<ForeignOutcome> out = std::move(death_);
@@ -75,8 +79,9 @@ class ScriptServer {
   std::vector<std::string> argv_;
   double time_limit_s_ = 0;
   int pid_ = -1;
-  int stderr_fd_ = -1;   // the server's stderr, an unlinked file
-  int last_status_ = 0;  // waitpid()'s, when stop() last reaped a server
+  int stderr_fd_ = -1;     // the server's stderr, an unlinked file
+  off_t stderr_read_ = 0;  // how much of it take_stderr() has returned
+  int last_status_ = 0;    // waitpid()'s, when stop() last reaped a server
   std::string last_stderr_;
   std::optional<ForeignOutcome> death_;
   FILE* to_ = nullptr;

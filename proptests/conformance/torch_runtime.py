@@ -439,6 +439,9 @@ def run_program(stmts):
                 ns[r] = None
             message = " ".join(str(e).split())
             if "INTERNAL ASSERT FAILED" in message:  # PyTorch's own bug: nothing to compare
+                if _serving:  # for the driver's crash signature (foreign_engine.cc)
+                    sys.stderr.write(str(e) + "\n")
+                    sys.stderr.flush()
                 lines.append(sid + " reference-failed" + (" # " + message if _explain else ""))
                 return lines
             lines.append(sid + " raise" + _error_kind(message) +
@@ -472,6 +475,7 @@ def run_program(stmts):
 
 
 _collected = []
+_serving = False  # serve(): internal asserts' messages go to stderr too
 _explain = False  # raise lines carry the exception's message (--explain; not comparable)
 
 
@@ -490,6 +494,8 @@ def run_script(text):
 def serve():
     # A crash or a hang (the driver's SIGABRT) dumps the Python stacks on stderr, which the
     # driver reads for the crash's signature (proptests/foreign/crash_signature.h).
+    global _serving
+    _serving = True
     faulthandler.enable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:

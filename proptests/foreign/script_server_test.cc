@@ -34,5 +34,22 @@ TEST(ScriptServer, AScriptBeyondTheTimeLimitIsAHang) {
   EXPECT_EQ(crash_signature(*death)->kind, CrashKind::kHang);
 }
 
+// An internal assert that PyTorch raised as an exception: the server answers, and what it wrote
+// on stderr meanwhile is there for the signature.
+TEST(ScriptServer, StderrOfAServerThatAnswered) {
+  ScriptServer server({"/bin/sh", "-c",
+                       "read n; read line; echo 'RuntimeError: ok() INTERNAL ASSERT FAILED at "
+                       "\"/p/torch/csrc/a.cpp\":3, please report a bug to PyTorch.' >&2; "
+                       "printf '20\\ns0 reference-failed\\n'"});
+  EXPECT_EQ(server.request("x = 1\n"), "s0 reference-failed\n");
+  ForeignOutcome o;
+  o.stderr_text = server.take_stderr();
+  EXPECT_EQ(crash_signature(o)->key(),
+            "internal-assert: ok() INTERNAL ASSERT FAILED at \"torch/csrc/a.cpp\", please report a "
+            "bug to PyTorch.");
+  EXPECT_EQ(server.take_stderr(), "");
+  EXPECT_FALSE(server.take_death());
+}
+
 }  // namespace
 }  // namespace ag::proptests
