@@ -528,9 +528,8 @@ ExecutionPlan plan_execution(const ExecuteRequest& request) {
 }
 
 TensorList execute(const ExecuteRequest& request) {
-  // A forward trace holds forward ops; the backward of such a program comes from its
-  // DifferentiableGraphs (engine/jit). A trace of gradients records the formulas' ops instead
-  // (Note [Tracing gradients], engine/jit/tracer.h).
+  // A trace of forward ops only would miss the formulas' ops that a backward runs; a trace that
+  // records gradients takes them as the program's own (Note [Tracing hook], ops/trace_hook.h).
   AG_CHECK(!engine_ops::tracing_forward_only(),
            "backward()/grad() cannot run while ops are traced: trace the forward, then "
            "differentiate the traced graph's results (or trace with TraceMode::kWithGradients)");
