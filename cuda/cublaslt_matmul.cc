@@ -24,12 +24,12 @@ namespace {
 // float products go through cuBLASLt rather than cublasSgemm for one reason: the bias of
 // addmm/linear rides in the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS), one kernel that writes C
 // once, where cublasSgemm needs C filled with the bias first and read back (beta = 1): on the
-// hessian's [10000, 256] products on an H100 that fill was 11 us of a 40 us product. A plan per
+// hessian's [10000, 256] products that fill was a quarter of the product's time. A plan per
 // shape (sizes, leading dimensions, batch strides, transposes, bias, TF32, the operands'
 // alignment) keeps the descriptors and cuBLASLt's heuristic choice of kernel, so a shape always
 // runs the same kernel and gives the same bits. Timing the heuristic's candidates per shape, as
 // PyTorch's TunableOp does, was tried and measured: on the hessian step it gained nothing over
-// the heuristic's first choice (1.114 ms tuned, 1.082 ms not, one H100 run), so it is not done.
+// the heuristic's first choice (cuda/README.md), so it is not done.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // what PyTorch gives cuBLASLt on Hopper
 
 struct LtApi {

@@ -101,7 +101,7 @@ inline bool records_node(std::initializer_list<const Tensor*> inputs) {
 // if grad mode is on and some input requires grad, creates the OpNode, saves the needed slots
 // and attaches it to the result. `from_forward` supplies the ForwardValue slots in order.
 // Always inlined: most calls record nothing (the backward's own ops, inference), and as a call
-// that case cost about 30 instructions of its own per op, a tenth of a small op's.
+// that case cost a visible part of a small op.
 [[gnu::always_inline]] inline Tensor record(const OpSpec& spec,
                                             std::initializer_list<const Tensor*> inputs,
                                             Tensor result) {

@@ -144,9 +144,8 @@ OpNode::OpNode(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, 
 }
 
 void OpNode::save(size_t slot, const Tensor& value, bool is_output) {
-  // Built in place over the slot's entry (empty, unless saved before): a SavedVariable is 144
-  // bytes, and building a temporary, moving it in and destroying it cost about 55 instructions
-  // per save.
+  // Built in place over the slot's entry (empty, unless saved before): a SavedVariable is large,
+  // and building a temporary, moving it in and destroying it costs more than the save itself.
   SavedVariable& entry = saved_[slot];
   entry.~SavedVariable();
   try {

@@ -129,8 +129,8 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
 
 // Calls fn(std::integral_constant<int, A>) with A = Eigen::Aligned64 when every pointer is 64-byte
 // aligned, as fresh tensors always are (Note [Data block alignment], engine/allocator.cc), else
-// with Eigen::Unaligned. Aligned maps spare Eigen its run-time peeling to an aligned start,
-// about 2 ns of a 1000-element op. (Parallel chunks start at multiples of 16 elements, so they
+// with Eigen::Unaligned. Aligned maps spare Eigen its run-time peeling to an aligned start.
+// (Parallel chunks start at multiples of 16 elements, so they
 // stay aligned.)
 template <typename Fn, typename... Pointers>
 void with_alignment(const Fn& fn, const Pointers*... pointers) {

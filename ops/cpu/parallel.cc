@@ -34,20 +34,15 @@
 // imbalance its load balancer moves: moving one of ours would only swap it), so a step gets one
 // core's work done, no more than a single thread would: the seed 001 table "One core each"
 // measures the cores our step gets under each load. Beside the bursty load the second core is
-// lost to the run queue, not to sleep: over 5 s of Tanh + final-backward steps the calling
-// thread ran 4.2 s and the worker 1.1 s, the worker waiting 3.7 s runnable (117 voluntary
-// switches), and sampled placements often had both our threads queued on one CPU while the other
-// idled in the neighbour's pause (Linux does not at once move a thread that has just run).
-// Pinning the two threads to separate cores helps only a little: 27-31 ms pinned against 28-33
-// not for the Tanh step, 80-91 against 88-100 ms for Tanh + final (1.15-1.21 cores against
-// 1.00-1.21; three pairs, pinned from outside), since the thread that shares its core with the
+// lost to the run queue, not to sleep: the worker spends most of its time runnable but waiting,
+// and sampled placements often had both our threads queued on one CPU while the other idled in
+// the neighbour's pause (Linux does not at once move a thread that has just run). Pinning the two
+// threads to separate cores helps only a little, since the thread that shares its core with the
 // neighbour is still descheduled mid-chunk and the join waits for it. The runtime does not pin:
 // two processes pinning alike would share one core, and it would override the user's affinity.
 // Falling back to the calling thread alone while the process gets about one core was tried too
-// (the process's CPU time over 20 ms windows of parallel regions; below 1.2 cores, regions ran on
-// one thread for 250 ms before trying both again): quiet unchanged, and no consistent change
-// beside the loads (7 interleaved rounds; bursty Tanh 31.6 -> 29.2 ms but Tanh with the final
-// backward 83.5 -> 88.3 ms, spin 28.5 -> 29.7 ms), so it was not kept.
+// (measured over short windows of parallel regions): quiet unchanged, and no consistent change
+// beside the loads, so it was not kept (paper/results/cpu_runtime.md has the figures).
 // run_with_threads runs a call at fewer threads, in a oneTBB arena of that size.
 // The OpenMP version stays buildable for that comparison (AG_PARALLEL_OPENMP, see
 // paper/runtime_compare.py); it is not a supported configuration.
