@@ -2,28 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <unordered_map>
-
 #include "engine/jit/alias_db_lint.h"
-#include "engine/jit/ir_parser.h"
+#include "engine/jit/alias_test_util.h"
 
 namespace ag::jit {
 namespace {
-
-// Finds values and nodes of a parsed graph by name.
-struct Named {
-  explicit Named(const std::string& text) : graph(parseGraph(text)) {
-    for (Value* in : graph->inputs()) values[in->name()] = in;
-    for (Node* n : graph->nodes()) {
-      for (Value* out : n->outputs()) values[out->name()] = out;
-    }
-  }
-  Value* v(const std::string& name) const { return values.at(name); }
-  Node* node(const std::string& output_name) const { return values.at(output_name)->node(); }
-
-  std::unique_ptr<Graph> graph;
-  std::unordered_map<std::string, Value*> values;
-};
 
 TEST(AliasDbTest, ValuesOfAnotherGraphAreNotTracked) {
   const char* text = R"IR(graph(%x : Tensor):

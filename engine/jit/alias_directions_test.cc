@@ -8,30 +8,15 @@
 
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <variant>
 
 #include "engine/jit/alias_db.h"
+#include "engine/jit/alias_test_util.h"
 #include "engine/jit/executor.h"
-#include "engine/jit/ir_parser.h"
 #include "ops/ops.h"
 
 namespace ag::jit {
 namespace {
-
-struct Named {
-  explicit Named(const std::string& text) : graph(parseGraph(text)) {
-    for (Value* in : graph->inputs()) values[in->name()] = in;
-    for (Node* n : graph->nodes()) {
-      for (Value* out : n->outputs()) values[out->name()] = out;
-    }
-  }
-  Value* v(const std::string& name) const { return values.at(name); }
-  Node* node(const std::string& output_name) const { return values.at(output_name)->node(); }
-
-  std::unique_ptr<Graph> graph;
-  std::unordered_map<std::string, Value*> values;
-};
 
 // l1 holds a view of x, l2 holds x itself, l3 holds y; z never enters a list.
 const char* const kLists = R"IR(graph(%x : Tensor, %y : Tensor, %z : Tensor):
