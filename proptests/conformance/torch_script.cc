@@ -22,92 +22,7 @@ std::string py_names(const std::vector<int>& vs) {
   return s + "]";
 }
 
-std::string py_float(double x) {
-  std::string s = format_double(x);
-  if (s.find_first_of(".eni") == std::string::npos) s += ".0";
-  return s;
-}
-
 std::string py_bool(bool b) { return b ? "True" : "False"; }
-
-std::string op_expr(const Instr& in) {
-  std::vector<std::string> a;
-  for (int v : in.args) a.push_back(name(v));
-  const std::string s = py_float(in.scalar);
-  switch (in.op) {
-    case Op::kLeaf:
-      break;
-    case Op::kAdd:
-      return a[0] + " + " + a[1];
-    case Op::kSub:
-      return a[0] + " - " + a[1];
-    case Op::kMul:
-      return a[0] + " * " + a[1];
-    case Op::kDiv:
-      return a[0] + " / " + a[1];
-    case Op::kPow:
-      return "torch.pow(" + a[0] + ", " + a[1] + ")";
-    case Op::kAddScalar:
-      return "add_scalar(" + a[0] + ", " + s + ")";
-    case Op::kMulScalar:
-      return "mul_scalar(" + a[0] + ", " + s + ")";
-    case Op::kPowScalar:
-      return "torch.pow(" + a[0] + ", " + s + ")";
-    case Op::kSum:
-      return "torch.sum(" + a[0] + ")";
-    case Op::kMean:
-      return "torch.mean(" + a[0] + ")";
-    case Op::kSumDim:
-    case Op::kMeanDim:
-      return std::string(in.op == Op::kSumDim ? "torch.sum(" : "torch.mean(") + a[0] + ", " +
-             std::to_string(in.dim0) + ", keepdim=" + py_bool(in.keepdim) + ")";
-    case Op::kSumTo:
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
-    case Op::kBroadcastTo:
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops",
-                            "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
-    case Op::kReshape:
-      return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
-    case Op::kTranspose:
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops", "transpose(" + a[0] + ", " +
-                                                     std::to_string(in.dim0) + ", " +
-                                                     std::to_string(in.dim1) + ")");
-    case Op::kMm:
-      return "torch.mm(" + a[0] + ", " + a[1] + ")";
-    case Op::kAddmm:
-      return "torch.addmm(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
-    case Op::kLinear:
-      return "F.linear(" + a[0] + ", " + a[1] + (a.size() > 2 ? ", " + a[2] : "") + ")";
-    case Op::kBmm:
-      return "torch.bmm(" + a[0] + ", " + a[1] + ")";
-    case Op::kMatmul:
-      return "torch.matmul(" + a[0] + ", " + a[1] + ")";
-    case Op::kLogSoftmax:
-      return "torch.log_softmax(" + a[0] + ", " + std::to_string(in.dim0) + ")";
-    case Op::kNllLoss:
-      return "F.nll_loss(" + a[0] + ", targets(" + py_list(in.targets) + "))";
-    case Op::kCrossEntropy:
-      return "F.cross_entropy(" + a[0] + ", targets(" + py_list(in.targets) + "))";
-    case Op::kDropout:
-    case Op::kDropout2d:
-      // Deviation [engine-random-numbers]
-      return note_deviation("engine-random-numbers",
-                            std::string(in.op == Op::kDropout ? "dropout(" : "dropout2d(") + a[0] +
-                                ", " + s + ", " + std::to_string(in.seed) + ")");
-    case Op::kClone:
-      return "torch.clone(" + a[0] + ")";
-    default:
-      // An elementwise unary op: its row's PyTorch spelling (Note [Op traits]).
-      if (proptests::traits(proptests::op_id(in.op)).unary_elementwise()) {
-        return std::string(proptests::traits(proptests::op_id(in.op)).torch) + "(" + a[0] + ")";
-      }
-      break;  // not generated (the traits table's kComposition column)
-  }
-  return "None";
-}
 
 std::string results(const Stmt& s) {
   std::string out;
@@ -132,6 +47,111 @@ std::string quoted(const std::vector<int>& vs) {
 
 }  // namespace
 
+std::string torch_float(double x, TorchSpelling spelling) {
+  std::string s = format_double(x);
+  const bool special = s == "nan" || s == "inf" || s == "-inf";
+  if (special) return spelling == TorchSpelling::kPlainTorch ? "float('" + s + "')" : s;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string torch_op_expr(const Instr& in, TorchSpelling spelling) {
+  const bool helpers = spelling == TorchSpelling::kRuntimeHelpers;
+  std::vector<std::string> a;
+  for (int v : in.args) a.push_back(name(v));
+  const std::string s = torch_float(in.scalar, spelling);
+  const std::string functional = helpers ? "F." : "torch.nn.functional.";
+  const std::string keepdim = helpers      ? ", keepdim=" + py_bool(in.keepdim)
+                              : in.keepdim ? ", keepdim=True"
+                                           : "";
+  switch (in.op) {
+    case Op::kLeaf:
+      break;
+    case Op::kAdd:
+      return a[0] + " + " + a[1];
+    case Op::kSub:
+      return a[0] + " - " + a[1];
+    case Op::kMul:
+      return a[0] + " * " + a[1];
+    case Op::kDiv:
+      return a[0] + " / " + a[1];
+    case Op::kPow:
+      return "torch.pow(" + a[0] + ", " + a[1] + ")";
+    case Op::kAddScalar:
+      return (helpers ? "add_scalar(" : "torch.ops.aten.add.Scalar(") + a[0] + ", " + s + ")";
+    case Op::kMulScalar:
+      return (helpers ? "mul_scalar(" : "torch.ops.aten.mul.Scalar(") + a[0] + ", " + s + ")";
+    case Op::kPowScalar:
+      return "torch.pow(" + a[0] + ", " + s + ")";
+    case Op::kSum:
+      return "torch.sum(" + a[0] + ")";
+    case Op::kMean:
+      return "torch.mean(" + a[0] + ")";
+    case Op::kSumDim:
+    case Op::kMeanDim:
+      return std::string(in.op == Op::kSumDim ? "torch.sum(" : "torch.mean(") + a[0] + ", " +
+             std::to_string(in.dim0) + keepdim + ")";
+    case Op::kSumTo:
+      if (!helpers) return a[0] + ".sum_to_size(" + py_list(in.shape) + ")";
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
+    case Op::kBroadcastTo:
+      if (!helpers)
+        return "torch.broadcast_to(" + a[0] + ", " + py_list(in.shape) + ").contiguous()";
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops",
+                            "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
+    case Op::kReshape:
+      return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
+    case Op::kTranspose: {
+      const std::string dims = std::to_string(in.dim0) + ", " + std::to_string(in.dim1);
+      if (!helpers) return "torch.transpose(" + a[0] + ", " + dims + ").contiguous()";
+      // Deviation [copying-shape-ops]
+      return note_deviation("copying-shape-ops", "transpose(" + a[0] + ", " + dims + ")");
+    }
+    case Op::kMm:
+      return "torch.mm(" + a[0] + ", " + a[1] + ")";
+    case Op::kAddmm:
+      return "torch.addmm(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+    case Op::kLinear:
+      return functional + "linear(" + a[0] + ", " + a[1] + (a.size() > 2 ? ", " + a[2] : "") + ")";
+    case Op::kBmm:
+      return "torch.bmm(" + a[0] + ", " + a[1] + ")";
+    case Op::kMatmul:
+      return "torch.matmul(" + a[0] + ", " + a[1] + ")";
+    case Op::kLogSoftmax:
+      return "torch.log_softmax(" + a[0] + ", " + std::to_string(in.dim0) + ")";
+    case Op::kNllLoss:
+    case Op::kCrossEntropy:
+      return functional + (in.op == Op::kNllLoss ? "nll_loss(" : "cross_entropy(") + a[0] + ", " +
+             (helpers ? "targets(" : "torch.tensor(") + py_list(in.targets) + "))";
+    case Op::kDropout:
+    case Op::kDropout2d:
+      if (!helpers) {
+        // With p > 0 the mask is the engine's, which plain PyTorch cannot spell.
+        if (in.scalar != 0) return "";
+        return in.op == Op::kDropout ? functional + "dropout(" + a[0] + ", 0.0)" : a[0];
+      }
+      // Deviation [engine-random-numbers]
+      return note_deviation("engine-random-numbers",
+                            std::string(in.op == Op::kDropout ? "dropout(" : "dropout2d(") + a[0] +
+                                ", " + s + ", " + std::to_string(in.seed) + ")");
+    case Op::kClone:
+      return "torch.clone(" + a[0] + ")";
+    default: {
+      // An elementwise unary op: its row's PyTorch spelling (Note [Op traits]).
+      const OpTraits& t = proptests::traits(proptests::op_id(in.op));
+      if (t.unary_elementwise()) {
+        std::string torch = t.torch;
+        if (!helpers && torch.rfind("F.", 0) == 0) torch = functional + torch.substr(2);
+        return torch + "(" + a[0] + ")";
+      }
+      break;  // not generated (the traits table's kComposition column)
+    }
+  }
+  return "";
+}
+
 std::string torch_code(const Stmt& s) {
   const auto& a = s.args;
   switch (s.kind) {
@@ -141,8 +161,10 @@ std::string torch_code(const Stmt& s) {
              note_deviation("engine-random-numbers",
                             "leaf(" + py_list(s.shape) + ", seed=" + std::to_string(s.seed) +
                                 ", requires_grad=" + py_bool(s.flag) + ")");
-    case StmtKind::kOp:
-      return results(s) + " = " + op_expr(s.instr);
+    case StmtKind::kOp: {
+      const std::string expr = torch_op_expr(s.instr, TorchSpelling::kRuntimeHelpers);
+      return results(s) + " = " + (expr.empty() ? "None" : expr);
+    }
     case StmtKind::kView:
       return results(s) + " = " + name(a[0]) + ".view(" + py_list(s.shape) + ")";
     case StmtKind::kDetach:

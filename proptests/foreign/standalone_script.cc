@@ -4,6 +4,7 @@
 
 #include "ops/counter_rng.h"
 #include "proptests/conformance/text.h"
+#include "proptests/conformance/torch_script.h"
 #include "proptests/op_traits.h"
 
 namespace ag::proptests {
@@ -11,12 +12,7 @@ namespace {
 
 std::string name(int v) { return v < 0 ? "None" : "v" + std::to_string(v); }
 
-std::string py_float(double x) {
-  std::string s = format_double(x);
-  if (s == "nan" || s == "inf" || s == "-inf") return "float('" + s + "')";
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
+std::string py_float(double x) { return torch_float(x, TorchSpelling::kPlainTorch); }
 
 std::string py_ints(const std::vector<int64_t>& xs) {
   std::string s = "[";
@@ -61,87 +57,17 @@ std::string leaf_expr(const Stmt& s, LeafValues leaves) {
 }
 
 std::string op_expr(const Instr& in) {
-  std::vector<std::string> a;
-  for (int v : in.args) a.push_back(name(v));
-  const std::string s = py_float(in.scalar);
-  const std::string keepdim = in.keepdim ? ", keepdim=True" : "";
-  switch (in.op) {
-    case Op::kAdd:
-      return a[0] + " + " + a[1];
-    case Op::kSub:
-      return a[0] + " - " + a[1];
-    case Op::kMul:
-      return a[0] + " * " + a[1];
-    case Op::kDiv:
-      return a[0] + " / " + a[1];
-    case Op::kPow:
-      return "torch.pow(" + a[0] + ", " + a[1] + ")";
-    case Op::kAddScalar:
-      return "torch.ops.aten.add.Scalar(" + a[0] + ", " + s + ")";
-    case Op::kMulScalar:
-      return "torch.ops.aten.mul.Scalar(" + a[0] + ", " + s + ")";
-    case Op::kPowScalar:
-      return "torch.pow(" + a[0] + ", " + s + ")";
-    case Op::kSum:
-      return "torch.sum(" + a[0] + ")";
-    case Op::kMean:
-      return "torch.mean(" + a[0] + ")";
-    case Op::kSumDim:
-      return "torch.sum(" + a[0] + ", " + std::to_string(in.dim0) + keepdim + ")";
-    case Op::kMeanDim:
-      return "torch.mean(" + a[0] + ", " + std::to_string(in.dim0) + keepdim + ")";
-    case Op::kSumTo:
-      return a[0] + ".sum_to_size(" + py_ints(in.shape) + ")";
-    case Op::kBroadcastTo:
-      return "torch.broadcast_to(" + a[0] + ", " + py_ints(in.shape) + ").contiguous()";
-    case Op::kReshape:
-      return "torch.reshape(" + a[0] + ", " + py_ints(in.shape) + ")";
-    case Op::kTranspose:
-      return "torch.transpose(" + a[0] + ", " + std::to_string(in.dim0) + ", " +
-             std::to_string(in.dim1) + ").contiguous()";
-    case Op::kMm:
-      return "torch.mm(" + a[0] + ", " + a[1] + ")";
-    case Op::kAddmm:
-      return "torch.addmm(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
-    case Op::kLinear:
-      return "torch.nn.functional.linear(" + a[0] + ", " + a[1] +
-             (a.size() > 2 ? ", " + a[2] : "") + ")";
-    case Op::kBmm:
-      return "torch.bmm(" + a[0] + ", " + a[1] + ")";
-    case Op::kMatmul:
-      return "torch.matmul(" + a[0] + ", " + a[1] + ")";
-    case Op::kLogSoftmax:
-      return "torch.log_softmax(" + a[0] + ", " + std::to_string(in.dim0) + ")";
-    case Op::kNllLoss:
-      return "torch.nn.functional.nll_loss(" + a[0] + ", torch.tensor(" + py_ints(in.targets) +
-             "))";
-    case Op::kCrossEntropy:
-      return "torch.nn.functional.cross_entropy(" + a[0] + ", torch.tensor(" + py_ints(in.targets) +
-             "))";
-    case Op::kDropout:
-    case Op::kDropout2d:
-      if (in.scalar != 0) {
-        throw StandaloneError(std::string(proptests::op_name(in.op)) +
-                              " with p > 0: its mask is the engine's, with no plain PyTorch "
-                              "spelling");
-      }
-      return in.op == Op::kDropout ? "torch.nn.functional.dropout(" + a[0] + ", 0.0)" : a[0];
-    case Op::kClone:
-      return "torch.clone(" + a[0] + ")";
-    case Op::kLeaf:
-      break;
-    default: {
-      const OpTraits& t = proptests::traits(proptests::op_id(in.op));
-      if (t.unary_elementwise()) {
-        std::string spelling = t.torch;
-        if (spelling.rfind("F.", 0) == 0) spelling = "torch.nn.functional." + spelling.substr(2);
-        return spelling + "(" + a[0] + ")";
-      }
-      break;
-    }
+  if ((in.op == Op::kDropout || in.op == Op::kDropout2d) && in.scalar != 0) {
+    throw StandaloneError(std::string(proptests::op_name(in.op)) +
+                          " with p > 0: its mask is the engine's, with no plain PyTorch "
+                          "spelling");
   }
-  throw StandaloneError(std::string("op ") + proptests::op_name(in.op) +
-                        ": no standalone spelling");
+  std::string expr = torch_op_expr(in, TorchSpelling::kPlainTorch);
+  if (expr.empty()) {
+    throw StandaloneError(std::string("op ") + proptests::op_name(in.op) +
+                          ": no standalone spelling");
+  }
+  return expr;
 }
 
 const char* const kMulClass =
