@@ -152,6 +152,30 @@ std::string torch_op_expr(const Instr& in, TorchSpelling spelling) {
   return "";
 }
 
+std::string torch_shared_code(const Stmt& s) {
+  const auto& a = s.args;
+  switch (s.kind) {
+    case StmtKind::kView:
+      return results(s) + " = " + name(a[0]) + ".view(" + py_list(s.shape) + ")";
+    case StmtKind::kDetach:
+      return results(s) + " = " + name(a[0]) + ".detach()";
+    case StmtKind::kSetRequiresGrad:
+      return name(a[0]) + ".requires_grad_(" + py_bool(s.flag) + ")";
+    case StmtKind::kCustom: {
+      std::string call = std::string(custom_name(s.custom)) + ".apply(";
+      for (size_t i = 0; i < a.size(); ++i) call += (i ? ", " : "") + name(a[i]);
+      return results(s) + " = " + call + ")";
+    }
+    case StmtKind::kReadGrad:
+      return results(s) + " = " + name(a[0]) + ".grad";
+    case StmtKind::kSetGrad:
+      return name(a[0]) + ".grad = " + (a.size() > 1 ? name(a[1]) : "None");
+    default:
+      break;
+  }
+  return "";
+}
+
 std::string torch_code(const Stmt& s) {
   const auto& a = s.args;
   switch (s.kind) {
@@ -165,10 +189,6 @@ std::string torch_code(const Stmt& s) {
       const std::string expr = torch_op_expr(s.instr, TorchSpelling::kRuntimeHelpers);
       return results(s) + " = " + (expr.empty() ? "None" : expr);
     }
-    case StmtKind::kView:
-      return results(s) + " = " + name(a[0]) + ".view(" + py_list(s.shape) + ")";
-    case StmtKind::kDetach:
-      return results(s) + " = " + name(a[0]) + ".detach()";
     case StmtKind::kInplace:
       // Deviation [inplace-overlapping-views]
       return std::string(s.flag ? "with torch.no_grad(): " : "") + name(a[0]) + "." +
@@ -176,13 +196,6 @@ std::string torch_code(const Stmt& s) {
              note_deviation("inplace-overlapping-views",
                             "whole(" + name(a[1]) + ", " + name(a[0]) + ")") +
              ")";
-    case StmtKind::kSetRequiresGrad:
-      return name(a[0]) + ".requires_grad_(" + py_bool(s.flag) + ")";
-    case StmtKind::kCustom: {
-      std::string call = std::string(custom_name(s.custom)) + ".apply(";
-      for (size_t i = 0; i < a.size(); ++i) call += (i ? ", " : "") + name(a[i]);
-      return results(s) + " = " + call + ")";
-    }
     case StmtKind::kGrad:
       // Deviation [unused-input-checked-first] (torch_runtime.grad)
       if (!s.allow_unused) note_deviation("unused-input-checked-first", "");
@@ -194,12 +207,9 @@ std::string torch_code(const Stmt& s) {
       return "backward(" + py_names(s.outputs) + ", " + py_names(s.grad_outputs) +
              ", inputs=" + (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) +
              ")";
-    case StmtKind::kReadGrad:
-      return results(s) + " = " + name(a[0]) + ".grad";
-    case StmtKind::kSetGrad:
-      return name(a[0]) + ".grad = " + (a.size() > 1 ? name(a[1]) : "None");
+    default:
+      return torch_shared_code(s);
   }
-  return "pass";
 }
 
 std::string torch_script(const ConformanceProgram& p, const std::string& title) {

@@ -27,4 +27,8 @@ std::string torch_float(double x, TorchSpelling spelling);
 // that is not generated, or dropout with p > 0 in plain PyTorch).
 std::string torch_op_expr(const Instr& instr, TorchSpelling spelling);
 
+// The code of a statement that both spellings write alike (view, detach, requires_grad_, a custom
+// Function's apply, reading and setting .grad); empty for the others.
+std::string torch_shared_code(const Stmt& stmt);
+
 }  // namespace ag::proptests

@@ -140,20 +140,9 @@ std::string code(const Stmt& s, LeafValues leaves) {
       return results(s) + " = " + leaf_expr(s, leaves);
     case StmtKind::kOp:
       return results(s) + " = " + op_expr(s.instr);
-    case StmtKind::kView:
-      return results(s) + " = " + name(a[0]) + ".view(" + py_ints(s.shape) + ")";
-    case StmtKind::kDetach:
-      return results(s) + " = " + name(a[0]) + ".detach()";
     case StmtKind::kInplace:
       return std::string(s.flag ? "with torch.no_grad(): " : "") + name(a[0]) + "." +
              inplace_name(s.inplace) + "(" + name(a[1]) + ")";
-    case StmtKind::kSetRequiresGrad:
-      return name(a[0]) + ".requires_grad_(" + py_bool(s.flag) + ")";
-    case StmtKind::kCustom: {
-      std::string call = std::string(custom_name(s.custom)) + ".apply(";
-      for (size_t i = 0; i < a.size(); ++i) call += (i ? ", " : "") + name(a[i]);
-      return results(s) + " = " + call + ")";
-    }
     case StmtKind::kGrad:
       return results(s) + " = torch.autograd.grad(" + py_values(s.outputs) + ", " +
              py_values(s.inputs) +
@@ -171,10 +160,12 @@ std::string code(const Stmt& s, LeafValues leaves) {
              (all_none(s.grad_outputs) ? "" : ", " + py_values(s.grad_outputs)) + inputs +
              autograd_flags(s) + ")";
     }
-    case StmtKind::kReadGrad:
-      return results(s) + " = " + name(a[0]) + ".grad";
-    case StmtKind::kSetGrad:
-      return name(a[0]) + ".grad = " + (a.size() > 1 ? name(a[1]) : "None");
+    default: {
+      // View, detach, requires_grad_, a custom Function's apply, .grad: as the fuzzed script.
+      std::string shared = torch_shared_code(s);
+      if (!shared.empty()) return shared;
+      break;
+    }
   }
   throw StandaloneError("statement kind " + std::to_string(static_cast<int>(s.kind)) +
                         ": no standalone spelling");
