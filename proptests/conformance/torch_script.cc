@@ -208,8 +208,10 @@ std::string torch_code(const Stmt& s) {
              ", inputs=" + (s.inputs.empty() ? "None" : py_names(s.inputs)) + autograd_flags(s) +
              ")";
     default:
-      return torch_shared_code(s);
+      break;
   }
+  const std::string shared = torch_shared_code(s);
+  return shared.empty() ? "pass" : shared;
 }
 
 std::string torch_script(const ConformanceProgram& p, const std::string& title) {
