@@ -91,7 +91,9 @@ struct OpTraits {
   const char* how;    // how they make it, and why the others do not
   const char* torch;  // PyTorch's spelling ("torch.sin", "F.linear", "Tensor.add_")
   bool composite;     // made of other ops of the list: it reports those, not itself
-  // Elementwise unary ops only (f != nullptr):
+  // An elementwise unary op: the fields below are its own (a plain flag rather than d[0] !=
+  // nullptr, which GCC does not evaluate at compile time under -fsanitize=undefined).
+  bool unary;
   Domain domain;
   Saves saves;
   // f, its derivative and second derivative, at a point. With Saves::kResult the derivative is
@@ -99,7 +101,7 @@ struct OpTraits {
   // d[1] is h with f'(x) = h(f(x)), d[2] is h'.
   ScalarFn d[3];
 
-  constexpr bool unary_elementwise() const { return d[0] != nullptr; }
+  constexpr bool unary_elementwise() const { return unary; }
   constexpr bool made_by(Gen gen) const { return (gens & gen) != 0; }
   double f(double x) const { return d[0](x); }
 };
@@ -111,14 +113,21 @@ using ops::OpId;
 // An elementwise unary op: every generator makes it.
 constexpr OpTraits unary(OpId op, const char* torch, Domain domain, Saves saves, ScalarFn f,
                          ScalarFn df, ScalarFn d2f) {
-  return {op,    kEveryGenerator, "every generator, from this table", torch, false, domain,
+  return {op,    kEveryGenerator, "every generator, from this table", torch, false, true, domain,
           saves, {f, df, d2f}};
 }
 // Any other op: the generators that make it, and how.
 constexpr OpTraits op(OpId op, unsigned gens, const char* how, const char* torch,
                       bool composite = false) {
-  return {
-      op, gens, how, torch, composite, Domain::kAny, Saves::kNothing, {nullptr, nullptr, nullptr}};
+  return {op,
+          gens,
+          how,
+          torch,
+          composite,
+          false,
+          Domain::kAny,
+          Saves::kNothing,
+          {nullptr, nullptr, nullptr}};
 }
 
 constexpr unsigned G = kRandomGraph, C = kComposition, P = kConformance, A = kApiModel,

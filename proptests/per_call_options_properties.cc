@@ -156,9 +156,11 @@ AG_PROPERTY(PerCallOptions, PerCallOptionsActAsScopedOnes) {
 // the zero scan, with an all-zero operand (Note [Products with a zero operand]), and tanh chains
 // whose formulas fuse their sums (Note [Sums fused into formulas]) or, under create_graph, record
 // nodes whose saves guard_saves decides.
-std::pair<TensorList, TensorList> product_with_zeros() {
-  Tensor x = ops::uniform({512, 512}, -1.0, 1.0, 3, DType::kFloat32);
-  Tensor w = ops::zeros({512, 512}, DType::kFloat32);
+// x [rows, 128] @ w [128, 128], w all zeros: at 64 rows each product is 2^20 multiply-adds, the
+// least the zero scan looks at.
+std::pair<TensorList, TensorList> product_with_zeros(int64_t rows = 64, int64_t cols = 128) {
+  Tensor x = ops::uniform({rows, cols}, -1.0, 1.0, 3, DType::kFloat32);
+  Tensor w = ops::zeros({cols, cols}, DType::kFloat32);
   x.set_requires_grad(true);
   w.set_requires_grad(true);
   return {{ops::sum(ops::mm(x, w))}, {x, w}};
@@ -175,7 +177,7 @@ std::pair<TensorList, TensorList> tanh_mlp() {
 }
 
 TEST(PerCallOptions, EverySwitchActsTheSameOnProductsAndFusedSums) {
-  for (const Forward& forward : {Forward(product_with_zeros), Forward(tanh_mlp)}) {
+  for (const Forward& forward : {Forward([] { return product_with_zeros(); }), Forward(tanh_mlp)}) {
     for (const EngineOptions& options : all_option_combinations()) {
       for (bool create_graph : {false, true}) {
         SCOPED_TRACE(to_string(options) + (create_graph ? ", create_graph" : ""));
@@ -192,9 +194,10 @@ TEST(PerCallOptions, EverySwitchActsTheSameOnProductsAndFusedSums) {
   }
 }
 
-// The case that showed the bug: skip_zero_products off for one call multiplies the zeros.
+// The case that showed the bug (x [512, 512], w zeros [512, 512]): skip_zero_products off for
+// one call multiplies the zeros.
 TEST(PerCallOptions, SkipZeroProductsOffForOneCallMultipliesTheZeros) {
-  auto [outputs, inputs] = product_with_zeros();
+  auto [outputs, inputs] = product_with_zeros(512, 512);
   reset_counters();
   grad(outputs, inputs,
        GradArgs().retain_graph().engine_options(EngineOptions().with_skip_zero_products(false)));
