@@ -7,7 +7,8 @@
 //   std::unique_ptr<jit::Graph> g = scope.finish({y});
 //
 // Every op reports itself through the op set's tracing hook (Note [Tracing hook],
-// ops/trace_hook.h) as `aten::<spec name>` with the spec's attributes. The trace follows tensors, not variables:
+// ops/trace_hook.h) as `aten::<spec name>` with the spec's attributes. The trace follows tensors,
+// not variables:
 //  - an op's result stands for the new value; a view's result aliases its input in the IR, as at
 //    run time (the op's AliasKind);
 //  - an in-place op's result is a new value standing for the written tensor from then on, so
