@@ -38,10 +38,13 @@ class CudaBackend final : public ops::Backend {
   }
 
   void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) override {
-    binary_into(kind, a, b, a);
+    if (a.is_contiguous()) return binary_into(kind, a, b, a);
+    // Note [Strided operands] (ops/backend.h): a non-contiguous destination is written back.
+    scatter(a, ops::Layout{a.shape(), a.strides(), 0}, binary(kind, a, b, a.shape()), false);
   }
 
-  Tensor unary(UnaryKind kind, const Tensor& a, double scalar) override {
+  Tensor unary(UnaryKind kind, const Tensor& a_in, double scalar) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -52,7 +55,9 @@ class CudaBackend final : public ops::Backend {
 
   // One kernel, one pass, the bits of the three kernels it stands for (Note [Fused formula
   // kernels], ops/elementwise.cc).
-  Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) override {
+  Tensor scaled_product(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in,
+                        double scale) override {
+    const Tensor a = dense(a_in), b = dense(b_in), c = dense(c_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -72,7 +77,12 @@ class CudaBackend final : public ops::Backend {
   }
 
   void copy(const Tensor& dst, const Tensor& src) override {
-    if (src.numel() == dst.numel()) {
+    if (!dst.is_contiguous()) {  // Note [Strided operands] (ops/backend.h)
+      const Tensor values = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+      copy(values, src);
+      return scatter(dst, ops::Layout{dst.shape(), dst.strides(), 0}, values, false);
+    }
+    if (src.numel() == dst.numel() && src.is_contiguous()) {
       if (dst.raw_data() != src.raw_data() && dst.nbytes() > 0) {
         check(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), dst.nbytes(),
                               cudaMemcpyDeviceToDevice, stream()),
@@ -80,10 +90,11 @@ class CudaBackend final : public ops::Backend {
       }
       return;
     }
-    strided_copy(src, ops::broadcast_strides(src.shape(), dst.shape()), dst);
+    strided_copy(src, ops::broadcast_strides(src.shape(), src.strides(), dst.shape()), dst);
   }
 
-  Tensor sum_all(const Tensor& a) override {
+  Tensor sum_all(const Tensor& a_in) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty({}, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -92,7 +103,8 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
-  Tensor sum_to(const Tensor& a, const Shape& shape) override {
+  Tensor sum_to(const Tensor& a_in, const Shape& shape) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(shape, a.dtype(), a.device());
     Shape aligned(a.shape().size() - shape.size(), 1);  // leading dims broadcast from nothing
     aligned.insert(aligned.end(), shape.begin(), shape.end());
@@ -106,7 +118,12 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
-  Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
+  Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb,
+                const Tensor* bias_in) override {
+    // Note [Strided operands]: a transposed operand is read in place through the GEMM's flag.
+    const Tensor a = gemm_operand(a_in, &ta), b = gemm_operand(b_in, &tb);
+    const Tensor bias_dense = bias_in ? dense(*bias_in) : Tensor();
+    const Tensor* bias = bias_in ? &bias_dense : nullptr;
     const int64_t r = a.dim() - 2, c = a.dim() - 1;
     const int64_t ar = a.shape()[r], ac = a.shape()[c];
     const int64_t br = b.shape()[b.dim() - 2], bc = b.shape()[b.dim() - 1];
@@ -149,7 +166,8 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
-  Tensor log_softmax(const Tensor& a, int64_t dim) override {
+  Tensor log_softmax(const Tensor& a_in, int64_t dim) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < dim; ++d) outer *= a.shape()[d];
@@ -161,7 +179,8 @@ class CudaBackend final : public ops::Backend {
     return out;
   }
 
-  Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) override {
+  Tensor gather_rows(const Tensor& a_in, const std::vector<int64_t>& targets) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty({a.shape()[0]}, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -193,10 +212,12 @@ class CudaBackend final : public ops::Backend {
  private:
   static void binary_into(BinaryKind kind, const Tensor& a, const Tensor& b, const Tensor& out) {
     const Shape& shape = out.shape();
-    const bool same = a.shape() == shape && b.shape() == shape;
-    const Layout layout = same ? Layout{}
-                               : layout_for(shape, {ops::broadcast_strides(a.shape(), shape),
-                                                    ops::broadcast_strides(b.shape(), shape)});
+    const bool same =
+        a.shape() == shape && b.shape() == shape && a.is_contiguous() && b.is_contiguous();
+    const Layout layout =
+        same ? Layout{}
+             : layout_for(shape, {ops::broadcast_strides(a.shape(), a.strides(), shape),
+                                  ops::broadcast_strides(b.shape(), b.strides(), shape)});
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
       cuda::binary<T>(kind, a.data<T>(), b.data<T>(), out.data<T>(), out.numel(),

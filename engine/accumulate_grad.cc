@@ -27,7 +27,10 @@ Ref<TensorImpl> write_grad(TensorImpl& t, Tensor&& value) {
 
 bool held_only_here(const Tensor& g) {
   const Ref<TensorImpl>& impl = g.impl();
-  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad;
+  // A non-contiguous gradient (a transpose's) is never kept as it is: .grad and the sums the
+  // engine writes in place are contiguous (Note [Strided tensors]).
+  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad &&
+         impl->strides.empty();
 }
 
 // A leaf's destructor calls this (declared with TensorImpl, defined here, where AccumulateGrad

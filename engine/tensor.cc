@@ -23,14 +23,49 @@ int64_t Tensor::size(int64_t d) const {
   return shape()[d < 0 ? d + n : d];
 }
 
+Shape Tensor::strides() const {
+  if (!is_contiguous()) return impl_->strides;
+  const Shape& sizes = shape();
+  Shape strides(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= sizes[i];
+  }
+  return strides;
+}
+
+int64_t Tensor::stride(int64_t d) const {
+  int64_t n = dim();
+  AG_CHECK(d >= -n && d < n, "stride: dim ", d, " out of range for shape ", to_string(shape()));
+  return strides()[d < 0 ? d + n : d];
+}
+
 std::vector<double> Tensor::to_vector() const {
   AG_CHECK(defined(), "to_vector: the tensor is undefined (a .grad that was never written?)");
   std::vector<double> out(static_cast<size_t>(numel()));
+  if (out.empty()) return out;
+  // The storage span the elements lie in (Note [Strided tensors]): [first, last] from the offset.
+  const Shape sizes = shape(), steps = strides();
+  int64_t first = 0, last = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    (steps[d] < 0 ? first : last) += steps[d] * (sizes[d] - 1);
+  }
   dispatch_dtype(dtype(), [&](auto zero) {
     using T = decltype(zero);
-    std::vector<T> host(out.size());
-    allocator_for(device().type).copy_to_host(host.data(), raw_data(), host.size() * sizeof(T));
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(host[i]);
+    std::vector<T> host(static_cast<size_t>(last - first + 1));
+    allocator_for(device().type)
+        .copy_to_host(host.data(), static_cast<T*>(raw_data()) + first, host.size() * sizeof(T));
+    std::vector<int64_t> index(sizes.size(), 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t at = -first;
+      for (size_t d = 0; d < sizes.size(); ++d) at += index[d] * steps[d];
+      out[i] = static_cast<double>(host[static_cast<size_t>(at)]);
+      for (size_t d = sizes.size(); d-- > 0;) {  // odometer, last dim fastest
+        if (++index[d] < sizes[d]) break;
+        index[d] = 0;
+      }
+    }
   });
   return out;
 }
@@ -84,10 +119,31 @@ void Tensor::set_grad(const Tensor& g) {
 
 void Tensor::refresh_view_history() const { engine_ops::refresh_view(*this); }
 
-Tensor Tensor::detach() const { return alias_with_shape(impl_->shape); }
+Tensor Tensor::detach() const {
+  return Tensor(Ref<TensorImpl>::make(impl_->shape, impl_->dtype, impl_->storage, impl_->offset,
+                                      impl_->strides));
+}
 
 Tensor Tensor::alias_with_shape(const Shape& shape) const {
+  AG_CHECK(is_contiguous(), "internal: alias_with_shape of a non-contiguous tensor ", describe());
   return Tensor(Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, impl_->offset));
+}
+
+Tensor Tensor::alias_with_layout(const Shape& shape, const Shape& strides, int64_t offset) const {
+  // Note [Strided tensors]: a contiguous layout keeps its strides empty. As PyTorch's
+  // is_contiguous, strides of dims of size 1 do not matter, and an empty tensor is contiguous.
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) {
+      contiguous = true;
+      break;
+    }
+    if (shape[i] != 1 && strides[i] != expected) contiguous = false;
+    expected *= shape[i];
+  }
+  return Tensor(Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, offset,
+                                      contiguous ? Shape() : strides));
 }
 
 std::string Tensor::describe() const {

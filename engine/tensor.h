@@ -19,12 +19,21 @@ namespace ag {
 class AccumulateGrad;
 class Node;
 
-// The state behind a Tensor handle: data (a contiguous view into a Storage) plus autograd
+// Note [Strided tensors]
+// As PyTorch's, a tensor reads its Storage at sizes, strides and a storage offset: element
+// (i0, ..., ik) is element offset + i0 * s0 + ... + ik * sk of the storage. Every op writes a
+// fresh contiguous (row-major) output; only the view ops (ops/view_ops.cc) make other strides,
+// over their input's storage. A contiguous tensor keeps its strides empty, so making one costs
+// nothing over its shape, and `strides.empty()` is the contiguity test the kernels' fast paths
+// read; strides() computes them. The kernels take strided operands (ops/backend.h, dense()).
+//
+// The state behind a Tensor handle: data (sizes and strides over a Storage) plus autograd
 // metadata. Handles share one TensorImpl; views and detach() share the Storage instead.
 // Reference-counted in place and pooled (Note [Intrusive reference counts], Note [Pooled tensor
 // metadata]).
 struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
-  TensorImpl(const Shape& shape, DType dtype, Ref<Storage> storage, int64_t offset = 0)
+  TensorImpl(const Shape& shape, DType dtype, Ref<Storage> storage, int64_t offset = 0,
+             Shape strides = Shape())
       : shape(shape),
         dtype(dtype),
         storage(std::move(storage)),
@@ -32,7 +41,8 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
         data(static_cast<char*>(this->storage->data()) +
              offset * static_cast<int64_t>(element_size(dtype))),
         numel(ag::numel(shape)),
-        device(this->storage->device()) {}
+        device(this->storage->device()),
+        strides(std::move(strides)) {}
   ~TensorImpl() {
     if (grad_accumulator) forget_grad_accumulator();
   }
@@ -49,6 +59,8 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   void* const data;
   const int64_t numel;
   const Device device;
+  // Empty when contiguous (Note [Strided tensors]); else one stride per dim, in elements.
+  const Shape strides;
 
   // A leaf's flag (set_requires_grad), or true once an op gave this tensor a grad_fn. A view
   // also requires grad while its base does (Tensor::requires_grad()). Written through
@@ -72,11 +84,18 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   std::atomic<bool> has_grad_accumulator{false};
   std::mutex autograd_mutex;  // guards grad_accumulator, grad and a view's history refresh
 
-  // Set on reshape views (Note [In-place ops on views], ops/views.h): the root tensor whose
-  // storage this one views, and the storage version that this view's grad_fn reflects.
+  // Set on views (Note [In-place ops on views], ops/views.h): the root tensor whose storage this
+  // one views, and the storage version that this view's grad_fn reflects.
   Ref<TensorImpl> view_base;
   std::atomic<uint32_t> view_version{0};
   bool made_in_no_grad = false;  // a view made with grad mode off (or of such a view)
+  // An output of a view op with several outputs (split, chunk, unbind): PyTorch's
+  // CreationMeta::MULTI_OUTPUT_NODE, which refuses in-place writes that would be recorded.
+  bool multi_output_view = false;
+  // Where a view reads its root base, in the base's own row-major element order (not the
+  // storage's): strides and offset. Note [Views of any stride] (ops/views.h).
+  Shape view_strides;
+  int64_t view_offset = 0;
 
  private:
   void forget_grad_accumulator();
@@ -92,6 +111,14 @@ class Tensor {
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl_->shape; }
+  // Note [Strided tensors].
+  Shape strides() const;
+  int64_t stride(int64_t d) const;
+  int64_t storage_offset() const { return impl_->offset; }
+  bool is_contiguous() const { return impl_->strides.empty(); }
+  // A view (of any view op) and its root base, as PyTorch's _is_view() and _base.
+  bool is_view() const { return impl_->view_base != nullptr; }
+  Tensor base() const { return Tensor(impl_->view_base); }
   int64_t dim() const { return static_cast<int64_t>(impl_->shape.size()); }
   int64_t size(int64_t d) const;
   int64_t numel() const { return impl_->numel; }
@@ -103,6 +130,7 @@ class Tensor {
     return shape() == o.shape() && dtype() == o.dtype() && device() == o.device();
   }
 
+  // The first element's address; a non-contiguous tensor's elements are at strides() from it.
   void* raw_data() const { return impl_->data; }
   // The elements as T, which must match dtype() (the kernels dispatch on it first). A write
   // through this pointer is invisible to the version counter: call bump_version() after one, or
@@ -147,10 +175,14 @@ class Tensor {
   Zeros known_zeros() const { return impl_->storage->known_zeros(); }
   void mark_zeros(Zeros zeros) const { impl_->storage->mark_zeros(zeros); }
 
-  // A new leaf sharing this tensor's storage (and so its version counter), not requiring grad.
+  // A new leaf sharing this tensor's storage (and so its version counter) and layout, not
+  // requiring grad.
   Tensor detach() const;
-  // A view with another shape over the same storage; no autograd (ops::reshape adds that).
+  // A contiguous tensor's view with another shape over the same storage; no autograd
+  // (ops::reshape adds that).
   Tensor alias_with_shape(const Shape& shape) const;
+  // A view with any layout over the same storage; no autograd (the view ops add that).
+  Tensor alias_with_layout(const Shape& shape, const Shape& strides, int64_t offset) const;
 
   const Ref<TensorImpl>& impl() const { return impl_; }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }

@@ -1,10 +1,52 @@
 #include "ops/backend.h"
 
+#include <array>
 #include <utility>
+#include <vector>
 
+#include "engine/memory/allocator.h"
 #include "ops/strided_loop.h"
 
 namespace ag::ops {
+
+Tensor Backend::dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  const Shape strides = t.strides();
+  strided_copy(t, std::vector<int64_t>(strides.begin(), strides.end()), out);
+  return out;
+}
+
+Tensor Backend::gemm_operand(const Tensor& t, bool* transpose) {
+  if (t.is_contiguous() || t.dim() < 2) return dense(t);
+  const Layout swapped = transpose_layout(Layout{t.shape(), t.strides(), t.storage_offset()},
+                                          t.dim() - 2, t.dim() - 1);
+  if (!is_contiguous(swapped)) return dense(t);
+  *transpose = !*transpose;
+  return t.alias_with_layout(swapped.sizes, swapped.strides, swapped.offset);
+}
+
+void Backend::scatter(const Tensor& dst, const Layout& at, const Tensor& src, bool accumulate) {
+  const int64_t extent = storage_extent(at) + at.offset;
+  if (extent == 0 || src.numel() == 0) return;
+  Allocator& allocator = allocator_for(dst.device().type);
+  dispatch_dtype(dst.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> target(static_cast<size_t>(extent)), values(static_cast<size_t>(src.numel()));
+    allocator.copy_to_host(target.data(), dst.raw_data(), target.size() * sizeof(T));
+    allocator.copy_to_host(values.data(), dense(src).raw_data(), values.size() * sizeof(T));
+    std::array<std::vector<int64_t>, 1> strides = {
+        std::vector<int64_t>(at.strides.begin(), at.strides.end())};
+    int64_t i = 0;
+    for_each_run<1>(at.sizes, strides, [&](auto off, int64_t n, auto inc) {
+      T* p = target.data() + at.offset + off[0];
+      for (int64_t k = 0; k < n; ++k, ++i) {
+        p[k * inc[0]] = accumulate ? p[k * inc[0]] + values[i] : values[i];
+      }
+    });
+    allocator.copy_from_host(dst.raw_data(), target.data(), target.size() * sizeof(T));
+  });
+}
 
 Tensor Backend::broadcast_to(const Tensor& a, const Shape& shape) {
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
@@ -32,7 +74,8 @@ Tensor Backend::transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   Shape shape = a.shape();
   std::swap(shape[dim0], shape[dim1]);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  std::vector<int64_t> strides = contiguous_strides(a.shape());
+  const Shape own = a.strides();  // any layout (Note [Strided operands])
+  std::vector<int64_t> strides(own.begin(), own.end());
   std::swap(strides[dim0], strides[dim1]);
   strided_copy(a, strides, out);
   return out;

@@ -7,15 +7,32 @@
 #include "engine/memory/device_table.h"
 #include "engine/tensor.h"
 #include "ops/kinds.h"
+#include "ops/view_layout.h"
 
 namespace ag::ops {
 
+// Note [Strided operands]
 // The compute kernels of one device type. Ops validate arguments (names and shapes in errors)
-// before calling these; kernels assume valid, contiguous inputs of one dtype and device, and
-// always write fresh outputs except the *_inplace ones.
+// before calling these; kernels assume valid inputs of one dtype and device, and always write
+// fresh contiguous outputs except binary_inplace and copy, which write into their first operand.
+// Operands may have any strides (Note [Strided tensors], engine/tensor.h): a kernel that reads
+// them through a strided loop takes them as they are (the CPU's binary ops and copies); every
+// other reads dense(operand), a contiguous copy made only for a non-contiguous operand. A
+// non-contiguous destination is written through scatter().
 class Backend {
  public:
   virtual ~Backend() = default;
+  // `t` itself when contiguous, else a contiguous copy of its elements (no autograd).
+  Tensor dense(const Tensor& t);
+  // A product's operand as the GEMM reads it: `t` when contiguous; when t is the transpose of a
+  // contiguous tensor in its last two dims (t() of a weight, a transposed view), that tensor,
+  // with *transpose flipped, so the GEMM reads it in place; else dense(t).
+  Tensor gemm_operand(const Tensor& t, bool* transpose);
+  // Writes the elements of `src` (contiguous, of shape at.sizes), in row-major order, to the
+  // elements of dst's storage at `at` (offset and strides in elements from dst's first element),
+  // or adds them there when `accumulate`, one after the other: an element that `at` reaches at
+  // several indices gets their sum. The default goes through host memory.
+  virtual void scatter(const Tensor& dst, const Layout& at, const Tensor& src, bool accumulate);
   virtual Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& out) = 0;
   // a = a (kind) b, with b broadcast to a's shape.
   virtual void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) = 0;
@@ -38,7 +55,8 @@ class Backend {
   virtual Tensor sum_all(const Tensor& a) = 0;
   // Reduces `a` to `shape` by summing the broadcast dims (shape broadcasts to a's shape).
   virtual Tensor sum_to(const Tensor& a, const Shape& shape) = 0;
-  // dst[i] = src at the position that i's index has under `src_strides` (in elements).
+  // dst[i] = src at the position that i's index has under `src_strides` (in elements); dst
+  // contiguous.
   virtual void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
                             const Tensor& dst) = 0;
   // Device-independent, on top of copy() and strided_copy() (ops/backend.cc).

@@ -23,6 +23,22 @@
   X(Reshape, "reshape", -)               \
   X(View, "view", -)                     \
   X(Transpose, "transpose", -)           \
+  X(T, "t", -)                           \
+  X(Permute, "permute", -)               \
+  X(Expand, "expand", -)                 \
+  X(Unsqueeze, "unsqueeze", -)           \
+  X(Squeeze, "squeeze", -)               \
+  X(Select, "select", -)                 \
+  X(Narrow, "narrow", -)                 \
+  X(Slice, "slice", -)                   \
+  X(Diagonal, "diagonal", -)             \
+  X(Unfold, "unfold", -)                 \
+  X(AsStrided, "as_strided", -)          \
+  X(Alias, "alias", -)                   \
+  X(Split, "split", -)                   \
+  X(Chunk, "chunk", -)                   \
+  X(Unbind, "unbind", -)                 \
+  X(Contiguous, "contiguous", -)         \
   X(Detach, "detach", -)                 \
   X(Clone, "clone", -)                   \
   X(To, "to", -)                         \

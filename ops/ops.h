@@ -54,13 +54,35 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor sum_to(const Tensor& a, const Shape& shape);
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
 
-// Shapes.
-// reshape/view return a view: it shares storage and version with its input. In-place ops through
+// Views (ops/view_ops.cc): each shares storage and version with its input, with PyTorch's
+// strides (Note [Strided tensors], engine/tensor.h), and is differentiable. In-place ops through
 // a view update the base's history too (Note [In-place ops on views] in ops/views.h).
+// reshape is a view where the strides allow one (PyTorch's rule), else a copy; view() refuses
+// there.
 Tensor reshape(const Tensor& a, const Shape& shape);
-Tensor view(const Tensor& a, const Shape& shape);  // same as reshape (all tensors contiguous)
-// A new contiguous tensor (tensors here have no strides), not a view.
+Tensor view(const Tensor& a, const Shape& shape);
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& a);  // transpose(0, 1) of a 2-D tensor, a itself (as a view) below
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
+Tensor expand(const Tensor& a, const Shape& sizes);  // -1 keeps a dim's size
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor squeeze(const Tensor& a);                             // every dim of size 1
+Tensor squeeze(const Tensor& a, int64_t dim);                // dim, if its size is 1
+Tensor select(const Tensor& a, int64_t dim, int64_t index);  // a[..., index, ...]
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+// a[..., start:end:step, ...], with Python's bounds (negative from the end, clamped).
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor diagonal(const Tensor& a, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+Tensor unfold(const Tensor& a, int64_t dim, int64_t size, int64_t step);
+// Reads a's storage at these sizes, strides and storage offset (in elements).
+Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int64_t offset);
+Tensor alias(const Tensor& a);
+// Several views at once; as PyTorch, none may be written in place where that would be recorded.
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
+// a itself when contiguous, else a contiguous copy (differentiable, as clone).
+Tensor contiguous(const Tensor& a);
 Tensor detach(const Tensor& a);
 
 // Linear algebra.

@@ -22,32 +22,12 @@ struct OfSelf {
   static constexpr Input self{0, "self"};
 };
 
-// PyTorch's expand() to the tensor's own shape, which sum's gradient is when nothing is summed
-// away: a view of g, never g itself, so grad() never hands the caller's grad_outputs back
-// through a sum. Its own gradient is PyTorch's sum_to: the incoming gradient itself, except at
-// 0 dims, where sum_to returns grad.sum(), a new tensor (so a second-order grad() through a
-// 0-dim sum, made without create_graph, does not require grad even when its grad_outputs does).
-// A derivative op of its own, so that the JIT can run the formulas that record it.
-Tensor expand(const Tensor& g, const Shape& shape);
-
-struct ExpandAsIs : OfSelf {
-  static const OpSpec spec;
-};
-const OpSpec ExpandAsIs::spec{"expand",
-                              {{self,
-                                {},
-                                [](const Ctx& c) {
-                                  const Tensor& g = c.grad();
-                                  return g.dim() == 0 ? sum(g) : g;
-                                }}},
-                              {AliasKind::kView, NoAttrs(),
-                               [](const OpArgs& a) { return expand(a[self], a[self].shape()); }}};
-
-Tensor expand(const Tensor& g, const Shape& shape) {
-  if (g.shape() != shape) return broadcast_to(g, shape);
-  Tensor out = record(ExpandAsIs::spec, {&g}, g.alias_with_shape(shape));
-  mark_view(out, g);  // Note [In-place ops on views]
-  return out;
+// Sum's gradient: PyTorch's expand() of the gradient to the input's shape. To the same shape it
+// is the view op expand (ops/view_ops.cc), a view of g, never g itself, so grad() never hands the
+// caller's grad_outputs back through a sum; to a larger one it is written out (broadcast_to),
+// which the kernels that read it then take as a contiguous operand.
+Tensor expand_gradient(const Tensor& g, const Shape& shape) {
+  return g.shape() == shape ? expand(g, shape) : broadcast_to(g, shape);
 }
 
 struct Sum : OfSelf {
@@ -55,7 +35,7 @@ struct Sum : OfSelf {
 };
 const OpSpec Sum::spec{
     "sum",
-    {{self, {}, [](const Ctx& c) { return expand(c.grad(), c.input_shape(self)); }}},
+    {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     unary_forward<sum>()};
 
 struct SumDim : OfSelf {
@@ -69,7 +49,7 @@ const OpSpec SumDim::spec{"sum_dim",
                               const auto& [dim, keepdim] = c.attrs<DimAttrs>();
                               Tensor g = c.grad();
                               if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                              return expand(g, in);
+                              return expand_gradient(g, in);
                             }}},
                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();

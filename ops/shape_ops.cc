@@ -1,4 +1,5 @@
-// Shape ops. reshape/view return views: they share storage (and so the version counter).
+// reshape and view: views where the strides allow one (they share storage, and so the version
+// counter), else reshape copies; and the histories of views and bases that in-place writes make.
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
@@ -31,12 +32,15 @@ struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-// A view of a copy, as as_strided_backward's result is a view of the storage it fills.
+Layout layout_of(const ViewAttrs& v) { return Layout{v.sizes, v.strides, v.offset}; }
+
+// The gradient where the view reads its base, in new storage, and a view of it, as
+// as_strided_backward's result is a view of the storage it fills.
 Tensor regenerated_view_gradient(const Ctx& c) {
   const Tensor& g = c.grad();
   const Shape& shape = c.input_shape(RegeneratedView::self);
   if (g.numel() == 0) return zeros(shape, g.dtype(), g.device());
-  return reshape(copied_gradient(g, g.shape()), shape);
+  return reshape(view_scatter(g, shape, layout_of(c.attrs<ViewAttrs>())), shape);
 }
 const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, regenerated_view_gradient}}};
 
@@ -47,6 +51,23 @@ struct RebasedBase {
 const OpSpec RebasedBase::spec{
     "rebased_base",
     {{view, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(view)); }}}};
+
+// The base's history after a write through a view that reads only part of it, or reads it out of
+// order: PyTorch's CopySlices. The base's gradient goes to its history before the write, with
+// zeros where the view reads it, and the view's part goes to the write (Note [Views of any
+// stride]).
+struct CopySlices {
+  static constexpr Input base{0, "base"}, view{1, "view"};
+  static const OpSpec spec;
+};
+const OpSpec CopySlices::spec{
+    "copy_slices",
+    {{base,
+      {},
+      [](const Ctx& c) { return view_zeroed(c.grad(), layout_of(c.attrs<ViewAttrs>())); }},
+     {view, {}, [](const Ctx& c) {
+        return view_gather(c.grad(), layout_of(c.attrs<ViewAttrs>()));
+      }}}};
 
 // The gradient of a copied gradient is a copied gradient again, to any order: PyTorch's
 // as_strided_backward and CopySlices write the incoming gradient into new storage, and so
@@ -59,6 +80,8 @@ const OpSpec CopiedGradient::spec{
     "copied_gradient",
     {{self, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(self)); }}}};
 
+// transpose stays a copy (DEVIATIONS.md `copying-shape-ops`) until the conformance scripts, the
+// API model and the JIT's generators know strided views; permute and t() are views.
 struct Transpose {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
@@ -99,21 +122,50 @@ Shape infer_shape(const Tensor& a, const Shape& requested) {
   return shape;
 }
 
+// The view of `a` with `shape` (resolved), if the strides allow one (PyTorch's computeStride),
+// both over the storage and over a's root base (Note [Views of any stride]).
+bool try_view(const Tensor& a, const Shape& shape, Tensor* out) {
+  Layout actual, in_base;
+  if (!reshape_layout(Layout{a.shape(), a.strides(), a.storage_offset()}, shape, &actual) ||
+      !reshape_layout(layout_in_base(a), shape, &in_base)) {
+    return false;
+  }
+  *out = record(Reshape::spec, {&a}, a.alias_with_layout(shape, actual.strides, actual.offset),
+                [&] { return ShapeAttrs{shape}; });
+  mark_view(*out, a, in_base);  // Note [In-place ops on views]
+  return true;
+}
+
 }  // namespace
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
   check_defined("reshape", a, "input");
   Shape resolved = infer_shape(a, shape);
-  Tensor out = record(Reshape::spec, {&a}, a.alias_with_shape(resolved),
-                      [&] { return ShapeAttrs{resolved}; });
-  mark_view(out, a);  // Note [In-place ops on views]
+  Tensor out;
+  if (try_view(a, resolved, &out)) return out;
+  // As PyTorch's reshape: a copy where no view exists (its _unsafe_view: not a view).
+  const Tensor copy = contiguous(a);
+  return record(Reshape::spec, {&copy}, copy.alias_with_shape(resolved),
+                [&] { return ShapeAttrs{resolved}; });
+}
+
+Tensor view(const Tensor& a, const Shape& shape) {
+  check_defined("view", a, "input");
+  Shape resolved = infer_shape(a, shape);
+  Tensor out;
+  AG_CHECK(try_view(a, resolved, &out), "view: view size ", to_string(resolved),
+           " is not compatible with input tensor's size and stride (", a.describe(), ", strides ",
+           to_string(a.strides()),
+           "): at least one dimension spans across two contiguous "
+           "subspaces. Use .reshape(...) instead.");
   return out;
 }
 
-Tensor view(const Tensor& a, const Shape& shape) { return reshape(a, shape); }
-
-Tensor regenerated_view(const Tensor& base, const Shape& shape) {
-  return record_node(RegeneratedView::spec, {&base}, base.alias_with_shape(shape), NoAttrs(), {});
+Tensor regenerated_view(const Tensor& base, const Tensor& view) {
+  const Layout at = layout_in_base(view);
+  return record_node(RegeneratedView::spec, {&base},
+                     base.alias_with_layout(view.shape(), view.strides(), view.storage_offset()),
+                     ViewAttrs{{}, at.sizes, at.strides, at.offset}, {});
 }
 
 Tensor copied_gradient(const Tensor& g, const Shape& shape) {
@@ -122,8 +174,16 @@ Tensor copied_gradient(const Tensor& g, const Shape& shape) {
   return record(CopiedGradient::spec, {&g}, copy.alias_with_shape(shape));
 }
 
-Tensor rebased_base(const Tensor& view, const Shape& shape) {
-  Tensor out = record_node(RebasedBase::spec, {&view}, view.alias_with_shape(shape), NoAttrs(), {});
+Tensor rebased_base(const Tensor& view, const Tensor& base) {
+  const Layout at = layout_in_base(view);
+  const Tensor rebased =
+      base.alias_with_layout(base.shape(), base.strides(), base.storage_offset());
+  // A view that reads its whole base in order (a reshape) stands for all of it; any other leaves
+  // the rest of the base's gradient to the base's history before the write.
+  const bool whole = is_contiguous(at) && at.offset == 0 && view.numel() == base.numel();
+  Tensor out = whole ? record_node(RebasedBase::spec, {&view}, rebased, NoAttrs(), {})
+                     : record_node(CopySlices::spec, {&base, &view}, rebased,
+                                   ViewAttrs{{}, at.sizes, at.strides, at.offset}, {});
   // Note [Written through a view]: the base's node is where a backward's gradient for the base
   // arrives, as at CopySlices, so it refuses to run again once a backward has freed it, also
   // where that backward's gradient goes no further (backward() when no leaf behind it wants one).

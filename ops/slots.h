@@ -99,7 +99,19 @@ struct ShapeAttrs {  // reshape, sum_to, broadcast_to: the result's shape
     f("shape", shape);
   }
 };
+struct ViewAttrs {       // a view op (ops/view_ops.cc): its arguments, and where it reads its input
+  Shape args;            // the op's integer arguments, in the order its function takes them
+  Shape sizes, strides;  // the result's layout over the input's elements in row-major order
+  int64_t offset = 0;
+  template <typename F>
+  void fields(F&& f) {
+    f("args", args);
+    f("sizes", sizes);
+    f("strides", strides);
+    f("offset", offset);
+  }
+};
 using OpAttrs = std::variant<NoAttrs, ScalarAttrs, DimAttrs, TransposeAttrs, ProductAttrs,
-                             TargetsAttrs, DeviceAttrs, ShapeAttrs>;
+                             TargetsAttrs, DeviceAttrs, ShapeAttrs, ViewAttrs>;
 
 }  // namespace ag::ops

@@ -29,6 +29,15 @@ inline std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& to
   return out;
 }
 
+// The same for a tensor laid out with `own` strides (Note [Strided tensors], engine/tensor.h).
+inline std::vector<int64_t> broadcast_strides(const Shape& from, const Shape& own,
+                                              const Shape& to) {
+  std::vector<int64_t> out(to.size(), 0);
+  size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) out[offset + i] = from[i] == 1 ? 0 : own[i];
+  return out;
+}
+
 // Visits every index of `shape` with K operands laid out by `strides`, one innermost run at a time:
 // run(offsets, length, inner_strides) where offsets are the operands' element offsets at the run's
 // start. Broadcasting, sum_to and transpose are all this loop with different strides.

@@ -20,11 +20,18 @@ void take_history(TensorImpl& to, const Tensor& from) {
 
 }  // namespace
 
-void mark_view(const Tensor& view, const Tensor& of) {
+void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base) {
   TensorImpl& v = *view.impl();
   v.view_base = of.impl()->view_base ? of.impl()->view_base : of.impl();
   v.view_version.store(view.version(), std::memory_order_relaxed);
   v.made_in_no_grad = !grad_enabled() || of.impl()->made_in_no_grad;
+  v.multi_output_view = of.impl()->multi_output_view;
+  v.view_strides = in_base.strides;
+  v.view_offset = in_base.offset;
+}
+
+void mark_multi_output_views(const std::vector<Tensor>& views) {
+  for (const Tensor& v : views) v.impl()->multi_output_view = true;
 }
 
 void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other) {
@@ -35,6 +42,12 @@ void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other)
            t.describe(),
            " is a view made with grad mode off and cannot be modified in place with grad mode on "
            "by an op that would be recorded; modify a clone() or use a no-grad guard");
+  AG_CHECK(!(t.impl()->multi_output_view && (t.requires_grad() || other.requires_grad())), op, ": ",
+           t.describe(),
+           " is a view returned by split, chunk or unbind (a function that returns several "
+           "views), and such views cannot be modified in place while grad mode is on by an op "
+           "that would be recorded; replace the in-place op by an out-of-place one, or clone() "
+           "the view");
   // As PyTorch's check_inplace: the view requires grad (it was made from a leaf that required
   // grad then, or its base requires grad now) and its base is a leaf.
   AG_CHECK(!(base->grad_fn == nullptr && t.requires_grad()), op, ": ", t.describe(),
@@ -51,14 +64,14 @@ void rebase_history_after_inplace(const Tensor& t, bool recorded) {
   v.view_version.store(t.version(), std::memory_order_relaxed);
   TracePause bookkeeping;  // the nodes below are history, not the program's ops
   const Tensor base(v.view_base);
-  // The base absorbs the write (PyTorch's CopySlices; our views cover their whole base)...
-  const Tensor rebased = rebased_base(t, base.shape());
+  // The base absorbs the write (PyTorch's CopySlices)...
+  const Tensor rebased = rebased_base(t, base);
   {
     std::lock_guard<std::mutex> lock(v.view_base->autograd_mutex);
     take_history(*v.view_base, rebased);
   }
   // ...and the view is a function of its base again, like every other view of it.
-  const Tensor fresh = regenerated_view(base, t.shape());
+  const Tensor fresh = regenerated_view(base, t);
   std::lock_guard<std::mutex> lock(v.autograd_mutex);
   take_history(v, fresh);
 }
@@ -82,7 +95,7 @@ void refresh_view(const Tensor& t) {
     TracePause bookkeeping;
     // Recorded even when the base no longer requires grad (the view had a history): then the
     // node has no edge, as PyTorch's regenerated AsStridedBackward0.
-    const Tensor fresh = regenerated_view(base, t.shape());
+    const Tensor fresh = regenerated_view(base, t);
     std::lock_guard<std::mutex> lock(v.autograd_mutex);
     take_history(v, fresh);
   }

@@ -1,28 +1,48 @@
 #pragma once
 
+#include <vector>
+
 #include "engine/tensor.h"
+#include "ops/view_layout.h"
 
 namespace ag::ops {
 
 // Note [In-place ops on views]
-// reshape/view return views: tensors sharing their input's storage. An in-place op writes
-// through a view into its base too, so the base's history must change as well, or gradients
-// flowing through the base would miss the op (PyTorch does this with CopySlices). Our views
-// always cover their whole base, so the base's new history is simply
-//     base = reshape(view_after_the_op, base.shape)
-// and the view then becomes a function of its base again, view = reshape(base, view.shape), so
-// that gradients split between a view and its base as in PyTorch (a gradient for the view is
-// not one for the base). rebase_history_after_inplace() records both right after the op. Other
-// views of the same base (siblings) are now stale: their grad_fn predates the write. Each view
-// remembers the storage version its history reflects; refresh_view() notices the mismatch the
-// next time the view's autograd state is read (Tensor::requires_grad(), grad_fn(), ...) and
-// regenerates its history as reshape(base, view.shape). So does any write that changes the
+// The view ops (ops/view_ops.cc, reshape, view) return views: tensors sharing their input's
+// storage. An in-place op writes through a view into its base too, so the base's history must
+// change as well, or gradients flowing through the base would miss the op (PyTorch does this
+// with CopySlices). The base's new history (rebased_base) takes the base's gradient and sends the
+// part where the view reads the base to the view after the op, the rest to the base's history
+// before the write (Note [Views of any stride]); a view that reads its whole base in order (a
+// reshape) sends all of it to the view. The view then becomes a function of its base again,
+// view = as_strided(base) (PyTorch's AsStridedBackward0), so that gradients split between a view
+// and its base as in PyTorch (a gradient for the view is not one for the base).
+// rebase_history_after_inplace() records both right after the op. Other views of the same base
+// (siblings) are now stale: their grad_fn predates the write. Each view remembers the storage
+// version its history reflects; refresh_view() notices the mismatch the next time the view's
+// autograd state is read (Tensor::requires_grad(), grad_fn(), ...) and regenerates its history
+// as as_strided(base) at the view's layout. So does any write that changes the
 // version without recording through the view: one under no_grad, into the base, the view itself
 // or a detach() of either (which shares the version counter). As PyTorch, a view regenerates
 // when it has a history or its base requires grad; a view of a leaf that requires grad so gets a
 // new node after a no-grad write, and a graph built from it before does not reach that node.
 // Views of views share one root base. As in PyTorch, a view of a leaf that requires grad cannot
 // be modified in place.
+//
+// Note [Views of any stride]
+// A view keeps where it reads its root base (TensorImpl::view_strides, view_offset): strides and
+// an offset over the base's elements in row-major order, which is the layout of the base's
+// gradient. Every view op is a function from its input's layout to its result's (ops/
+// view_layout.h), and applying it to the input's layout over the root gives the result's: so a
+// view of a view of a view is one layout over the root, however it was made. With it, the three
+// histories that views need are each one linear op over a base-shaped gradient: a view's
+// gradient is view_scatter (the incoming gradient added at the view's elements, into zeros of
+// the input's shape: select_backward, slice_backward, as_strided_backward in PyTorch); the part
+// of a base's gradient that a write through a view took over is view_gather (the elements at
+// the view, as the view's shape); the part it left to the base's old history is view_zeroed (the
+// gradient with zeros at the view). Each one's derivative is another of them, so gradients
+// through views differentiate to any order. Every view op's node reads its layout over its own
+// input (ViewAttrs) rather than over the root: the gradient goes to the input.
 //
 // Note [View flags follow the base]
 // As PyTorch's differentiable views, a view requires grad while its base does: one made under
@@ -48,8 +68,14 @@ namespace ag::ops {
 // create_graph that gradient requires grad when the incoming one does, even from a constant formula
 // (copy_'s zeros): OpNode::apply.
 
-// Marks `view` (just made from `of` by reshape) as a view of `of`'s root base.
-void mark_view(const Tensor& view, const Tensor& of);
+// Marks `view` (just made from `of` by a view op) as a view of `of`'s root base, reading it at
+// `in_base` (Note [Views of any stride]).
+void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base);
+// Marks the outputs of one split, chunk or unbind: as PyTorch's CreationMeta::MULTI_OUTPUT_NODE,
+// none may be written in place by an op that would be recorded.
+void mark_multi_output_views(const std::vector<Tensor>& views);
+// Where `t` reads its root base (its own row-major layout when it is not a view).
+Layout layout_in_base(const Tensor& t);
 
 // Throws if grad mode is on and `t` is a view of a leaf that requires grad, or a view made with
 // grad mode off that the in-place op (with `other`) would record a node for.
@@ -59,12 +85,19 @@ void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other)
 // history takes the op and t's history becomes a view of the base.
 void rebase_history_after_inplace(const Tensor& t, bool recorded);
 
-// Tensors over the storage of `base` (of `view`) with `shape`, whose history is a node reading
+// Tensors over the storage of `base` (of `view`) at its layout, whose history is a node reading
 // it, recorded whatever grad mode and its requires_grad() are: a view's regenerated history
 // (PyTorch's AsStridedBackward0) and a base's after a write through `view` (CopySlices). Their
-// gradients are copied_gradient()s.
-Tensor regenerated_view(const Tensor& base, const Shape& shape);
-Tensor rebased_base(const Tensor& view, const Shape& shape);
+// gradients are in new storage (Note [Views of any stride]).
+Tensor regenerated_view(const Tensor& base, const Tensor& view);
+Tensor rebased_base(const Tensor& view, const Tensor& base);
+
+// The three linear ops of Note [Views of any stride], recorded (as any op) when their input
+// requires grad under grad mode. `at` is a layout over the elements of a tensor of `shape` (of
+// t's, of g's) in row-major order.
+Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at);
+Tensor view_gather(const Tensor& t, const Layout& at);
+Tensor view_zeroed(const Tensor& g, const Layout& at);
 
 // A new tensor of `shape` holding g's values, recorded (as any op) when g requires grad under
 // grad mode; its own gradient is a copied gradient again (shape_ops.cc).

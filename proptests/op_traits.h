@@ -135,6 +135,8 @@ constexpr unsigned G = kRandomGraph, C = kComposition, P = kConformance, A = kAp
 
 inline constexpr const char* kDerivativeOnly =
     "an op's derivative: it runs in that op's backward, which every generator reaches";
+inline constexpr const char* kViewsNotGenerated =
+    "a view op with strides: pinned to PyTorch in ops/tests/strided_views_test, not generated yet";
 inline constexpr const char* kNoNewShape =
     "adds no graph shape, alias pattern or autograd rule the other generators lack";
 
@@ -216,6 +218,24 @@ inline constexpr OpTraits kRows[] = {
        "the conformance programs' view statements and the API model's view commands; the same "
        "op as reshape for the others", "Tensor.view", true),
     op(OpId::kTranspose, G | C | P | A | J | I, "transpose of two dims", "transpose"),
+    // The view ops with strides (ops/view_ops.cc): tested against PyTorch's values, gradients
+    // and errors in ops/tests/strided_views_test; no generator makes them yet.
+    op(OpId::kT, kNoGenerator, kViewsNotGenerated, "Tensor.t", true),  // records permute
+    op(OpId::kPermute, kNoGenerator, kViewsNotGenerated, "Tensor.permute"),
+    op(OpId::kExpand, kNoGenerator, kViewsNotGenerated, "Tensor.expand"),
+    op(OpId::kUnsqueeze, kNoGenerator, kViewsNotGenerated, "Tensor.unsqueeze"),
+    op(OpId::kSqueeze, kNoGenerator, kViewsNotGenerated, "Tensor.squeeze"),
+    op(OpId::kSelect, kNoGenerator, kViewsNotGenerated, "Tensor.select"),
+    op(OpId::kNarrow, kNoGenerator, kViewsNotGenerated, "Tensor.narrow", true),
+    op(OpId::kSlice, kNoGenerator, kViewsNotGenerated, "torch.ops.aten.slice"),
+    op(OpId::kDiagonal, kNoGenerator, kViewsNotGenerated, "Tensor.diagonal"),
+    op(OpId::kUnfold, kNoGenerator, kViewsNotGenerated, "Tensor.unfold"),
+    op(OpId::kAsStrided, kNoGenerator, kViewsNotGenerated, "Tensor.as_strided"),
+    op(OpId::kAlias, kNoGenerator, kViewsNotGenerated, "torch.ops.aten.alias"),
+    op(OpId::kSplit, kNoGenerator, kViewsNotGenerated, "Tensor.split", true),
+    op(OpId::kChunk, kNoGenerator, kViewsNotGenerated, "Tensor.chunk", true),
+    op(OpId::kUnbind, kNoGenerator, kViewsNotGenerated, "Tensor.unbind", true),
+    op(OpId::kContiguous, kNoGenerator, kViewsNotGenerated, "Tensor.contiguous", true),
     op(OpId::kDetach, P | A | J | I,
        "detach statements and commands, a view without history; the compositions and random "
        "graphs check gradients, which it has none of", "Tensor.detach"),

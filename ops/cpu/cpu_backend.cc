@@ -64,7 +64,8 @@ class CpuBackend final : public Backend {
   void binary_inplace(BinaryKind kind, const Tensor& a, const Tensor& b) override {
     dispatch_dtype(a.dtype(), [&](auto z) { binary_impl<decltype(z)>(kind, a, b, a); });
   }
-  Tensor unary(UnaryKind kind, const Tensor& a, double scalar) override {
+  Tensor unary(UnaryKind kind, const Tensor& a_in, double scalar) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -76,7 +77,9 @@ class CpuBackend final : public Backend {
     });
     return out;
   }
-  Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double scale) override {
+  Tensor scaled_product(const Tensor& a_in, const Tensor& b_in, const Tensor& c_in,
+                        double scale) override {
+    const Tensor a = dense(a_in), b = dense(b_in), c = dense(c_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -90,8 +93,9 @@ class CpuBackend final : public Backend {
     });
     return out;
   }
-  void sum_into_binary(const Tensor& sum, BinaryKind kind, const Tensor& a,
-                       const Tensor& b) override {
+  void sum_into_binary(const Tensor& sum, BinaryKind kind, const Tensor& a_in,
+                       const Tensor& b_in) override {
+    const Tensor a = dense(a_in), b = dense(b_in);
     dispatch_dtype(sum.dtype(), [&](auto z) {
       using T = decltype(z);
       const T *pa = a.data<T>(), *pb = b.data<T>();
@@ -101,8 +105,9 @@ class CpuBackend final : public Backend {
       });
     });
   }
-  void sum_into_scaled_product(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
-                               double scale) override {
+  void sum_into_scaled_product(const Tensor& sum, const Tensor& a_in, const Tensor& b_in,
+                               const Tensor& c_in, double scale) override {
+    const Tensor a = dense(a_in), b = dense(b_in), c = dense(c_in);
     dispatch_dtype(sum.dtype(), [&](auto z) {
       using T = decltype(z);
       const T *pa = a.data<T>(), *pb = b.data<T>(), *pc = c.data<T>();
@@ -125,13 +130,35 @@ class CpuBackend final : public Backend {
     return out;
   }
   void copy(const Tensor& dst, const Tensor& src) override {
-    if (src.numel() == dst.numel()) {
+    if (!dst.is_contiguous()) {  // Note [Strided operands]
+      const Tensor values = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
+      copy(values, src);
+      return scatter(dst, Layout{dst.shape(), dst.strides(), 0}, values, false);
+    }
+    if (src.numel() == dst.numel() && src.is_contiguous()) {
       std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
       return;
     }
-    strided_copy(src, broadcast_strides(src.shape(), dst.shape()), dst);
+    strided_copy(src, broadcast_strides(src.shape(), src.strides(), dst.shape()), dst);
   }
-  Tensor sum_all(const Tensor& a) override {
+  void scatter(const Tensor& dst, const Layout& at, const Tensor& src_in,
+               bool accumulate) override {
+    const Tensor src = dense(src_in);
+    dispatch_dtype(dst.dtype(), [&](auto z) {
+      using T = decltype(z);
+      T* pd = dst.data<T>() + at.offset;
+      const T* ps = src.data<T>();
+      std::array<std::vector<int64_t>, 1> strides = {
+          std::vector<int64_t>(at.strides.begin(), at.strides.end())};
+      for_each_run<1>(at.sizes, strides, [&](auto off, int64_t n, auto inc) {
+        T* p = pd + off[0];
+        for (int64_t k = 0; k < n; ++k, ++ps)
+          p[k * inc[0]] = accumulate ? p[k * inc[0]] + *ps : *ps;
+      });
+    });
+  }
+  Tensor sum_all(const Tensor& a_in) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty({}, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
       using T = decltype(z);
@@ -139,7 +166,8 @@ class CpuBackend final : public Backend {
     });
     return out;
   }
-  Tensor sum_to(const Tensor& a, const Shape& shape) override {
+  Tensor sum_to(const Tensor& a_in, const Shape& shape) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(shape, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) { sum_to_impl<decltype(z)>(a, out); });
     return out;
@@ -156,7 +184,12 @@ class CpuBackend final : public Backend {
       });
     });
   }
-  Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor* bias) override {
+  Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb,
+                const Tensor* bias_in) override {
+    // Note [Strided operands]: a transposed operand is read in place through the GEMM's flag.
+    const Tensor a = gemm_operand(a_in, &ta), b = gemm_operand(b_in, &tb);
+    const Tensor bias_dense = bias_in ? dense(*bias_in) : Tensor();
+    const Tensor* bias = bias_in ? &bias_dense : nullptr;
     const int64_t r = a.dim() - 2, c = a.dim() - 1;
     Shape shape = a.shape();
     shape[r] = ta ? a.shape()[c] : a.shape()[r];
@@ -165,12 +198,14 @@ class CpuBackend final : public Backend {
     dispatch_dtype(a.dtype(), [&](auto z) { matmul_impl<decltype(z)>(a, b, ta, tb, bias, out); });
     return out;
   }
-  Tensor log_softmax(const Tensor& a, int64_t dim) override {
+  Tensor log_softmax(const Tensor& a_in, int64_t dim) override {
+    const Tensor a = dense(a_in);
     Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) { log_softmax_impl<decltype(z)>(a, dim, out); });
     return out;
   }
-  Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& targets) override {
+  Tensor gather_rows(const Tensor& a_in, const std::vector<int64_t>& targets) override {
+    const Tensor a = dense(a_in);
     const int64_t rows = a.shape()[0], cols = a.shape()[1];
     Tensor out = Tensor::empty({rows}, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) {
@@ -223,12 +258,15 @@ class CpuBackend final : public Backend {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
-    if (a.numel() == out.numel() && b.numel() == out.numel()) {
+    // Note [Strided operands]: the flat passes need contiguous operands; the broadcasting loop
+    // reads any strides.
+    const bool flat = a.is_contiguous() && b.is_contiguous() && out.is_contiguous();
+    if (flat && a.numel() == out.numel() && b.numel() == out.numel()) {
       auto binary = kernels<T>().binary;
       for_blocks(out.numel(), [=](int64_t begin, int64_t n) {
         binary(kind, pa + begin, pb + begin, po + begin, n);
       });
-    } else if (a.numel() == out.numel() && b.numel() == 1) {
+    } else if (flat && a.numel() == out.numel() && b.numel() == 1) {
       kernels<T>().binary_scalar(kind, pa, pb[0], po, out.numel());
     } else {
       binary_broadcast<T>(kind, a, b, out);
@@ -244,9 +282,9 @@ class CpuBackend final : public Backend {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
-    std::array<std::vector<int64_t>, 3> strides = {broadcast_strides(a.shape(), shape),
-                                                   broadcast_strides(b.shape(), shape),
-                                                   contiguous_strides(shape)};
+    std::array<std::vector<int64_t>, 3> strides = {broadcast_strides(a.shape(), a.strides(), shape),
+                                                   broadcast_strides(b.shape(), b.strides(), shape),
+                                                   out.strides()};
     for_each_run<3>(shape, strides, [&](auto off, int64_t n, auto inc) {
       for (int64_t i = 0; i < n; ++i) {
         po[off[2] + i * inc[2]] =

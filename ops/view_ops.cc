@@ -1,0 +1,365 @@
+// The view ops: results that share their input's storage and version counter, with any strides
+// (Note [Strided tensors], engine/tensor.h; Note [Views of any stride], ops/views.h). Each op is
+// its layout function (ops/view_layout.h) applied to its input; reshape and view are in
+// shape_ops.cc. The gradients of the views and of the nodes that writes through views record
+// (Note [In-place ops on views]) are the three linear ops at the end of this file.
+#include <algorithm>
+#include <utility>
+
+#include "engine/error.h"
+#include "ops/backend.h"
+#include "ops/checks.h"
+#include "ops/ops.h"
+#include "ops/record.h"
+#include "ops/spec.h"
+#include "ops/view_layout.h"
+#include "ops/views.h"
+
+namespace ag::ops {
+namespace {
+
+using slots::self;
+
+Layout layout_of(const Tensor& t) { return Layout{t.shape(), t.strides(), t.storage_offset()}; }
+Layout layout_of(const ViewAttrs& v) { return Layout{v.sizes, v.strides, v.offset}; }
+
+// Every view op's gradient: the incoming gradient where the view reads its input, in zeros of
+// the input's shape (PyTorch's select_backward, slice_backward, as_strided_backward...).
+Tensor view_gradient(const Ctx& c) {
+  return view_scatter(c.grad(), c.input_shape(self), layout_of(c.attrs<ViewAttrs>()));
+}
+
+// The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them.
+#define AG_VIEW_SPEC(Name, name, forward)                                                      \
+  const OpSpec Name{                                                                           \
+      name, {{self, {}, view_gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
+                                            [[maybe_unused]] const Shape& x =                  \
+                                                a.attrs<ViewAttrs>().args;                     \
+                                            return forward;                                    \
+                                          }}};
+AG_VIEW_SPEC(kSelect, "select", select(a[self], x[0], x[1]))
+AG_VIEW_SPEC(kSlice, "slice", slice(a[self], x[0], x[1], x[2], x[3]))
+AG_VIEW_SPEC(kPermute, "permute", permute(a[self], std::vector<int64_t>(x.begin(), x.end())))
+AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze(a[self], x[0]))
+AG_VIEW_SPEC(kSqueeze, "squeeze", x.empty() ? squeeze(a[self]) : squeeze(a[self], x[0]))
+AG_VIEW_SPEC(kDiagonal, "diagonal", diagonal(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kUnfold, "unfold", unfold(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kAlias, "alias", alias(a[self]))
+#undef AG_VIEW_SPEC
+
+// expand's gradient sums over the expanded dims, as PyTorch's (at::sum_to).
+const OpSpec kExpand{
+    "expand",
+    {{self, {}, [](const Ctx& c) { return sum_to(c.grad(), c.input_shape(self)); }}},
+    {AliasKind::kView, ViewAttrs{},
+     [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
+
+// as_strided reads the storage, not its input's elements: its gradient goes through the storage's
+// elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
+// input that reads an element twice would need PyTorch's division by counts; those are refused.
+const OpSpec kAsStrided{
+    "as_strided",
+    {{self,
+      {},
+      [](const Ctx& c) {
+        const Shape& x = c.attrs<ViewAttrs>().args;  // [n, sizes..., strides..., offset, input...]
+        const auto n = static_cast<size_t>(x[0]);
+        const Layout result{Shape(x.begin() + 1, x.begin() + 1 + n),
+                            Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]};
+        const auto m = static_cast<size_t>(x[2 + 2 * n]);
+        const size_t at = 3 + 2 * n;
+        const Layout input{c.input_shape(self), Shape(x.begin() + at, x.begin() + at + m),
+                           x[at + m]};
+        const int64_t low = std::min(result.offset, input.offset);
+        const int64_t extent =
+            std::max(result.offset + storage_extent(result), input.offset + storage_extent(input)) -
+            low;
+        Layout r = result, i = input;
+        r.offset -= low;
+        i.offset -= low;
+        return view_gather(view_scatter(c.grad(), {extent}, r), i);
+      }}},
+    {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) {
+       const Shape& x = a.attrs<ViewAttrs>().args;
+       const auto n = static_cast<size_t>(x[0]);
+       return as_strided(a[self], Shape(x.begin() + 1, x.begin() + 1 + n),
+                         Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]);
+     }}};
+
+// Makes the view `layout_of_view` gives of `a`, recorded as `spec` with the attributes that
+// make_attrs(layout of the view over a's elements) gives; its layout over its root base follows
+// from a's by the same function (Note [Views of any stride]).
+template <typename MakeAttrs, typename LayoutOf>
+Tensor make_view_with(const OpSpec& spec, const Tensor& a, const MakeAttrs& make_attrs,
+                      const LayoutOf& layout_of_view) {
+  const Layout actual = layout_of_view(layout_of(a));
+  Tensor view = a.alias_with_layout(actual.sizes, actual.strides, actual.offset);
+  view = record(spec, {&a}, std::move(view),
+                [&] { return OpAttrs(make_attrs(layout_of_view(contiguous_layout(a.shape())))); });
+  mark_view(view, a, layout_of_view(layout_in_base(a)));
+  return view;
+}
+// The same, with ViewAttrs holding the op's integer arguments `args`.
+template <typename LayoutOf>
+Tensor make_view(const OpSpec& spec, const Tensor& a, Shape args, const LayoutOf& layout_of_view) {
+  return make_view_with(
+      spec, a,
+      [&](const Layout& relative) {
+        return ViewAttrs{std::move(args), relative.sizes, relative.strides, relative.offset};
+      },
+      layout_of_view);
+}
+
+// A dim of `t` (which may be 0-dim: Note [Dims of a 0-dim tensor] does not apply to the views
+// that remove or index a dim, which PyTorch refuses on a 0-dim tensor).
+int64_t view_dim(const char* op, int64_t dim, const Tensor& t, bool allow_0_dim = false) {
+  AG_CHECK(allow_0_dim || t.dim() > 0, op, ": cannot be applied to a 0-dim tensor");
+  return normalize_dim(op, dim, t);
+}
+
+}  // namespace
+
+Layout layout_in_base(const Tensor& t) {
+  const TensorImpl& impl = *t.impl();
+  if (!impl.view_base) return contiguous_layout(t.shape());
+  return Layout{t.shape(), impl.view_strides, impl.view_offset};
+}
+
+Tensor select(const Tensor& a, int64_t dim, int64_t index) {
+  check_defined("select", a, "input");
+  dim = view_dim("select", dim, a);
+  return make_view(kSelect, a, {dim, index},
+                   [&](const Layout& in) { return select_layout(in, dim, index); });
+}
+
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  check_defined("slice", a, "input");
+  dim = view_dim("slice", dim, a);
+  AG_CHECK(step > 0, "slice: slice step must be positive, got ", step, " (tensor ", a.describe(),
+           ")");
+  // Python's slice bounds: negative ones count from the end, then both clamp to [0, size].
+  const int64_t size = a.shape()[dim];
+  auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
+  start = clamp(start);
+  end = std::max(clamp(end), start);
+  return make_view(kSlice, a, {dim, start, end, step},
+                   [&](const Layout& in) { return slice_layout(in, dim, start, end, step); });
+}
+
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  check_defined("narrow", a, "input");
+  dim = view_dim("narrow", dim, a);
+  const int64_t size = a.shape()[dim];
+  AG_CHECK(start >= -size && start <= size,
+           "narrow: start out of range (expected to be in range of [", -size, ", ", size,
+           "], but got ", start, ") for tensor ", a.describe());
+  if (start < 0) start += size;
+  AG_CHECK(length >= 0, "narrow: length must be non-negative, got ", length);
+  AG_CHECK(start + length <= size, "narrow: start (", start, ") + length (", length,
+           ") exceeds dimension size (", size, ") of tensor ", a.describe(), " at dim ", dim);
+  return slice(a, dim, start, start + length, 1);
+}
+
+Tensor t(const Tensor& a) {
+  check_defined("t", a, "input");
+  AG_CHECK(a.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", a.dim(), "D (",
+           a.describe(), ")");
+  return a.dim() < 2 ? alias(a) : permute(a, {1, 0});
+}
+
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
+  check_defined("permute", a, "input");
+  permute_layout("permute", layout_of(a), dims);  // checks the order
+  std::vector<int64_t> order = dims;
+  for (int64_t& d : order) d = d < 0 ? d + a.dim() : d;
+  return make_view(kPermute, a, Shape(order.begin(), order.end()),
+                   [&](const Layout& in) { return permute_layout("permute", in, order); });
+}
+
+Tensor expand(const Tensor& a, const Shape& sizes) {
+  check_defined("expand", a, "input");
+  const Layout checked = expand_layout(layout_of(a), sizes);  // resolves -1
+  return make_view(kExpand, a, checked.sizes,
+                   [&](const Layout& in) { return expand_layout(in, checked.sizes); });
+}
+
+Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  check_defined("unsqueeze", a, "input");
+  const int64_t n = a.dim() + 1;
+  AG_CHECK(dim >= -n && dim < n, "unsqueeze: dim ", dim, " is out of range for a tensor of shape ",
+           to_string(a.shape()), " (expected a dim in [", -n, ", ", n - 1, "])");
+  if (dim < 0) dim += n;
+  return make_view(kUnsqueeze, a, {dim},
+                   [&](const Layout& in) { return unsqueeze_layout(in, dim); });
+}
+
+Tensor squeeze(const Tensor& a) {
+  check_defined("squeeze", a, "input");
+  return make_view(kSqueeze, a, {}, [](const Layout& in) { return squeeze_layout(in); });
+}
+
+Tensor squeeze(const Tensor& a, int64_t dim) {
+  check_defined("squeeze", a, "input");
+  dim = view_dim("squeeze", dim, a, /*allow_0_dim=*/true);
+  return make_view(kSqueeze, a, {dim}, [&](const Layout& in) {
+    return in.sizes.empty() ? in : squeeze_layout(in, dim);
+  });
+}
+
+Tensor diagonal(const Tensor& a, int64_t offset, int64_t dim1, int64_t dim2) {
+  check_defined("diagonal", a, "input");
+  AG_CHECK(a.dim() >= 2, "diagonal: expects a tensor with at least 2 dimensions, got ",
+           a.describe());
+  dim1 = normalize_dim("diagonal", dim1, a);
+  dim2 = normalize_dim("diagonal", dim2, a);
+  AG_CHECK(dim1 != dim2, "diagonal: diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  return make_view(kDiagonal, a, {offset, dim1, dim2},
+                   [&](const Layout& in) { return diagonal_layout(in, offset, dim1, dim2); });
+}
+
+Tensor unfold(const Tensor& a, int64_t dim, int64_t size, int64_t step) {
+  check_defined("unfold", a, "input");
+  dim = normalize_dim("unfold", dim, a);
+  return make_view(kUnfold, a, {dim, size, step},
+                   [&](const Layout& in) { return unfold_layout(in, dim, size, step); });
+}
+
+Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int64_t offset) {
+  check_defined("as_strided", a, "input");
+  AG_CHECK(sizes.size() == strides.size(), "as_strided: mismatch in length of strides and shape (",
+           to_string(sizes), " and ", to_string(strides), ")");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    AG_CHECK(strides[i] >= 0,
+             "as_strided: negative strides are not supported at the moment, got "
+             "strides: ",
+             to_string(strides));
+    AG_CHECK(sizes[i] >= 0, "as_strided: negative size ", sizes[i], " in ", to_string(sizes));
+  }
+  AG_CHECK(offset >= 0, "as_strided: negative storage offset ", offset);
+  const Layout result{sizes, strides, offset};
+  const int64_t storage =
+      static_cast<int64_t>(a.impl()->storage->nbytes() / element_size(a.dtype()));
+  AG_CHECK(offset + storage_extent(result) <= storage, "as_strided: sizes ", to_string(sizes),
+           ", strides ", to_string(strides), ", storage offset ", offset, " and itemsize ",
+           element_size(a.dtype()), " requiring a storage size of ",
+           (offset + storage_extent(result)) * static_cast<int64_t>(element_size(a.dtype())),
+           " are out of bounds for storage of size ",
+           storage * static_cast<int64_t>(element_size(a.dtype())));
+  AG_CHECK(!has_internal_overlap(layout_of(a)) || !a.requires_grad(), "as_strided: the input ",
+           a.describe(),
+           " reads some element twice (an expanded tensor); its gradient is not "
+           "supported: make it contiguous() first");
+  Shape args{static_cast<int64_t>(sizes.size())};
+  args.insert(args.end(), sizes.begin(), sizes.end());
+  args.insert(args.end(), strides.begin(), strides.end());
+  args.push_back(offset);
+  const Shape own = a.strides();
+  args.push_back(static_cast<int64_t>(own.size()));
+  args.insert(args.end(), own.begin(), own.end());
+  args.push_back(a.storage_offset());
+  Tensor view = a.alias_with_layout(sizes, strides, offset);
+  view = record(kAsStrided, {&a}, std::move(view), [&] {
+    return OpAttrs(ViewAttrs{std::move(args), {}, {}, 0});
+  });
+  // Its layout over the root base: the storage's, shifted to the root's first element; a root
+  // that is not contiguous has no such layout.
+  const Tensor root = a.is_view() ? a.base() : a;
+  AG_CHECK(root.is_contiguous(), "as_strided: a view of ", root.describe(),
+           ", which is not contiguous, is not supported");
+  mark_view(view, a, Layout{sizes, strides, offset - root.storage_offset()});
+  return view;
+}
+
+Tensor alias(const Tensor& a) {
+  check_defined("alias", a, "input");
+  return make_view(kAlias, a, {}, [](const Layout& in) { return in; });
+}
+
+Tensor contiguous(const Tensor& a) {
+  check_defined("contiguous", a, "input");
+  return a.is_contiguous() ? a : clone(a);
+}
+
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  check_defined("split", a, "input");
+  dim = view_dim("split", dim, a);
+  const int64_t size = a.shape()[dim];
+  AG_CHECK(split_size > 0 || (split_size == 0 && size == 0),
+           "split: split_size can only be 0 if "
+           "dimension size is 0, but got split_size ",
+           split_size, " for ", a.describe());
+  std::vector<Tensor> out;
+  const int64_t pieces =
+      split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t start = i * split_size;
+    out.push_back(narrow(a, dim, start, std::min(split_size, size - start)));
+  }
+  mark_multi_output_views(out);
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  check_defined("chunk", a, "input");
+  AG_CHECK(chunks > 0, "chunk: chunk expects `chunks` to be greater than 0, got: ", chunks);
+  dim = view_dim("chunk", dim, a);
+  const int64_t size = a.shape()[dim];
+  return split(a, (size + chunks - 1) / chunks, dim);
+}
+
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
+  check_defined("unbind", a, "input");
+  dim = view_dim("unbind", dim, a);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < a.shape()[dim]; ++i) out.push_back(select(a, dim, i));
+  mark_multi_output_views(out);
+  return out;
+}
+
+// The three linear ops that move gradients between a view and its base; each one's gradient is
+// another of them, so that gradients through views differentiate to any order.
+namespace {
+const OpSpec kViewScatter{"view_scatter", {{self, {}, [](const Ctx& c) {
+                                              return view_gather(c.grad(),
+                                                                 layout_of(c.attrs<ViewAttrs>()));
+                                            }}}};
+const OpSpec kViewGather{"view_gather", {{self, {}, [](const Ctx& c) {
+                                            return view_scatter(c.grad(), c.input_shape(self),
+                                                                layout_of(c.attrs<ViewAttrs>()));
+                                          }}}};
+const OpSpec kViewZeroed{"view_zeroed", {{self, {}, [](const Ctx& c) {
+                                            return view_zeroed(c.grad(),
+                                                               layout_of(c.attrs<ViewAttrs>()));
+                                          }}}};
+OpAttrs view_attrs(const Layout& at) { return ViewAttrs{{}, at.sizes, at.strides, at.offset}; }
+// A contiguous copy in new storage, not recorded.
+Tensor copy_of(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  backend_for(t.device()).copy(out, t);
+  return out;
+}
+}  // namespace
+
+Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at) {
+  Tensor out = zeros(shape, g.dtype(), g.device());
+  backend_for(g.device()).scatter(out, at, g, /*accumulate=*/true);
+  out.bump_version();  // the zeros mark no longer holds (Note [Known zeros])
+  return record(kViewScatter, {&g}, out, [&] { return view_attrs(at); });
+}
+
+Tensor view_gather(const Tensor& t, const Layout& at) {
+  Backend& backend = backend_for(t.device());
+  const Tensor source = backend.dense(t);
+  Tensor out = backend.dense(
+      source.alias_with_layout(at.sizes, at.strides, source.storage_offset() + at.offset));
+  if (out.impl()->storage.get() == source.impl()->storage.get()) out = copy_of(out);
+  return record(kViewGather, {&t}, out, [&] { return view_attrs(at); });
+}
+
+Tensor view_zeroed(const Tensor& g, const Layout& at) {
+  Tensor out = copy_of(g);
+  backend_for(g.device()).scatter(out, at, zeros(at.sizes, g.dtype(), g.device()), false);
+  return record(kViewZeroed, {&g}, out, [&] { return view_attrs(at); });
+}
+
+}  // namespace ag::ops
