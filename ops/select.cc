@@ -19,7 +19,10 @@ namespace ag::ops {
 // where/masked_fill read any nonzero element of a condition as true. A condition never carries
 // a gradient in PyTorch (bool tensors cannot require grad), and a comparison's result has no
 // history here; a condition that requires grad anyway (a leaf made by the caller) gets the
-// gradient 0, which is its derivative: the selection is constant in it.
+// gradient 0, which is its derivative: the selection is constant in it. PyTorch's condition is
+// a tensor of its own (the bool result of `mask != 0`, as the conformance scripts spell it), so
+// where and masked_fill save a copy of the mask they read (condition_copy), not the caller's
+// tensor: a later in-place write to the caller's mask fails no version check, as in PyTorch.
 
 namespace {
 
@@ -47,28 +50,28 @@ Shape broadcast_three(const Tensor& cond, const Tensor& a, const Tensor& b) {
 // where(condition, 0, grad); the condition's is 0 (Note [Masks are 0 and 1]).
 struct Where {
   static constexpr Input condition{0, "condition"}, self{1, "self"}, other{2, "other"};
+  static constexpr ForwardValue mask{0, "condition"};  // condition_copy()
   static const OpSpec spec;
 };
 const OpSpec Where::spec{
     "where",
     {{condition, {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
-     {self,
-      {condition},
-      [](const Ctx& c) { return where(c[condition], c.grad(), scalar_of(0, c.grad())); }},
+     {self, {mask}, [](const Ctx& c) { return where(c[mask], c.grad(), scalar_of(0, c.grad())); }},
      {other,
-      {condition},
-      [](const Ctx& c) { return where(c[condition], scalar_of(0, c.grad()), c.grad()); }}},
+      {mask},
+      [](const Ctx& c) { return where(c[mask], scalar_of(0, c.grad()), c.grad()); }}},
     {AliasKind::kPure, NoAttrs(),
      [](const OpArgs& a) { return where(a[condition], a[self], a[other]); }}};
 
 // masked_fill(self, mask, value): derivatives.yaml's grad.masked_fill(mask, 0).
 struct MaskedFill {
   static constexpr Input self{0, "self"}, mask{1, "mask"};
+  static constexpr ForwardValue saved_mask{0, "mask"};  // condition_copy()
   static const OpSpec spec;
 };
 const OpSpec MaskedFill::spec{
     "masked_fill",
-    {{self, {mask}, [](const Ctx& c) { return masked_fill(c.grad(), c[mask], 0.0); }},
+    {{self, {saved_mask}, [](const Ctx& c) { return masked_fill(c.grad(), c[saved_mask], 0.0); }},
      {mask, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
     {AliasKind::kPure, ScalarAttrs{0.0},
      [](const OpArgs& a) { return masked_fill(a[self], a[mask], a.attrs<ScalarAttrs>().scalar); }}};
@@ -94,6 +97,15 @@ const OpSpec Clamp::spec{"clamp",
                             return clamp(a[Clamp::self], min, max);
                           }}};
 
+// Note [Masks are 0 and 1]: the mask a recorded where or masked_fill keeps, a copy of its own;
+// none when nothing is recorded.
+Tensor condition_copy(const Tensor& cond, std::initializer_list<const Tensor*> inputs) {
+  if (!records_node(inputs)) return Tensor();
+  Tensor copy = Tensor::empty(cond.shape(), cond.dtype(), cond.device());
+  backend_for(cond.device()).copy(copy, cond);
+  return copy;
+}
+
 // An operand at the result's shape (a copy where it broadcasts).
 Tensor expanded(const Tensor& t, const Shape& shape) {
   return t.shape() == shape ? t : backend_for(t.device()).broadcast_to(t, shape);
@@ -106,7 +118,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device("where", cond, a);
   const Shape shape = broadcast_three(cond, a, b);
   Tensor out = host::where(expanded(cond, shape), expanded(a, shape), expanded(b, shape));
-  return record(Where::spec, {&cond, &a, &b}, std::move(out));
+  return record(Where::spec, {&cond, &a, &b}, std::move(out), NoAttrs(),
+                {condition_copy(cond, {&cond, &a, &b})});
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
@@ -115,7 +128,8 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
   Tensor out = host::where(expanded(mask, shape),
                            backend_for(a.device()).fill(shape, value, a.dtype(), a.device()),
                            expanded(a, shape));
-  return record(MaskedFill::spec, {&a, &mask}, std::move(out), ScalarAttrs{value});
+  return record(MaskedFill::spec, {&a, &mask}, std::move(out), ScalarAttrs{value},
+                {condition_copy(mask, {&a, &mask})});
 }
 
 Tensor clamp(const Tensor& a, double min, double max) {

@@ -220,6 +220,20 @@ TEST(SelectionOps, Errors) {
   expect_values(grad({ops::sum(y)}, {x})[0], std::vector<double>(6, 2.0));
 }
 
+// Note [Masks are 0 and 1]: where and masked_fill keep a copy of the mask, as PyTorch's
+// `torch.where(m != 0, a, b)` keeps the bool tensor `m != 0`: writing the caller's mask
+// afterwards fails no version check, and the gradient is the one of the mask as it was read
+// (found by the conformance programs against PyTorch: seed 11, programs 82 and 1401).
+TEST(SelectionOps, AWriteToTheMaskAfterwardsChangesNothing) {
+  Tensor a = leaf({1.0, 2.0, 3.0}, {3});
+  Tensor mask = values({1, 0, 1}, {3});
+  const Tensor y = ops::where(mask, a, values({0, 0, 0}, {3}));
+  const Tensor z = ops::masked_fill(a, mask, 5.0);
+  ops::mul_(mask, values({0, 0, 0}, {3}));
+  expect_values(grad({ops::sum(y)}, {a})[0], {1.0, 0.0, 1.0});
+  expect_values(grad({ops::sum(z)}, {a})[0], {0.0, 1.0, 0.0});
+}
+
 // The comparisons make masks of 0 and 1 without history (Note [Masks are 0 and 1]).
 TEST(SelectionOps, ComparisonsAreMasksWithoutHistory) {
   Tensor a = leaf({1.0, 2.0, kNaN}, {3});
