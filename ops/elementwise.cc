@@ -13,6 +13,7 @@
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::ops {
 namespace {
@@ -25,6 +26,8 @@ constexpr Input a{0, "a"}, b{1, "b"}, c{2, "c"};
 }
 
 // Formulas defined below the rules.
+Tensor scalar_like(double value, const Tensor& t);
+Tensor tie_split(const Ctx& c, const Tensor& x, const Tensor& y);
 Tensor pow_backward_self(const Tensor& grad, const Tensor& self, const Tensor& exponent);
 Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tensor& exponent,
                              const Tensor& result);
@@ -91,6 +94,42 @@ const auto sin_rule =
     unary_rule<UnaryKind::kSin>({self}, [](const Ctx& c) { return c.grad() * cos(c[self]); });
 const auto cos_rule =
     unary_rule<UnaryKind::kCos>({self}, [](const Ctx& c) { return c.grad() * -sin(c[self]); });
+// PyTorch's grad * self.sgn(): 0 at 0.
+const auto abs_rule =
+    unary_rule<UnaryKind::kAbs>({self}, [](const Ctx& c) { return c.grad() * sign(c[self]); });
+// PyTorch's grad / (2 * result): inf at 0.
+const auto sqrt_rule = unary_rule<UnaryKind::kSqrt>(
+    {result}, [](const Ctx& c) { return c.grad() / (2.0 * c[result]); });
+const auto sign_rule =
+    unary_rule<UnaryKind::kSign>({}, [](const Ctx& c) { return zeros_like(c.grad()); });
+
+// As PyTorch 2.15's derivatives.yaml: where(self > min, grad, 0), the bound itself excluded.
+const auto clamp_min_rule = scalar_rule<UnaryKind::kClampMin, clamp_min>({self}, [](const Ctx& c) {
+  const Tensor& g = c.grad();
+  return where(gt(c[self], scalar_like(c.attrs<ScalarAttrs>().scalar, g)), g, scalar_like(0, g));
+});
+const auto clamp_max_rule = scalar_rule<UnaryKind::kClampMax, clamp_max>({self}, [](const Ctx& c) {
+  const Tensor& g = c.grad();
+  return where(gt(scalar_like(c.attrs<ScalarAttrs>().scalar, g), c[self]), g, scalar_like(0, g));
+});
+// Note [Ties split the gradient]
+// maximum and minimum give each operand half the gradient where they are equal, as PyTorch's
+// derivatives.yaml: where(self == other, grad / 2, grad).masked_fill_(self < other, 0) for
+// maximum's self, and the mirror images for other and for minimum. NaN compares unequal and
+// neither less nor greater, so both operands get the whole gradient there, as in PyTorch.
+const auto maximum_rule = binary_rule<BinaryKind::kMaximum, maximum>(
+    {self, {self, other}, [](const Ctx& c) { return tie_split(c, c[other], c[self]); }},
+    {other, {self, other}, [](const Ctx& c) { return tie_split(c, c[self], c[other]); }});
+const auto minimum_rule = binary_rule<BinaryKind::kMinimum, minimum>(
+    {self, {self, other}, [](const Ctx& c) { return tie_split(c, c[self], c[other]); }},
+    {other, {self, other}, [](const Ctx& c) { return tie_split(c, c[other], c[self]); }});
+// The comparisons have no derivative (Note [Masks are 0 and 1], ops/select.cc).
+const KindRule<BinaryKind::kEq> eq_rule{
+    kind_name(BinaryKind::kEq), {self, other}, binary_forward<eq>()};
+const KindRule<BinaryKind::kGt> gt_rule{
+    kind_name(BinaryKind::kGt), {self, other}, binary_forward<gt>()};
+const KindRule<BinaryKind::kGe> ge_rule{
+    kind_name(BinaryKind::kGe), {self, other}, binary_forward<ge>()};
 
 // relu's derivative, grad * (result > 0), as an op of its own (PyTorch's threshold_backward).
 // Its derivative w.r.t. grad is the same mask; w.r.t. result it is zero, but recording that edge
@@ -141,6 +180,16 @@ const OpSpec scaled_product_rule{
      }}};
 
 // The formulas defined below the rules.
+
+// A 0-dim tensor of t's dtype and device (PyTorch's at::scalar_tensor(value, t.options())).
+Tensor scalar_like(double value, const Tensor& t) { return full({}, value, t.dtype(), t.device()); }
+
+// Note [Ties split the gradient]: the gradient, halved where x == y, and 0 where x > y (the
+// operand is beaten there).
+Tensor tie_split(const Ctx& c, const Tensor& x, const Tensor& y) {
+  const Tensor& g = c.grad();
+  return masked_fill(where(eq(x, y), g * 0.5, g), gt(x, y), 0.0);
+}
 
 template <const Input& J, const Input& K>
 Tensor scaled_product_of(const Ctx& x) {
@@ -221,6 +270,16 @@ Tensor scalar_op(const KindRule<K>& rule, const Tensor& a, double scalar) {
                 [scalar] { return ScalarAttrs{scalar}; });
 }
 
+// A comparison: its kernel, reported to a trace, never recorded (it has no derivative).
+template <BinaryKind K>
+Tensor comparison_op(const KindRule<K>& rule, const Tensor& a, const Tensor& b) {
+  const char* name = rule.name().c_str();
+  check_same_dtype_and_device(name, a, b);
+  Tensor out = backend_for(a.device()).binary(K, a, b, broadcast_shapes(name, a, b));
+  trace(rule, {&a, &b}, out);
+  return out;
+}
+
 // Whether an activation's derivative keeps a gradient's known zeros (Note [Known zeros]): it
 // writes the gradient or +0 (threshold_backward), or not (0 * (1 - result^2) is NaN for an Inf
 // result).
@@ -257,11 +316,19 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
   return binary_op(pow_rule, base, exponent);
 }
 
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_op(maximum_rule, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(minimum_rule, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return comparison_op(eq_rule, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return comparison_op(gt_rule, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return comparison_op(ge_rule, a, b); }
+
 Tensor add(const Tensor& a, double s) { return scalar_op(add_scalar_rule, a, s); }
 Tensor mul(const Tensor& a, double s) { return scalar_op(mul_scalar_rule, a, s); }
 Tensor pow(const Tensor& base, double exponent) {
   return scalar_op(pow_scalar_rule, base, exponent);
 }
+Tensor clamp_min(const Tensor& a, double min) { return scalar_op(clamp_min_rule, a, min); }
+Tensor clamp_max(const Tensor& a, double max) { return scalar_op(clamp_max_rule, a, max); }
 
 // neg, exp, log, tanh, ...: one per line of AG_PLAIN_UNARY_OPS, each running its rule, name_rule.
 #define AG_PLAIN_UNARY_FUNCTION(Name, name, rule) \

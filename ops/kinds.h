@@ -45,26 +45,39 @@
   /* x where y > 0, else 0: relu's backward in one pass (PyTorch's name) */ \
   X(ThresholdBackward, "threshold_backward", y > T(0) ? x : T(0))           \
   /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */         \
-  X(TanhBackward, "tanh_backward", x * (T(1) - y * y))
+  X(TanhBackward, "tanh_backward", x * (T(1) - y * y))                      \
+  /* the larger (smaller) operand; NaN if either is NaN, as PyTorch */      \
+  X(Maximum, "maximum", x != x ? x : (y != y ? y : (x > y ? x : y)))        \
+  X(Minimum, "minimum", x != x ? x : (y != y ? y : (x < y ? x : y)))        \
+  /* comparisons: 1 where they hold, else 0 (Note [Masks are 0 and 1]) */   \
+  X(Eq, "eq", x == y ? T(1) : T(0))                                         \
+  X(Gt, "gt", x > y ? T(1) : T(0))                                          \
+  X(Ge, "ge", x >= y ? T(1) : T(0))
 
 // Plain unary kinds: out = name(x), each the op `Tensor name(const Tensor&)` of ops/ops.h, whose
 // declaration and definition are generated from its line (AG_PLAIN_UNARY_FUNCTIONS). A line is
 // P(X, Name, name, rule) with `name` an identifier, which AG_UNARY_OPS gives X as a string.
-#define AG_PLAIN_UNARY_OPS(X, P)                  \
-  P(X, Neg, neg, -x)                              \
-  P(X, Exp, exp, exp(x))                          \
-  P(X, Log, log, log(x))                          \
-  P(X, Tanh, tanh, tanh(x))                       \
-  P(X, Sigmoid, sigmoid, T(1) / (T(1) + exp(-x))) \
-  P(X, Relu, relu, x > T(0) ? x : T(0))           \
-  P(X, Sin, sin, sin(x))                          \
-  P(X, Cos, cos, cos(x))
+#define AG_PLAIN_UNARY_OPS(X, P)                                \
+  P(X, Neg, neg, -x)                                            \
+  P(X, Exp, exp, exp(x))                                        \
+  P(X, Log, log, log(x))                                        \
+  P(X, Tanh, tanh, tanh(x))                                     \
+  P(X, Sigmoid, sigmoid, T(1) / (T(1) + exp(-x)))               \
+  P(X, Relu, relu, x > T(0) ? x : T(0))                         \
+  P(X, Sin, sin, sin(x))                                        \
+  P(X, Cos, cos, cos(x))                                        \
+  P(X, Abs, abs, fabs(x))                                       \
+  P(X, Sqrt, sqrt, sqrt(x))                                     \
+  P(X, Sign, sign, x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)))
 
 // Unary kinds that combine the element with the op's scalar `s`.
-#define AG_SCALAR_UNARY_OPS(X)      \
-  X(AddScalar, "add_scalar", x + s) \
-  X(MulScalar, "mul_scalar", x * s) \
-  X(PowScalar, "pow_scalar", pow(x, s))
+#define AG_SCALAR_UNARY_OPS(X)            \
+  X(AddScalar, "add_scalar", x + s)       \
+  X(MulScalar, "mul_scalar", x * s)       \
+  X(PowScalar, "pow_scalar", pow(x, s))   \
+  /* NaN stays NaN, as PyTorch's clamp */ \
+  X(ClampMin, "clamp_min", x < s ? s : x) \
+  X(ClampMax, "clamp_max", x > s ? s : x)
 
 #define AG_LIST_LINE(X, Name, name, rule) X(Name, #name, rule)
 #define AG_FUNCTION_LINE(X, Name, name, rule) X(Name, name, rule)

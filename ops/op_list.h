@@ -44,6 +44,18 @@
   X(To, "to", -)                         \
   X(ZerosLike, "zeros_like", -)          \
   X(OnesLike, "ones_like", -)            \
+  X(Clamp, "clamp", -)                   \
+  X(Where, "where", -)                   \
+  X(MaskedFill, "masked_fill", -)        \
+  X(Softmax, "softmax", -)               \
+  X(Cumsum, "cumsum", -)                 \
+  X(IndexSelect, "index_select", -)      \
+  X(Gather, "gather", -)                 \
+  X(ScatterAdd, "scatter_add", -)        \
+  X(MaxDim, "max_dim", -)                \
+  X(MinDim, "min_dim", -)                \
+  X(Cat, "cat", -)                       \
+  X(Stack, "stack", -)                   \
   X(Mm, "mm", -)                         \
   X(Addmm, "addmm", -)                   \
   X(Linear, "linear", -)                 \

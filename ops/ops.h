@@ -43,6 +43,28 @@ AG_PLAIN_UNARY_FUNCTIONS(AG_DECLARE_PLAIN_UNARY)
 // relu's backward: grad where result > 0, else 0 (differentiable in both arguments).
 Tensor threshold_backward(const Tensor& grad, const Tensor& result);
 Tensor tanh_backward(const Tensor& grad, const Tensor& result);
+// abs, sqrt and sign are plain unary ops of the list too. abs'(0) = 0 and sqrt'(0) = inf, as in
+// PyTorch; sign has derivative 0.
+
+// Comparisons, with broadcasting: 1 where the relation holds, else 0, in the operands' dtype
+// and without history (Note [Masks are 0 and 1], ops/select.cc).
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+// The larger (smaller) of a and b, with broadcasting; NaN where either is. At ties each operand
+// gets half the gradient, as in PyTorch.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// min(max(a, min), max); the gradient passes where min < a < max, as in PyTorch 2.15 (not at
+// the bounds).
+Tensor clamp(const Tensor& a, double min, double max);
+Tensor clamp_min(const Tensor& a, double min);
+Tensor clamp_max(const Tensor& a, double max);
+// a where cond != 0, else b, with broadcasting of all three. cond is a mask (Note [Masks are 0
+// and 1]): PyTorch's is bool and never differentiated, so its gradient here is 0.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// a with `value` where mask != 0 (a and mask broadcast together).
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
 
 // Reductions.
 Tensor sum(const Tensor& a);
@@ -91,6 +113,38 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
 Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// Along a dim.
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor cumsum(const Tensor& a, int64_t dim);
+
+// Indexing (ops/index.cc). The engine has no integer dtype (engine/dtype.h), so an index is a
+// list of int64 values, as nll_loss's targets, with a shape where PyTorch's index is a tensor
+// of a's rank (gather, scatter_add, the indices of max/min). Indices are not wrapped: each must
+// lie in [0, size of `dim`), as PyTorch's gather, scatter_add and index_select require.
+struct Index {
+  Shape shape;
+  std::vector<int64_t> values;  // row-major
+};
+// a's slices index[0], index[1], ... along dim.
+Tensor index_select(const Tensor& a, int64_t dim, const std::vector<int64_t>& index);
+// out[i][j][k] = a[index[i][j][k]][j][k] for dim 0 (and likewise for the other dims).
+Tensor gather(const Tensor& a, int64_t dim, const Index& index);
+// a copy of a with out[index[i][j][k]][j][k] += src[i][j][k] for dim 0 (likewise for the others).
+Tensor scatter_add(const Tensor& a, int64_t dim, const Index& index, const Tensor& src);
+// The largest (smallest) element along dim and the index of the first one, as torch.max(a, dim);
+// the gradient goes to that element only.
+struct ValuesIndices {
+  Tensor values;
+  Index indices;
+};
+ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim = false);
+
+// Joining (ops/join.cc; Note [Variadic ops]): the tensors side by side along an existing dim
+// (sizes equal elsewhere), or along a new dim (shapes equal).
+Tensor cat(const TensorList& tensors, int64_t dim = 0);
+Tensor stack(const TensorList& tensors, int64_t dim = 0);
 
 // Losses.
 Tensor log_softmax(const Tensor& a, int64_t dim);

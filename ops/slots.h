@@ -111,7 +111,38 @@ struct ViewAttrs {       // a view op (ops/view_ops.cc): its arguments, and wher
     f("offset", offset);
   }
 };
-using OpAttrs = std::variant<NoAttrs, ScalarAttrs, DimAttrs, TransposeAttrs, ProductAttrs,
-                             TargetsAttrs, DeviceAttrs, ShapeAttrs, ViewAttrs>;
+struct ClampAttrs {  // clamp's bounds
+  double min, max;
+  template <typename F>
+  void fields(F&& f) {
+    f("min", min);
+    f("max", max);
+  }
+};
+struct CumsumAttrs {  // cumsum: its dim, and whether it sums from the last element (its gradient)
+  int64_t dim;
+  bool reverse = false;
+  template <typename F>
+  void fields(F&& f) {
+    f("dim", dim);
+    f("reverse", reverse);
+  }
+};
+struct IndexAttrs {  // gather, scatter_add, index_select, max/min along a dim: the index
+  int64_t dim;
+  bool keepdim = false;  // max/min
+  Shape index_shape = {};
+  std::shared_ptr<const std::vector<int64_t>> index = nullptr;  // shared: nodes copy attributes
+  template <typename F>
+  void fields(F&& f) {
+    f("dim", dim);
+    f("keepdim", keepdim);
+    f("index_shape", index_shape);
+    f("index", index);
+  }
+};
+using OpAttrs =
+    std::variant<NoAttrs, ScalarAttrs, DimAttrs, TransposeAttrs, ProductAttrs, TargetsAttrs,
+                 DeviceAttrs, ShapeAttrs, ViewAttrs, ClampAttrs, CumsumAttrs, IndexAttrs>;
 
 }  // namespace ag::ops

@@ -137,6 +137,9 @@ inline constexpr const char* kDerivativeOnly =
     "an op's derivative: it runs in that op's backward, which every generator reaches";
 inline constexpr const char* kViewsNotGenerated =
     "a view op with strides: pinned to PyTorch in ops/tests/strided_views_test, not generated yet";
+inline constexpr const char* kMask =
+    "a mask without history (Note [Masks are 0 and 1], ops/select.cc), like gt, which the "
+    "compositions make for where and masked_fill";
 inline constexpr const char* kNoNewShape =
     "adds no graph shape, alias pattern or autograd rule the other generators lack";
 
@@ -155,6 +158,13 @@ inline constexpr OpTraits kRows[] = {
     op(OpId::kThresholdBackward, kNoGenerator, kDerivativeOnly,
        "torch.ops.aten.threshold_backward"),
     op(OpId::kTanhBackward, kNoGenerator, kDerivativeOnly, "torch.ops.aten.tanh_backward"),
+    op(OpId::kMaximum, C | P, "maximum of broadcasting operands, with ties", "torch.maximum"),
+    op(OpId::kMinimum, C | P, "minimum of broadcasting operands, with ties", "torch.minimum"),
+    op(OpId::kEq, kNoGenerator, kMask, "torch.eq"),
+    op(OpId::kGt, C | P,
+       "the condition of where and masked_fill (a mask, Note [Masks are 0 and 1], ops/select.cc)",
+       "torch.gt"),
+    op(OpId::kGe, kNoGenerator, kMask, "torch.ge"),
     // Elementwise unary ops: every generator makes them from their rows.
     unary(OpId::kNeg, "torch.neg", Domain::kAny, Saves::kNothing,
           [](double x) { return -x; },
@@ -189,6 +199,18 @@ inline constexpr OpTraits kRows[] = {
           [](double x) { return std::cos(x); },
           [](double x) { return -std::sin(x); },
           [](double x) { return -std::cos(x); }),
+    // abs'(0) = 0, as PyTorch's sgn.
+    unary(OpId::kAbs, "torch.abs", Domain::kAny, Saves::kSelf,
+          [](double x) { return std::fabs(x); },
+          [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; },
+          [](double) { return 0.0; }),
+    unary(OpId::kSqrt, "torch.sqrt", Domain::kPositive, Saves::kResult,
+          [](double x) { return std::sqrt(x); },
+          [](double y) { return 0.5 / y; },  // sqrt'(x) = 1 / (2 sqrt(x)): from the result
+          [](double y) { return -0.5 / (y * y); }),
+    op(OpId::kSign, kNoGenerator,
+       "abs's derivative; a step function, whose finite differences are meaningless at 0",
+       "torch.sign"),
     // Elementwise ops with a scalar.
     op(OpId::kAddScalar, G | C | P | A | J,
        "add_scalar by scalars of both signs; the IR graphs' scalar op is mul_scalar",
@@ -198,6 +220,8 @@ inline constexpr OpTraits kRows[] = {
     op(OpId::kPowScalar, G | C | P | A | J,
        "pow_scalar by 2 and 3 (and 0.5, -1.5 on a positive base); the IR graphs' scalar op is "
        "mul_scalar", "torch.pow"),
+    op(OpId::kClampMin, C | P, "clamp_min at a bound inside the leaves' range", "torch.clamp_min"),
+    op(OpId::kClampMax, C | P, "clamp_max at a bound inside the leaves' range", "torch.clamp_max"),
     // Reductions and shapes.
     op(OpId::kSum, G | C | P | A | J | I, "sum of the whole tensor", "torch.sum"),
     op(OpId::kSumDim, G | C | P | A | J,
@@ -246,6 +270,20 @@ inline constexpr OpTraits kRows[] = {
        "a constant with no gradient to check; derivative formulas use it", "torch.zeros_like"),
     op(OpId::kOnesLike, kNoGenerator,
        "a constant with no gradient to check; derivative formulas use it", "torch.ones_like"),
+    op(OpId::kClamp, C | P, "clamp between bounds inside the leaves' range", "torch.clamp"),
+    op(OpId::kWhere, C | P, "where of a comparison of two values, with broadcasting", "torch.where"),
+    op(OpId::kMaskedFill, C | P, "masked_fill where a comparison holds", "Tensor.masked_fill"),
+    op(OpId::kSoftmax, C | P, "softmax over one dim", "torch.softmax"),
+    op(OpId::kCumsum, C | P, "cumsum over one dim", "torch.cumsum"),
+    op(OpId::kIndexSelect, C | P, "index_select of repeated indices along one dim",
+       "torch.index_select"),
+    op(OpId::kGather, C | P, "gather of repeated indices along one dim", "torch.gather"),
+    op(OpId::kScatterAdd, C | P, "scatter_add of a fresh src leaf at repeated indices",
+       "torch.scatter_add"),
+    op(OpId::kMaxDim, C | P, "max along one dim, keepdim or not (its values)", "torch.max"),
+    op(OpId::kMinDim, C | P, "min along one dim, keepdim or not (its values)", "torch.min"),
+    op(OpId::kCat, C | P, "cat of a value and a unary op of it along one dim", "torch.cat"),
+    op(OpId::kStack, C | P, "stack of a value and a unary op of it at one dim", "torch.stack"),
     // Products and losses.
     op(OpId::kMm, G | C | P | A | J, "mm with a weight of fitting shape (random graphs: A @ B^T B)",
        "torch.mm"),

@@ -619,5 +619,35 @@ TEST(ExecutorTest, AnOpAddsIntoNoOperandThatOthersRead) {
   EXPECT_EQ(counters().fused_sums, 0);
 }
 
+// The ops that slicing makes useful, traced and grouped: values and first derivatives as eager.
+// where and masked_fill read a copy of their mask, a forward value, so they run outside the
+// groups, on their own nodes (Note [Masks are 0 and 1], ops/select.cc).
+TEST(ExecutorTest, SelectionAndIndexOpsTracedMatchEager) {
+  auto program = [](const TensorList& in) -> TensorList {
+    const Tensor& x = in[0];
+    const Tensor& y = in[1];
+    const Tensor m = ops::maximum(ops::abs(x), ops::clamp(y, 1.5, 4.5));
+    const Tensor s = ops::softmax(ops::cumsum(ops::sqrt(m), 1), 0);
+    const Tensor w = ops::where(ops::gt(x, y), s, ops::masked_fill(m, ops::gt(y, x), 2.0));
+    const Tensor g = ops::gather(w, 1, {{2, 2}, {2, 0, 1, 1}});
+    return {ops::sum(ops::mul(ops::max(g, 1).values, ops::index_select(w, 1, {0, 2})))};
+  };
+  auto inputs = [] {
+    Tensor x = ops::from_vector({1, -2, 3, 4, -5, 6}, {2, 3});
+    Tensor y = ops::from_vector({2, 1, 5, 3, 3, 7}, {2, 3});
+    return TensorList{x.set_requires_grad(true), y.set_requires_grad(true)};
+  };
+  size_t groups = 0;
+  auto g = tracedInGroups(program, inputs(), &groups);
+  EXPECT_GT(groups, 0u) << toString(*g);
+  const TensorList eager_in = inputs(), traced_in = inputs();
+  const Tensor eager = program(eager_in)[0];
+  const Tensor traced = tensorOf(GraphExecutor(*g).run(traced_in)[0]);
+  EXPECT_EQ(toString(traced), toString(eager));
+  const TensorList ge = grad({eager}, eager_in), gt = grad({traced}, traced_in);
+  EXPECT_EQ(toString(gt[0]), toString(ge[0]));
+  EXPECT_EQ(toString(gt[1]), toString(ge[1]));
+}
+
 }  // namespace
 }  // namespace ag::jit

@@ -88,9 +88,16 @@ OpSchema fromSpec(const ops::OpSpec& spec) {
       s.outputs_are_wildcards = true;
       break;
   }
-  // Only ops that write nothing and have a derivative can run inside a differentiable group.
-  s.differentiable = spec.has_derivative() && (spec.forward().alias == ops::AliasKind::kPure ||
-                                               spec.forward().alias == ops::AliasKind::kView);
+  // Only ops that write nothing and have a derivative can run inside a differentiable group, and
+  // only those whose formulas read the graph's values: a forward value (where's copy of its mask,
+  // Note [Masks are 0 and 1] in ops/select.cc) is not one, so such an op runs on its own node.
+  bool reads_forward_values = false;
+  for (size_t j = 0; j < spec.num_slots(); ++j) {
+    reads_forward_values = reads_forward_values || spec.slot(j).kind == ops::Slot::Kind::kForward;
+  }
+  s.differentiable = spec.has_derivative() && !reads_forward_values &&
+                     (spec.forward().alias == ops::AliasKind::kPure ||
+                      spec.forward().alias == ops::AliasKind::kView);
   s.spec = &spec;
   return s;
 }

@@ -62,6 +62,54 @@ std::vector<Case> cases() {
          const Tensor y = ops::tanh_backward(t[0], t[1]);
          return grad({y}, {t[1]}, GradArgs().grad_outputs({t[2]}).create_graph())[0];
        }},
+      // abs at smooth points (abs'(0) = 0 is pinned to PyTorch in selection_ops_test).
+      {"abs", {m23}, [](L t) { return ops::mul(ops::abs(t[0]), t[0]); }},
+      {"sqrt", {m23}, [](L t) { return ops::sqrt(pos(t[0])); }},
+      {"clamp", {m23}, [](L t) { return ops::mul(ops::clamp(t[0], -0.4, 0.3), t[0]); }},
+      {"clamp_min", {m23}, [](L t) { return ops::mul(ops::clamp_min(t[0], -0.4), t[0]); }},
+      {"clamp_max", {m23}, [](L t) { return ops::mul(ops::clamp_max(t[0], 0.3), t[0]); }},
+      {"maximum", {m23, v3}, [](L t) { return ops::exp(ops::maximum(t[0], t[1])); }},
+      {"minimum", {c21, v3}, [](L t) { return ops::exp(ops::minimum(t[0], t[1])); }},
+      {"where",
+       {m23, m23, v3},
+       [](L t) { return ops::exp(ops::where(ops::gt(t[0], t[1]), ops::mul(t[0], t[1]), t[2])); }},
+      {"masked_fill",
+       {m23, v3},
+       [](L t) {
+         return ops::exp(ops::masked_fill(ops::mul(t[0], t[1]), ops::gt(t[1], t[0]), 0.5));
+       }},
+      {"softmax", {m23}, [](L t) { return ops::softmax(t[0], 0); }},
+      {"softmax_last", {{2, 3, 2}}, [](L t) { return ops::softmax(t[0], -1); }},
+      {"cumsum", {{2, 3, 2}}, [](L t) { return ops::exp(ops::cumsum(t[0], 1)); }},
+      {"index_select",
+       {m23},
+       [](L t) {
+         return ops::exp(ops::index_select(t[0], 1, {2, 0, 2}));
+       }},
+      {"gather",
+       {m23},
+       [](L t) {
+         return ops::exp(ops::gather(t[0], 0, {{2, 3}, {1, 0, 1, 1, 1, 0}}));
+       }},
+      {"scatter_add",
+       {m23, {2, 2}},
+       [](L t) {
+         return ops::exp(ops::scatter_add(t[0], 1, {{2, 2}, {2, 2, 0, 1}}, t[1]));
+       }},
+      {"max_dim", {m23}, [](L t) { return ops::exp(ops::max(t[0], 1).values); }},
+      {"min_dim_keepdim",
+       {{2, 3, 2}},
+       [](L t) { return ops::exp(ops::min(t[0], 1, true).values); }},
+      {"cat",
+       {m23, c21},
+       [](L t) {
+         return ops::exp(ops::cat({t[0], t[1], t[0]}, 1));
+       }},
+      {"stack",
+       {m23, m23},
+       [](L t) {
+         return ops::exp(ops::stack({t[0], t[1]}, 1));
+       }},
       {"sum", {m23}, [](L t) { return ops::sum(ops::mul(t[0], t[0])); }},
       {"sum_dim", {{2, 3, 2}}, [](L t) { return ops::sum(ops::mul(t[0], t[0]), 1); }},
       {"sum_dim_keepdim", {m23}, [](L t) { return ops::sum(ops::exp(t[0]), -1, true); }},

@@ -91,6 +91,23 @@ TEST(StridedViews, LayoutsAsPyTorch) {
   expect_values(ops::mm(xt, x), {116, 220, 324, 220, 425, 630, 324, 630, 936}, "mm of t(x), x");
 }
 
+// The ops that read their operands through one host loop (ops/host_kernels.cc) and the joins take
+// strided operands too, as their values and gradients show.
+TEST(StridedViews, SelectionAndJoinOpsReadStridedOperands) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor xt = ops::t(x);  // [[1, 4], [2, 5], [3, 6]]
+  expect_values(ops::cat({xt, xt}, 0), {1, 4, 2, 5, 3, 6, 1, 4, 2, 5, 3, 6}, "cat");
+  Tensor st = ops::stack({xt, xt}, 1);
+  EXPECT_EQ(st.shape(), Shape({3, 2, 2}));
+  expect_values(st, {1, 4, 1, 4, 2, 5, 2, 5, 3, 6, 3, 6}, "stack");
+  expect_values(ops::cumsum(xt, 0), {1, 4, 3, 9, 6, 15}, "cumsum");
+  expect_values(ops::index_select(xt, 0, {2, 0}), {3, 6, 1, 4}, "index_select");
+  // d/dx of sum(cumsum(t(x), 0) * w): w's suffix sums, transposed back.
+  Tensor w = constant({1, 2, 3, 4, 5, 6}, {3, 2});
+  expect_values(grad({ops::sum(ops::mul(ops::cumsum(xt, 0), w))}, {x})[0], {9, 8, 5, 12, 10, 6},
+                "cumsum of a transpose, dx");
+}
+
 TEST(StridedViews, SelectThenMulInPlace) {  // CopySlices over part of the base
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor z = leaf({7, 8, 9}, {3});

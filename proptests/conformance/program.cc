@@ -25,14 +25,36 @@ std::string instr_params(const Instr& in) {
     case Op::kAddScalar:
     case Op::kMulScalar:
     case Op::kPowScalar:
+    case Op::kClampMin:
+    case Op::kClampMax:
+    case Op::kMaskedFill:
       os << " s=" << format_double(in.scalar);
+      break;
+    case Op::kClamp:
+      os << " s=" << format_double(in.scalar) << " max=" << format_double(in.max);
       break;
     case Op::kSumDim:
     case Op::kMeanDim:
       os << " dim=" << in.dim0 << " keepdim=" << in.keepdim;
       break;
     case Op::kLogSoftmax:
+    case Op::kSoftmax:
+    case Op::kCumsum:
       os << " dim=" << in.dim0;
+      break;
+    case Op::kMaxDim:
+    case Op::kMinDim:
+      os << " dim=" << in.dim0 << " keepdim=" << in.keepdim;
+      break;
+    case Op::kCat:
+    case Op::kStack:
+      os << " dim=" << in.dim0;
+      break;
+    case Op::kIndexSelect:
+    case Op::kGather:
+    case Op::kScatterAdd:  // the index: its shape and values
+      os << " dim=" << in.dim0 << " shape=" << format_shape(in.shape)
+         << " targets=" << format_shape(in.targets);
       break;
     case Op::kTranspose:
       os << " dim0=" << in.dim0 << " dim1=" << in.dim1;
@@ -188,6 +210,7 @@ Stmt parse_stmt(const std::string& line) {
     in.args = positional_values(0);
     if (const auto* v = f.find("s")) in.scalar = std::stod(*v);
     if (const auto* v = f.find("p")) in.scalar = std::stod(*v);
+    if (const auto* v = f.find("max")) in.max = std::stod(*v);
     if (const auto* v = f.find("dim")) in.dim0 = std::stoll(*v);
     if (const auto* v = f.find("dim0")) in.dim0 = std::stoll(*v);
     if (const auto* v = f.find("dim1")) in.dim1 = std::stoll(*v);

@@ -138,6 +138,51 @@ std::string torch_op_expr(const Instr& in, TorchSpelling spelling) {
                                 ", " + s + ", " + std::to_string(in.seed) + ")");
     case Op::kClone:
       return "torch.clone(" + a[0] + ")";
+    case Op::kMaximum:
+      return "torch.maximum(" + a[0] + ", " + a[1] + ")";
+    case Op::kMinimum:
+      return "torch.minimum(" + a[0] + ", " + a[1] + ")";
+    // Note [Masks are 0 and 1] (ops/select.cc): the engine's masks are 0 and 1 in the operands'
+    // dtype, where PyTorch's are bool.
+    case Op::kGt:
+      return "torch.gt(" + a[0] + ", " + a[1] + ").to(" + a[0] + ".dtype)";
+    case Op::kWhere:
+      return "torch.where(" + a[0] + " != 0, " + a[1] + ", " + a[2] + ")";
+    case Op::kMaskedFill:
+      return "torch.masked_fill(" + a[0] + ", " + a[1] + " != 0, " + s + ")";
+    case Op::kClamp:
+      return "torch.clamp(" + a[0] + ", " + s + ", " + torch_float(in.max, spelling) + ")";
+    case Op::kClampMin:
+      return "torch.clamp_min(" + a[0] + ", " + s + ")";
+    case Op::kClampMax:
+      return "torch.clamp_max(" + a[0] + ", " + s + ")";
+    case Op::kSoftmax:
+      return "torch.softmax(" + a[0] + ", " + std::to_string(in.dim0) + ")";
+    case Op::kCumsum:
+      return "torch.cumsum(" + a[0] + ", " + std::to_string(in.dim0) + ")";
+    case Op::kCat:
+    case Op::kStack: {
+      std::string list;
+      for (const std::string& x : a) list += (list.empty() ? "" : ", ") + x;
+      return std::string(in.op == Op::kCat ? "torch.cat([" : "torch.stack([") + list + "], " +
+             std::to_string(in.dim0) + ")";
+    }
+    case Op::kMaxDim:
+    case Op::kMinDim:
+      return std::string(in.op == Op::kMaxDim ? "torch.max(" : "torch.min(") + a[0] + ", " +
+             std::to_string(in.dim0) + (in.keepdim ? ", keepdim=True" : "") + ").values";
+    case Op::kIndexSelect:
+    case Op::kGather:
+    case Op::kScatterAdd: {
+      // The engine's index is a list of int64 values with a shape (ops/ops.h, Index).
+      const std::string index = std::string(helpers ? "targets(" : "torch.tensor(") +
+                                py_list(in.targets) + ").reshape(" + py_list(in.shape) + ")";
+      const std::string dim = std::to_string(in.dim0);
+      if (in.op == Op::kIndexSelect)
+        return "torch.index_select(" + a[0] + ", " + dim + ", " + index + ")";
+      if (in.op == Op::kGather) return "torch.gather(" + a[0] + ", " + dim + ", " + index + ")";
+      return "torch.scatter_add(" + a[0] + ", " + dim + ", " + index + ", " + a[1] + ")";
+    }
     default: {
       // An elementwise unary op: its row's PyTorch spelling (Note [Op traits]).
       const OpTraits& t = proptests::traits(proptests::op_id(in.op));

@@ -10,7 +10,7 @@
 namespace ag::proptests {
 namespace {
 
-constexpr int kNumKinds = 28;
+constexpr int kNumKinds = 39;
 
 // Shape of an instruction's result from its arguments' shapes.
 Shape infer(const Instr& in, const std::vector<Shape>& s) {
@@ -23,7 +23,40 @@ Shape infer(const Instr& in, const std::vector<Shape>& s) {
     case Op::kMul:
     case Op::kDiv:
     case Op::kPow:
+    case Op::kMaximum:
+    case Op::kMinimum:
+    case Op::kGt:
+    case Op::kMaskedFill:
       return broadcast(arg(0), arg(1));
+    case Op::kWhere:
+      return broadcast(broadcast(arg(0), arg(1)), arg(2));
+    case Op::kIndexSelect: {
+      Shape out = arg(0);
+      out[in.dim0] = static_cast<int64_t>(in.targets.size());
+      return out;
+    }
+    case Op::kGather:
+      return in.shape;
+    case Op::kCat: {
+      Shape out = arg(0);
+      out[in.dim0] += arg(1)[in.dim0];
+      return out;
+    }
+    case Op::kStack: {
+      Shape out = arg(0);
+      out.insert(out.begin() + in.dim0, 2);
+      return out;
+    }
+    case Op::kMaxDim:
+    case Op::kMinDim: {
+      Shape out = arg(0);
+      if (in.keepdim) {
+        out[in.dim0] = 1;
+      } else {
+        out.erase(out.begin() + in.dim0);
+      }
+      return out;
+    }
     case Op::kSum:
     case Op::kMean:
     case Op::kNllLoss:
@@ -79,7 +112,7 @@ Shape infer(const Instr& in, const std::vector<Shape>& s) {
       out.push_back(b.back());
       return out;
     }
-    default:  // elementwise unary, log_softmax, dropout, clone
+    default:  // elementwise unary, log_softmax, softmax, cumsum, clamp, dropout, clone
       return arg(0);
   }
 }
@@ -334,9 +367,78 @@ void add_step(Builder& b, const Step& step, int index) {
       b.emit(in);
       return;
     }
-    default:
+    case 27:
       b.op(Op::kClone, {x});
       return;
+    case 28:  // ties where both operands are one value
+      b.op(p % 2 ? Op::kMinimum : Op::kMaximum, {x, b.fit(x, y)});
+      return;
+    case 29: {  // bounds inside the leaves' range [-1, 1]
+      Instr in;
+      in.op = p % 3 == 0 ? Op::kClamp : p % 3 == 1 ? Op::kClampMin : Op::kClampMax;
+      in.args = {x};
+      in.scalar = scalar_of({-0.5, 0.0, 0.25});
+      in.max = in.scalar + 0.5;
+      if (in.op == Op::kClampMax) in.scalar = in.max;
+      b.emit(in);
+      return;
+    }
+    case 30: {  // where(x > y, x, y) or where(x > y, y, x): maximum or minimum, continuous
+      const int other = b.fit(x, y);
+      const int cond = b.op(Op::kGt, {x, other});
+      b.op(Op::kWhere, p % 2 ? std::vector<int>{cond, other, x} : std::vector<int>{cond, x, other});
+      return;
+    }
+    case 31:
+      b.op(Op::kMaskedFill, {x, b.op(Op::kGt, {x, b.fit(x, y)})}, scalar_of({-0.5, 0.0, 1.0}));
+      return;
+    case 34:
+    case 35:
+    case 36: {  // indices that repeat, so that gradients add up
+      const int a = b.at_least_1d(x);
+      Instr in;
+      in.op = kind == 34 ? Op::kIndexSelect : kind == 35 ? Op::kGather : Op::kScatterAdd;
+      in.dim0 = p % b.rank(a);
+      const int64_t size = b.shape(a)[in.dim0];
+      in.shape = b.shape(a);  // the index's shape: gather's any length along dim, no longer else
+      if (in.op == Op::kGather) in.shape[in.dim0] = 1 + (p / 4) % 3;
+      const int64_t n = in.op == Op::kIndexSelect ? 1 + (p / 4) % 3 : ag::numel(in.shape);
+      for (int64_t i = 0; i < n; ++i) in.targets.push_back((p * 7 + i * 3) % size);
+      if (in.op == Op::kIndexSelect) in.shape = {n};
+      in.args = {a};
+      if (in.op == Op::kScatterAdd) in.args.push_back(b.leaf(in.shape, true));
+      b.emit(in);
+      return;
+    }
+    case 37: {
+      const int a = b.at_least_1d(x);
+      Instr in;
+      in.op = p % 2 ? Op::kMinDim : Op::kMaxDim;
+      in.args = {a};
+      in.dim0 = (p / 2) % b.rank(a);
+      in.keepdim = (p / 8) % 2;
+      b.emit(in);
+      return;
+    }
+    case 38: {  // x beside sin(x): two inputs of one shape, gradients from both slices
+      const int a = b.at_least_1d(x);
+      Instr in;
+      in.op = p % 2 ? Op::kStack : Op::kCat;
+      in.args = {a, b.op(Op::kSin, {a})};
+      in.dim0 = (p / 2) % (b.rank(a) + (in.op == Op::kStack ? 1 : 0));
+      b.emit(in);
+      return;
+    }
+    case 32:
+    default: {
+      const int a = b.at_least_1d(x);
+      Instr in;
+      in.op = kind == 32 ? Op::kSoftmax : Op::kCumsum;
+      in.args = {a};
+      in.dim0 = p % b.rank(a) - ((p / 4) % 2 ? b.rank(a) : 0);  // sometimes negative
+      b.emit(in);
+      return;
+    }
   }
 }
 
@@ -409,6 +511,30 @@ std::string describe(const Plan& plan) {
         os << ", dim=" << in.dim0 << ", keepdim=" << in.keepdim;
         break;
       case Op::kLogSoftmax:
+      case Op::kSoftmax:
+      case Op::kCumsum:
+        os << ", dim=" << in.dim0;
+        break;
+      case Op::kClampMin:
+      case Op::kClampMax:
+      case Op::kMaskedFill:
+        os << ", " << in.scalar;
+        break;
+      case Op::kClamp:
+        os << ", " << in.scalar << ", " << in.max;
+        break;
+      case Op::kIndexSelect:
+      case Op::kGather:
+      case Op::kScatterAdd:
+        os << ", dim=" << in.dim0 << ", index" << to_string(in.shape) << "="
+           << to_string(in.targets);
+        break;
+      case Op::kMaxDim:
+      case Op::kMinDim:
+        os << ", dim=" << in.dim0 << ", keepdim=" << in.keepdim;
+        break;
+      case Op::kCat:
+      case Op::kStack:
         os << ", dim=" << in.dim0;
         break;
       case Op::kTranspose:
@@ -503,6 +629,40 @@ Tensor run_instr(const Instr& in, const TensorList& v) {
       return ops::dropout2d(v[0], in.scalar, true, in.seed);
     case Op::kClone:
       return ops::clone(v[0]);
+    case Op::kMaximum:
+      return ops::maximum(v[0], v[1]);
+    case Op::kMinimum:
+      return ops::minimum(v[0], v[1]);
+    case Op::kGt:
+      return ops::gt(v[0], v[1]);
+    case Op::kClamp:
+      return ops::clamp(v[0], in.scalar, in.max);
+    case Op::kClampMin:
+      return ops::clamp_min(v[0], in.scalar);
+    case Op::kClampMax:
+      return ops::clamp_max(v[0], in.scalar);
+    case Op::kWhere:
+      return ops::where(v[0], v[1], v[2]);
+    case Op::kMaskedFill:
+      return ops::masked_fill(v[0], v[1], in.scalar);
+    case Op::kSoftmax:
+      return ops::softmax(v[0], in.dim0);
+    case Op::kCumsum:
+      return ops::cumsum(v[0], in.dim0);
+    case Op::kIndexSelect:
+      return ops::index_select(v[0], in.dim0, in.targets);
+    case Op::kGather:
+      return ops::gather(v[0], in.dim0, ops::Index{in.shape, in.targets});
+    case Op::kScatterAdd:
+      return ops::scatter_add(v[0], in.dim0, ops::Index{in.shape, in.targets}, v[1]);
+    case Op::kCat:
+      return ops::cat(v, in.dim0);
+    case Op::kStack:
+      return ops::stack(v, in.dim0);
+    case Op::kMaxDim:
+      return ops::max(v[0], in.dim0, in.keepdim).values;
+    case Op::kMinDim:
+      return ops::min(v[0], in.dim0, in.keepdim).values;
     default:
       if (traits(op_id(in.op)).unary_elementwise()) return call_unary(op_id(in.op), v[0]);
       break;  // not generated (the traits table, Note [Op traits])

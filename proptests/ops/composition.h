@@ -54,7 +54,8 @@ constexpr Op op_of(ops::OpId id) { return static_cast<Op>(static_cast<int>(id) +
 struct Instr {
   Op op = Op::kLeaf;
   std::vector<int> args;  // value ids; for kLeaf: the leaf index
-  double scalar = 0;      // scalar ops; dropout's p
+  double scalar = 0;      // scalar ops; dropout's p; clamp's min; masked_fill's value
+  double max = 0;         // clamp's max
   int64_t dim0 = 0, dim1 = 0;
   bool keepdim = false;
   Shape shape;                   // reshape, sum_to, broadcast_to targets

@@ -139,6 +139,109 @@ RTensor log_softmax(const RTensor& a, int64_t dim) {
   return out;
 }
 
+// PyTorch's softmax: exp(x - max) / sum(exp(x - max)) along dim.
+RTensor softmax(const RTensor& a, int64_t dim) {
+  if (dim < 0) dim += static_cast<int64_t>(a.shape.size());
+  RTensor out = log_softmax(a, dim);
+  for (double& v : out.v) v = std::exp(v);
+  return out;
+}
+
+// The running sum along dim (a negative dim counts from the end).
+RTensor cumsum(const RTensor& a, int64_t dim) {
+  if (dim < 0) dim += static_cast<int64_t>(a.shape.size());
+  RTensor out = a;
+  for (int64_t i = 0; i < numel(a.shape); ++i) {
+    auto idx = unravel(i, a.shape);
+    if (idx[dim] > 0) {
+      --idx[dim];
+      out.v[i] += out.v[ravel(idx, a.shape)];  // row-major: the previous element came first
+    }
+  }
+  return out;
+}
+
+// cond != 0 ? a : b, the three broadcast together.
+RTensor where(const RTensor& cond, const RTensor& a, const RTensor& b) {
+  const Shape shape = broadcast_shape(broadcast_shape(cond.shape, a.shape), b.shape);
+  RTensor out{shape, {}};
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    const auto idx = unravel(i, shape);
+    out.v.push_back(cond.v[broadcast_source(idx, cond.shape)] != 0
+                        ? a.v[broadcast_source(idx, a.shape)]
+                        : b.v[broadcast_source(idx, b.shape)]);
+  }
+  return out;
+}
+
+// gather (PyTorch's definition): out[i] = a at i with its dim coordinate replaced by index[i].
+RTensor gather(const RTensor& a, int64_t dim, const Shape& shape,
+               const std::vector<int64_t>& index) {
+  RTensor out{shape, {}};
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    auto idx = unravel(i, shape);
+    idx[dim] = index[i];
+    out.v.push_back(a.v[ravel(idx, a.shape)]);
+  }
+  return out;
+}
+
+// scatter_add: a, with src[i] added at i with its dim coordinate replaced by index[i].
+RTensor scatter_add(const RTensor& a, int64_t dim, const Shape& shape,
+                    const std::vector<int64_t>& index, const RTensor& src) {
+  RTensor out = a;
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    auto idx = unravel(i, shape);
+    const double v = src.v[ravel(idx, src.shape)];
+    idx[dim] = index[i];
+    out.v[ravel(idx, a.shape)] += v;
+  }
+  return out;
+}
+
+// index_select: the slices index[0], index[1], ... of a along dim.
+RTensor index_select(const RTensor& a, int64_t dim, const std::vector<int64_t>& index) {
+  Shape shape = a.shape;
+  shape[dim] = static_cast<int64_t>(index.size());
+  RTensor out{shape, {}};
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    auto idx = unravel(i, shape);
+    idx[dim] = index[idx[dim]];
+    out.v.push_back(a.v[ravel(idx, a.shape)]);
+  }
+  return out;
+}
+
+// The largest (smallest) element along dim (no NaN among the generated values).
+RTensor extreme(const RTensor& a, int64_t dim, bool keepdim, bool largest) {
+  Shape kept = a.shape;
+  kept[dim] = 1;
+  RTensor out{kept, std::vector<double>(numel(kept), largest ? -INFINITY : INFINITY)};
+  for (int64_t i = 0; i < numel(a.shape); ++i) {
+    auto idx = unravel(i, a.shape);
+    idx[dim] = 0;
+    double& o = out.v[ravel(idx, kept)];
+    o = largest ? std::max(o, a.v[i]) : std::min(o, a.v[i]);
+  }
+  if (!keepdim) out.shape.erase(out.shape.begin() + dim);
+  return out;
+}
+
+// The tensors side by side along dim (sizes equal elsewhere).
+RTensor cat(const std::vector<RTensor>& x, int64_t dim) {
+  Shape shape = x[0].shape;
+  shape[dim] = 0;
+  for (const RTensor& t : x) shape[dim] += t.shape[dim];
+  RTensor out{shape, {}};
+  for (int64_t i = 0; i < numel(shape); ++i) {
+    auto idx = unravel(i, shape);
+    size_t k = 0;
+    while (idx[dim] >= x[k].shape[dim]) idx[dim] -= x[k++].shape[dim];
+    out.v.push_back(x[k].v[ravel(idx, x[k].shape)]);
+  }
+  return out;
+}
+
 RTensor nll_loss(const RTensor& lp, const std::vector<int64_t>& targets) {
   double total = 0;
   for (size_t i = 0; i < targets.size(); ++i) total -= lp.v[i * lp.shape[1] + targets[i]];
@@ -240,6 +343,42 @@ RTensor reference(const Instr& in, const std::vector<RTensor>& x) {
       return dropout(x[0], s, in.seed, true);
     case Op::kClone:
       return x[0];
+    case Op::kMaximum:  // no NaN among the generated values
+      return binary(x[0], x[1], [](double a, double b) { return std::max(a, b); });
+    case Op::kMinimum:
+      return binary(x[0], x[1], [](double a, double b) { return std::min(a, b); });
+    case Op::kGt:
+      return binary(x[0], x[1], [](double a, double b) { return a > b ? 1.0 : 0.0; });
+    case Op::kClamp:
+      return unary(x[0], [&in](double a) { return std::min(std::max(a, in.scalar), in.max); });
+    case Op::kClampMin:
+      return unary(x[0], [s](double a) { return std::max(a, s); });
+    case Op::kClampMax:
+      return unary(x[0], [s](double a) { return std::min(a, s); });
+    case Op::kWhere:
+      return where(x[0], x[1], x[2]);
+    case Op::kMaskedFill:
+      return where(x[1], RTensor{{}, {s}}, x[0]);
+    case Op::kSoftmax:
+      return softmax(x[0], in.dim0);
+    case Op::kCumsum:
+      return cumsum(x[0], in.dim0);
+    case Op::kIndexSelect:
+      return index_select(x[0], in.dim0, in.targets);
+    case Op::kGather:
+      return gather(x[0], in.dim0, in.shape, in.targets);
+    case Op::kScatterAdd:
+      return scatter_add(x[0], in.dim0, in.shape, in.targets, x[1]);
+    case Op::kCat:
+      return cat(x, in.dim0);
+    case Op::kStack: {  // cat of the tensors with a new dim of size 1
+      std::vector<RTensor> parts = x;
+      for (RTensor& t : parts) t.shape.insert(t.shape.begin() + in.dim0, 1);
+      return cat(parts, in.dim0);
+    }
+    case Op::kMaxDim:
+    case Op::kMinDim:
+      return extreme(x[0], in.dim0, in.keepdim, in.op == Op::kMaxDim);
     default:
       // An elementwise unary op: its row's value (Note [Op traits], proptests/op_traits.h).
       if (traits(op_id(in.op)).unary_elementwise()) {

@@ -1,0 +1,77 @@
+// The ops along a dim that keep the shape: softmax and cumsum (log_softmax is ops/loss.cc's).
+#include "engine/error.h"
+#include "ops/checks.h"
+#include "ops/host_kernels.h"
+#include "ops/ops.h"
+#include "ops/record.h"
+#include "ops/spec.h"
+
+namespace ag::ops {
+namespace {
+
+Tensor cumsum_along(const Tensor& a, int64_t dim, bool reverse);
+
+// softmax(self, dim) = result: PyTorch's _softmax_backward_data, result * (grad - sum(grad *
+// result, dim)), written with the engine's ops so that it is differentiable again.
+struct Softmax {
+  static constexpr Input self{0, "self"};
+  static constexpr Result result{};
+  static const OpSpec spec;
+};
+const OpSpec Softmax::spec{"softmax",
+                           {{self,
+                             {result},
+                             [](const Ctx& c) {
+                               const int64_t dim = c.attrs<DimAttrs>().dim;
+                               const Tensor& y = c[result];
+                               return y * (c.grad() - sum(c.grad() * y, dim, true));
+                             }}},
+                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+                              return softmax(a[self], a.attrs<DimAttrs>().dim);
+                            }}};
+
+// cumsum(self, dim): PyTorch's cumsum_backward, the running sum of the gradient from the last
+// element (grad.flip(dim).cumsum(dim).flip(dim)); the reversed sum's own gradient is the
+// forward one, so one op with a direction covers every order.
+struct Cumsum {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+const OpSpec Cumsum::spec{"cumsum",
+                          {{self,
+                            {},
+                            [](const Ctx& c) {
+                              const auto& [dim, reverse] = c.attrs<CumsumAttrs>();
+                              return cumsum_along(c.grad(), dim, !reverse);
+                            }}},
+                          {AliasKind::kPure, CumsumAttrs{0}, [](const OpArgs& a) {
+                             const auto& [dim, reverse] = a.attrs<CumsumAttrs>();
+                             return cumsum_along(a[self], dim, reverse);
+                           }}};
+
+// `dim` normalized (Note [Dims of a 0-dim tensor]: the kernel sees a 0-dim tensor as [1]).
+Tensor cumsum_along(const Tensor& a, int64_t dim, bool reverse) {
+  Tensor out = host::cumsum(at_least_1d(a), dim, reverse);
+  if (a.dim() == 0) out = out.alias_with_shape({});
+  return record(Cumsum::spec, {&a}, std::move(out), CumsumAttrs{dim, reverse});
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) {
+  check_defined("softmax", a, "input");
+  dim = normalize_dim("softmax", dim, a);
+  if (a.numel() == 0) return record(Softmax::spec, {&a}, zeros_like(a), DimAttrs{dim});
+  Tensor out = host::softmax(at_least_1d(a), dim);
+  // Note [Dims of a 0-dim tensor]: over a 0-dim tensor's one element, softmax is 1.
+  if (a.dim() == 0) out = out.alias_with_shape({});
+  return record(Softmax::spec, {&a}, std::move(out), DimAttrs{dim});
+}
+
+Tensor cumsum(const Tensor& a, int64_t dim) {
+  check_defined("cumsum", a, "input");
+  dim = normalize_dim("cumsum", dim, a);
+  return cumsum_along(a, dim, false);
+}
+
+}  // namespace ag::ops
