@@ -19,6 +19,7 @@
 #include "proptests/foreign/bug_class.h"
 #include "proptests/foreign/crash_reduce.h"
 #include "proptests/foreign/crash_signature.h"
+#include "proptests/foreign/grad_oracles.h"
 #include "proptests/foreign/standalone_script.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/property.h"
@@ -99,7 +100,14 @@ void against_foreign_engine() {
   for (const auto& [id, n] : c.deviations) stats.record("explained by", id);
   if (!c.ok()) {
     last_mismatch() = program;
-    RC_FAIL(explain(c) + "\n" + foreign()->name() + " script (run with python3 " +
+    // A disagreement on a grad() result's values goes before the independent answers (Note
+    // [Verdicts]): only a PyTorch candidate is a finding about PyTorch.
+    std::string verdict;
+    if (const std::optional<Verdict> v = grad_value_verdict(program, c.mismatches.front())) {
+      stats.record("value verdict", verdict_name(v->kind));
+      verdict = std::string("verdict: ") + verdict_name(v->kind) + " (" + v->reason + ")\n";
+    }
+    RC_FAIL(explain(c) + verdict + "\n" + foreign()->name() + " script (run with python3 " +
             foreign()->runtime_path() + " FILE):\n" + script);
   }
 }
