@@ -46,7 +46,7 @@ err="$(mktemp)"
 trap 'rm -f "$err"' EXIT
 for script in "${scripts[@]}"; do
   # In a subshell of its own, whose report of a killed child ("Segmentation fault") is dropped.
-  (timeout -s KILL "$timeout_s" "$python" "$script" >/dev/null 2>"$err") 2>/dev/null
+  (timeout -s KILL "$timeout_s" "$python" "$script" >/dev/null 2>"$err"; exit $?) 2>/dev/null
   rc=$?
   if ((rc == 137)); then
     verdict="still fails (no result within ${timeout_s} s)"

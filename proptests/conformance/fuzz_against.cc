@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "proptests/conformance/comparison.h"
