@@ -10,7 +10,7 @@
 # script's own check of a wrong value) on stderr. Anything else, an ordinary error included,
 # counts as fixed. The exit status is the number of scripts that still fail (at most 100).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 python="${AG_PEER_PYTHON:-}"
 if [[ -z "$python" ]]; then
@@ -24,11 +24,13 @@ while (($#)); do
     --python) python="$2"; shift 2 ;;
     --timeout) timeout_s="$2"; shift 2 ;;
     -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) scripts+=("$1"); shift ;;
+    *)
+      [[ -f "$1" ]] || { echo "rerun_foreign_findings: no such script: $1" >&2; exit 102; }
+      scripts+=("$1"); shift ;;
   esac
 done
 if ((${#scripts[@]} == 0)); then
-  mapfile -t scripts < <(ls paper/results/foreign_findings/*.py 2>/dev/null)
+  mapfile -t scripts < <(ls "$root"/paper/results/foreign_findings/*.py 2>/dev/null)
 fi
 if ((${#scripts[@]} == 0)); then
   echo "rerun_foreign_findings: no scripts (paper/results/foreign_findings/*.py)" >&2
