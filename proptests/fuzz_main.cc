@@ -5,6 +5,10 @@
 //       [--property NAME] [--max-nodes K] [--batch B] [--list]
 //   bazel run -c opt //proptests:fuzz -- --against pytorch [--seconds T]
 //       conformance programs against a live PyTorch (proptests/conformance/fuzz_against.h)
+//   --findings DIR (with --against): every crashing program as it happens, and each crash
+//       signature's reduced program and standalone script at the end (fuzz_against.h);
+//       --no-reduce leaves the reductions to a later `--against E --reduce-crashes DIR/crashes.txt
+//       [--reduce-crashes ...] --findings OUT`, which merges the logs of several campaigns.
 //   --keep-going: a failing batch is reported (shrunk, with its replay command) and the
 //       campaign goes on; the exit status says whether any batch failed.
 //
@@ -35,8 +39,11 @@ struct Args {
   int batch = 100;
   int64_t batch_seed = -1;  // replay one batch
   bool list = false;
-  std::string against;      // a foreign engine: run only the conformance property against it
-  bool keep_going = false;  // report a failing batch and go on with the next one
+  std::string against;     // a foreign engine: run only the conformance property against it
+  std::string findings;    // --against: where crashes and their reduced scripts go
+  bool no_reduce = false;  // --against: log the crashes, reduce none at the end
+  std::vector<std::string> reduce_crashes;  // --against: reduce these crash logs, run nothing
+  bool keep_going = false;                  // report a failing batch and go on with the next one
 };
 
 [[noreturn]] void usage(const char* error) {
@@ -44,7 +51,7 @@ struct Args {
       stderr,
       "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
       "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
-      "            [--keep-going]\n",
+      "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n",
       error);
   std::exit(2);
 }
@@ -59,6 +66,10 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--keep-going") {
       a.keep_going = true;
+      continue;
+    }
+    if (flag == "--no-reduce") {
+      a.no_reduce = true;
       continue;
     }
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
@@ -79,6 +90,10 @@ Args parse(int argc, char** argv) {
       a.batch_seed = std::atoll(v);
     else if (flag == "--against")
       a.against = v;
+    else if (flag == "--findings")
+      a.findings = v;
+    else if (flag == "--reduce-crashes")
+      a.reduce_crashes.push_back(v);
     else
       usage(("unknown flag " + flag).c_str());
   }
@@ -108,7 +123,15 @@ void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& tota
 }
 
 int run(Args a) {
-  if (!a.against.empty()) a.property = proptests::register_against(a.against);
+  if (!a.against.empty() && !a.reduce_crashes.empty()) {
+    std::printf("%s", proptests::reduce_logged_crashes({a.against, a.seed, a.findings, true},
+                                                       a.reduce_crashes, 100)
+                          .c_str());
+    return 0;
+  }
+  if (!a.against.empty()) {
+    a.property = proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce});
+  }
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {
     if (a.property.empty() || &p == find_property(a.property)) selected.push_back(&p);
@@ -140,7 +163,11 @@ int run(Args a) {
                   static_cast<long long>(cases), elapsed(), cases / std::max(elapsed(), 1e-9),
                   static_cast<unsigned long long>(a.seed), static_cast<long long>(failures));
       print_coverage(totals);
-      if (!a.against.empty()) std::printf("%s", proptests::crash_report().c_str());
+      if (!a.against.empty()) {
+        std::printf("%s", proptests::bug_class_report().c_str());
+        std::fflush(stdout);
+        std::printf("%s", proptests::crash_report().c_str());
+      }
       return failures == 0 ? 0 : 1;
     }
     size_t i = 0;

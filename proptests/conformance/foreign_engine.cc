@@ -1,5 +1,6 @@
 #include "proptests/conformance/foreign_engine.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ class PyTorchEngine final : public ForeignEngine {
   explicit PyTorchEngine(const ForeignOptions& o)
       : runtime_(o.runtime.empty() ? find_package_file("torch_runtime.py") : o.runtime),
         python_(find_python(o.python)),
+        time_limit_s_(o.time_limit_s),
         server_({python_, runtime_, "--serve"}, o.time_limit_s) {}
 
   std::string name() const override { return "pytorch"; }
@@ -75,6 +77,30 @@ class PyTorchEngine final : public ForeignEngine {
   std::string explain(const std::string& path) override {
     return capture(shell_quote(python_) + " " + shell_quote(runtime_) + " --explain " +
                    shell_quote(path));
+  }
+  std::optional<ForeignOutcome> run_standalone(const std::string& script) override {
+    char path[] = "/tmp/ag-standalone-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) throw std::runtime_error("mkstemp failed");
+    const bool written =
+        write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+    close(fd);
+    if (!written) throw std::runtime_error("cannot write a standalone script");
+    // The same handlers and stacks as the server's (torch_runtime.py serve()): faulthandler's
+    // Python stacks, PyTorch's native ones, and asserts' native stacks, so that signatures
+    // compare.
+    const ForeignOutcome out =
+        run_process({python_, "-X", "faulthandler", "-c",
+                     "import os, sys\n"
+                     "os.environ['TORCH_SHOW_CPP_STACKTRACES'] = '1'\n"
+                     "import torch\n"
+                     "torch._C._set_print_stack_traces_on_fatal_signal(True)\n"
+                     "p = sys.argv[1]\n"
+                     "exec(compile(open(p).read(), p, 'exec'), {'__name__': '__main__'})\n",
+                     path},
+                    time_limit_s_);
+    unlink(path);
+    return out;
   }
   Records run_fresh(const std::string& script) override {
     server_.restart();
@@ -123,6 +149,7 @@ class PyTorchEngine final : public ForeignEngine {
 
   std::string runtime_;
   std::string python_;
+  double time_limit_s_;
   ScriptServer server_;
   std::optional<ForeignOutcome> raised_;  // the last script's internal assert, if it had one
 };
@@ -223,6 +250,50 @@ std::optional<std::string> ScriptServer::request(const std::string& script) {
   std::string reply(n, '\0');
   if (std::fread(reply.data(), 1, n, from_) != n) throw std::runtime_error("short reply");
   return reply;
+}
+
+ForeignOutcome run_process(const std::vector<std::string>& argv, double time_limit_s) {
+  char err_path[] = "/tmp/ag-process-stderr-XXXXXX";
+  const int err = mkstemp(err_path);
+  if (err < 0) throw std::runtime_error("mkstemp failed");
+  unlink(err_path);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(err, 2);
+    std::vector<std::string> copy = argv;
+    std::vector<char*> args;
+    for (std::string& a : copy) args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  bool hung = false;
+  for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
+    if (time_limit_s > 0 && waited_ms >= time_limit_s * 1000) {
+      hung = true;
+      kill(pid, SIGABRT);  // faulthandler dumps the Python stacks
+      usleep(500 * 1000);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    usleep(10 * 1000);
+  }
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  off_t at = 0;
+  while ((n = pread(err, buf, sizeof(buf), at)) > 0) {
+    text.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+  close(err);
+  return ForeignOutcome::from_wait_status(status, hung, std::move(text));
 }
 
 std::vector<std::string> foreign_engine_names() { return {"pytorch"}; }

@@ -45,7 +45,18 @@ class ForeignEngine {
   // How the engine's process ended when it last died or hung on a script (its records were then
   // "s0 reference-failed"), once; nothing when it has not since the last call.
   virtual std::optional<ForeignOutcome> take_crash() { return std::nullopt; }
+  // Runs a standalone script (plain PyTorch, proptests/foreign/standalone_script.h) in a new
+  // process of its own with the engine's crash handlers on, to the end or the time limit; how the
+  // process ended. Nothing when the adapter cannot run one.
+  virtual std::optional<ForeignOutcome> run_standalone(const std::string& script) {
+    (void)script;
+    return std::nullopt;
+  }
 };
+
+// Runs `argv` to its end, stdout discarded, stderr kept; past `time_limit_s` (0: none) the
+// process gets SIGABRT (for faulthandler's dump), then SIGKILL, and counts as hung.
+ForeignOutcome run_process(const std::vector<std::string>& argv, double time_limit_s);
 
 // A child process that answers "<bytes>\n<script>" on stdin with "<bytes>\n<records>". Its
 // stderr goes to a file of its own, read when it dies (crash_signature.h); a script it has not

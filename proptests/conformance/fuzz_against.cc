@@ -4,15 +4,21 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
+#include <stdexcept>
 
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
+#include "proptests/foreign/bug_class.h"
 #include "proptests/foreign/crash_reduce.h"
 #include "proptests/foreign/crash_signature.h"
+#include "proptests/foreign/grad_oracles.h"
 #include "proptests/foreign/standalone_script.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/property.h"
@@ -23,6 +29,11 @@ namespace {
 std::unique_ptr<ForeignEngine>& foreign() {
   static std::unique_ptr<ForeignEngine> engine;
   return engine;
+}
+
+AgainstOptions& options() {
+  static AgainstOptions o;
+  return o;
 }
 
 // RapidCheck shrinks by calling the property on smaller programs, so the last call that failed
@@ -38,12 +49,34 @@ CrashGroups& crash_groups() {
   return groups;
 }
 
+BugClassCoverage& coverage() {
+  static BugClassCoverage c;
+  return c;
+}
+
+// Every crashing program, as it happens, for reductions after the run.
+void log_crash(const Signature& sig, const std::string& id, const std::string& text) {
+  if (options().findings_dir.empty()) return;
+  std::ofstream out(options().findings_dir + "/crashes.txt", std::ios::app);
+  out << crash_log_entry(sig, id, text);
+}
+
+// Fresh-process runs of a reduced program; its standalone script then gets 10
+// (proptests/foreign/crash_reduce.h).
+constexpr int kProgramConfirmations = 3;
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
 void against_foreign_engine() {
   const ConformanceSpec spec = *program_spec_gen();
   const ConformanceProgram program = build_program(spec);
   auto& stats = proptests::fuzz_stats();
   stats.record_graph("program", static_cast<int64_t>(program.stmts.size()));
   for (const Move& m : spec.moves) stats.record("statement", family_name(m));
+  coverage().add(program);
   const std::string script = foreign()->script(program, "fuzz counterexample");
   // A disagreement counts once a fresh process of the foreign engine gives it too (seen once in
   // 576,287 programs, fuzz seed 32: a PyTorch process that its own segfault had corrupted).
@@ -53,8 +86,11 @@ void against_foreign_engine() {
   if (const std::optional<ForeignOutcome> crash = foreign()->take_crash()) {
     if (const std::optional<Signature> sig = crash_signature(*crash)) {
       stats.record("foreign engine crashed", crash_kind_name(sig->kind));
-      crash_groups().add(*sig, "program " + std::to_string(stats.snapshot().graphs),
-                         to_text(program));
+      const std::string id = "seed " + std::to_string(options().seed) + " program " +
+                             std::to_string(stats.snapshot().graphs);
+      const std::string text = to_text(program);
+      crash_groups().add(*sig, id, text);
+      log_crash(*sig, id, text);
     }
   }
   if (both.cleared_by_fresh_process) {
@@ -63,20 +99,80 @@ void against_foreign_engine() {
   for (const auto& [id, n] : c.deviations) stats.record("explained by", id);
   if (!c.ok()) {
     last_mismatch() = program;
-    RC_FAIL(explain(c) + "\n" + foreign()->name() + " script (run with python3 " +
+    // A disagreement on a grad() result's values goes before the independent answers (Note
+    // [Verdicts]): only a PyTorch candidate is a finding about PyTorch.
+    std::string verdict;
+    if (const std::optional<Verdict> v = grad_value_verdict(program, c.mismatches.front())) {
+      stats.record("value verdict", verdict_name(v->kind));
+      verdict = std::string("verdict: ") + verdict_name(v->kind) + " (" + v->reason + ")\n";
+    }
+    RC_FAIL(explain(c) + verdict + "\n" + foreign()->name() + " script (run with python3 " +
             foreign()->runtime_path() + " FILE):\n" + script);
   }
 }
 
+// One group's finding: its program reduced and confirmed, its standalone script confirmed.
+std::string report_group(const CrashGroups::Group& g, size_t index) {
+  const ReducedCrash r =
+      reduce_crash(parse_program(g.first_program), g.signature, *foreign(), kProgramConfirmations);
+  std::string out =
+      "\n" + g.signature.key() + "\nfirst program (" + g.first_id + ", " + std::to_string(g.count) +
+      " programs) reduced to " + std::to_string(r.program.stmts.size()) + " statements, " +
+      (r.confirmed() ? "confirmed" : "NOT confirmed") + " in " + std::to_string(r.crashes) +
+      " of " + std::to_string(r.runs) + " fresh processes:\n" + to_text(r.program);
+  // Statements that raise before the crash run inside try/except in the script.
+  foreign()->take_crash();
+  const std::set<size_t> raising =
+      raising_statements(foreign()->run_fresh(foreign()->script(r.program, "raising")));
+  foreign()->take_crash();
+  const StandaloneRepro repro = find_standalone(r.program, g.signature, raising, *foreign());
+  const StandaloneConfirmation& c = repro.confirmation;
+  const std::string confirmation =
+      repro.script.empty()
+          ? "no standalone script: " + repro.why_none + "\n"
+          : "standalone script (" + std::to_string(script_lines(repro.script)) +
+                " lines besides the import): crashed with the signature in " +
+                std::to_string(c.crashes) + " of " + std::to_string(c.runs) + " fresh processes" +
+                (c.confirmed() ? " (confirmed)" : " (NOT confirmed)") + "\n";
+  out += repro.script.empty() ? confirmation
+                              : "as a standalone script:\n" + repro.script + confirmation;
+  if (!options().findings_dir.empty()) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "/finding_%02zu", index);
+    const std::string dir = options().findings_dir + name;
+    std::filesystem::create_directories(dir);
+    write_file(dir + "/signature.txt", g.signature.key() + "\n");
+    write_file(dir + "/program.txt", "# first: " + g.first_id + ", " + std::to_string(g.count) +
+                                         " programs\n" + to_text(r.program));
+    if (!repro.script.empty()) write_file(dir + "/repro.py", repro.script);
+    write_file(dir + "/confirmation.txt", "reduced program: " + std::to_string(r.crashes) + " of " +
+                                              std::to_string(r.runs) + " fresh processes\n" +
+                                              confirmation);
+  }
+  return out;
+}
+
+// The groups' findings, the first `max_groups` (each reduction costs fresh processes).
+std::string report_groups(const CrashGroups& groups, size_t max_groups) {
+  std::string out = foreign()->name() + " crashed or hung on " + groups.report();
+  for (size_t i = 0; i < groups.groups().size() && i < max_groups; ++i) {
+    out += report_group(groups.groups()[i], i);
+    std::fprintf(stderr, "fuzz: reduced crash group %zu of %zu\n", i + 1, groups.groups().size());
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string register_against(const std::string& engine) {
+std::string register_against(const AgainstOptions& o) {
+  options() = o;
   try {
-    foreign() = make_foreign_engine(engine);
+    foreign() = make_foreign_engine(o.engine);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fuzz: --against %s: %s\n", engine.c_str(), e.what());
+    std::fprintf(stderr, "fuzz: --against %s: %s\n", o.engine.c_str(), e.what());
     std::exit(2);
   }
+  if (!o.findings_dir.empty()) std::filesystem::create_directories(o.findings_dir);
   std::fprintf(stderr, "fuzz: against %s\n", foreign()->version().c_str());
   proptests::register_property("Conformance", "AgainstForeignEngine", &against_foreign_engine);
   return "Conformance.AgainstForeignEngine";
@@ -97,23 +193,48 @@ std::string reduced_last_mismatch() {
 std::string crash_report() {
   const CrashGroups& groups = crash_groups();
   if (groups.crashes() == 0) return "";
-  std::string out = foreign()->name() + " crashed or hung on " + groups.report();
-  // Each group's first program reduced in fresh processes, then confirmed 10 times; the first 10
-  // groups (each reduction runs a fresh process per candidate).
-  for (size_t i = 0; i < groups.groups().size() && i < 10; ++i) {
-    const CrashGroups::Group& g = groups.groups()[i];
-    const ReducedCrash r = reduce_crash(parse_program(g.first_program), g.signature, *foreign());
-    out += "\n" + g.signature.key() + "\nfirst program (" + g.first_id + ") reduced to " +
-           std::to_string(r.program.stmts.size()) + " statements, " +
-           (r.confirmed() ? "confirmed" : "NOT confirmed") + " in " + std::to_string(r.crashes) +
-           " of " + std::to_string(r.runs) + " fresh processes:\n" + to_text(r.program);
-    try {
-      out += "as a standalone script:\n" + render_standalone(r.program);
-    } catch (const StandaloneError& e) {
-      out += std::string("no standalone script: ") + e.what() + "\n";
+  if (!options().reduce) {
+    return foreign()->name() + " crashed or hung on " + groups.report() +
+           "(not reduced: --no-reduce; the crashes are logged in --findings, reduce them with "
+           "--reduce-crashes)\n";
+  }
+  return report_groups(groups, 10);
+}
+
+std::string reduce_logged_crashes(const AgainstOptions& o, const std::vector<std::string>& logs,
+                                  size_t max_groups) {
+  register_against(o);
+  std::string text;
+  for (const std::string& path : logs) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    text += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Each logged program is run again and grouped by the signature it has now (the log's may come
+  // from an older runtime, or another PyTorch); one that no longer crashes is counted apart.
+  const CrashGroups logged = read_crash_log(text);
+  CrashGroups groups;
+  int64_t gone = 0;
+  for (const CrashGroups::Group& g : logged.groups()) {
+    std::fprintf(stderr, "fuzz: %lld logged programs of signature %s\n",
+                 static_cast<long long>(g.count), g.signature.key().c_str());
+  }
+  for (const auto& [id, program] : read_crash_log_entries(text)) {
+    const ConformanceProgram p = parse_program(program);
+    std::optional<Signature> sig = running_crash(p, *foreign());
+    if (!sig) sig = fresh_crash(p, *foreign());
+    if (sig) {
+      groups.add(*sig, id, program);
+    } else {
+      ++gone;
     }
   }
-  return out;
+  std::string out = std::to_string(logged.crashes()) + " logged crashing programs, " +
+                    std::to_string(gone) + " of them no longer crash\n";
+  if (groups.crashes() == 0) return out;
+  return out + report_groups(groups, max_groups);
 }
+
+std::string bug_class_report() { return coverage().report(); }
 
 }  // namespace ag::proptests

@@ -28,10 +28,16 @@ without inputs: an AccumulateGrad whose leaf requires grad), found by walking Py
 
 import faulthandler
 import math
+import os
 import sys
 import warnings
 
-import torch
+if sys.argv[1:] == ["--serve"]:
+    # An internal assert's message then carries PyTorch's native stack, for its signature's
+    # frames (proptests/foreign/crash_signature.h); PyTorch reads it when it is imported.
+    os.environ["TORCH_SHOW_CPP_STACKTRACES"] = "1"
+
+import torch  # noqa: E402 - after the variable above
 import torch.nn.functional as F
 
 warnings.filterwarnings("ignore")
@@ -496,6 +502,11 @@ def serve():
     # driver reads for the crash's signature (proptests/foreign/crash_signature.h).
     global _serving
     _serving = True
+    # PyTorch's own handler prints every thread's native stack (c10::FatalSignalHandler, "frame #3:
+    # sym + 0x1a (0x7f.. in libtorch_cpu.so)"): the frames of a signature where the Python stacks
+    # all end in the same call. faulthandler, enabled after it, dumps the Python stacks first.
+    if hasattr(torch._C, "_set_print_stack_traces_on_fatal_signal"):
+        torch._C._set_print_stack_traces_on_fatal_signal(True)
     faulthandler.enable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:

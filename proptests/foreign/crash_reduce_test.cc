@@ -35,6 +35,17 @@ class CrashingEngine final : public ForeignEngine {
     }
     return Records{{"s0 ok"}};
   }
+  // A standalone script crashes as the program does; the stand-in counts the runs.
+  std::optional<ForeignOutcome> run_standalone(const std::string& script) override {
+    ++standalone_runs_;
+    ForeignOutcome o;
+    if (script.find(".copy_(") != std::string::npos && (!flaky_ || standalone_runs_ % 3 != 0)) {
+      o.signal = SIGSEGV;
+      o.stderr_text = "frame #3: torch::autograd::CopySlices::apply() + 0x1 (0x7f0" +
+                      std::to_string(standalone_runs_) + " in /venv/torch/lib/libtorch_cpu.so)\n";
+    }
+    return o;
+  }
   std::optional<ForeignOutcome> take_crash() override {
     std::optional<ForeignOutcome> out = crash_;
     crash_.reset();
@@ -43,7 +54,7 @@ class CrashingEngine final : public ForeignEngine {
 
  private:
   bool flaky_;
-  int runs_ = 0;
+  int runs_ = 0, standalone_runs_ = 0;
   std::optional<ForeignOutcome> crash_;
 };
 
@@ -87,9 +98,82 @@ TEST(CrashReduce, ACrashThatDoesNotRepeatIsNotConfirmed) {
   EXPECT_FALSE(r.confirmed());
 }
 
+TEST(CrashReduce, StandaloneScriptConfirmedInEveryRun) {
+  CrashingEngine engine(false);
+  const StandaloneConfirmation c = confirm_standalone("import torch\nv1.copy_(v0)\n", engine);
+  EXPECT_EQ(c.runs, 10);
+  EXPECT_EQ(c.crashes, 10);
+  ASSERT_TRUE(c.signature);
+  EXPECT_EQ(c.signature->key(), "signal: SIGSEGV | torch::autograd::CopySlices::apply");
+  EXPECT_TRUE(c.confirmed());
+}
+
+TEST(CrashReduce, StandaloneScriptThatCrashesSometimesIsNotConfirmed) {
+  CrashingEngine engine(true);  // every third run passes
+  const StandaloneConfirmation c = confirm_standalone("import torch\nv1.copy_(v0)\n", engine);
+  EXPECT_EQ(c.runs, 10);
+  EXPECT_EQ(c.crashes, 7);
+  EXPECT_FALSE(c.confirmed());
+}
+
+TEST(CrashReduce, StandaloneScriptThatPassesIsNotConfirmed) {
+  CrashingEngine engine(false);
+  const StandaloneConfirmation c = confirm_standalone("import torch\nv1.add_(v0)\n", engine);
+  EXPECT_EQ(c.runs, 10);
+  EXPECT_EQ(c.crashes, 0);
+  EXPECT_FALSE(c.signature);
+  EXPECT_FALSE(c.confirmed());
+}
+
 TEST(CrashReduce, NoCrashNoSignature) {
   CrashingEngine engine(false);
   EXPECT_FALSE(fresh_crash(parse_program("v0 = leaf [2] seed=1 requires_grad=1\n"), engine));
+}
+
+TEST(CrashReduce, RaisingStatementsFromTheRecords) {
+  Records r;
+  r.lines = {"s0 ok",    "s0 v0 [2] rg=1 leaf=1", "s1 raise version", "s2 skip",
+             "s3 raise", "s12 raise freed",       "end v0 grad none"};
+  EXPECT_EQ(raising_statements(r), (std::set<size_t>{1, 3, 12}));
+}
+
+// The stand-in crashes on any script with a copy_: the first style tried (compact Functions,
+// random leaves) is the one kept, confirmed 10 times with the group's signature.
+TEST(CrashReduce, StandaloneReproInTheFirstStyleThatCrashes) {
+  CrashingEngine engine(false);
+  const ConformanceProgram program = parse_program(
+      "v0 = leaf [2] seed=1 requires_grad=1\n"
+      "v1 = leaf [2] seed=2 requires_grad=1\n"
+      "v2 v3 = custom Two v0 v1\n"
+      "v4 = view v2 [2]\n"
+      "copy_ v4 v1 no_grad=0\n");
+  const Signature sig = signature_of_key("signal: SIGSEGV | torch::autograd::CopySlices::apply");
+  const StandaloneRepro r = find_standalone(program, sig, {}, engine);
+  EXPECT_EQ(r.why_none, "");
+  EXPECT_EQ(r.script.rfind("import torch\nclass Two(torch.autograd.Function):\n", 0), 0u)
+      << r.script;
+  EXPECT_NE(r.script.find("v0 = torch.rand([2], dtype=torch.float64, requires_grad=True)\n"),
+            std::string::npos)
+      << r.script;
+  EXPECT_EQ(r.confirmation.runs, 10);
+  EXPECT_EQ(r.confirmation.crashes, 10);
+  EXPECT_TRUE(r.confirmation.confirmed());
+}
+
+TEST(CrashReduce, NoStandaloneReproWhenItsSignatureDiffers) {
+  CrashingEngine engine(false);
+  const ConformanceProgram program = parse_program(
+      "v0 = leaf [2] seed=1 requires_grad=1\n"
+      "v1 = view v0 [2]\n"
+      "copy_ v1 v0 no_grad=1\n");
+  const Signature other = signature_of_key("signal: SIGSEGV | at::native::add");
+  const StandaloneRepro r = find_standalone(program, other, {}, engine);
+  EXPECT_EQ(r.script, "");
+  EXPECT_EQ(r.why_none,
+            "no style crashes with the signature (signal: SIGSEGV | "
+            "torch::autograd::CopySlices::apply; signal: SIGSEGV | "
+            "torch::autograd::CopySlices::apply; signal: SIGSEGV | "
+            "torch::autograd::CopySlices::apply)");
 }
 
 }  // namespace

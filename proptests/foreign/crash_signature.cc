@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 
 namespace ag::proptests {
 namespace {
@@ -330,13 +331,48 @@ std::string normalize_symbol(const std::string& raw) {
   return collapse_blanks(s);
 }
 
+namespace {
+
+// PyTorch's fatal signal handler (c10::FatalSignalHandler, on once
+// torch._C._set_print_stack_traces_on_fatal_signal(True)) prints every thread's native stack, each
+// under "SIGSEGV(11), PID: 7, Thread 9:"; the thread that received the signal is the one whose
+// stack runs through fatalSignalHandler, the others only through stacktraceSignalHandler. The
+// lines of every other thread's block are marked, to be skipped.
+std::vector<bool> other_threads_lines(const std::vector<std::string>& lines) {
+  static const std::regex kHeader(R"(^SIG[A-Z]+\(\d+\), PID: \d+, Thread \d+:$)");
+  std::vector<int> block(lines.size(), -1);
+  int blocks = 0, faulting = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (std::regex_match(t, kHeader)) {
+      ++blocks;
+    } else if (blocks > 0 && !t.empty() && !starts_with(t, "frame #") && t[0] != '<') {
+      blocks = -blocks;  // the end of the handler's output
+    }
+    if (blocks <= 0) continue;
+    block[i] = blocks;
+    if (faulting < 0 && t.find("fatalSignalHandler") != std::string::npos) faulting = blocks;
+  }
+  std::vector<bool> other(lines.size(), false);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    other[i] = block[i] > 0 && block[i] != (faulting < 0 ? 1 : faulting);
+  }
+  return other;
+}
+
+}  // namespace
+
 std::vector<std::string> engine_frames(const std::string& stderr_text, size_t max_frames) {
   std::vector<std::string> native, python, python_current;
   bool in_current_thread = false;
-  for (const std::string& line : lines_of(stderr_text)) {
+  const std::vector<std::string> lines = lines_of(stderr_text);
+  const std::vector<bool> skip = other_threads_lines(lines);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     const std::string t = trim(line);
     if (starts_with(t, "Current thread ")) in_current_thread = true;
     if (starts_with(t, "Thread 0x")) in_current_thread = false;
+    if (skip[i]) continue;
     if (auto f = parse_native_frame(line)) {
       const std::string symbol = normalize_symbol(f->symbol);
       if (is_noise(symbol) || !is_engine_frame(f->library, symbol)) continue;
@@ -420,6 +456,72 @@ std::string CrashGroups::report() const {
     os << "\n";
   }
   return os.str();
+}
+
+std::string crash_log_entry(const Signature& signature, const std::string& id,
+                            const std::string& program_text) {
+  return "crash " + id + "\nsignature " + signature.key() + "\n" + program_text + "end\n";
+}
+
+Signature signature_of_key(const std::string& key) {
+  Signature sig;
+  for (const CrashKind k :
+       {CrashKind::kSignal, CrashKind::kAbort, CrashKind::kInternalAssert, CrashKind::kHang}) {
+    const std::string prefix = std::string(crash_kind_name(k)) + ": ";
+    if (starts_with(key, prefix.c_str())) {
+      sig.kind = k;
+      sig.headline = key.substr(prefix.size());
+      return sig;
+    }
+  }
+  throw std::runtime_error("not a crash signature: " + key);
+}
+
+namespace {
+
+// Calls add(signature, id, program) for each entry of a crash log.
+template <typename Add>
+void parse_crash_log(const std::string& text, const Add& add) {
+  std::string id, key, program;
+  bool in_entry = false;
+  for (const std::string& line : lines_of(text)) {
+    if (starts_with(line, "crash ")) {
+      if (in_entry) throw std::runtime_error("crash log: no end for " + id);
+      id = line.substr(6);
+      key.clear();
+      program.clear();
+      in_entry = true;
+    } else if (!in_entry) {
+      if (!trim(line).empty()) throw std::runtime_error("crash log: text outside an entry");
+    } else if (key.empty() && starts_with(line, "signature ")) {
+      key = line.substr(10);
+    } else if (line == "end") {
+      if (key.empty()) throw std::runtime_error("crash log: no signature for " + id);
+      add(signature_of_key(key), id, program);
+      in_entry = false;
+    } else {
+      program += line + "\n";
+    }
+  }
+  if (in_entry) throw std::runtime_error("crash log: no end for " + id);
+}
+
+}  // namespace
+
+CrashGroups read_crash_log(const std::string& text) {
+  CrashGroups groups;
+  parse_crash_log(text, [&](const Signature& sig, const std::string& id, const std::string& p) {
+    groups.add(sig, id, p);
+  });
+  return groups;
+}
+
+std::vector<std::pair<std::string, std::string>> read_crash_log_entries(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  parse_crash_log(text, [&](const Signature&, const std::string& id, const std::string& p) {
+    out.emplace_back(id, p);
+  });
+  return out;
 }
 
 }  // namespace ag::proptests

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ag::proptests {
@@ -90,5 +91,21 @@ class CrashGroups {
   std::map<std::string, size_t> index_;  // key -> groups_ index
   int64_t crashes_ = 0;
 };
+
+// A crash log: one entry per crashing program, appended as it happens, read back into groups
+// after the run (of one campaign or of several, concatenated):
+//   crash seed 34 program 479
+//   signature internal-assert: out != nullptr INTERNAL ASSERT FAILED at ... | frame | frame
+//   <the program's text, one statement per line>
+//   end
+std::string crash_log_entry(const Signature& signature, const std::string& id,
+                            const std::string& program_text);
+// Throws std::runtime_error on a malformed log.
+CrashGroups read_crash_log(const std::string& text);
+// Every entry's id and program text, in the log's order.
+std::vector<std::pair<std::string, std::string>> read_crash_log_entries(const std::string& text);
+// The signature whose key() is `key` (its frames kept in the headline: equal keys, equal
+// signatures).
+Signature signature_of_key(const std::string& key);
 
 }  // namespace ag::proptests

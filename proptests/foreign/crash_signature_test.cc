@@ -120,6 +120,54 @@ TEST(CrashSignature, DifferentNativeStacksAreDifferentSignatures) {
   EXPECT_EQ(crash_signature(b)->frames, (std::vector<std::string>{"at::native::add"}));
 }
 
+// PyTorch's own fatal signal handler (torch._C._set_print_stack_traces_on_fatal_signal, as the
+// runtime turns it on): every thread's native stack, the faulting thread's (through
+// fatalSignalHandler) not necessarily first. `faulting_first` orders the blocks.
+std::string c10_handler_stderr(bool faulting_first) {
+  const std::string idle =
+      "SIGSEGV(11), PID: 23055, Thread 23106: \n"
+      " frame #0: c10::FatalSignalHandler::stacktraceSignalHandler(bool) + 0x8f (0x7fee41f7371f "
+      "in /venv/torch/lib/libc10.so)\n"
+      "frame #1: <unknown function> + 0x3c050 (0x7fee42c5a050 in /lib/libc.so.6)\n"
+      "frame #2: pthread_cond_wait + 0x1e8 (0x7fee42ca65d8 in /lib/libc.so.6)\n"
+      "frame #3: c10::ThreadPool::main_loop(unsigned long) + 0x1d2 (0x7fee41f50000 in "
+      "/venv/torch/lib/libc10.so)\n"
+      "\n";
+  const std::string faulting =
+      "SIGSEGV(11), PID: 23055, Thread 23055: \n"
+      " frame #0: c10::FatalSignalHandler::stacktraceSignalHandler(bool) + 0x8f (0x7fee41f7371f "
+      "in /venv/torch/lib/libc10.so)\n"
+      "frame #1: c10::FatalSignalHandler::fatalSignalHandler(int, siginfo_t*) + 0x2da "
+      "(0x7fee41f73d4a in /venv/torch/lib/libc10.so)\n"
+      "frame #2: <unknown function> + 0x3c050 (0x7fee42c5a050 in /lib/libc.so.6)\n"
+      "frame #3: torch::autograd::CopySlices::apply(std::vector<at::Tensor>&&) + 0x3a1 "
+      "(0x7fee40000010 in /venv/torch/lib/libtorch_cpu.so)\n"
+      "frame #4: torch::autograd::Node::operator()(std::vector<at::Tensor>&&) + 0x66 "
+      "(0x7fee40000020 in /venv/torch/lib/libtorch_cpu.so)\n"
+      "<omitting python frames>\n"
+      "frame #21: __libc_start_main + 0x85 (0x7fee42c45305 in /lib/libc.so.6)\n"
+      "\n";
+  return "Fatal Python error: Segmentation fault\n\n"
+         "Current thread 0x00007fee43476b80 (most recent call first):\n"
+         "  File \"/venv/torch/autograd/__init__.py\", line 503 in grad\n\n"
+         "Extension modules: torch._C (total: 1)\n" +
+         (faulting_first ? faulting + idle : idle + faulting);
+}
+
+TEST(CrashSignature, C10HandlerStacksGiveTheFaultingThreadsFrames) {
+  for (const bool faulting_first : {true, false}) {
+    ForeignOutcome o;
+    o.signal = SIGSEGV;
+    o.stderr_text = c10_handler_stderr(faulting_first);
+    const auto sig = crash_signature(o);
+    ASSERT_TRUE(sig);
+    // Not the idle thread's c10::ThreadPool::main_loop, nor the Python frame.
+    EXPECT_EQ(sig->frames, (std::vector<std::string>{"torch::autograd::CopySlices::apply",
+                                                     "torch::autograd::Node::operator()"}))
+        << "faulting thread first: " << faulting_first;
+  }
+}
+
 // A TORCH_INTERNAL_ASSERT that reached Python: the message and PyTorch's own C++ stack.
 std::string internal_assert_stderr(const std::string& root, int line, const std::string& addr) {
   return "Traceback (most recent call last):\n"
@@ -276,6 +324,49 @@ TEST(CrashGroups, GroupsByCountAndKeepsTheFirstProgram) {
   EXPECT_EQ(report.rfind("3 crashing programs, 2 signatures\n  2 x signal: SIGSEGV\n", 0), 0u)
       << report;
   EXPECT_NE(report.find("1 x internal-assert: !grad_accumulator_"), std::string::npos) << report;
+}
+
+// A crash log written by two campaigns, read back: the same groups as the live ones, by key.
+TEST(CrashLog, EntriesReadBackIntoTheSameGroups) {
+  ForeignOutcome a, b, c;
+  a.signal = b.signal = SIGSEGV;
+  a.stderr_text = c10_handler_stderr(true);
+  b.stderr_text = c10_handler_stderr(false);
+  c.exit_code = 1;
+  c.stderr_text = internal_assert_stderr("/pytorch", 456, "8b5c6e2");
+  const std::string log = crash_log_entry(*crash_signature(a), "seed 34 program 7",
+                                          "v0 = leaf [2] seed=1 requires_grad=1\n") +
+                          crash_log_entry(*crash_signature(c), "seed 34 program 9",
+                                          "v0 = leaf [] seed=2 requires_grad=1\n") +
+                          "\n" +  // a blank line between two logs
+                          crash_log_entry(*crash_signature(b), "seed 35 program 1",
+                                          "v0 = leaf [3] seed=3 requires_grad=0\n");
+  const CrashGroups groups = read_crash_log(log);
+  EXPECT_EQ(groups.crashes(), 3);
+  ASSERT_EQ(groups.groups().size(), 2u);
+  const CrashGroups::Group& segv = groups.groups()[0];
+  EXPECT_EQ(segv.signature, *crash_signature(a));
+  EXPECT_EQ(segv.signature.kind, CrashKind::kSignal);
+  EXPECT_EQ(segv.count, 2);
+  EXPECT_EQ(segv.first_id, "seed 34 program 7");
+  EXPECT_EQ(segv.first_program, "v0 = leaf [2] seed=1 requires_grad=1\n");
+  EXPECT_EQ(segv.examples, (std::vector<std::string>{"seed 34 program 7", "seed 35 program 1"}));
+  EXPECT_EQ(groups.groups()[1].signature.kind, CrashKind::kInternalAssert);
+  EXPECT_EQ(groups.groups()[1].signature, *crash_signature(c));
+  const auto entries = read_crash_log_entries(log);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[1].first, "seed 34 program 9");
+  EXPECT_EQ(entries[2].second, "v0 = leaf [3] seed=3 requires_grad=0\n");
+}
+
+TEST(CrashLog, MalformedLogsAreErrors) {
+  EXPECT_THROW(read_crash_log("crash seed 1 program 2\nsignature signal: SIGSEGV\nv0 = leaf\n"),
+               std::runtime_error);  // no end
+  EXPECT_THROW(read_crash_log("crash seed 1 program 2\nv0 = leaf [] seed=1 requires_grad=1\nend\n"),
+               std::runtime_error);  // no signature
+  EXPECT_THROW(read_crash_log("crash a\nsignature crashed: x\nend\n"), std::runtime_error);
+  EXPECT_THROW(read_crash_log("v0 = leaf [] seed=1 requires_grad=1\n"), std::runtime_error);
+  EXPECT_EQ(read_crash_log("").crashes(), 0);
 }
 
 }  // namespace

@@ -110,6 +110,38 @@ const char* const kSplitClass =
     "    def backward(ctx, g0, g1):\n"
     "        return g0 * 2.0 if ctx.needs_input_grad[0] else None\n";
 
+const char* const kCompactMulClass =
+    "class Mul(torch.autograd.Function):\n"
+    "    forward = staticmethod(lambda ctx, a, b: (ctx.save_for_backward(a, b), a * b)[1])\n"
+    "    backward = staticmethod(lambda ctx, g: (lambda a, b: ((g * b).sum_to_size(a.shape), "
+    "(g * a).sum_to_size(b.shape)))(*ctx.saved_tensors))\n";
+
+const char* const kCompactTwoClass =
+    "class Two(torch.autograd.Function):\n"
+    "    forward = staticmethod(lambda ctx, a, b: (ctx.save_for_backward(a, b), (a * b, a + "
+    "b))[1])\n"
+    "    backward = staticmethod(lambda ctx, g0, g1: (lambda a, b: ((g0 * b + "
+    "g1).sum_to_size(a.shape), (g0 * a + g1).sum_to_size(b.shape)))(*ctx.saved_tensors))\n";
+
+const char* const kCompactSplitClass =
+    "class Split(torch.autograd.Function):\n"
+    "    forward = staticmethod(lambda ctx, a: (lambda o: (ctx.mark_non_differentiable(o[1]), "
+    "o)[1])((a * 2.0, -a)))\n"
+    "    backward = staticmethod(lambda ctx, g0, g1: g0 * 2.0)\n";
+
+const char* function_class(CustomKind kind, FunctionStyle style) {
+  const bool full = style == FunctionStyle::kFull;
+  switch (kind) {
+    case CustomKind::kMul:
+      return full ? kMulClass : kCompactMulClass;
+    case CustomKind::kTwo:
+      return full ? kTwoClass : kCompactTwoClass;
+    case CustomKind::kSplit:
+      return full ? kSplitClass : kCompactSplitClass;
+  }
+  return "";
+}
+
 std::string results(const Stmt& s) {
   std::string out;
   for (size_t i = 0; i < s.results.size(); ++i) out += (i ? ", " : "") + name(s.results[i]);
@@ -193,10 +225,8 @@ std::string render_standalone(const ConformanceProgram& program, const Standalon
                             "': " + e.what());
     }
     if (s.kind == StmtKind::kCustom && defined.insert(s.custom).second) {
-      classes << (s.custom == CustomKind::kMul   ? kMulClass
-                  : s.custom == CustomKind::kTwo ? kTwoClass
-                                                 : kSplitClass)
-              << "\n\n";
+      classes << function_class(s.custom, options.functions)
+              << (options.functions == FunctionStyle::kFull ? "\n\n" : "");
     }
     if (options.raising.count(i)) {
       missing.insert(s.results.begin(), s.results.end());
@@ -217,7 +247,20 @@ std::string render_standalone(const ConformanceProgram& program, const Standalon
     body << ")\n";
   }
   const std::string defs = classes.str();
+  if (options.functions == FunctionStyle::kCompact) return "import torch\n" + defs + body.str();
   return "import torch\n" + (defs.empty() ? "" : "\n\n" + defs) + body.str();
+}
+
+int script_lines(const std::string& script) {
+  int n = 0;
+  std::istringstream in(script);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line[first] == '#' || line == "import torch") continue;
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace ag::proptests

@@ -30,14 +30,23 @@ struct StandaloneError : std::runtime_error {
 
 enum class LeafValues { kExact, kRandom };
 
+// How the custom Functions are defined: kFull as above; kCompact in three lines each (forward and
+// backward as lambdas, gradients for every input, without ctx.needs_input_grad), for a report's
+// line budget. A crash must be confirmed with the style the report carries.
+enum class FunctionStyle { kFull, kCompact };
+
 struct StandaloneOptions {
   LeafValues leaves = LeafValues::kExact;
+  FunctionStyle functions = FunctionStyle::kFull;
   // Statements (indices) that raised where the program was recorded: each runs inside
   // try/except RuntimeError, so that the script reaches what comes after.
   std::set<size_t> raising;
   // Values printed at the end (for a wrong value rather than a crash).
   std::vector<int> print;
 };
+
+// The lines of a script that are not `import torch`, blank or a comment: a report's budget.
+int script_lines(const std::string& script);
 
 // Throws StandaloneError for a statement it cannot spell.
 std::string render_standalone(const ConformanceProgram& program,

@@ -173,5 +173,45 @@ TEST(StandaloneScript, RandomMasksAreAnErrorNamingTheStatement) {
   }
 }
 
+// A report's style: each custom Function in three lines, and the lines counted for the budget.
+TEST(StandaloneScript, CompactFunctionsFitTheLineBudget) {
+  StandaloneOptions o = random_leaves();
+  o.functions = FunctionStyle::kCompact;
+  const std::string script = render(
+      "v0 = leaf [] seed=728000 requires_grad=1\n"
+      "v1 v2 = custom Two v0 v0\n"
+      "v3 v4 = custom Split v2\n"
+      "v5 = custom Mul v1 v3\n"
+      "add_ v4 v4 no_grad=0\n",
+      o);
+  EXPECT_EQ(
+      script,
+      "import torch\n"
+      "class Two(torch.autograd.Function):\n"
+      "    forward = staticmethod(lambda ctx, a, b: (ctx.save_for_backward(a, b), (a * b, a + "
+      "b))[1])\n"
+      "    backward = staticmethod(lambda ctx, g0, g1: (lambda a, b: ((g0 * b + "
+      "g1).sum_to_size(a.shape), (g0 * a + g1).sum_to_size(b.shape)))(*ctx.saved_tensors))\n"
+      "class Split(torch.autograd.Function):\n"
+      "    forward = staticmethod(lambda ctx, a: (lambda o: (ctx.mark_non_differentiable(o[1]), "
+      "o)[1])((a * 2.0, -a)))\n"
+      "    backward = staticmethod(lambda ctx, g0, g1: g0 * 2.0)\n"
+      "class Mul(torch.autograd.Function):\n"
+      "    forward = staticmethod(lambda ctx, a, b: (ctx.save_for_backward(a, b), a * b)[1])\n"
+      "    backward = staticmethod(lambda ctx, g: (lambda a, b: ((g * b).sum_to_size(a.shape), "
+      "(g * a).sum_to_size(b.shape)))(*ctx.saved_tensors))\n"
+      "v0 = torch.rand([], dtype=torch.float64, requires_grad=True)\n"
+      "v1, v2 = Two.apply(v0, v0)\n"
+      "v3, v4 = Split.apply(v2)\n"
+      "v5 = Mul.apply(v1, v3)\n"
+      "v4.add_(v4)\n");
+  EXPECT_EQ(script_lines(script), 14);
+}
+
+TEST(StandaloneScript, LinesLeaveOutTheImportBlanksAndComments) {
+  EXPECT_EQ(script_lines("import torch\n\n# a comment\n  # indented\nx = 1\n    y = 2\n"), 2);
+  EXPECT_EQ(script_lines(""), 0);
+}
+
 }  // namespace
 }  // namespace ag::proptests

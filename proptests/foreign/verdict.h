@@ -19,7 +19,9 @@
 //   9. anything else (both within an answer's tolerance, or neither)         -> undecided
 // "Agree" is |x - y| <= atol + rtol * max(|x|, |y|) elementwise with the same number of elements,
 // each kind of answer with its own tolerance (VerdictTolerances). Only PyTorch candidates enter
-// the findings; engine candidates are this engine's bugs.
+// the findings; engine candidates are this engine's bugs. The fuzz driver's `--against` puts a
+// mismatch of a grad() result's values before these rules, with finite differences where the
+// program allows them (Note [Independent answers for a grad() result], grad_oracles.h).
 
 #include <string>
 #include <vector>
