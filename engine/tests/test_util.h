@@ -47,4 +47,16 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// Expects `f` to throw an ag::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  const std::string what = error_of(f);
+  if (what.empty()) {
+    ADD_FAILURE() << "expected an ag::Error mentioning '" << parts[0] << "'";
+    return;
+  }
+  for (const std::string& p : parts) {
+    EXPECT_NE(what.find(p), std::string::npos) << "message lacks '" << p << "': " << what;
+  }
+}
+
 }  // namespace ag::testing

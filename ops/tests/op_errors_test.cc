@@ -8,22 +8,13 @@
 
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
 namespace ag {
 namespace {
 
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an ag::Error mentioning '" << parts[0] << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message lacks '" << p << "': " << e.what();
-    }
-  }
-}
+using testing::expect_error;
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 using InPlace = Tensor& (*)(Tensor&, const Tensor&);

@@ -10,41 +10,20 @@
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
 namespace ag {
 namespace {
 
 using V = std::vector<double>;
+using testing::expect_error;
 
-Tensor leaf(const V& values, const Shape& shape) {
-  Tensor t = ops::from_vector(values, shape, DType::kFloat64);
-  t.set_requires_grad(true);
-  return t;
-}
-Tensor constant(const V& values, const Shape& shape) {
-  return ops::from_vector(values, shape, DType::kFloat64);
-}
-
+Tensor leaf(const V& values, const Shape& shape) { return testing::leaf(values, shape); }
+Tensor constant(const V& values, const Shape& shape) { return testing::values(values, shape); }
 void expect_values(const Tensor& t, const V& expected, const char* what) {
-  const V got = t.to_vector();
-  ASSERT_EQ(got.size(), expected.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], expected[i], 1e-9 * (1 + std::abs(expected[i])))
-        << what << " [" << i << "]";
-  }
-}
-
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an ag::Error mentioning '" << parts[0] << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message lacks '" << p << "': " << e.what();
-    }
-  }
+  SCOPED_TRACE(what);
+  testing::expect_values(t, expected, 1e-9);
 }
 
 TEST(StridedViews, LayoutsAsPyTorch) {
