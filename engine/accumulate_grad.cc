@@ -30,7 +30,7 @@ bool held_only_here(const Tensor& g) {
   // A non-contiguous gradient (a transpose's) is never kept as it is: .grad and the sums the
   // engine writes in place are contiguous (Note [Strided tensors]).
   return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->requires_grad &&
-         impl->strides.empty();
+         impl->strides == nullptr;
 }
 
 // A leaf's destructor calls this (declared with TensorImpl, defined here, where AccumulateGrad

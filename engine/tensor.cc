@@ -24,7 +24,7 @@ int64_t Tensor::size(int64_t d) const {
 }
 
 Shape Tensor::strides() const {
-  if (!is_contiguous()) return impl_->strides;
+  if (!is_contiguous()) return *impl_->strides;
   const Shape& sizes = shape();
   Shape strides(sizes.size());
   int64_t s = 1;
@@ -120,8 +120,9 @@ void Tensor::set_grad(const Tensor& g) {
 void Tensor::refresh_view_history() const { engine_ops::refresh_view(*this); }
 
 Tensor Tensor::detach() const {
-  return Tensor(Ref<TensorImpl>::make(impl_->shape, impl_->dtype, impl_->storage, impl_->offset,
-                                      impl_->strides));
+  return Tensor(Ref<TensorImpl>::make(
+      impl_->shape, impl_->dtype, impl_->storage, impl_->offset,
+      impl_->strides ? std::make_unique<const Shape>(*impl_->strides) : nullptr));
 }
 
 Tensor Tensor::alias_with_shape(const Shape& shape) const {
@@ -142,8 +143,9 @@ Tensor Tensor::alias_with_layout(const Shape& shape, const Shape& strides, int64
     if (shape[i] != 1 && strides[i] != expected) contiguous = false;
     expected *= shape[i];
   }
-  return Tensor(Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, offset,
-                                      contiguous ? Shape() : strides));
+  return Tensor(
+      Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, offset,
+                            contiguous ? nullptr : std::make_unique<const Shape>(strides)));
 }
 
 std::string Tensor::describe() const {

@@ -23,8 +23,8 @@ class Node;
 // As PyTorch's, a tensor reads its Storage at sizes, strides and a storage offset: element
 // (i0, ..., ik) is element offset + i0 * s0 + ... + ik * sk of the storage. Every op writes a
 // fresh contiguous (row-major) output; only the view ops (ops/view_ops.cc) make other strides,
-// over their input's storage. A contiguous tensor keeps its strides empty, so making one costs
-// nothing over its shape, and `strides.empty()` is the contiguity test the kernels' fast paths
+// over their input's storage. A contiguous tensor keeps no strides (a null pointer), so making
+// one costs nothing over its shape, and that null is the contiguity test the kernels' fast paths
 // read; strides() computes them. The kernels take strided operands (ops/backend.h, dense()).
 //
 // The state behind a Tensor handle: data (sizes and strides over a Storage) plus autograd
@@ -33,7 +33,7 @@ class Node;
 // metadata]).
 struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   TensorImpl(const Shape& shape, DType dtype, Ref<Storage> storage, int64_t offset = 0,
-             Shape strides = Shape())
+             std::unique_ptr<const Shape> strides = nullptr)
       : shape(shape),
         dtype(dtype),
         storage(std::move(storage)),
@@ -59,8 +59,9 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   void* const data;
   const int64_t numel;
   const Device device;
-  // Empty when contiguous (Note [Strided tensors]); else one stride per dim, in elements.
-  const Shape strides;
+  // Null when contiguous (Note [Strided tensors]), so that making and freeing a contiguous
+  // tensor costs one pointer; else one stride per dim, in elements.
+  const std::unique_ptr<const Shape> strides;
 
   // A leaf's flag (set_requires_grad), or true once an op gave this tensor a grad_fn. A view
   // also requires grad while its base does (Tensor::requires_grad()). Written through
@@ -115,7 +116,7 @@ class Tensor {
   Shape strides() const;
   int64_t stride(int64_t d) const;
   int64_t storage_offset() const { return impl_->offset; }
-  bool is_contiguous() const { return impl_->strides.empty(); }
+  bool is_contiguous() const { return impl_->strides == nullptr; }
   // A view (of any view op) and its root base, as PyTorch's _is_view() and _base.
   bool is_view() const { return impl_->view_base != nullptr; }
   Tensor base() const { return Tensor(impl_->view_base); }
