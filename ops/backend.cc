@@ -6,6 +6,7 @@
 
 #include "engine/memory/allocator.h"
 #include "ops/strided_loop.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 
@@ -19,8 +20,7 @@ Tensor Backend::dense(const Tensor& t) {
 
 Tensor Backend::gemm_operand(const Tensor& t, bool* transpose) {
   if (t.is_contiguous() || t.dim() < 2) return dense(t);
-  const Layout swapped = transpose_layout(Layout{t.shape(), t.strides(), t.storage_offset()},
-                                          t.dim() - 2, t.dim() - 1);
+  const Layout swapped = transpose_layout(layout_of(t), t.dim() - 2, t.dim() - 1);
   if (!is_contiguous(swapped)) return dense(t);
   *transpose = !*transpose;
   return t.alias_with_layout(swapped.sizes, swapped.strides, swapped.offset);

@@ -37,8 +37,6 @@ const OpSpec CopyInplace::spec{"copy_",
                                 {src, {}, [](const Ctx& c) { return c.grad(); }}},
                                in_place_forward<copy_>()};
 
-Layout layout_of(const Tensor& t) { return Layout{t.shape(), t.strides(), t.storage_offset()}; }
-
 // Note [Overlapping writes]
 // As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
 // a tensor that reaches one element at several indices (an expanded tensor) is refused, and so is

@@ -32,7 +32,6 @@ struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
-Layout layout_of(const ViewAttrs& v) { return Layout{v.sizes, v.strides, v.offset}; }
 
 // The gradient where the view reads its base, in new storage, and a view of it, as
 // as_strided_backward's result is a view of the storage it fills.
@@ -40,7 +39,7 @@ Tensor regenerated_view_gradient(const Ctx& c) {
   const Tensor& g = c.grad();
   const Shape& shape = c.input_shape(RegeneratedView::self);
   if (g.numel() == 0) return zeros(shape, g.dtype(), g.device());
-  return reshape(view_scatter(g, shape, layout_of(c.attrs<ViewAttrs>())), shape);
+  return reshape(view_scatter(g, shape, c.attrs<ViewAttrs>().layout()), shape);
 }
 const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, regenerated_view_gradient}}};
 
@@ -62,11 +61,9 @@ struct CopySlices {
 };
 const OpSpec CopySlices::spec{
     "copy_slices",
-    {{base,
-      {},
-      [](const Ctx& c) { return view_zeroed(c.grad(), layout_of(c.attrs<ViewAttrs>())); }},
+    {{base, {}, [](const Ctx& c) { return view_zeroed(c.grad(), c.attrs<ViewAttrs>().layout()); }},
      {view, {}, [](const Ctx& c) {
-        return view_gather(c.grad(), layout_of(c.attrs<ViewAttrs>()));
+        return view_gather(c.grad(), c.attrs<ViewAttrs>().layout());
       }}}};
 
 // The gradient of a copied gradient is a copied gradient again, to any order: PyTorch's
@@ -126,7 +123,7 @@ Shape infer_shape(const Tensor& a, const Shape& requested) {
 // both over the storage and over a's root base (Note [Views of any stride]).
 bool try_view(const Tensor& a, const Shape& shape, Tensor* out) {
   Layout actual, in_base;
-  if (!reshape_layout(Layout{a.shape(), a.strides(), a.storage_offset()}, shape, &actual) ||
+  if (!reshape_layout(layout_of(a), shape, &actual) ||
       !reshape_layout(layout_in_base(a), shape, &in_base)) {
     return false;
   }

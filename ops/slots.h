@@ -10,6 +10,7 @@
 
 #include "engine/device.h"
 #include "engine/tensor.h"
+#include "ops/view_layout.h"
 
 namespace ag::ops {
 
@@ -103,6 +104,7 @@ struct ViewAttrs {       // a view op (ops/view_ops.cc): its arguments, and wher
   Shape args;            // the op's integer arguments, in the order its function takes them
   Shape sizes, strides;  // the result's layout over the input's elements in row-major order
   int64_t offset = 0;
+  Layout layout() const { return Layout{sizes, strides, offset}; }
   template <typename F>
   void fields(F&& f) {
     f("args", args);

@@ -20,13 +20,10 @@ namespace {
 
 using slots::self;
 
-Layout layout_of(const Tensor& t) { return Layout{t.shape(), t.strides(), t.storage_offset()}; }
-Layout layout_of(const ViewAttrs& v) { return Layout{v.sizes, v.strides, v.offset}; }
-
 // Every view op's gradient: the incoming gradient where the view reads its input, in zeros of
 // the input's shape (PyTorch's select_backward, slice_backward, as_strided_backward...).
 Tensor view_gradient(const Ctx& c) {
-  return view_scatter(c.grad(), c.input_shape(self), layout_of(c.attrs<ViewAttrs>()));
+  return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
 }
 
 // The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them.
@@ -321,15 +318,15 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
 namespace {
 const OpSpec kViewScatter{"view_scatter", {{self, {}, [](const Ctx& c) {
                                               return view_gather(c.grad(),
-                                                                 layout_of(c.attrs<ViewAttrs>()));
+                                                                 c.attrs<ViewAttrs>().layout());
                                             }}}};
 const OpSpec kViewGather{"view_gather", {{self, {}, [](const Ctx& c) {
                                             return view_scatter(c.grad(), c.input_shape(self),
-                                                                layout_of(c.attrs<ViewAttrs>()));
+                                                                c.attrs<ViewAttrs>().layout());
                                           }}}};
 const OpSpec kViewZeroed{"view_zeroed", {{self, {}, [](const Ctx& c) {
                                             return view_zeroed(c.grad(),
-                                                               layout_of(c.attrs<ViewAttrs>()));
+                                                               c.attrs<ViewAttrs>().layout());
                                           }}}};
 OpAttrs view_attrs(const Layout& at) { return ViewAttrs{{}, at.sizes, at.strides, at.offset}; }
 // A contiguous copy in new storage, not recorded.

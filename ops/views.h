@@ -74,6 +74,10 @@ void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base);
 // Marks the outputs of one split, chunk or unbind: as PyTorch's CreationMeta::MULTI_OUTPUT_NODE,
 // none may be written in place by an op that would be recorded.
 void mark_multi_output_views(const std::vector<Tensor>& views);
+// Where `t` reads its storage: its sizes, strides and storage offset.
+inline Layout layout_of(const Tensor& t) {
+  return Layout{t.shape(), t.strides(), t.storage_offset()};
+}
 // Where `t` reads its root base (its own row-major layout when it is not a view).
 Layout layout_in_base(const Tensor& t);
 
