@@ -38,6 +38,12 @@ class SetGrad final : public ApiCommand {
   SetGrad(int x, int value) : x_(x), value_(value) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE((m.has(x_) && (value_ < 0 || m.has(value_))));
+    // Backward adds into .grad in place, through its strides, which the model must know; into
+    // an expanded one PyTorch's addition raises mid-call.
+    if (value_ >= 0) {
+      const int v = m.impl_of(value_);
+      RC_PRE((m.impl(v).layout_known && !has_internal_overlap(m.layout(v))));
+    }
   }
   Outcome step(Model& m) const override { return m.set_grad(x_, value_); }
   void exec(Sut& sut, const Model&) const override {

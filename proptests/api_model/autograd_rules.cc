@@ -314,18 +314,28 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
     storages_[impls_[i].storage].version_from_zero = false;
     impls_[i].grad_fn = fn;
     impls_[x].grad = i;
+    return i;
   };
   if (old < 0) {  // PyTorch steals or clones the incoming gradient: never shared
-    fresh(g, history);
+    const int i = fresh(g, history);
+    // A leaf's first .grad follows the layout contract: the leaf's strides where it is dense.
+    const Strided leaf = layout(x);
+    if (impls_[x].grad_fn.node < 0 && impls_[x].layout_known && non_overlapping_and_dense(leaf)) {
+      impls_[i].strides = leaf.strides;
+      write(i, g);
+    } else {
+      impls_[i].layout_known = impls_[x].grad_fn.node < 0 && impls_[x].layout_known;
+    }
     return;
   }
   // A leaf's .grad is updated in place unless grad mode is on (create_graph); a non-leaf's
   // (backward(inputs=...) retains it) is always replaced.
   const bool leaf = impls_[x].grad_fn.node < 0;
   if (leaf && !create_graph) {
-    StorageState& s = storages_[impls_[old].storage];
-    for (size_t k = 0; k < g.size(); ++k) s.values[k] += g[k];
-    ++s.version;
+    std::vector<double> sum = values_of(old);
+    for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
+    write(old, sum);  // through its layout: `x.grad = t` may have made it a view
+    ++storages_[impls_[old].storage].version;
     return;
   }
   Node sum;
@@ -339,7 +349,7 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
   sum.inputs.push_back(incoming);
   std::vector<double> total = ApiProgram::forward(OpKind::kAdd, {}, sum.inputs)[0].v;
   const bool tracked = sum.inputs[0].tracked || sum.inputs[1].tracked;
-  fresh(total, tracked ? add_node(std::move(sum)) : Ref{});
+  impls_[fresh(total, tracked ? add_node(std::move(sum)) : Ref{})].layout_known = false;
 }
 
 // Note [Uncertain state]: `targets` are the impls the call may have accumulated into.
@@ -471,6 +481,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
     e.requires_grad = history.node >= 0;
     const int i = new_impl(program_.shape(targets[k]), new_storage(e.value));
     storages_[impls_[i].storage].version_from_zero = false;
+    impls_[i].layout_known = false;  // the formulas' strides
     impls_[i].grad_fn = history;
     if (history.node >= 0) grad_nodes.push_back(history.node);
     watch.emplace_back(impls_[i].storage, 0u);

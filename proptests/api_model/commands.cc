@@ -43,16 +43,23 @@ void check_needs(const Outcome& expected, const std::string& call) {
 void note_events(const std::string& call, const Outcome& expected, Sut& sut) {
   if (expected.expect == Expect::kRaise) {
     const std::string& r = expected.rule;
-    sut.events.insert(r.find("inplace operation") != std::string::npos ? "raised: version"
-                      : r.find("second time") != std::string::npos     ? "raised: freed graph"
-                      : r.find("interior") != std::string::npos        ? "raised: leaf moved"
-                      : r.find("not used") != std::string::npos        ? "raised: not reached"
-                                                                       : "raised: other");
+    sut.events.insert(r.find("memory location") != std::string::npos     ? "raised: overlap"
+                      : r.find("inplace operation") != std::string::npos ? "raised: version"
+                      : r.find("second time") != std::string::npos       ? "raised: freed graph"
+                      : r.find("interior") != std::string::npos          ? "raised: leaf moved"
+                      : r.find("not used") != std::string::npos          ? "raised: not reached"
+                                                                         : "raised: other");
   }
   if (expected.expect == Expect::kMaybe) sut.events.insert("may raise");
   if (call.find("create_graph=True") != std::string::npos) sut.events.insert("create_graph");
   if (call.find("Two.apply") != std::string::npos) sut.events.insert("two-output Function");
   if (call.find("_(") != std::string::npos) sut.events.insert("in-place op");
+  const bool slice = call.find('[') != std::string::npos && call.find(':') != std::string::npos &&
+                     call.find("with ") == std::string::npos;
+  for (const char* view : {".transpose(", ".permute(", ".select(", ".narrow(", ".expand(",
+                           ".unsqueeze(", ".squeeze(", ".diagonal(", ".t()"}) {
+    if (slice || call.find(view) != std::string::npos) sut.events.insert("strided view");
+  }
 }
 
 }  // namespace

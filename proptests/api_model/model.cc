@@ -21,8 +21,38 @@ std::vector<int> Model::names() const {
   return out;
 }
 
-const std::vector<double>& Model::values_of(int impl) const {
-  return storages_[impls_[impl].storage].values;
+std::vector<double> Model::values_of(int impl) const {
+  const std::vector<double>& storage = storages_[impls_[impl].storage].values;
+  std::vector<double> out;
+  for (int64_t p : positions(layout(impl))) out.push_back(storage[p]);
+  return out;
+}
+
+Strided Model::layout(int impl) const {
+  const ImplState& t = impls_[impl];
+  return {t.shape, t.strides, t.offset};
+}
+
+bool Model::root_overlaps(int impl) const {
+  const int root = impls_[impl].view_base >= 0 ? impls_[impl].view_base : impl;
+  std::vector<int64_t> p = positions(layout(root));
+  std::sort(p.begin(), p.end());
+  return std::adjacent_find(p.begin(), p.end()) != p.end();
+}
+
+std::vector<int64_t> Model::index_in_root(int view, int root) const {
+  const std::vector<int64_t> at = positions(layout(root));
+  std::map<int64_t, int64_t> element_at;
+  for (size_t k = 0; k < at.size(); ++k) element_at.emplace(at[k], static_cast<int64_t>(k));
+  std::vector<int64_t> out;
+  for (int64_t p : positions(layout(view))) out.push_back(element_at.at(p));
+  return out;
+}
+
+void Model::write(int impl, const std::vector<double>& values) {
+  StorageState& storage = storages_[impls_[impl].storage];
+  const std::vector<int64_t> at = positions(layout(impl));
+  for (size_t k = 0; k < at.size(); ++k) storage.values[at[k]] = values[k];
 }
 
 bool Model::requires_grad(int i) const {
@@ -87,10 +117,21 @@ int Model::new_storage(std::vector<double> values) {
 
 int Model::new_impl(Dims shape, int storage) {
   ImplState t;
+  t.strides = contiguous_layout(shape).strides;
   t.shape = std::move(shape);
   t.storage = storage;
   impls_.push_back(std::move(t));
   return num_impls() - 1;
+}
+
+int Model::new_view(int of, const Strided& layout) {
+  const int i = new_impl(layout.sizes, impls_[of].storage);
+  impls_[i].strides = layout.strides;
+  impls_[i].offset = layout.offset;
+  impls_[i].view_base = impls_[of].view_base >= 0 ? impls_[of].view_base : of;
+  impls_[i].seen_version = version_of(of);
+  impls_[i].layout_known = impls_[of].layout_known;
+  return i;
 }
 
 void Model::bind(int name, int impl) {
@@ -105,8 +146,9 @@ void Model::refresh_view(int i) {
   if (t.view_base < 0 || version_of(i) == t.seen_version) return;
   if (!regenerates(i)) return;  // stays a leaf (and stale, until its base requires grad)
   Node n;
-  n.kind = OpKind::kReshape;
+  n.kind = OpKind::kStridedView;
   n.attrs.shape = t.shape;
+  n.attrs.index = std::make_shared<std::vector<int64_t>>(index_in_root(i, t.view_base));
   n.attrs.regenerated = true;
   n.inputs = {use_of(t.view_base, true)};
   const Ref history = add_node(std::move(n));
@@ -272,18 +314,51 @@ Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector
   return {};
 }
 
-Outcome Model::view(int name, int of, const Dims& shape) {
+Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
   reserve(name);
   const int base = impl_of(of);
   if (count(shape) != count(impls_[base].shape)) return Outcome::raise("reshape: wrong size");
+  const std::optional<Dims> strides = reshape_strides(layout(base), shape);
+  if (!strides && spelled_view) {
+    return Outcome::raise("view size is not compatible with input tensor's size and stride");
+  }
+  if (!strides) {  // reshape copies: a new tensor (PyTorch's _unsafe_view of a clone)
+    Node n;
+    n.kind = OpKind::kReshape;
+    n.attrs.shape = shape;
+    n.inputs = {use_of(base, true)};
+    const int i = new_impl(shape, new_storage(values_of(base)));
+    if (n.inputs[0].tracked) impls_[i].grad_fn = add_node(std::move(n));
+    bind(name, i);
+    return {};
+  }
   Use u = use_of(base, true);
-  const int i = new_impl(shape, impls_[base].storage);
-  impls_[i].view_base = impls_[base].view_base >= 0 ? impls_[base].view_base : base;
-  impls_[i].seen_version = version_of(base);
+  const int i = new_view(base, {shape, *strides, impls_[base].offset});
   if (u.tracked) {
     Node n;
     n.kind = OpKind::kReshape;
     n.attrs.shape = shape;
+    n.inputs = {std::move(u)};
+    impls_[i].grad_fn = add_node(std::move(n));
+  }
+  bind(name, i);
+  return {};
+}
+
+Outcome Model::view_op(int name, int of, const ViewCall& call) {
+  reserve(name);
+  const int base = impl_of(of);
+  const ViewResult made = apply_view(layout(base), call);
+  if (!made.layout) return Outcome::raise(made.error);
+  Use u = use_of(base, true);
+  const int i = new_view(base, *made.layout);
+  if (u.tracked) {
+    Node n;
+    n.kind = OpKind::kStridedView;
+    n.attrs.shape = made.layout->sizes;
+    // The elements of the input it reads: the same view of the input's own elements.
+    n.attrs.index = std::make_shared<std::vector<int64_t>>(
+        positions(*apply_view(contiguous_layout(impls_[base].shape), call).layout));
     n.inputs = {std::move(u)};
     impls_[i].grad_fn = add_node(std::move(n));
   }
@@ -298,8 +373,32 @@ Outcome Model::alias(int name, int of) {
 
 Outcome Model::detach(int name, int of) {
   const int i = impl_of(of);
-  bind(name, new_impl(impls_[i].shape, impls_[i].storage));
+  const int d = new_impl(impls_[i].shape, impls_[i].storage);
+  impls_[d].strides = impls_[i].strides;
+  impls_[d].offset = impls_[i].offset;
+  impls_[d].layout_known = impls_[i].layout_known;
+  bind(name, d);
   return {};
+}
+
+// PyTorch's refusals of in-place writes whose operands overlap in memory (TensorIterator's
+// checks; copy_ of a tensor onto the same elements returns before them).
+const char* Model::overlap_error(OpKind kind, int a, int b) const {
+  const bool same_storage = impls_[a].storage == impls_[b].storage;
+  if (kind == OpKind::kCopyInplace && same_storage && layout(a) == layout(b)) return nullptr;
+  if (has_internal_overlap(layout(a))) {
+    return "unsupported operation: more than one element of the written-to tensor refers to a "
+           "single memory location";
+  }
+  if (!same_storage || a == b) return nullptr;
+  const Strided sa = layout(a), sb = layout(b);
+  if (overlap(sa, sb) != Overlap::kPartial) return nullptr;
+  if (sem_.same_run_is_no_overlap && is_contiguous(sa) && is_contiguous(sb) &&
+      sa.offset == sb.offset && count(sa.sizes) == count(sb.sizes)) {
+    return nullptr;
+  }
+  return "unsupported operation: some elements of the input tensor and the written-to tensor "
+         "refer to a single memory location";
 }
 
 Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
@@ -314,22 +413,28 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   if (!no_grad && base >= 0 && is_leaf(base) && requires_grad(base)) {
     return Outcome::raise("a view of a leaf Variable that requires grad is used in an in-place op");
   }
+  if (const char* refused = overlap_error(kind, a, b)) return Outcome::raise(refused);
   const bool record = !no_grad && (requires_grad(a) || requires_grad(b));
   // Everything the node records is read before the write.
   Node n;
   n.kind = base >= 0 ? OpKind::kInplaceOnView : kind;
   n.attrs.inner = kind;
   n.attrs.shape = impls_[a].shape;
+  if (base >= 0) {  // which elements of the base the view reads, and which it writes
+    auto index = std::make_shared<std::vector<int64_t>>(index_in_root(a, base));
+    auto from = std::make_shared<std::vector<int64_t>>(count(impls_[base].shape), -1);
+    for (size_t k = 0; k < index->size(); ++k) (*from)[(*index)[k]] = static_cast<int64_t>(k);
+    n.attrs.index = std::move(index);
+    n.attrs.written_from = std::move(from);
+  }
   Use self_use = use_of(a, false);
   if (record) {
     n.inputs = {use_of(base >= 0 ? base : a, true), use_of(b, true)};
     add_saves(n, {base >= 0 ? base : a, b});
   }
   Use other_use = use_of(b, false);
-  std::vector<double> written = ApiProgram::forward(kind, {}, {self_use, other_use})[0].v;
-  StorageState& storage = storages_[impls_[a].storage];
-  storage.values = std::move(written);
-  ++storage.version;
+  write(a, ApiProgram::forward(kind, {}, {self_use, other_use})[0].v);
+  ++storages_[impls_[a].storage].version;
   if (!record) return {};  // a view written without a record regenerates when next used
   if (base < 0) {
     impls_[a].grad_fn = add_node(std::move(n));
@@ -338,8 +443,9 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   // CopySlices: the base's history absorbs the write; the view becomes a view of that.
   impls_[base].grad_fn = add_node(std::move(n));
   Node v;
-  v.kind = OpKind::kReshape;
+  v.kind = OpKind::kStridedView;
   v.attrs.shape = impls_[a].shape;
+  v.attrs.index = std::make_shared<std::vector<int64_t>>(index_in_root(a, base));
   v.attrs.regenerated = true;
   v.inputs = {use_of(base, true)};
   impls_[a].grad_fn = add_node(std::move(v));

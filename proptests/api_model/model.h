@@ -10,12 +10,13 @@
 // autograd metadata, and `.grad` (another impl). The user holds handles: names bound to impls
 // (two names may be one impl: dropout(t, 0) returns t). Histories are nodes of a ApiProgram
 // (program.h) that mirror the nodes PyTorch records.
-// Views (reshape/view) are differentiable views of a root base, as in PyTorch: an in-place op
-// through a view gives the base a new history (CopySlices, here kInplaceOnView) and the view a
-// fresh reshape of it; a view whose storage version moved since its history was recorded gets a
-// regenerated history (a new node) when next used, and reports requires_grad/is_leaf as if it
-// had been regenerated already. detach() is a non-differentiable alias: same storage and version
-// counter, no view relation.
+// An impl reads its storage through a layout (Note [Model layouts], layouts.h). Views (reshape
+// where the strides allow it, view, transpose, select, slice, expand, ...) are differentiable
+// views of a root base, as in PyTorch: an in-place op through a view gives the base a new history
+// (CopySlices, here kInplaceOnView) and the view a fresh view of it; a view whose storage version
+// moved since its history was recorded gets a regenerated history (a new node) when next used,
+// and reports requires_grad/is_leaf as if it had been regenerated already. detach() is a
+// non-differentiable alias: same storage, layout and version counter, no view relation.
 //
 // Note [Uncertain state]
 // A backward that raises part way (a stale saved value, a freed graph, a leaf moved into the
@@ -32,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "proptests/api_model/layouts.h"
 #include "proptests/api_model/program.h"
 
 namespace ag::proptests {
@@ -47,6 +49,12 @@ struct StorageState {
 
 struct ImplState {
   Dims shape;
+  Dims strides;  // with offset: its layout over its storage
+  int64_t offset = 0;
+  // False where PyTorch's strides follow its formulas (grad() results, a non-leaf's .grad, a sum
+  // into .grad under create_graph) and what is made of them: the model makes no reshape of them
+  // and writes into none of their storage (Note [Model layouts]).
+  bool layout_known = true;
   int storage = -1;
   int view_base = -1;         // a differentiable view: its root base (an impl)
   uint32_t seen_version = 0;  // a view: the version its history reflects
@@ -90,8 +98,14 @@ struct Semantics {
   // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
   // model_vs_pytorch.
 
+  // An in-place op whose other operand is a contiguous tensor over exactly self's (contiguous)
+  // memory with other strides (a [3, 1] view of a [1, 3, 1] self) reads element i for element
+  // i; PyTorch calls that a partial overlap and refuses it (DEVIATIONS.md
+  // inplace-overlapping-views).
+  bool same_run_is_no_overlap = true;
+
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false}; }
+  static Semantics pytorch() { return {false, false, false, false, false, false}; }
 };
 
 enum class Expect { kOk, kRaise, kMaybe };
@@ -138,7 +152,13 @@ class Model {
   std::vector<int> names() const;  // usable names in order
   int next_name() const { return next_name_; }
   const Dims& shape(int name) const { return impls_[impl_of(name)].shape; }
-  const std::vector<double>& values_of(int impl) const;
+  std::vector<double> values_of(int impl) const;  // row-major, through its layout
+  Strided layout(int impl) const;
+  // Whether some element of the impl's root base shares its memory with another (a detached
+  // expand): the model makes no views of those.
+  bool root_overlaps(int impl) const;
+  // Why PyTorch refuses an in-place op on impl a with operand b for their memory, if it does.
+  const char* overlap_error(OpKind kind, int a, int b) const;
   uint32_t version_of(int impl) const { return storages_[impls_[impl].storage].version; }
   bool version_from_zero(int impl) const {
     return storages_[impls_[impl].storage].version_from_zero;
@@ -161,7 +181,9 @@ class Model {
   // Transitions. Each updates the state as the call does and says what the call must do.
   Outcome leaf(int name, const Dims& shape, const std::vector<double>& values, bool requires_grad);
   Outcome op(int name, OpKind kind, const OpAttrs& attrs, const std::vector<int>& operands);
-  Outcome view(int name, int of, const Dims& shape);
+  // reshape (a view where the strides allow it, else a copy) or view (which raises there).
+  Outcome view(int name, int of, const Dims& shape, bool spelled_view = false);
+  Outcome view_op(int name, int of, const ViewCall& call);
   Outcome alias(int name, int of);  // an op that returns its input itself
   Outcome detach(int name, int of);
   Outcome inplace(OpKind kind, int self, int other, bool no_grad);
@@ -181,6 +203,11 @@ class Model {
   void reserve(int name) { next_name_ = std::max(next_name_, name + 1); }
   int new_storage(std::vector<double> values);
   int new_impl(Dims shape, int storage);
+  int new_view(int of, const Strided& layout);  // a differentiable view of `of` (not recorded)
+  // The element of root base `root` each element of `view` reads.
+  std::vector<int64_t> index_in_root(int view, int root) const;
+  // Writes `values` (row-major) through the impl's layout.
+  void write(int impl, const std::vector<double>& values);
   void bind(int name, int impl);
   // The impl's history edge, regenerating a stale view's first and creating a leaf's
   // accumulator on first use.

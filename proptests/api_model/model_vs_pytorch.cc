@@ -311,7 +311,8 @@ int main_impl(int argc, char** argv) {
         return 1;
       }
       body << "    raised = None\n    try:\n        " << pytorch_call(text, out)
-           << "\n    except RuntimeError as e:\n        raised = str(e).splitlines()[0]\n";
+           << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
+              "str(e).splitlines()[0]\n";
       const char* want = out.expect == Expect::kOk      ? "ok"
                          : out.expect == Expect::kRaise ? "raise"
                                                         : "maybe";

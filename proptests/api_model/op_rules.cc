@@ -38,7 +38,7 @@ OpRules op_rules(OpKind kind, const OpAttrs& attrs) {
       rules.constant_formulas &= ~kSelf;
       return rules;
     }
-    case OpKind::kReshape:  // a regenerated zero-size view passes on constant zeros
+    case OpKind::kStridedView:  // a regenerated zero-size view passes on constant zeros
       return {{}, attrs.regenerated && count(attrs.shape) == 0 ? kSelf : 0u};
     default:
       return {};

@@ -75,9 +75,16 @@ std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Va
     case OpKind::kMulInplace:
     case OpKind::kCopyInplace:
       return {inplace_result(kind, in[0], in[1])};
+    case OpKind::kStridedView:
+      return {gather(in[0], a.shape, *a.index)};
     case OpKind::kInplaceOnView: {
-      const Val<T> written = inplace_result(a.inner, reshape(in[0], a.shape), in[1]);
-      return {reshape(written, in[0].shape)};
+      const Val<T> written = inplace_result(a.inner, gather(in[0], a.shape, *a.index), in[1]);
+      Val<T> out = in[0];
+      for (size_t k = 0; k < out.v.size(); ++k) {
+        const int64_t from = (*a.written_from)[k];
+        if (from >= 0) out.v[k] = written.v[from];
+      }
+      return {out};
     }
     case OpKind::kCustomTwo:
       return {binary(in[0], in[1], [](const T& x, const T& y) { return x * y; }),
@@ -320,7 +327,7 @@ int ApiProgram::vjp_depth(const GradDef& def) const {
 }
 
 const proptests::OpTraits* unary_traits(OpKind kind) {
-  if (kind <= OpKind::kLeaf || kind >= OpKind::kInplaceOnView) return nullptr;
+  if (kind <= OpKind::kLeaf || kind >= OpKind::kStridedView) return nullptr;
   const proptests::OpTraits& t =
       proptests::traits(static_cast<ops::OpId>(static_cast<int>(kind) - 1));
   return t.unary_elementwise() ? &t : nullptr;
@@ -368,6 +375,8 @@ const char* op_name(OpKind kind) {
       return "mul_";
     case OpKind::kCopyInplace:
       return "copy_";
+    case OpKind::kStridedView:
+      return "view";
     case OpKind::kInplaceOnView:
       return "CopySlices";
     case OpKind::kCustomMul:
@@ -379,7 +388,7 @@ const char* op_name(OpKind kind) {
     default:  // the list's other ops
       break;
   }
-  if (kind > OpKind::kLeaf && kind < OpKind::kInplaceOnView) {
+  if (kind > OpKind::kLeaf && kind < OpKind::kStridedView) {
     return ops::op_name(static_cast<ops::OpId>(static_cast<int>(kind) - 1));
   }
   return "?";

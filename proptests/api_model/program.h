@@ -37,7 +37,8 @@ enum class OpKind : uint8_t {
   // The list's ops. kReshape is also the regenerated history of a view; kMatmul stands for mm,
   // bmm and matmul (one definition); kAddInplace's inputs are self before the write, and other.
   AG_OPS(AG_API_MODEL_OP)
-  kInplaceOnView,  // a base written through a view: attrs.inner on reshape(base, attrs.shape)
+  kStridedView,    // a view: element k reads element attrs.index[k] of its input
+  kInplaceOnView,  // a base written through a view: attrs.inner on the view attrs.index reads
   kCustomMul,      // custom Functions (proptests/api_model/custom_functions.h)
   kCustomTwo,      // two outputs: p * q and p + q
   kGrad,           // a gradient computed with create_graph
@@ -55,9 +56,13 @@ struct OpAttrs {
   double scalar = 0;
   int64_t dim0 = 0, dim1 = 0;
   bool keepdim = false;
-  Dims shape;                          // kReshape: target shape; kInplaceOnView: the view's shape
+  Dims shape;                          // kReshape, kStridedView, kInplaceOnView: the view's shape
   OpKind inner = OpKind::kAddInplace;  // kInplaceOnView: the in-place op
-  // kReshape: a view's history regenerated after a write (PyTorch's AsStridedBackward0, whose
+  // kStridedView, kInplaceOnView: the input element each element of the view reads (Note [Model
+  // layouts]); kInplaceOnView: also, per element of the base, the element of the view written
+  // into it, or -1. Shared: nodes are copied often.
+  std::shared_ptr<const std::vector<int64_t>> index, written_from;
+  // kStridedView: a view's history regenerated after a write (PyTorch's AsStridedBackward0, whose
   // gradient for a zero-size view is constant zeros).
   bool regenerated = false;
 };

@@ -337,8 +337,10 @@ class View final : public ApiCommand {
       : name_(name), of_(of), shape_(std::move(shape)), spelled_view_(spelled_view) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE((fresh(m, name_) && m.has(of_)));
+    // Whether it is a view depends on strides the model knows (Note [Model layouts]).
+    RC_PRE((m.impl(m.impl_of(of_)).layout_known && !m.root_overlaps(m.impl_of(of_))));
   }
-  Outcome step(Model& m) const override { return m.view(name_, of_, shape_); }
+  Outcome step(Model& m) const override { return m.view(name_, of_, shape_, spelled_view_); }
   void exec(Sut& sut, const Model&) const override {
     const Tensor& t = sut.tensors.at(of_);
     sut.tensors[name_] =
@@ -381,13 +383,144 @@ Dims gen_reshape(const Dims& from) {
   return shape;
 }
 
+// ---- the other view ops ----------------------------------------------------------------------
+
+class StridedView final : public ApiCommand {
+ public:
+  StridedView(int name, int of, ViewCall call) : name_(name), of_(of), call_(std::move(call)) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_) && !m.root_overlaps(m.impl_of(of_))));
+  }
+  Outcome step(Model& m) const override { return m.view_op(name_, of_, call_); }
+  void exec(Sut& sut, const Model&) const override {
+    const Tensor& t = sut.tensors.at(of_);
+    const Dims& a = call_.args;
+    switch (call_.op) {
+      case ViewOp::kTranspose:
+        sut.tensors[name_] = ops::transpose(t, a[0], a[1]);
+        break;
+      case ViewOp::kPermute:
+        sut.tensors[name_] = ops::permute(t, std::vector<int64_t>(a.begin(), a.end()));
+        break;
+      case ViewOp::kSelect:
+        sut.tensors[name_] = ops::select(t, a[0], a[1]);
+        break;
+      case ViewOp::kSlice:
+        sut.tensors[name_] = ops::slice(t, a[0], a[1], a[2], a[3]);
+        break;
+      case ViewOp::kNarrow:
+        sut.tensors[name_] = ops::narrow(t, a[0], a[1], a[2]);
+        break;
+      case ViewOp::kExpand:
+        sut.tensors[name_] = ops::expand(t, to_shape(a));
+        break;
+      case ViewOp::kUnsqueeze:
+        sut.tensors[name_] = ops::unsqueeze(t, a[0]);
+        break;
+      case ViewOp::kSqueeze:
+        sut.tensors[name_] = a.empty() ? ops::squeeze(t) : ops::squeeze(t, a[0]);
+        break;
+      case ViewOp::kDiagonal:
+        sut.tensors[name_] = ops::diagonal(t, a[0], a[1], a[2]);
+        break;
+      case ViewOp::kT:
+        sut.tensors[name_] = ops::t(t);
+        break;
+    }
+  }
+  std::string text() const override { return tname(name_) + " = " + view_text(tname(of_), call_); }
+
+ private:
+  int name_, of_;
+  ViewCall call_;
+};
+
+// A view op and its arguments for a tensor of shape `s`, mostly valid (now and then out of
+// range: the call must raise).
+ViewCall gen_view_call(const Dims& s) {
+  const auto rank = static_cast<int64_t>(s.size());
+  const int64_t n = std::max<int64_t>(rank, 1);
+  const bool wild = *rc::gen::inRange(0, 100) < 6;
+  auto dim = [&](int64_t r) {
+    return *rc::gen::inRange<int64_t>(wild ? -r - 1 : -r, wild ? r + 1 : r);
+  };
+  auto size = [&](int64_t d) { return rank == 0 ? int64_t{1} : s[d < 0 ? d + rank : d]; };
+  // No kTranspose: the engine's transpose is still a copy (README.md); permute and t() are views.
+  const auto op =
+      *rc::gen::element(ViewOp::kPermute, ViewOp::kPermute, ViewOp::kSelect, ViewOp::kSlice,
+                        ViewOp::kSlice, ViewOp::kNarrow, ViewOp::kExpand, ViewOp::kUnsqueeze,
+                        ViewOp::kSqueeze, ViewOp::kDiagonal, ViewOp::kT);
+  ViewCall call{op, {}};
+  switch (op) {
+    case ViewOp::kTranspose:
+      call.args = {dim(n), dim(n)};
+      break;
+    case ViewOp::kPermute: {
+      Dims order(rank);
+      for (int64_t d = 0; d < rank; ++d) order[d] = d;
+      call.args = order;
+      for (int64_t d = rank - 1; d > 0; --d)
+        std::swap(call.args[d], call.args[*rc::gen::inRange<int64_t>(0, d + 1)]);
+      if (wild && rank > 0) call.args.back() = call.args.front();
+      break;
+    }
+    case ViewOp::kSelect: {
+      const int64_t d = dim(n), k = size(wild ? 0 : d);
+      call.args = {d, *rc::gen::inRange<int64_t>(wild ? -k - 1 : -k,
+                                                 wild ? k + 1 : std::max<int64_t>(k, 1))};
+      break;
+    }
+    case ViewOp::kSlice: {
+      const int64_t d = dim(n), k = size(d);
+      call.args = {d, *rc::gen::inRange<int64_t>(-k - 1, k + 2),
+                   *rc::gen::inRange<int64_t>(-k - 1, k + 2),
+                   wild ? 0 : *rc::gen::element<int64_t>(1, 1, 2, 3)};
+      break;
+    }
+    case ViewOp::kNarrow: {
+      const int64_t d = dim(n), k = size(d);
+      const int64_t start = *rc::gen::inRange<int64_t>(0, k + 1);
+      call.args = {d, start, *rc::gen::inRange<int64_t>(0, k - start + (wild ? 2 : 1))};
+      break;
+    }
+    case ViewOp::kExpand: {
+      call.args = s;
+      for (int64_t& d : call.args) {
+        if (d == 1)
+          d = *rc::gen::element<int64_t>(1, 2, 3);
+        else if (*rc::gen::inRange(0, 4) == 0)
+          d = -1;
+      }
+      if (*rc::gen::inRange(0, 3) == 0)
+        call.args.insert(call.args.begin(), *rc::gen::element<int64_t>(1, 2));
+      if (wild && !call.args.empty()) call.args.back() += 1;
+      break;
+    }
+    case ViewOp::kUnsqueeze:
+      call.args = {dim(rank + 1)};
+      break;
+    case ViewOp::kSqueeze:
+      if (*rc::gen::arbitrary<bool>()) call.args = {dim(n)};
+      break;
+    case ViewOp::kDiagonal:
+      call.args = {*rc::gen::inRange<int64_t>(-2, 3), dim(n), dim(n)};
+      break;
+    case ViewOp::kT:
+      break;
+  }
+  return call;
+}
+
 }  // namespace
 
 CommandPtr make_view(const Model& m) {
   const int x = pick_any(m);
   if (x < 0) return nullptr;
-  return std::make_shared<View>(m.next_name(), x, gen_reshape(m.shape(x)),
-                                *rc::gen::arbitrary<bool>());
+  if (*rc::gen::inRange(0, 3) == 0) {
+    return std::make_shared<View>(m.next_name(), x, gen_reshape(m.shape(x)),
+                                  *rc::gen::arbitrary<bool>());
+  }
+  return std::make_shared<StridedView>(m.next_name(), x, gen_view_call(m.shape(x)));
 }
 
 namespace {
@@ -456,11 +589,31 @@ class InPlace final : public ApiCommand {
       : kind_(kind), self_(self), other_(other), no_grad_(no_grad) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE((m.has(self_) && m.has(other_)));
-    // PyTorch refuses a write from a tensor that shares self's memory with another shape
-    // ("partial overlap"); the engine's tensors are all contiguous, so it would be well defined
-    // there. Not generated (README.md).
-    const ImplState &a = m.impl(m.impl_of(self_)), &b = m.impl(m.impl_of(other_));
-    RC_PRE((a.storage != b.storage || a.shape == b.shape || count(a.shape) == 0));
+    // Overlaps PyTorch refuses are refused by the model too (Model::overlap_error); those it
+    // lets through (TensorIterator's "too hard" to tell) give results that depend on the order
+    // elements are visited in, where an element is read at another index than it is written at:
+    // not generated. Nor writes whose checks depend on strides the model does not know.
+    const int a = m.impl_of(self_), b = m.impl_of(other_);
+    const bool shared = m.impl(a).storage == m.impl(b).storage;
+    RC_PRE(m.impl(a).layout_known);
+    RC_PRE(!(shared && !m.impl(b).layout_known));
+    RC_PRE(!m.root_overlaps(a));
+    if (shared && broadcasts_to(m.shape(other_), m.shape(self_)) &&
+        m.overlap_error(kind_, a, b) == nullptr) {
+      const std::vector<int64_t> written = positions(m.layout(a));
+      const Strided lb = m.layout(b);
+      std::vector<int64_t> read = positions(lb);
+      std::vector<int64_t> read_at(written.size());
+      for (size_t k = 0; k < written.size(); ++k) {
+        read_at[k] =
+            read[broadcast_source(m.shape(other_), m.shape(self_), static_cast<int64_t>(k))];
+      }
+      for (size_t k = 0; k < written.size(); ++k) {
+        for (size_t j = 0; j < written.size(); ++j) {
+          RC_PRE(!(j != k && read_at[j] == written[k] && written[j] != written[k]));
+        }
+      }
+    }
     if (broadcasts_to(m.shape(other_), m.shape(self_))) {
       for (const Val<double>& v : m.preview(kind_, {}, {self_, other_})) RC_PRE(tame(v.v));
     }

@@ -113,6 +113,15 @@ Val<T> reshape(Val<T> a, const Dims& shape) {
   return a;
 }
 
+// The elements of `a` at `index`, as a tensor of `shape`.
+template <typename T>
+Val<T> gather(const Val<T>& a, const Dims& shape, const std::vector<int64_t>& index) {
+  Val<T> out{shape, {}};
+  out.v.reserve(index.size());
+  for (int64_t i : index) out.v.push_back(a.v[i]);
+  return out;
+}
+
 template <typename T>
 Val<T> transpose(const Val<T>& a, int64_t d0, int64_t d1) {
   Dims shape = a.shape;

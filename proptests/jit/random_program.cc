@@ -41,6 +41,12 @@ Tensor unaryOnDomain(OpId op, const Tensor& x) {
   return ag::proptests::call_unary(op, x);
 }
 
+// Whether a and b share storage without being the same elements in the same order.
+bool overlaps_partially(const Tensor& a, const Tensor& b) {
+  return a.impl()->storage == b.impl()->storage &&
+         (a.strides() != b.strides() || a.storage_offset() != b.storage_offset());
+}
+
 // Where a tensor's memory came from: in-place ops may write only computed memory.
 enum class Root { kInput, kConstant, kComputed };
 
@@ -142,7 +148,11 @@ class Runner {
         Entry* self = pick(s.a, [](const Entry& e) { return e.root == Root::kComputed; });
         if (self == nullptr) return;
         const Shape shape = self->t.shape();
-        Entry* other = pick(s.b, [&](const Entry& e) { return e.t.shape() == shape; });
+        // PyTorch refuses an operand that shares some of self's memory in another layout.
+        Entry* other = pick(s.b, [&](const Entry& e) {
+          return e.t.shape() == shape && !overlaps_partially(e.t, self->t);
+        });
+        if (other == nullptr) return;
         const Tensor y = use(other);
         // The written tensor is the same Tensor: later steps read the write.
         if (op == OpId::kAddInplace) {
