@@ -155,12 +155,10 @@ TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
                                const TensorList& inputs, EdgeList edges, TensorList outputs,
                                std::unique_ptr<FunctionState> state, TensorList to_save,
                                const TensorList& non_differentiable, const TensorList& dirty) {
-  // Note [Custom Function outputs]. Dirty inputs count as written, once each (PyTorch's
-  // get_and_bump_dirty), before anything reads their versions.
-  for (size_t i = 0; i < dirty.size(); ++i) {
-    bool seen = false;
-    for (size_t j = 0; j < i; ++j) seen = seen || dirty[j].is_same(dirty[i]);
-    if (!seen && dirty[i].defined()) dirty[i].bump_version();
+  // Note [Custom Function outputs]. Dirty inputs count as written, once per time they are listed
+  // (as torch.autograd.Function's), before anything reads their versions.
+  for (const Tensor& t : dirty) {
+    if (t.defined()) t.bump_version();
   }
   const bool recorded = !edges.empty();
   if (!dirty.empty()) check_dirty_outputs(info, outputs, non_differentiable, dirty, recorded);

@@ -34,7 +34,8 @@
 //   history becomes the Function's node, as an in-place op's result: a leaf that requires grad
 //   is refused, and a dirty view's base takes the write (Note [In-place ops on views]), which is
 //   why a Function that writes into a view may return only that one output. Each dirty input's
-//   version is bumped once more, whether forward wrote into it or not;
+//   version is bumped once more (once per time it is listed), whether forward wrote into it or
+//   not;
 // - with several differentiable outputs, every output that is a view is kMultiOutputNode.
 // Without a node (grad mode off, or no input requires grad) an output keeps no history: an input
 // that requires grad is returned as a detach() of it, one that does not as a view (a dirty one as
