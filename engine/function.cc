@@ -201,8 +201,9 @@ TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
   }
   if (num_differentiable > 1) {
     for (const Tensor& out : outputs) {
-      if (out.defined() && out.is_view())
+      if (out.defined() && out.is_view()) {
         out.impl()->creation_meta = CreationMeta::kMultiOutputNode;
+      }
     }
   }
   if (!node) return outputs;
