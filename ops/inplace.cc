@@ -80,7 +80,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
   // PyTorch's check_inplace, in its order: a view's checks first, then whether `a` is a leaf, read
   // from the history it has now (a stale view of a base that gained a history since is refused
   // as a leaf, as in PyTorch).
-  check_inplace_on_view(op, a, a.requires_grad() || b.requires_grad());
+  check_inplace_on_view(op, a, b);
   AG_CHECK(!(grad_enabled() && a.requires_grad() && !a.history_as_it_stands()), op,
            ": a leaf tensor that requires grad (", a.describe(),
            ") cannot be modified in place while grad mode is on; modify its detach() or use a "

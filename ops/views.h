@@ -105,6 +105,11 @@ Layout layout_in_base(const Tensor& t);
 // of a leaf that requires grad or one made other than by a view op with grad mode on (Note [How
 // a view was made]).
 void check_inplace_on_view(const char* op, const Tensor& t, bool recorded);
+// The same for an op on `t` and `other`, recorded when either requires grad (read only when `t` is
+// a view).
+inline void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other) {
+  if (t.is_view()) check_inplace_on_view(op, t, t.requires_grad() || other.requires_grad());
+}
 // Throws PyTorch's error for a view `t` that is not kDefault (Note [How a view was made]): `op`
 // writes through it, or (`op` null) its history is read after a write into its base.
 [[noreturn]] void refuse_view_write(const char* op, const Tensor& t);
