@@ -59,7 +59,7 @@ namespace ag::ops {
 // through them that would be recorded (check_inplace_on_view) and, once their base or a sibling
 // was written, any reading of their history (refresh_view), with PyTorch's messages
 // (refuse_view_write):
-// - kNoGradMode: made with grad mode off; its history is not the view's, the write's would be
+// - kNoGradMode: made with grad mode off, so whether a write through it is to be recorded is
 //   ambiguous.
 // - kMultiOutputNode: one of the views that split, chunk or unbind (or a custom Function with
 //   several differentiable outputs) returned; one output's write cannot rewrite the node that
@@ -69,9 +69,11 @@ namespace ag::ops {
 //   (PyTorch's view_as(self)), so that the input keeps its own history and the output gets the
 //   Function's node. Rebasing such a view's history onto its base would drop the Function's
 //   backward, and with it the gradient the user wrote (a write into the input after
-//   `o = Ident(a)` would make o's gradient flow through the write, not through Ident).
+//   `o = Ident(a)` would make o's gradient flow through the write, not through Ident; Note
+//   [Custom Function outputs], engine/function.h).
 // A view of such a view, made with grad mode on, is of its input's kind (PyTorch's
-// propagate_creation_meta); one made with grad mode off is kNoGradMode.
+// propagate_creation_meta); one made with grad mode off is kNoGradMode. As in PyTorch, the
+// message calls a view without a history one made with grad mode off, whatever its kind.
 //
 // Note [Written through a view]
 // PyTorch wraps an in-place op on a view in the base's CopySlices node, which drops the op's
