@@ -22,6 +22,13 @@ Tensor zeros_like(const Tensor& t);
 Tensor zeros(const TensorMeta& meta);
 // Regenerates the history of a view whose base was written since it was recorded.
 void refresh_view(const Tensor& view);
+// For custom Functions (Note [Custom Function outputs], engine/function.h): a view of `t` over
+// all of it (ops::alias), recorded when grad mode is on; the check an in-place op on a view makes
+// (Note [How a view was made]); and, once a view was written and given its new history, its
+// base's rebase (Note [In-place ops on views]).
+Tensor alias(const Tensor& t);
+void check_inplace_on_view(const char* op, const Tensor& view, bool recorded);
+void rebase_history_after_write(const Tensor& view);
 // Whether ops are being traced on this thread (Note [Tracing hook] in ops/trace_hook.h): custom
 // Functions refuse to run under any trace (their backward is not an op of the op set).
 bool tracing();

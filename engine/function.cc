@@ -3,6 +3,7 @@
 #include "engine/call.h"
 #include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 
 namespace ag {
 
@@ -80,35 +81,132 @@ void CustomFunctionNode::release_saved() {
   }
 }
 
-TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
-                               const TensorList& inputs, TensorList outputs,
-                               std::unique_ptr<FunctionState> state, TensorList to_save,
-                               const TensorList& non_differentiable) {
-  bool any_requires = false;
-  for (bool r : state->input_requires_grad) any_requires = any_requires || r;
-  if (!grad_enabled() || !any_requires) return outputs;
+namespace {
 
-  EdgeList edges;
-  for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
-  auto node = std::make_shared<CustomFunctionNode>(info, backward, std::move(edges));
-  node->state() = std::move(*state);
-  auto is_in = [](const Tensor& t, const TensorList& list) {
-    for (const Tensor& x : list) {
-      if (x.is_same(t)) return true;
-    }
-    return false;
-  };
-  for (Tensor& out : outputs) {
-    AG_CHECK(out.defined(), "Function '", info.name(), "' forward returned an undefined tensor");
-    // An input returned as is becomes a new tensor sharing its storage, so that the input's
-    // own history is left untouched.
-    if (is_in(out, inputs)) out = out.detach();
-    const uint32_t nr = node->add_input_metadata(TensorMeta::of(out));
-    if (is_in(out, non_differentiable)) continue;
-    out.impl()->set_requires_grad(true);
-    out.impl()->grad_fn = node;
-    out.impl()->output_nr = nr;
+bool is_in(const Tensor& t, const TensorList& list) {
+  for (const Tensor& x : list) {
+    if (x.is_same(t)) return true;
   }
+  return false;
+}
+
+// The errors PyTorch raises for dirty inputs, all checked before any output changes so that a
+// refused call leaves every tensor as it was. In PyTorch's order: per output that takes the node
+// (when there is one, `recorded`), a leaf that requires grad, a view among several outputs, then
+// the checks of an in-place op on a view; then dirty inputs that were not returned.
+void check_dirty_outputs(const FunctionInfo& info, const TensorList& outputs,
+                         const TensorList& non_differentiable, const TensorList& dirty,
+                         bool recorded) {
+  for (const Tensor& out : outputs) {
+    if (!recorded || !out.defined() || !is_in(out, dirty) || is_in(out, non_differentiable)) {
+      continue;
+    }
+    // As PyTorch's is_leaf() here, the history as it stands: forward's write made a view stale.
+    AG_CHECK(!(!out.history_as_it_stands() && out.requires_grad()), "Function '", info.name(),
+             "': a leaf tensor that requires grad (", out.describe(),
+             ") was marked dirty (modified in place by forward) while grad mode is on; pass its "
+             "detach() or a clone() to the Function instead");
+    AG_CHECK(!(out.is_view() && outputs.size() > 1), "Function '", info.name(),
+             "': an input marked dirty (", out.describe(),
+             ") is a view of another tensor, so the Function cannot return more than one tensor "
+             "(it returns ",
+             outputs.size(),
+             "); make sure the input is not a view (clone() it), or split the Function in two: one "
+             "that modifies the input in place and returns it alone, and one for the other "
+             "outputs");
+    engine_ops::check_inplace_on_view(info.name().c_str(), out, /*recorded=*/true);
+  }
+  for (const Tensor& t : dirty) {
+    AG_CHECK(is_in(t, outputs), "Function '", info.name(), "': a tensor marked dirty (",
+             t.describe(),
+             ") was not returned as an output; the inputs that forward modifies in place must all "
+             "be outputs of the Function");
+  }
+}
+
+// `out` (of `node` at `nr`) takes the node as its history.
+void set_history(const Tensor& out, const std::shared_ptr<CustomFunctionNode>& node, uint32_t nr) {
+  TensorImpl& impl = *out.impl();
+  impl.set_requires_grad(true);
+  impl.grad_fn = node;
+  impl.output_nr = nr;
+  // A view's history now reflects its storage as it is (PyTorch's set_gradient_edge).
+  if (impl.view_base) impl.view_version.store(out.version(), std::memory_order_relaxed);
+}
+
+// An input returned as is: a new view of it, made with grad mode off as forward's own views are.
+Tensor view_of_input(const Tensor& input) {
+  NoGradGuard no_grad;
+  return engine_ops::alias(input);
+}
+
+}  // namespace
+
+EdgeList custom_function_edges(const TensorList& inputs, const FunctionState& state) {
+  bool any_requires = false;
+  for (bool r : state.input_requires_grad) any_requires = any_requires || r;
+  EdgeList edges;
+  if (!grad_enabled() || !any_requires) return edges;
+  for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
+  return edges;
+}
+
+TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
+                               const TensorList& inputs, EdgeList edges, TensorList outputs,
+                               std::unique_ptr<FunctionState> state, TensorList to_save,
+                               const TensorList& non_differentiable, const TensorList& dirty) {
+  // Note [Custom Function outputs]. Dirty inputs count as written, once per time they are listed
+  // (as torch.autograd.Function's), before anything reads their versions.
+  for (const Tensor& t : dirty) {
+    if (t.defined()) t.bump_version();
+  }
+  const bool recorded = !edges.empty();
+  if (!dirty.empty()) check_dirty_outputs(info, outputs, non_differentiable, dirty, recorded);
+  std::shared_ptr<CustomFunctionNode> node;
+  if (recorded) {
+    node = std::make_shared<CustomFunctionNode>(info, backward, std::move(edges));
+    node->state() = std::move(*state);
+  }
+  size_t num_differentiable = 0;
+  for (Tensor& out : outputs) {
+    AG_CHECK(out.defined() || !node, "Function '", info.name(),
+             "' forward returned an undefined tensor");
+    if (!out.defined()) continue;
+    const bool is_input = is_in(out, inputs), is_dirty = is_in(out, dirty);
+    const bool differentiable = node && !is_in(out, non_differentiable);
+    const uint32_t nr = node ? node->add_input_metadata(TensorMeta::of(out)) : 0;
+    if (!differentiable) {
+      // No history: detached aliases of inputs, instead of changing their requires_grad.
+      if (!out.requires_grad()) {
+        if (is_input && !is_dirty) out = view_of_input(out);
+      } else if (is_input) {
+        out = out.detach();
+      } else if (!out.is_view()) {
+        out.detach_();
+      }
+    } else if (is_dirty) {
+      // Written in place by forward: the output is the input, whose history moves behind the
+      // node (for a view, its base's too), as an in-place op's result.
+      out.set_grad(Tensor());
+      set_history(out, node, nr);
+      if (out.is_view()) engine_ops::rebase_history_after_write(out);
+    } else {
+      if (is_input) out = view_of_input(out);
+      set_history(out, node, nr);
+    }
+    if (!(is_input && is_dirty) && out.is_view()) {
+      out.impl()->creation_meta = CreationMeta::kInCustomFunction;
+    }
+    if (differentiable) ++num_differentiable;
+  }
+  if (num_differentiable > 1) {
+    for (const Tensor& out : outputs) {
+      if (out.defined() && out.is_view()) {
+        out.impl()->creation_meta = CreationMeta::kMultiOutputNode;
+      }
+    }
+  }
+  if (!node) return outputs;
   std::vector<SavedVariable>& saved = node->state().saved;
   for (const Tensor& t : to_save) {
     bool is_output = false;

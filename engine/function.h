@@ -18,6 +18,28 @@
 // backward's ctx answers needs_input_grad(i) for *this* backward call (Note [Per-call view]):
 // true iff input i requires grad and lies on a path to an input requested by the current
 // grad()/backward() call. PyTorch's ctx.needs_input_grad only reflects requires_grad.
+//
+// Note [Custom Function outputs]
+// As PyTorch's _wrap_outputs, when grad mode is on and some input requires grad, each output
+// forward returns gets the Function's node as its history, except those marked
+// non-differentiable; and an output that is a view is of kind kInCustomFunction, which refuses
+// writes through it and, once its base was written, the reading of its history (Note [How a view
+// was made], ops/views.h): rebasing it would bypass the Function's backward. Three kinds of
+// output differ:
+// - an input returned as is is returned as a new view of it (PyTorch's view_as(self)), so that
+//   the input keeps its own history; a write into the input later is then seen by the view
+//   (`o = Ident(a); a.mul_(z)`: reading o's history raises, where a plain alias would silently
+//   give the gradient through Ident with a's old value);
+// - an input marked dirty (ctx.mark_dirty: forward wrote into it) is returned as itself, and its
+//   history becomes the Function's node, as an in-place op's result: a leaf that requires grad
+//   is refused, and a dirty view's base takes the write (Note [In-place ops on views]), which is
+//   why a Function that writes into a view may return only that one output. Each dirty input's
+//   version is bumped once more (once per time it is listed), whether forward wrote into it or
+//   not;
+// - with several differentiable outputs, every output that is a view is kMultiOutputNode.
+// Without a node (grad mode off, or no input requires grad) an output keeps no history: an input
+// that requires grad is returned as a detach() of it, one that does not as a view (a dirty one as
+// itself).
 
 #include <deque>
 #include <map>
@@ -64,6 +86,9 @@ class ForwardCtx {
   explicit ForwardCtx(FunctionState& state) : state_(state) {}
   void save_for_backward(TensorList tensors) { to_save_ = std::move(tensors); }
   void mark_non_differentiable(const TensorList& outputs) { non_differentiable_ = outputs; }
+  // The inputs forward wrote into in place, each to be returned as an output (Note [Custom
+  // Function outputs]).
+  void mark_dirty(const TensorList& inputs) { dirty_ = inputs; }
   // Whether backward receives zeros (the default, as in PyTorch) or undefined tensors for the
   // outputs that got no gradient.
   void set_materialize_grads(bool materialize) { state_.materialize_grads = materialize; }
@@ -77,6 +102,7 @@ class ForwardCtx {
   FunctionState& state_;
   TensorList to_save_;
   TensorList non_differentiable_;
+  TensorList dirty_;
 };
 
 class BackwardCtx {
@@ -112,11 +138,16 @@ class CustomFunctionNode final : public Node {
   FunctionState state_;
 };
 
-// Wires forward's outputs to a new CustomFunctionNode (shared by every Function<T>::apply).
+// The gradient edges of a Function's node, taken before forward runs (forward may write into an
+// input): none when it records no node (grad mode off, or no input requires grad).
+EdgeList custom_function_edges(const TensorList& inputs, const FunctionState& state);
+
+// Wires forward's outputs to a new CustomFunctionNode with `edges` when there are any (shared by
+// every Function<T>::apply; Note [Custom Function outputs]).
 TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
-                               const TensorList& inputs, TensorList outputs,
+                               const TensorList& inputs, EdgeList edges, TensorList outputs,
                                std::unique_ptr<FunctionState> state, TensorList to_save,
-                               const TensorList& non_differentiable);
+                               const TensorList& non_differentiable, const TensorList& dirty);
 
 template <typename F>
 class Function {

@@ -31,6 +31,7 @@ TensorList Function<F>::apply(const TensorList& inputs) {
     state->input_requires_grad.push_back(t.defined() && t.requires_grad());
     state->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
   }
+  EdgeList edges = custom_function_edges(inputs, *state);
   ForwardCtx ctx(*state);
   TensorList outputs;
   {
@@ -38,8 +39,9 @@ TensorList Function<F>::apply(const TensorList& inputs) {
     outputs = F::forward(ctx, inputs);
   }
   static const FunctionInfo info(detail::FunctionName<F>::get());
-  return wrap_custom_outputs(info, &F::backward, inputs, std::move(outputs), std::move(state),
-                             std::move(ctx.to_save_), ctx.non_differentiable_);
+  return wrap_custom_outputs(info, &F::backward, inputs, std::move(edges), std::move(outputs),
+                             std::move(state), std::move(ctx.to_save_), ctx.non_differentiable_,
+                             ctx.dirty_);
 }
 
 }  // namespace ag

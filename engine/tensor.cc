@@ -125,6 +125,18 @@ Tensor Tensor::detach() const {
       impl_->strides ? std::make_unique<const Shape>(*impl_->strides) : nullptr));
 }
 
+Tensor& Tensor::detach_() {
+  AG_CHECK(!is_view(), "detach_: ", describe(),
+           " is a view, and views can't be detached in place; use detach() instead");
+  {
+    std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+    impl_->grad_fn = nullptr;
+    impl_->output_nr = 0;
+  }
+  impl_->set_requires_grad(false);  // a leaf's AccumulateGrad follows (no gradient reaches it)
+  return *this;
+}
+
 Tensor Tensor::alias_with_shape(const Shape& shape) const {
   AG_CHECK(is_contiguous(), "internal: alias_with_shape of a non-contiguous tensor ", describe());
   return Tensor(Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, impl_->offset));

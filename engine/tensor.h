@@ -19,6 +19,15 @@ namespace ag {
 class AccumulateGrad;
 class Node;
 
+// How a view was made, as PyTorch's CreationMeta: which writes through it or into its base it
+// refuses, and what it says (Note [How a view was made], ops/views.h).
+enum class CreationMeta : uint8_t {
+  kDefault,           // by a view op with grad mode on
+  kNoGradMode,        // with grad mode off
+  kMultiOutputNode,   // one of several views that one call returned (split, a custom Function)
+  kInCustomFunction,  // inside a custom Function's forward, or an input it returned as is
+};
+
 // Note [Strided tensors]
 // As PyTorch's, a tensor reads its Storage at sizes, strides and a storage offset: element
 // (i0, ..., ik) is element offset + i0 * s0 + ... + ik * sk of the storage. Every op writes a
@@ -89,10 +98,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // one views, and the storage version that this view's grad_fn reflects.
   Ref<TensorImpl> view_base;
   std::atomic<uint32_t> view_version{0};
-  bool made_in_no_grad = false;  // a view made with grad mode off (or of such a view)
-  // An output of a view op with several outputs (split, chunk, unbind): PyTorch's
-  // CreationMeta::MULTI_OUTPUT_NODE, which refuses in-place writes that would be recorded.
-  bool multi_output_view = false;
+  CreationMeta creation_meta = CreationMeta::kDefault;  // read only while view_base is set
   // Where a view reads its root base, in the base's own row-major element order (not the
   // storage's): strides and offset. Note [Views of any stride] (ops/views.h).
   Shape view_strides;
@@ -179,6 +185,10 @@ class Tensor {
   // A new leaf sharing this tensor's storage (and so its version counter) and layout, not
   // requiring grad.
   Tensor detach() const;
+  // Makes this tensor a leaf that does not require grad, as PyTorch's detach_(): its history is
+  // dropped (graphs built from it keep theirs) and its version is unchanged. A view is refused,
+  // as in PyTorch: its history follows its base's (Note [In-place ops on views]).
+  Tensor& detach_();
   // A contiguous tensor's view with another shape over the same storage; no autograd
   // (ops::reshape adds that).
   Tensor alias_with_shape(const Shape& shape) const;

@@ -14,6 +14,13 @@ Tensor ones_like(const Tensor& t) { return ops::ones_like(t); }
 Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
 Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }
 void refresh_view(const Tensor& view) { ops::refresh_view(view); }
+Tensor alias(const Tensor& t) { return ops::alias(t); }
+void check_inplace_on_view(const char* op, const Tensor& view, bool recorded) {
+  ops::check_inplace_on_view(op, view, recorded);
+}
+void rebase_history_after_write(const Tensor& view) {
+  ops::rebase_history_after_inplace(view, /*recorded=*/true);
+}
 bool tracing() { return ops::trace_hook() != nullptr; }
 bool tracing_forward_only() {
   const ops::TraceHook* hook = ops::trace_hook();

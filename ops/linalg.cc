@@ -222,13 +222,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return unsafe_view(mm(reshape(a, {leading_size(a.shape(), 1), k}), b), out);
   }
   // Batched: the batch dims broadcast (PyTorch semantics), then one bmm over the flattened batch.
+  // As PyTorch's, an operand broadcast to the batch is an expand: a view, so what bmm saves of it
+  // shares its version counter, and a later write into the operand fails backward's check.
   const int64_t n = a.shape()[da - 2], m = b.shape()[db - 1];
   Shape batch = broadcast_batch(a, b);
   auto batched = [&](const Tensor& t, int64_t rows, int64_t cols) {
     Shape full = batch;
     full.push_back(rows);
     full.push_back(cols);
-    return reshape(broadcast_to(t, full), {numel(batch), rows, cols});
+    return reshape(t.shape() == full ? t : expand(t, full), {numel(batch), rows, cols});
   };
   Shape out = batch;
   out.push_back(n);

@@ -2,9 +2,11 @@
 #include "ops/views.h"
 
 #include <mutex>
+#include <string>
 
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/node.h"
 #include "ops/ops.h"
 #include "ops/trace_hook.h"
 
@@ -22,32 +24,71 @@ void take_history(TensorImpl& to, const Tensor& from) {
 
 void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base) {
   TensorImpl& v = *view.impl();
-  v.view_base = of.impl()->view_base ? of.impl()->view_base : of.impl();
+  const TensorImpl& input = *of.impl();
+  v.view_base = input.view_base ? input.view_base : of.impl();
   v.view_version.store(view.version(), std::memory_order_relaxed);
-  v.made_in_no_grad = !grad_enabled() || of.impl()->made_in_no_grad;
-  v.multi_output_view = of.impl()->multi_output_view;
+  // Note [How a view was made]: a view made with grad mode on is made as its input was.
+  v.creation_meta = !grad_enabled()   ? CreationMeta::kNoGradMode
+                    : input.view_base ? input.creation_meta
+                                      : CreationMeta::kDefault;
   v.view_strides = in_base.strides;
   v.view_offset = in_base.offset;
 }
 
 void mark_multi_output_views(const std::vector<Tensor>& views) {
-  for (const Tensor& v : views) v.impl()->multi_output_view = true;
+  if (!grad_enabled()) return;  // made with grad mode off, which they stay
+  for (const Tensor& v : views) v.impl()->creation_meta = CreationMeta::kMultiOutputNode;
 }
 
-void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other) {
+void refuse_view_write(const char* op, const Tensor& t) {
+  const CreationMeta how = t.impl()->creation_meta;
+  const std::shared_ptr<Node> history = t.history_as_it_stands();
+  std::string what = op ? std::string(op) + ": " : std::string();
+  if (history) {
+    what += "output " + std::to_string(t.impl()->output_nr) + " of '" + history->name() + "' (" +
+            t.describe() + ") is a view";
+  } else {
+    what += t.describe() + " is a view";
+  }
+  // As PyTorch, a view without a history was made with grad mode off, whatever else it is.
+  const bool no_grad = how == CreationMeta::kNoGradMode || !history;
+  if (no_grad) what += history ? " of a view made with grad mode off" : " made with grad mode off";
+  what += op ? (no_grad ? " and is being modified in place with grad mode on"
+                        : " and is being modified in place")
+             : " and its base or another view of its base has been modified in place since";
+  switch (how) {
+    case CreationMeta::kNoGradMode:
+      what +=
+          ". This is ambiguous and so forbidden: make both the view and the in-place op under the "
+          "no-grad guard (if the write is not to be recorded) or both outside it (if it is), or "
+          "modify a clone()";
+      break;
+    case CreationMeta::kMultiOutputNode:
+      what +=
+          ". This view is one of several views that one function returned (split, chunk or "
+          "unbind, or a custom Function), and such views cannot be modified in place: replace "
+          "the in-place op by an out-of-place one, or clone() the view";
+      break;
+    case CreationMeta::kInCustomFunction:
+      what +=
+          ". This view was created inside a custom Function (or because an input was returned "
+          "as-is) and the autograd logic to handle view+inplace would override the custom "
+          "backward associated with the custom Function, leading to incorrect gradients. This "
+          "is forbidden: clone() the output of the custom Function";
+      break;
+    case CreationMeta::kDefault:
+      break;
+  }
+  if (!op) what += " (its history cannot be read)";
+  fail(what);
+}
+
+void check_inplace_on_view(const char* op, const Tensor& t, bool recorded) {
   const auto& base = t.impl()->view_base;
-  if (!base || !grad_enabled()) return;
-  // Note [View flags follow the base]: the write would be recorded.
-  AG_CHECK(!(t.impl()->made_in_no_grad && (t.requires_grad() || other.requires_grad())), op, ": ",
-           t.describe(),
-           " is a view made with grad mode off and cannot be modified in place with grad mode on "
-           "by an op that would be recorded; modify a clone() or use a no-grad guard");
-  AG_CHECK(!(t.impl()->multi_output_view && (t.requires_grad() || other.requires_grad())), op, ": ",
-           t.describe(),
-           " is a view returned by split, chunk or unbind (a function that returns several "
-           "views), and such views cannot be modified in place while grad mode is on by an op "
-           "that would be recorded; replace the in-place op by an out-of-place one, or clone() "
-           "the view");
+  if (!base || !grad_enabled() || !recorded) return;
+  // Note [How a view was made]: only a view made by a view op with grad mode on may take a write
+  // that is recorded.
+  if (t.impl()->creation_meta != CreationMeta::kDefault) refuse_view_write(op, t);
   // As PyTorch's check_inplace: the view requires grad (it was made from a leaf that required
   // grad then, or its base requires grad now) and its base is a leaf.
   AG_CHECK(!(base->grad_fn == nullptr && t.requires_grad()), op, ": ", t.describe(),
@@ -85,12 +126,9 @@ void refresh_view(const Tensor& t) {
   if (v.grad_fn == nullptr && !base.impl()->requires_grad) return;
   const uint32_t version = t.version();
   if (v.view_version.load(std::memory_order_relaxed) == version) return;
-  // Note [View flags follow the base]: as PyTorch, a view made with grad mode off has no history
-  // to regenerate from the write, and refuses to make one up.
-  AG_CHECK(!v.made_in_no_grad, "a view (", t.describe(),
-           ") was made with grad mode off and its base or another view of it has been modified "
-           "in place since; its grad_fn and is_leaf cannot be read (make the view after the "
-           "write, or clone() it)");
+  // Note [How a view was made]: as PyTorch, only a view made by a view op with grad mode on has a
+  // history to regenerate; the others refuse to make one up.
+  if (v.creation_meta != CreationMeta::kDefault) refuse_view_write(nullptr, t);
   {
     TracePause bookkeeping;
     // Recorded even when the base no longer requires grad (the view had a history): then the

@@ -50,8 +50,30 @@ namespace ag::ops {
 // requires_grad_() on its base. Such a view without a history of its own is a leaf, but not one
 // with an AccumulateGrad (gradient_edge() gives none): gradients through it reach nobody, and
 // grad() with respect to it finds it unused. A view made with grad mode off cannot be modified
-// in place with grad mode on when the write would be recorded (PyTorch's
-// CreationMeta::NO_GRAD_MODE).
+// in place with grad mode on when the write would be recorded (Note [How a view was made]).
+//
+// Note [How a view was made]
+// A view made by a view op with grad mode on has a history that a write can rewrite (Note
+// [In-place ops on views]). Three other kinds of views, PyTorch's CreationMeta
+// (TensorImpl::creation_meta), have none that can be rewritten correctly, and refuse a write
+// through them that would be recorded (check_inplace_on_view) and, once their base or a sibling
+// was written, any reading of their history (refresh_view), with PyTorch's messages
+// (refuse_view_write):
+// - kNoGradMode: made with grad mode off, so whether a write through it is to be recorded is
+//   ambiguous.
+// - kMultiOutputNode: one of the views that split, chunk or unbind (or a custom Function with
+//   several differentiable outputs) returned; one output's write cannot rewrite the node that
+//   made them all.
+// - kInCustomFunction: an output of a custom Function that is a view: made inside its forward,
+//   or an input the forward returned as is, which the Function returns as a new view of it
+//   (PyTorch's view_as(self)), so that the input keeps its own history and the output gets the
+//   Function's node. Rebasing such a view's history onto its base would drop the Function's
+//   backward, and with it the gradient the user wrote (a write into the input after
+//   `o = Ident(a)` would make o's gradient flow through the write, not through Ident; Note
+//   [Custom Function outputs], engine/function.h).
+// A view of such a view, made with grad mode on, is of its input's kind (PyTorch's
+// propagate_creation_meta); one made with grad mode off is kNoGradMode. As in PyTorch, the
+// message calls a view without a history one made with grad mode off, whatever its kind.
 //
 // Note [Written through a view]
 // PyTorch wraps an in-place op on a view in the base's CopySlices node, which drops the op's
@@ -71,8 +93,8 @@ namespace ag::ops {
 // Marks `view` (just made from `of` by a view op) as a view of `of`'s root base, reading it at
 // `in_base` (Note [Views of any stride]).
 void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base);
-// Marks the outputs of one split, chunk or unbind: as PyTorch's CreationMeta::MULTI_OUTPUT_NODE,
-// none may be written in place by an op that would be recorded.
+// Marks the outputs of one split, chunk or unbind, made with grad mode on, as kMultiOutputNode
+// (Note [How a view was made]).
 void mark_multi_output_views(const std::vector<Tensor>& views);
 // Where `t` reads its storage: its sizes, strides and storage offset.
 inline Layout layout_of(const Tensor& t) {
@@ -81,9 +103,18 @@ inline Layout layout_of(const Tensor& t) {
 // Where `t` reads its root base (its own row-major layout when it is not a view).
 Layout layout_in_base(const Tensor& t);
 
-// Throws if grad mode is on and `t` is a view of a leaf that requires grad, or a view made with
-// grad mode off that the in-place op (with `other`) would record a node for.
-void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other);
+// Throws if grad mode is on, the in-place op `op` on `t` would be `recorded`, and `t` is a view
+// of a leaf that requires grad or one made other than by a view op with grad mode on (Note [How
+// a view was made]).
+void check_inplace_on_view(const char* op, const Tensor& t, bool recorded);
+// The same for an op on `t` and `other`, recorded when either requires grad (read only when `t` is
+// a view).
+inline void check_inplace_on_view(const char* op, const Tensor& t, const Tensor& other) {
+  if (t.is_view()) check_inplace_on_view(op, t, t.requires_grad() || other.requires_grad());
+}
+// Throws PyTorch's error for a view `t` that is not kDefault (Note [How a view was made]): `op`
+// writes through it, or (`op` null) its history is read after a write into its base.
+[[noreturn]] void refuse_view_write(const char* op, const Tensor& t);
 
 // After an in-place op on `t` (`recorded`: it recorded a node): if t is a view, its base's
 // history takes the op and t's history becomes a view of the base.

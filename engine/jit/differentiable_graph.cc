@@ -337,24 +337,29 @@ std::vector<IValue> DifferentiableGraphOp::run(const std::vector<IValue>& inputs
 }
 
 // A view the body returns was made in the caller's grad mode, which is on here, not under the
-// group's own NoGradGuard (Note [View flags follow the base]): like the eager view, it may be
-// written in place, and it gets a history regenerated from its base when the base is written
-// later. It stays a no-grad view where it views one (an input made with grad mode off).
+// group's own NoGradGuard (Note [View flags follow the base]): like the eager view, it is made as
+// the input it views was (Note [How a view was made], ops/views.h): by a view op with grad mode
+// on, so that it may be written in place and gets a history regenerated from its base when the
+// base is written later, unless it views a view of another kind (one made with grad mode off).
 void DifferentiableGraphOp::restoreViewFlags(const std::vector<IValue>& inputs,
                                              std::vector<IValue>& frame) const {
   for (const Value* out : group_.subgraph()->outputs()) {
     const Tensor* t = std::get_if<Tensor>(&frame[body_.slotOf(out)]);
     if (t == nullptr || !t->defined() || !t->impl()->view_base) continue;
     TensorImpl& impl = *t->impl();
-    bool is_input = false, of_no_grad_view = false;
+    bool is_input = false;
+    CreationMeta made = CreationMeta::kDefault;
     for (const IValue& v : inputs) {
       const Tensor* in = std::get_if<Tensor>(&v);
       if (in == nullptr || !in->defined()) continue;
       is_input = is_input || in->impl().get() == &impl;
-      of_no_grad_view = of_no_grad_view || (in->impl()->made_in_no_grad &&
-                                            in->impl()->storage.get() == impl.storage.get());
+      const TensorImpl& input = *in->impl();
+      if (input.view_base && input.creation_meta != CreationMeta::kDefault &&
+          input.storage.get() == impl.storage.get()) {
+        made = input.creation_meta;
+      }
     }
-    if (!is_input) impl.made_in_no_grad = of_no_grad_view;
+    if (!is_input) impl.creation_meta = made;
   }
 }
 

@@ -71,6 +71,25 @@ TEST(Tensor, DetachSharesStorageAndVersion) {
   expect_values(x, {2, 3});
 }
 
+TEST(Tensor, DetachInPlaceMakesALeafAndRefusesViews) {
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = ops::mul(x, x);
+  const std::shared_ptr<Node> node = y.grad_fn();
+  const void* data = y.raw_data();
+  EXPECT_TRUE(y.detach_().is_same(y));
+  EXPECT_TRUE(y.is_leaf());
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_EQ(y.output_nr(), 0u);
+  EXPECT_EQ(y.raw_data(), data);
+  EXPECT_EQ(y.version(), 0u);
+  EXPECT_EQ(node.use_count(), 1);  // nothing but this test holds y's old history
+  Tensor v = ops::slice(x, 0, 0, 1);
+  EXPECT_THROW(v.detach_(), Error);
+  EXPECT_TRUE(v.requires_grad());
+  x.detach_();
+  EXPECT_FALSE(x.requires_grad());
+}
+
 TEST(Allocator, ExactLiveAndPeakBytes) {
   const int64_t base = live_bytes();
   reset_peak_bytes();

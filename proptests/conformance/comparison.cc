@@ -593,37 +593,6 @@ Excuse linear_saves_weight(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Whether matmul(x, y) broadcasts or transposes an operand before its product: PyTorch makes an
-// expanded view, or a transposed copy, where both are copies here. (Where y has at most 2 dims,
-// or both have the same batch dims, both engines multiply the operands as they are or through
-// plain reshapes.)
-bool matmul_reshapes_operands(const Context& c, int x, int y) {
-  const Tokens &a = c.shape(x), &b = c.shape(y);
-  if (a.empty() || b.size() <= 2) return false;
-  return a.size() != b.size() || !std::equal(a.begin(), a.end() - 2, b.begin());
-}
-
-// PyTorch's matmul saves, for a product that broadcasts or transposes an operand, an expanded
-// view of it (which follows a later requires_grad_() on the operand) or a transposed copy (which
-// does not), chosen by which operands require grad and by strides; here the saved operand is a
-// copy for a broadcast and a view for a plain reshape. After requires_grad_() on such an operand,
-// a gradient that reads it under create_graph may require grad in one engine alone. The
-// comparison ends at such a line: only rg= and leaf= differ, in a call with create_graph, after
-// such a matmul whose operand's requires_grad was changed since.
-Excuse matmul_saves_copies(const Pair& p) {
-  if (!autograd_call(p) || !p.s->create_graph || !differ_in_flags_alone(p)) return Excuse::kNone;
-  const auto& stmts = p.c.program().stmts;
-  for (int i = 0; i < p.index; ++i) {
-    const Stmt& m = stmts[i];
-    if (m.kind != StmtKind::kOp || m.instr.op != proptests::Op::kMatmul) continue;
-    if (!matmul_reshapes_operands(p.c, m.instr.args[0], m.instr.args[1])) continue;
-    for (int operand : m.instr.args) {
-      if (requires_grad_set_between(p.c, p.c.tensor(operand), i, p.index)) return Excuse::kStop;
-    }
-  }
-  return Excuse::kNone;
-}
-
 // PyTorch's matmul of a matrix by a batch (`[n, k] @ [..., k, m]`) with a first operand that
 // requires grad folds the batch into one mm on the transposed operands and returns
 // `output.mT().contiguous()`: a transposed view of the product where that is contiguous already
@@ -701,7 +670,6 @@ const Rule kRules[] = {
     {"held-grad-tensors", held_grad_tensors},
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
-    {"matmul-saves-copies", matmul_saves_copies},
     {"matmul-result-view", matmul_result_view},
     {"composite-derivatives", composite_derivatives},
     {"zero-size-view-written", zero_size_view_written},

@@ -51,8 +51,6 @@ const std::vector<Explanation>& explanations() {
        "an in-place op saves an operand that views its target's memory, which the write changes"},
       {"linear-saves-weight", kDeviation, kComparing,
        "linear saves its weight, not a transposed view of it with a history of its own"},
-      {"matmul-saves-copies", kDeviation, kComparing,
-       "matmul's broadcast or transposed operand is saved as a copy, not PyTorch's view or copy"},
       {"matmul-result-view", kDeviation, kComparing,
        "matmul of a matrix by a batch never returns a view (PyTorch's may be a transposed one)"},
       {"composite-derivatives", kDeviation, kComparing,
