@@ -4,30 +4,12 @@
 import warnings
 
 import torch
+
+from goldens_util import error, leaf, show, t  # noqa: F401
 from torch.autograd import Function
 
 torch.set_default_dtype(torch.float64)
 warnings.simplefilter("ignore")
-
-
-def t(values):
-    return torch.tensor(values)
-
-
-def leaf(values):
-    return torch.tensor(values).requires_grad_()
-
-
-def show(name, *values):
-    print(name, "=", *[v.tolist() if isinstance(v, torch.Tensor) else v for v in values])
-
-
-def error(name, f):
-    try:
-        f()
-        print(name, "-> no error")
-    except RuntimeError as e:
-        print(name, "->", str(e).split(". ")[0] + ".", "|", "custom Function" in str(e))
 
 
 class Ident(Function):  # returns its input as is
@@ -154,34 +136,34 @@ show("ident", o._is_view(), o._base is a, type(o.grad_fn).__name__, o.requires_g
 s = (o * 3).sum()  # a use of o before the write
 a.mul_(z)
 show("after write", o.requires_grad)
-error("grad through o", lambda: torch.autograd.grad(o.sum(), (x, z)))
-error("o.grad_fn", lambda: o.grad_fn)
+error("grad through o", lambda: torch.autograd.grad(o.sum(), (x, z)), "custom Function")
+error("o.grad_fn", lambda: o.grad_fn, "custom Function")
 show("grad through a", *torch.autograd.grad(a.sum(), (x, z), retain_graph=True))
 show("grad through the earlier use", *torch.autograd.grad(s, (x,)))
 
 x, z = leaf([1.0, 2.0]), leaf([3.0, 4.0])
 a = x * 2.0
 o = Ident.apply(a)
-error("mul_(o, z)", lambda: o.mul_(z))
-error("mul_(o, const)", lambda: o.mul_(t([5.0, 5.0])))
+error("mul_(o, z)", lambda: o.mul_(z), "custom Function")
+error("mul_(o, const)", lambda: o.mul_(t([5.0, 5.0])), "custom Function")
 show("a unchanged", a, a._version)
 with torch.no_grad():
     o.mul_(t([5.0, 5.0]))
 show("no_grad write", a)
-error("o.grad_fn after no_grad write", lambda: o.grad_fn)
+error("o.grad_fn after no_grad write", lambda: o.grad_fn, "custom Function")
 
 x, z = t([1.0, 2.0]), leaf([3.0, 4.0])
 a = x * 2.0
 o = Ident.apply(a)
 show("input not requiring grad", o._is_view(), o.requires_grad, o.grad_fn)
-error("mul_(o, z), no history", lambda: o.mul_(z))
+error("mul_(o, z), no history", lambda: o.mul_(z), "custom Function")
 o.mul_(t([5.0, 5.0]))
 show("written", a)
 
 x = leaf([1.0, 2.0])
 o = Ident.apply(x)
 show("leaf input", o._is_view(), o._base is x, o.is_leaf, *torch.autograd.grad(o.sum(), (x,)))
-error("mul_(o) of a leaf", lambda: o.mul_(t([5.0, 5.0])))
+error("mul_(o) of a leaf", lambda: o.mul_(t([5.0, 5.0])), "custom Function")
 
 x = leaf([1.0, 2.0])
 a = x * 1
@@ -199,30 +181,30 @@ x = leaf([1.0, 2.0, 3.0])
 a = x * 1
 o = Head.apply(a)
 show("head", o._is_view(), o._base is a, type(o.grad_fn).__name__)
-error("mul_(o) head", lambda: o.mul_(2))
+error("mul_(o) head", lambda: o.mul_(2), "custom Function")
 a.mul_(2)
-error("head after base write", lambda: o.grad_fn)
+error("head after base write", lambda: o.grad_fn, "custom Function")
 
 x = leaf([1.0, 2.0, 3.0])
 a = x * 1
 o, p = Halves.apply(a)
-error("mul_(o) halves", lambda: o.mul_(2))
+error("mul_(o) halves", lambda: o.mul_(2), "custom Function")
 a.mul_(2)
-error("halves after base write", lambda: o.grad_fn)
+error("halves after base write", lambda: o.grad_fn, "custom Function")
 
 # Views of an output.
 x = leaf([1.0, 2.0])
 o = Ident.apply(x * 1)
-error("mul_(o[0:1])", lambda: o[0:1].mul_(2))
+error("mul_(o[0:1])", lambda: o[0:1].mul_(2), "custom Function")
 with torch.no_grad():
     w = o[0:1]
-error("mul_(no_grad view of o)", lambda: w.mul_(2))
+error("mul_(no_grad view of o)", lambda: w.mul_(2), "custom Function")
 
 # A non-differentiable input returned as is.
 x, y = t([1.0, 2.0]), leaf([3.0, 4.0])
 o, p = PassFirst.apply(x, y)
 show("non-differentiable input", o._is_view(), o.requires_grad, o.grad_fn)
-error("mul_(o, y) non-differentiable", lambda: o.mul_(y))
+error("mul_(o, y) non-differentiable", lambda: o.mul_(y), "custom Function")
 
 # --- ctx.mark_dirty (issue 44, point 7) ------------------------------------------------------
 x = leaf([1.0, 2.0])
@@ -231,7 +213,7 @@ o = Double_.apply(a)
 show("dirty", o is a, type(a.grad_fn).__name__, a._version, a, *torch.autograd.grad(a.sum(), (x,)))
 
 x = leaf([1.0, 2.0])
-error("dirty leaf", lambda: Double_.apply(x))
+error("dirty leaf", lambda: Double_.apply(x), "custom Function")
 show("the leaf after", x, x.is_leaf)  # forward ran before the check
 
 x = t([1.0, 2.0])
@@ -243,7 +225,7 @@ o = MulBy_.apply(x, y)
 show("dirty constant", o is x, x, o.requires_grad, type(o.grad_fn).__name__, x.is_leaf, x._version,
      *torch.autograd.grad(o.sum(), (y,)))
 
-error("dirty view of a leaf", lambda: Double_.apply(leaf([1.0, 2.0, 3.0, 4.0])[1:3]))
+error("dirty view of a leaf", lambda: Double_.apply(leaf([1.0, 2.0, 3.0, 4.0])[1:3]), "custom Function")
 
 x = leaf([1.0, 2.0, 3.0, 4.0])
 a = x * 1
@@ -261,13 +243,13 @@ v = a.view(2, 2)[1]
 Double_.apply(v)
 show("dirty view of a view", a, *torch.autograd.grad((a * a).sum(), (x,)))
 
-error("dirty view, two outputs", lambda: DoubleAndTriple_.apply((leaf([1.0, 2.0, 3.0, 4.0]) * 1)[1:3]))
+error("dirty view, two outputs", lambda: DoubleAndTriple_.apply((leaf([1.0, 2.0, 3.0, 4.0]) * 1)[1:3]), "custom Function")
 x = leaf([1.0, 2.0, 3.0, 4.0])
 a = x * 1
 o, p = DoubleAndTriple_.apply(a)
 show("dirty, two outputs", o is a, *torch.autograd.grad(o.sum() + p.sum(), (x,)))
 
-error("dirty, not returned", lambda: DoubleNotReturned_.apply(leaf([1.0, 2.0]) * 3))
+error("dirty, not returned", lambda: DoubleNotReturned_.apply(leaf([1.0, 2.0]) * 3), "custom Function")
 
 x = leaf([1.0, 2.0])
 a = x * 3
@@ -278,7 +260,7 @@ x = leaf([1.0, 2.0])
 a = x * 3
 s = a * a  # saves a
 Double_.apply(a)
-error("saved before the write", lambda: torch.autograd.grad(s.sum(), (x,)))
+error("saved before the write", lambda: torch.autograd.grad(s.sum(), (x,)), "custom Function")
 
 x = leaf([1.0, 2.0])
 with torch.no_grad():
@@ -289,20 +271,20 @@ x = leaf([1.0, 2.0, 3.0, 4.0])
 a = x * 1
 with torch.no_grad():
     v = a[1:3]
-error("dirty no_grad view", lambda: Double_.apply(v))
+error("dirty no_grad view", lambda: Double_.apply(v), "custom Function")
 
 x = leaf([1.0, 2.0, 3.0, 4.0])
 v, _ = (x * 1).split(2)
-error("dirty split view", lambda: Double_.apply(v))
+error("dirty split view", lambda: Double_.apply(v), "custom Function")
 
 x = leaf([1.0, 2.0])
 o = Ident.apply(x * 1)
-error("dirty custom output", lambda: Double_.apply(o))
+error("dirty custom output", lambda: Double_.apply(o), "custom Function")
 
 b, y = t([1.0, 2.0, 3.0]), leaf([3.0, 4.0])
 with torch.no_grad():
     v = b[0:2]
-error("dirty no_grad view of a constant", lambda: MulBy_.apply(v, y))
+error("dirty no_grad view of a constant", lambda: MulBy_.apply(v, y), "custom Function")
 
 x = leaf([1.0, 2.0])
 a = x * 1

@@ -3,27 +3,9 @@
 # (with torch 2.15 installed).
 import torch
 
+from goldens_util import error, leaf, show, t  # noqa: F401
+
 torch.set_default_dtype(torch.float64)
-
-
-def t(values):
-    return torch.tensor(values)
-
-
-def leaf(values):
-    return torch.tensor(values).requires_grad_()
-
-
-def show(name, *values):
-    print(name, "=", *[v.tolist() if isinstance(v, torch.Tensor) else v for v in values])
-
-
-def error(name, f):
-    try:
-        f()
-        print(name, "-> no error")
-    except RuntimeError as e:
-        print(name, "->", str(e).split(". ")[0] + ".")
 
 
 # --- detach_ (issue 44, point 7) --------------------------------------------------------------
