@@ -3,8 +3,6 @@
 // it saves are made before the write, so a saved value that the write changes fails the version
 // check in backward, as in PyTorch (Note [In-place saves] in ops/spec.h). When the argument is a
 // view, its base's history is rebased too (Note [In-place ops on views]).
-#include <string_view>
-
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
@@ -48,11 +46,6 @@ const OpSpec CopyInplace::spec{"copy_",
 // layout; gapped layouts (x[::2] and x[1::2]) pass, as there.
 void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   const Layout la = layout_of(a);
-  // copy_ onto the very elements it reads has nothing to do, and returns before the checks.
-  if (std::string_view(op) == "copy_" && a.impl()->storage == b.impl()->storage) {
-    const Layout lb = layout_of(b);
-    if (la.sizes == lb.sizes && la.strides == lb.strides && la.offset == lb.offset) return;
-  }
   AG_CHECK(!has_internal_overlap(la), op,
            ": unsupported operation: more than one element of the "
            "written-to tensor (",
@@ -80,10 +73,17 @@ void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
            "the operation.");
 }
 
-void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
+// Whether `a` and `b` are the same elements of one storage, in the same order.
+bool same_elements(const Tensor& a, const Tensor& b) {
+  return a.impl()->storage == b.impl()->storage && layout_of(a) == layout_of(b);
+}
+
+// `overlap_checked`: false for copy_ onto the very elements it reads, which has nothing to do and
+// returns before PyTorch's overlap checks.
+void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool overlap_checked = true) {
   check_same_dtype_and_device(op, a, b);
   check_broadcastable_to(op, b.shape(), a.shape());
-  check_overlap(op, a, b);
+  if (overlap_checked) check_overlap(op, a, b);
   // PyTorch's check_inplace, in its order: a view's checks first, then whether `a` is a leaf, read
   // from the history it has now (a stale view of a base that gained a history since is refused
   // as a leaf, as in PyTorch).
@@ -135,7 +135,7 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
-  check_inplace("copy_", a, src);
+  check_inplace("copy_", a, src, /*overlap_checked=*/!same_elements(a, src));
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
   return finish_inplace(CopyInplace::spec, node, a, src);

@@ -16,6 +16,9 @@ struct Layout {
   Shape sizes;
   Shape strides;
   int64_t offset = 0;
+  bool operator==(const Layout& o) const {
+    return sizes == o.sizes && strides == o.strides && offset == o.offset;
+  }
 };
 
 // The row-major layout of `sizes` at offset 0.

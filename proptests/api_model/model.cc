@@ -124,13 +124,18 @@ int Model::new_impl(Dims shape, int storage) {
   return num_impls() - 1;
 }
 
-int Model::new_view(int of, const Strided& layout) {
+int Model::new_alias(int of, const Strided& layout) {
   const int i = new_impl(layout.sizes, impls_[of].storage);
   impls_[i].strides = layout.strides;
   impls_[i].offset = layout.offset;
+  impls_[i].layout_known = impls_[of].layout_known;
+  return i;
+}
+
+int Model::new_view(int of, const Strided& layout) {
+  const int i = new_alias(of, layout);
   impls_[i].view_base = impls_[of].view_base >= 0 ? impls_[of].view_base : of;
   impls_[i].seen_version = version_of(of);
-  impls_[i].layout_known = impls_[of].layout_known;
   return i;
 }
 
@@ -373,11 +378,7 @@ Outcome Model::alias(int name, int of) {
 
 Outcome Model::detach(int name, int of) {
   const int i = impl_of(of);
-  const int d = new_impl(impls_[i].shape, impls_[i].storage);
-  impls_[d].strides = impls_[i].strides;
-  impls_[d].offset = impls_[i].offset;
-  impls_[d].layout_known = impls_[i].layout_known;
-  bind(name, d);
+  bind(name, new_alias(i, layout(i)));
   return {};
 }
 
@@ -421,10 +422,11 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   n.attrs.inner = kind;
   n.attrs.shape = impls_[a].shape;
   if (base >= 0) {  // which elements of the base the view reads, and which it writes
-    auto index = std::make_shared<std::vector<int64_t>>(index_in_root(a, base));
+    n.attrs.index = std::make_shared<std::vector<int64_t>>(index_in_root(a, base));
     auto from = std::make_shared<std::vector<int64_t>>(count(impls_[base].shape), -1);
-    for (size_t k = 0; k < index->size(); ++k) (*from)[(*index)[k]] = static_cast<int64_t>(k);
-    n.attrs.index = std::move(index);
+    for (size_t k = 0; k < n.attrs.index->size(); ++k) {
+      (*from)[(*n.attrs.index)[k]] = static_cast<int64_t>(k);
+    }
     n.attrs.written_from = std::move(from);
   }
   Use self_use = use_of(a, false);
@@ -440,12 +442,13 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
     impls_[a].grad_fn = add_node(std::move(n));
     return {};
   }
-  // CopySlices: the base's history absorbs the write; the view becomes a view of that.
-  impls_[base].grad_fn = add_node(std::move(n));
+  // CopySlices: the base's history absorbs the write; the view becomes a view of that, reading
+  // the same elements of it.
   Node v;
+  v.attrs.index = n.attrs.index;
+  impls_[base].grad_fn = add_node(std::move(n));
   v.kind = OpKind::kStridedView;
   v.attrs.shape = impls_[a].shape;
-  v.attrs.index = std::make_shared<std::vector<int64_t>>(index_in_root(a, base));
   v.attrs.regenerated = true;
   v.inputs = {use_of(base, true)};
   impls_[a].grad_fn = add_node(std::move(v));

@@ -203,7 +203,8 @@ class Model {
   void reserve(int name) { next_name_ = std::max(next_name_, name + 1); }
   int new_storage(std::vector<double> values);
   int new_impl(Dims shape, int storage);
-  int new_view(int of, const Strided& layout);  // a differentiable view of `of` (not recorded)
+  int new_alias(int of, const Strided& layout);  // `layout` over of's storage, not a view
+  int new_view(int of, const Strided& layout);   // a differentiable view of `of` (not recorded)
   // The element of root base `root` each element of `view` reads.
   std::vector<int64_t> index_in_root(int view, int root) const;
   // Writes `values` (row-major) through the impl's layout.
