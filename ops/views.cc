@@ -86,11 +86,16 @@ void refresh_view(const Tensor& t) {
   const uint32_t version = t.version();
   if (v.view_version.load(std::memory_order_relaxed) == version) return;
   // Note [View flags follow the base]: as PyTorch, a view made with grad mode off has no history
-  // to regenerate from the write, and refuses to make one up.
+  // to regenerate from the write, and refuses to make one up; so does a view of split, chunk or
+  // unbind (PyTorch's handle_view_on_rebase refuses every CreationMeta but DEFAULT).
   AG_CHECK(!v.made_in_no_grad, "a view (", t.describe(),
            ") was made with grad mode off and its base or another view of it has been modified "
            "in place since; its grad_fn and is_leaf cannot be read (make the view after the "
            "write, or clone() it)");
+  AG_CHECK(!v.multi_output_view, "a view (", t.describe(),
+           ") returned by split, chunk or unbind (or a view of one) cannot be brought up to date "
+           "after its base or another view of it has been modified in place; its grad_fn and "
+           "is_leaf cannot be read (replace the in-place op by an out-of-place one)");
   {
     TracePause bookkeeping;
     // Recorded even when the base no longer requires grad (the view had a history): then the

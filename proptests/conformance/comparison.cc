@@ -125,7 +125,7 @@ class Context {
   // The tensor whose storage value v uses: through views, reshapes and detached aliases.
   int storage_root(int v) const {
     for (const Stmt* made = producer(tensor(v)); made; made = producer(tensor(v))) {
-      if (made->kind == StmtKind::kView || made->kind == StmtKind::kDetach) {
+      if (makes_views(*made) || made->kind == StmtKind::kDetach) {
         v = made->args[0];
       } else if (made->kind == StmtKind::kOp && made->instr.op == proptests::Op::kReshape) {
         v = made->instr.args[0];  // reshape is a view here
@@ -142,10 +142,10 @@ class Context {
   bool view_of_base_made_to_require_grad(int v, int before) const {
     int root = tensor(v);
     for (const Stmt* made = producer(root); made; made = producer(root)) {
-      const bool view = made->kind == StmtKind::kView ||
+      const bool view = makes_views(*made) ||
                         (made->kind == StmtKind::kOp && made->instr.op == proptests::Op::kReshape);
       if (!view) break;
-      root = tensor(made->kind == StmtKind::kView ? made->args[0] : made->instr.args[0]);
+      root = tensor(made->kind == StmtKind::kOp ? made->instr.args[0] : made->args[0]);
     }
     if (root == tensor(v)) return false;
     for (int i = 0; i < before; ++i) {
@@ -301,7 +301,7 @@ bool differentiated_regenerated_view(const Context& c, int before) {
   bool written = false;
   for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
     const Stmt& s = stmts[i];
-    if (s.kind == StmtKind::kView) viewed.insert(storage_root(c, s.args[0]));
+    if (makes_views(s)) viewed.insert(storage_root(c, s.args[0]));
     if (s.kind == StmtKind::kInplace && viewed.count(storage_root(c, s.args[0]))) written = true;
     if (written && (s.kind == StmtKind::kGrad || s.kind == StmtKind::kBackward) && s.create_graph)
       return true;

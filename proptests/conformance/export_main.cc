@@ -194,8 +194,13 @@ int run_export(const Args& a) {
   }
   std::vector<std::string> shards(static_cast<size_t>(a.shards));
   Triage triage;
+  int views = 0, partial = 0, writes = 0;  // program.h, ViewUse
   for (int id = 0; id < a.programs; ++id) {
     const ConformanceProgram p = generate_program(a.seed, id);
+    const ViewUse use = view_use(p);
+    views += use.views;
+    partial += use.partial_views;
+    writes += use.partial_views && use.writes_through_views;
     const std::string script = foreign->script(p, program_title(a.seed, id));
     const BothEngines checked = run_both_engines(p, *foreign, script);
     const Records& expected = checked.expected;
@@ -209,7 +214,10 @@ int run_export(const Args& a) {
     if (a.check) triage.add(std::to_string(id), p, checked.comparison);
     if ((id + 1) % 100 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
   }
-  std::fprintf(stderr, "\n");
+  std::fprintf(stderr,
+               "\n%d programs make view ops, %d partial views, %d partial views and in-place "
+               "writes through views (%.0f%%)\n",
+               views, partial, writes, 100.0 * writes / a.programs);
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
   for (const CorpusEntry& e : handwritten_programs()) {

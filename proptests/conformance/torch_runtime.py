@@ -269,14 +269,18 @@ def transpose(a, dim0, dim1):
 
 
 def whole(src, target):
-    """`src` for an in-place op on `target`: a copy when it views target's memory with another
-    shape or other strides. This engine's tensors are contiguous and its views cover their whole
-    base, so element i of one meets element i of the other; PyTorch rejects such a partial overlap
-    (DEVIATIONS.md, inplace-overlapping-views).
+    """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
+    one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of
+    a [1, 3, 1] tensor), which the engine allows, element i meeting element i, and PyTorch refuses
+    as a partial overlap (DEVIATIONS.md, inplace-overlapping-views). Every other overlap reaches
+    PyTorch as it is (x[1:] into x[:-1], a permuted view into its base, ...): both refuse it.
     """
-    if (isinstance(src, torch.Tensor)
+    if (isinstance(src, torch.Tensor) and src.numel() > 0 and target.numel() > 0
             and (src.shape != target.shape or src.stride() != target.stride())
-            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
+            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
+            and src.storage_offset() == target.storage_offset()
+            and src.numel() == target.numel()
+            and src.is_contiguous() and target.is_contiguous()):
         return src.clone()
     return src
 
