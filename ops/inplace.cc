@@ -73,10 +73,19 @@ void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
            "the operation.");
 }
 
-void check_inplace(const char* op, const Tensor& a, const Tensor& b) {
+// Whether `a` and `b` read the very same elements: the same tensor, or views of one storage with
+// one layout. PyTorch's copy_ returns at once for such a pair, refusing no overlap.
+bool same_data(const Tensor& a, const Tensor& b) {
+  if (a.is_same(b)) return true;
+  if (a.impl()->storage.get() != b.impl()->storage.get()) return false;
+  const Layout la = layout_of(a), lb = layout_of(b);
+  return la.sizes == lb.sizes && la.strides == lb.strides && la.offset == lb.offset;
+}
+
+void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool check_overlaps = true) {
   check_same_dtype_and_device(op, a, b);
   check_broadcastable_to(op, b.shape(), a.shape());
-  check_overlap(op, a, b);
+  if (check_overlaps) check_overlap(op, a, b);
   // PyTorch's check_inplace, in its order: a view's checks first, then whether `a` is a leaf, read
   // from the history it has now (a stale view of a base that gained a history since is refused
   // as a leaf, as in PyTorch).
@@ -128,7 +137,9 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
-  check_inplace("copy_", a, src);
+  // As PyTorch's copy_: a copy from the same elements (into an expanded view too) is refused
+  // nothing; it is still recorded, and bumps the version.
+  check_inplace("copy_", a, src, /*check_overlaps=*/!same_data(a, src));
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
   return finish_inplace(CopyInplace::spec, node, a, src);

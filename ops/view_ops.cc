@@ -53,12 +53,12 @@ Tensor alias_gradient(const Ctx& c) { return c.grad(); }
 
 // The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them,
 // with the gradient `gradient`.
-#define AG_VIEW_SPEC(Name, name, gradient, forward)                                         \
-  const OpSpec Name{                                                                        \
-      name, {{self, {}, gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) {   \
-                                       [[maybe_unused]] const Shape& x =                    \
-                                           a.attrs<ViewAttrs>().args;                       \
-                                       return forward;                                      \
+#define AG_VIEW_SPEC(Name, name, gradient, forward)                                       \
+  const OpSpec Name{                                                                      \
+      name, {{self, {}, gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
+                                       [[maybe_unused]] const Shape& x =                  \
+                                           a.attrs<ViewAttrs>().args;                     \
+                                       return forward;                                    \
                                      }}};
 AG_VIEW_SPEC(kSelect, "select", view_gradient, select(a[self], x[0], x[1]))
 AG_VIEW_SPEC(kSlice, "slice", view_gradient, slice(a[self], x[0], x[1], x[2], x[3]))

@@ -3,7 +3,8 @@
 // this engine with them.
 //
 //   bazel run -c opt //proptests/conformance:export -- --write
-//       regenerates the committed corpus (proptests/conformance/corpus/) from seed 1
+//       regenerates the committed corpus (proptests/conformance/corpus/) from seed 1; run it as
+//       tools/regenerate_corpus.sh, which finds PyTorch and runs corpus_test after
 //   bazel run -c opt //proptests/conformance:export -- --programs 500 --seed 7 --check
 //       fresh programs: how many mismatch, grouped by the first statement that differs
 //   bazel run -c opt //proptests/conformance:export -- --show 17 [--seed S]
@@ -235,17 +236,16 @@ int run_export(const Args& a) {
       write_file(dir / name, "# Conformance corpus, part " + std::to_string(k + 1) + " of " +
                                  std::to_string(a.shards) + ": programs and the records " +
                                  version +
-                                 " wrote for them.\n# Regenerate all parts: bazel run -c opt "
-                                 "//proptests/conformance:export -- --write  (seed " +
+                                 " wrote for them.\n# Regenerate all parts: "
+                                 "tools/regenerate_corpus.sh  (export --write, seed " +
                                  std::to_string(a.seed) + ", " + std::to_string(a.programs) +
                                  " programs)\n" + shards[static_cast<size_t>(k)]);
     }
-    write_file(dir / "handwritten.txt",
-               "# The hand-written programs (proptests/conformance/programs/) and the records " +
-                   version +
-                   " wrote for them.\n# Regenerate: bazel run -c opt "
-                   "//proptests/conformance:export -- --write\n" +
-                   handwritten);
+    write_file(
+        dir / "handwritten.txt",
+        "# The hand-written programs (proptests/conformance/programs/) and the records " + version +
+            " wrote for them.\n# Regenerate: tools/regenerate_corpus.sh  (export --write)\n" +
+            handwritten);
     std::fprintf(stderr, "wrote %d files to %s\n", a.shards + 1, dir.c_str());
   }
   if (a.check) {

@@ -102,7 +102,7 @@ struct Stmt {
   ViewOp view_op = ViewOp::kAlias;  // kViewOp
   std::vector<int64_t> ints;        // kViewOp: its integer arguments (view_int_names)
   Shape strides;                    // kViewOp: as_strided's
-  proptests::Instr instr;  // kOp
+  proptests::Instr instr;           // kOp
   InplaceKind inplace = InplaceKind::kAdd;
   CustomKind custom = CustomKind::kMul;
 

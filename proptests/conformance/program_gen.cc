@@ -88,9 +88,13 @@ struct Info {
   // results views of each other and of grad_outputs (transpose, sum, expand), where the engine's
   // copy (DEVIATIONS.md, copying-shape-ops). The generator writes into none of them.
   bool no_writes = false;
-  int storage = 0;  // values with the same number share storage (views, detach, aliases)
+  int storage = 0;           // values with the same number share storage (views, detach, aliases)
   int64_t storage_size = 0;  // elements of that storage (at least: as_strided stays inside)
   int base = -1;             // the value a view statement viewed
+  // A view that may read an element twice (an expand, an unfold or as_strided with overlapping
+  // windows, or a view of one): as_strided of it is refused here (its gradient would need
+  // PyTorch's counts, ops/view_ops.cc), so the generator makes none.
+  bool may_overlap = false;
 };
 
 // More small random numbers than a Move holds, drawn from it (so a shrunk spec still maps to one
@@ -350,6 +354,7 @@ class Builder {
     s.kind = StmtKind::kDetach;
     s.args = {x};
     s.results = {new_value(info_[x].shape, false, info_[x].storage)};
+    info_.back().may_overlap = info_[x].may_overlap;
     emit(s);
   }
 
@@ -578,7 +583,9 @@ class Builder {
   void view_args(Stmt& s, const Shape& in, int64_t storage_size, Bits& r) {
     const int64_t rank = static_cast<int64_t>(in.size());
     auto dim = [&] { return rank == 0 || r.one_in(16) ? r.in(-1, rank) : r.below(rank); };
-    auto size = [&](int64_t d) { return d >= 0 && d < rank ? in[d] : d < 0 && -d <= rank ? in[rank + d] : 1; };
+    auto size = [&](int64_t d) {
+      return d >= 0 && d < rank ? in[d] : d < 0 && -d <= rank ? in[rank + d] : 1;
+    };
     switch (s.view_op) {
       case ViewOp::kSelect: {
         const int64_t d = dim(), n = size(d);
@@ -674,6 +681,7 @@ class Builder {
   // Emits view op `op` of x (under no_grad when asked) and returns its results (none when it
   // would make none: an unbind of a size-0 dim).
   std::vector<int> make_view(int x, ViewOp op, bool no_grad, Bits& r) {
+    if (op == ViewOp::kAsStrided && info_[x].may_overlap) op = ViewOp::kAlias;
     Stmt s;
     s.kind = StmtKind::kViewOp;
     s.view_op = op;
@@ -698,11 +706,14 @@ class Builder {
       }
     }
     if (shapes.empty() || shapes.size() > 6) return {};
+    bool overlap = info_[x].may_overlap || op == ViewOp::kExpand || op == ViewOp::kUnfold;
+    for (int64_t stride : s.strides) overlap = overlap || stride < 2;
     const bool rg = info_[x].requires_grad && !no_grad;
     const bool copy = op == ViewOp::kContiguous;  // a copy unless x is contiguous: a new storage
     for (const Shape& shape : shapes) {
       s.results.push_back(new_value(shape, rg, copy ? -1 : info_[x].storage));
       info_.back().base = x;
+      info_.back().may_overlap = overlap && !copy;
     }
     emit(s);
     return s.results;
@@ -711,30 +722,67 @@ class Builder {
   // The view ops, weighted: the partial ones (select, slice, narrow...) more often than those
   // that keep every element.
   ViewOp pick_view_op(Bits& r, bool partial) {
-    static const ViewOp kPartial[] = {ViewOp::kSelect,   ViewOp::kSlice,  ViewOp::kSlice,
-                                      ViewOp::kNarrow,   ViewOp::kDiagonal, ViewOp::kUnfold,
-                                      ViewOp::kAsStrided, ViewOp::kSplit,  ViewOp::kChunk,
-                                      ViewOp::kUnbind,   ViewOp::kSelect, ViewOp::kExpand};
-    static const ViewOp kWhole[] = {ViewOp::kPermute,   ViewOp::kT,     ViewOp::kExpand,
+    static const ViewOp kPartial[] = {ViewOp::kSelect,    ViewOp::kSlice,    ViewOp::kSlice,
+                                      ViewOp::kNarrow,    ViewOp::kDiagonal, ViewOp::kUnfold,
+                                      ViewOp::kAsStrided, ViewOp::kSplit,    ViewOp::kChunk,
+                                      ViewOp::kUnbind,    ViewOp::kSelect,   ViewOp::kExpand};
+    static const ViewOp kWhole[] = {ViewOp::kPermute,   ViewOp::kT,       ViewOp::kExpand,
                                     ViewOp::kUnsqueeze, ViewOp::kSqueeze, ViewOp::kAlias,
                                     ViewOp::kContiguous};
     if (partial || r.one_in(2)) return kPartial[r.below(std::size(kPartial))];
     return kWhole[r.below(std::size(kWhole))];
   }
 
-  // A source value for view ops: a recent value, often a view already (views of views).
-  int view_source(const Move& m, Bits& r) {
-    if (r.one_in(3)) {
-      const int v = newest(m.a, [&](int u) { return info_[u].base >= 0; });
-      if (v >= 0) return v;
+  // The rank a view op needs of its input (it raises below: made sometimes, not mostly).
+  static size_t min_rank(ViewOp op) {
+    switch (op) {
+      case ViewOp::kSelect:
+      case ViewOp::kSlice:
+      case ViewOp::kNarrow:
+      case ViewOp::kSplit:
+      case ViewOp::kChunk:
+      case ViewOp::kUnbind:
+        return 1;
+      case ViewOp::kDiagonal:
+        return 2;
+      default:
+        return 0;
     }
-    return (m.param & 1) ? differentiable(m.a) : newest(m.a % 4, [](int) { return true; });
+  }
+
+  // A source value for view op `op`: a recent value of the rank it needs (one in 16 any), often
+  // a view already (views of views); for a write, often one with a history, so the write reaches
+  // it through the view (a leaf that requires grad refuses it), and sometimes the same one.
+  int view_source(const Move& m, ViewOp op, Bits& r, bool for_write) {
+    const size_t rank = r.one_in(16) ? 0 : min_rank(op);
+    auto fits = [&](int u) {
+      return info_[u].shape.size() >= rank && (op != ViewOp::kT || info_[u].shape.size() <= 2) &&
+             (!for_write || writable(u));
+    };
+    int v = -1;
+    switch (r.below(4)) {
+      case 0:
+        v = newest(m.a, [&](int u) { return fits(u) && info_[u].base >= 0; });
+        break;
+      case 1:
+        v = newest(m.a % 6, [&](int u) { return fits(u) && !info_[u].is_leaf; });
+        break;
+      case 2:
+        v = newest(m.a % 6, [&](int u) { return fits(u) && info_[u].requires_grad == !for_write; });
+        break;
+      default:
+        break;
+    }
+    if (v < 0) v = newest(m.a % 6, fits);
+    if (v < 0 && !for_write) v = newest(m.a % 4, [](int) { return true; });
+    return v;
   }
 
   void view_op(const Move& m) {
     Bits r(m);
-    const int x = view_source(m, r);
-    make_view(x, pick_view_op(r, false), r.one_in(5), r);
+    const ViewOp op = pick_view_op(r, false);
+    const int x = view_source(m, op, r, false);
+    if (x >= 0) make_view(x, op, r.one_in(5), r);
   }
 
   // A view (of a view, sometimes) and an in-place op through it or through its base, under
@@ -744,13 +792,16 @@ class Builder {
   // of a leaf that requires grad.
   void view_write(const Move& m) {
     Bits r(m);
-    const int x = newest(m.a % 6, [&](int v) { return writable(v); });
+    const ViewOp op = pick_view_op(r, true);
+    const int x = view_source(m, op, r, true);
     if (x < 0) return;
-    std::vector<int> views = make_view(x, pick_view_op(r, true), r.one_in(6), r);
+    std::vector<int> views = make_view(x, op, r.one_in(6), r);
     if (views.empty()) return;
     int v = views[r.below(static_cast<int64_t>(views.size()))];
     if (r.one_in(3)) {  // a view of the view
-      const std::vector<int> more = make_view(v, pick_view_op(r, false), r.one_in(8), r);
+      ViewOp again = pick_view_op(r, false);
+      if (info_[v].shape.size() < min_rank(again)) again = ViewOp::kUnsqueeze;
+      const std::vector<int> more = make_view(v, again, r.one_in(8), r);
       if (!more.empty()) v = more[r.below(static_cast<int64_t>(more.size()))];
     }
     const int t = r.one_in(4) ? x : v;  // through the base, the view existing
