@@ -189,7 +189,15 @@ Tensor t(const Tensor& a) {
   check_defined("t", a, "input");
   AG_CHECK(a.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", a.dim(), "D (",
            a.describe(), ")");
-  return a.dim() < 2 ? alias(a) : permute(a, {1, 0});
+  // Below 2-D, PyTorch's t() is transpose(0, 0), an alias whose gradient is t() of the incoming
+  // gradient, a new view of it: the identity permute (not alias, whose gradient is the incoming
+  // gradient itself).
+  if (a.dim() < 2) {
+    std::vector<int64_t> identity(static_cast<size_t>(a.dim()));
+    for (size_t d = 0; d < identity.size(); ++d) identity[d] = static_cast<int64_t>(d);
+    return permute(a, identity);
+  }
+  return permute(a, {1, 0});
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {

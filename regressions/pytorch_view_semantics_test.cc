@@ -378,6 +378,13 @@ TEST(ViewGradients, PermuteSqueezeAndUnsqueezeGiveViewsOfTheGradientAndAliasTheG
   r = grad({ops::squeeze(x)}, {x}, GradArgs().grad_outputs({ops::view(g, {3})}))[0];
   EXPECT_TRUE(shares_storage(r, g));
   EXPECT_EQ(r.shape(), Shape({3, 1}));
+  // Below 2-D, t() is an alias whose gradient is a new view of the gradient (TBackward0's
+  // grad.t()).
+  Tensor z = leaf({1, 2}, {2});
+  const Tensor gz = values({7, 8}, {2});
+  r = grad({ops::t(z)}, {z}, GradArgs().grad_outputs({gz}))[0];
+  EXPECT_FALSE(r.is_same(gz));
+  EXPECT_TRUE(shares_storage(r, gz));
   Tensor y = leaf({1, 2}, {2});
   const Tensor gy = values({7, 8}, {2});
   EXPECT_TRUE(grad({ops::squeeze(y)}, {y}, GradArgs().grad_outputs({gy}))[0].is_same(gy));
