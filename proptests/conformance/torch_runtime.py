@@ -213,6 +213,15 @@ def grad(outputs, inputs, grad_outputs, allow_unused=False, **kwargs):
         _begin_call([])
 
 
+def _readable_leaf(t):
+    """t.is_leaf, or False where PyTorch refuses to read it: a stale view made under no_grad or
+    by split/chunk/unbind (a view with a history, so no leaf), whose grad_fn raises."""
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return False
+
+
 def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # Copies of the caller's gradients: PyTorch's AccumulateGrad may keep a view of one as a
     # leaf's .grad, sharing the caller's storage; the engine never does
@@ -224,7 +233,7 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # .grad first: `is_leaf` reads grad_fn, which regenerates a stale view's history (PyTorch's
     # VariableHooks::grad_fn), a side effect that requires_grad_() would see later.
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
-            if isinstance(t, torch.Tensor) and t.grad is not None and t.is_leaf}
+            if isinstance(t, torch.Tensor) and t.grad is not None and _readable_leaf(t)}
     # The copies are made with grad mode off: a recorded clone reads its input's grad_fn, which
     # would regenerate a stale view's history (the side effect above), where the engine's call
     # reads nothing of the gradients' histories without create_graph.
