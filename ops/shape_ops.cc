@@ -61,7 +61,19 @@ struct CopySlices {
 };
 const OpSpec CopySlices::spec{
     "copy_slices",
-    {{base, {}, [](const Ctx& c) { return view_zeroed(c.grad(), c.attrs<ViewAttrs>().layout()); }},
+    {{base,
+      {},
+      [](const Ctx& c) {
+        // PyTorch's CopySlices copies the write's gradient for self into the view's elements of
+        // the gradient, which refuses a view that reaches one element at several indices (an
+        // expanded view, written by copy_ from its own elements: Note [Overlapping writes]).
+        const Layout at = c.attrs<ViewAttrs>().layout();
+        AG_CHECK(!has_internal_overlap(at),
+                 "copy_slices: unsupported operation: more than one element of the written-to "
+                 "tensor refers to a single memory location (the view written in place, strides ",
+                 to_string(at.strides), "). Please clone() the tensor first.");
+        return view_zeroed(c.grad(), at);
+      }},
      {view, {}, [](const Ctx& c) {
         return view_gather(c.grad(), c.attrs<ViewAttrs>().layout());
       }}}};

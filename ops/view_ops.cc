@@ -26,22 +26,50 @@ Tensor view_gradient(const Ctx& c) {
   return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
 }
 
-// The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them.
-#define AG_VIEW_SPEC(Name, name, forward)                                                      \
-  const OpSpec Name{                                                                           \
-      name, {{self, {}, view_gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
-                                            [[maybe_unused]] const Shape& x =                  \
-                                                a.attrs<ViewAttrs>().args;                     \
-                                            return forward;                                    \
-                                          }}};
-AG_VIEW_SPEC(kSelect, "select", select(a[self], x[0], x[1]))
-AG_VIEW_SPEC(kSlice, "slice", slice(a[self], x[0], x[1], x[2], x[3]))
-AG_VIEW_SPEC(kPermute, "permute", permute(a[self], std::vector<int64_t>(x.begin(), x.end())))
-AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze(a[self], x[0]))
-AG_VIEW_SPEC(kSqueeze, "squeeze", x.empty() ? squeeze(a[self]) : squeeze(a[self], x[0]))
-AG_VIEW_SPEC(kDiagonal, "diagonal", diagonal(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kUnfold, "unfold", unfold(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kAlias, "alias", alias(a[self]))
+// The gradients that are views of the incoming gradient, as PyTorch's formulas make them: permute's
+// is the inverse permute (PyTorch's permute_backwards), unsqueeze's a squeeze, squeeze's an
+// unsqueeze of each dim it dropped (unsqueeze_to: the gradient itself where it dropped none), and
+// alias's the gradient itself. So a grad() result is a view of a grad_outputs tensor (and
+// requires grad while that does, Note [View flags follow the base]), or that very tensor, as in
+// PyTorch.
+Tensor permute_gradient(const Ctx& c) {
+  const Shape& order = c.attrs<ViewAttrs>().args;
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = int64_t(i);
+  return permute(c.grad(), inverse);
+}
+Tensor unsqueeze_gradient(const Ctx& c) { return squeeze(c.grad(), c.attrs<ViewAttrs>().args[0]); }
+Tensor squeeze_gradient(const Ctx& c) {
+  const Shape& in = c.input_shape(self);
+  const Shape& args = c.attrs<ViewAttrs>().args;
+  Tensor g = c.grad();
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool dropped = in[d] == 1 && (args.empty() || args[0] == static_cast<int64_t>(d));
+    if (dropped) g = unsqueeze(g, static_cast<int64_t>(d));
+  }
+  return g;
+}
+Tensor alias_gradient(const Ctx& c) { return c.grad(); }
+
+// The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them,
+// with the gradient `gradient`.
+#define AG_VIEW_SPEC(Name, name, gradient, forward)                                       \
+  const OpSpec Name{                                                                      \
+      name, {{self, {}, gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
+                                       [[maybe_unused]] const Shape& x =                  \
+                                           a.attrs<ViewAttrs>().args;                     \
+                                       return forward;                                    \
+                                     }}};
+AG_VIEW_SPEC(kSelect, "select", view_gradient, select(a[self], x[0], x[1]))
+AG_VIEW_SPEC(kSlice, "slice", view_gradient, slice(a[self], x[0], x[1], x[2], x[3]))
+AG_VIEW_SPEC(kPermute, "permute", permute_gradient,
+             permute(a[self], std::vector<int64_t>(x.begin(), x.end())))
+AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze_gradient, unsqueeze(a[self], x[0]))
+AG_VIEW_SPEC(kSqueeze, "squeeze", squeeze_gradient,
+             x.empty() ? squeeze(a[self]) : squeeze(a[self], x[0]))
+AG_VIEW_SPEC(kDiagonal, "diagonal", view_gradient, diagonal(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kUnfold, "unfold", view_gradient, unfold(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kAlias, "alias", alias_gradient, alias(a[self]))
 #undef AG_VIEW_SPEC
 
 // expand's gradient sums over the expanded dims, as PyTorch's (at::sum_to).
@@ -161,7 +189,15 @@ Tensor t(const Tensor& a) {
   check_defined("t", a, "input");
   AG_CHECK(a.dim() <= 2, "t: expects a tensor with <= 2 dimensions, but self is ", a.dim(), "D (",
            a.describe(), ")");
-  return a.dim() < 2 ? alias(a) : permute(a, {1, 0});
+  // Below 2-D, PyTorch's t() is transpose(0, 0), an alias whose gradient is t() of the incoming
+  // gradient, a new view of it: the identity permute (not alias, whose gradient is the incoming
+  // gradient itself).
+  if (a.dim() < 2) {
+    std::vector<int64_t> identity(static_cast<size_t>(a.dim()));
+    for (size_t d = 0; d < identity.size(); ++d) identity[d] = static_cast<int64_t>(d);
+    return permute(a, identity);
+  }
+  return permute(a, {1, 0});
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
@@ -301,6 +337,14 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   AG_CHECK(chunks > 0, "chunk: chunk expects `chunks` to be greater than 0, got: ", chunks);
   dim = view_dim("chunk", dim, a);
   const int64_t size = a.shape()[dim];
+  if (size == 0) {
+    // As PyTorch's chunk: `chunks` empty pieces of an empty dim (split_with_sizes), where split
+    // would make one.
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(narrow(a, dim, 0, 0));
+    mark_multi_output_views(out);
+    return out;
+  }
   return split(a, (size + chunks - 1) / chunks, dim);
 }
 

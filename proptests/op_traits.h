@@ -135,8 +135,10 @@ constexpr unsigned G = kRandomGraph, C = kComposition, P = kConformance, A = kAp
 
 inline constexpr const char* kDerivativeOnly =
     "an op's derivative: it runs in that op's backward, which every generator reaches";
-inline constexpr const char* kViewsNotGenerated =
-    "a view op with strides: pinned to PyTorch in ops/tests/strided_views_test, not generated yet";
+inline constexpr const char* kViewStatements =
+    "a view op with strides: the conformance programs' view statements (also writes through "
+    "them); the others make whole-tensor reshapes only. Pinned to PyTorch in "
+    "ops/tests/strided_views_test";
 inline constexpr const char* kMask =
     "a mask without history (Note [Masks are 0 and 1], ops/select.cc), like gt, which the "
     "compositions make for where and masked_fill";
@@ -243,23 +245,24 @@ inline constexpr OpTraits kRows[] = {
        "op as reshape for the others", "Tensor.view", true),
     op(OpId::kTranspose, G | C | P | A | J | I, "transpose of two dims", "transpose"),
     // The view ops with strides (ops/view_ops.cc): tested against PyTorch's values, gradients
-    // and errors in ops/tests/strided_views_test; no generator makes them yet.
-    op(OpId::kT, kNoGenerator, kViewsNotGenerated, "Tensor.t", true),  // records permute
-    op(OpId::kPermute, kNoGenerator, kViewsNotGenerated, "Tensor.permute"),
-    op(OpId::kExpand, kNoGenerator, kViewsNotGenerated, "Tensor.expand"),
-    op(OpId::kUnsqueeze, kNoGenerator, kViewsNotGenerated, "Tensor.unsqueeze"),
-    op(OpId::kSqueeze, kNoGenerator, kViewsNotGenerated, "Tensor.squeeze"),
-    op(OpId::kSelect, kNoGenerator, kViewsNotGenerated, "Tensor.select"),
-    op(OpId::kNarrow, kNoGenerator, kViewsNotGenerated, "Tensor.narrow", true),
-    op(OpId::kSlice, kNoGenerator, kViewsNotGenerated, "torch.ops.aten.slice"),
-    op(OpId::kDiagonal, kNoGenerator, kViewsNotGenerated, "Tensor.diagonal"),
-    op(OpId::kUnfold, kNoGenerator, kViewsNotGenerated, "Tensor.unfold"),
-    op(OpId::kAsStrided, kNoGenerator, kViewsNotGenerated, "Tensor.as_strided"),
-    op(OpId::kAlias, kNoGenerator, kViewsNotGenerated, "torch.ops.aten.alias"),
-    op(OpId::kSplit, kNoGenerator, kViewsNotGenerated, "Tensor.split", true),
-    op(OpId::kChunk, kNoGenerator, kViewsNotGenerated, "Tensor.chunk", true),
-    op(OpId::kUnbind, kNoGenerator, kViewsNotGenerated, "Tensor.unbind", true),
-    op(OpId::kContiguous, kNoGenerator, kViewsNotGenerated, "Tensor.contiguous", true),
+    // and errors in ops/tests/strided_views_test; the conformance programs make them, alone, as
+    // views of views and as targets of in-place writes.
+    op(OpId::kT, P, kViewStatements, "Tensor.t", true),  // records permute
+    op(OpId::kPermute, P, kViewStatements, "Tensor.permute"),
+    op(OpId::kExpand, P, kViewStatements, "Tensor.expand"),
+    op(OpId::kUnsqueeze, P, kViewStatements, "Tensor.unsqueeze"),
+    op(OpId::kSqueeze, P, kViewStatements, "Tensor.squeeze"),
+    op(OpId::kSelect, P, kViewStatements, "Tensor.select"),
+    op(OpId::kNarrow, P, kViewStatements, "Tensor.narrow", true),
+    op(OpId::kSlice, P, kViewStatements, "torch.ops.aten.slice"),
+    op(OpId::kDiagonal, P, kViewStatements, "Tensor.diagonal"),
+    op(OpId::kUnfold, P, kViewStatements, "Tensor.unfold"),
+    op(OpId::kAsStrided, P, kViewStatements, "Tensor.as_strided"),
+    op(OpId::kAlias, P, kViewStatements, "torch.ops.aten.alias"),
+    op(OpId::kSplit, P, kViewStatements, "Tensor.split", true),
+    op(OpId::kChunk, P, kViewStatements, "Tensor.chunk", true),
+    op(OpId::kUnbind, P, kViewStatements, "Tensor.unbind", true),
+    op(OpId::kContiguous, P, kViewStatements, "Tensor.contiguous", true),
     op(OpId::kDetach, P | A | J | I,
        "detach statements and commands, a view without history; the compositions and random "
        "graphs check gradients, which it has none of", "Tensor.detach"),

@@ -324,5 +324,94 @@ TEST(RegeneratedViews, AViewOfAMatmulResultRegeneratesFromThatResult) {
   expect_values(grad({ops::sum(v)}, {a})[0], {4});
 }
 
+// The conformance programs' view statements (issue 44) found these three.
+
+// x = torch.zeros(0, 3, requires_grad=True)
+// [t.shape for t in x.chunk(2, 0)] -> [(0, 3), (0, 3)]: chunks of an empty dim are `chunks` empty
+// views (PyTorch's chunk calls split_with_sizes there), where split(x, 0) makes one.
+TEST(MultiOutputViews, ChunkOfAnEmptyDimMakesEveryChunk) {
+  Tensor x = leaf({}, {0, 3});
+  const std::vector<Tensor> pieces = ops::chunk(x, 2, 0);
+  ASSERT_EQ(pieces.size(), 2u);
+  for (const Tensor& p : pieces) EXPECT_EQ(p.shape(), Shape({0, 3}));
+  EXPECT_EQ(ops::chunk(x, 2, 1).size(), 2u);  // a dim of 3 in chunks of 2 and 1, as PyTorch
+}
+
+// x = torch.tensor([0.5], requires_grad=True); y = x.sigmoid()
+// a, = y.split(1, 0); b = a.permute([0])
+// with torch.no_grad(): b.mul_(y)
+// a.requires_grad -> True; a.is_leaf and b.is_leaf raise "Output 0 of Split is a view and its base
+// or another view of its base has been modified inplace. This view is the output of a function
+// that returns multiple views." (handle_view_on_rebase refuses every CreationMeta but DEFAULT.)
+TEST(MultiOutputViews, AStaleViewOfASplitCannotBeRead) {
+  Tensor x = leaf({0.5}, {1});
+  Tensor y = ops::sigmoid(x);
+  Tensor a = ops::split(y, 1, 0)[0];
+  Tensor b = ops::permute(a, {0});
+  {
+    NoGradGuard no_grad;
+    ops::mul_(b, y);
+  }
+  EXPECT_TRUE(a.requires_grad());
+  EXPECT_NE(error_of([&] { (void)a.is_leaf(); }).find("split, chunk or unbind"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)b.is_leaf(); }).find("split, chunk or unbind"), std::string::npos);
+}
+
+// x = torch.rand(3, 1, requires_grad=True); g = torch.rand(3, 1, requires_grad=True)
+// r, = torch.autograd.grad(x[...], x, g) -> r is g (alias's gradient is `grad`)
+// r, = torch.autograd.grad(x.permute(1, 0), x, g.view(1, 3)) -> r._base is g.view's base, and
+// r.requires_grad True (a view of g made with grad mode off); the same for unsqueeze (squeeze of
+// the gradient) and squeeze (unsqueeze_to: the gradient itself where no dim was dropped).
+TEST(ViewGradients, PermuteSqueezeAndUnsqueezeGiveViewsOfTheGradientAndAliasTheGradient) {
+  Tensor x = leaf({1, 2, 3}, {3, 1});
+  Tensor g = leaf({4, 5, 6}, {3, 1});
+  Tensor r = grad({ops::alias(x)}, {x}, GradArgs().grad_outputs({g}))[0];
+  EXPECT_TRUE(r.is_same(g));
+  const Tensor gt = ops::view(g, {1, 3});
+  r = grad({ops::permute(x, {1, 0})}, {x}, GradArgs().grad_outputs({gt}))[0];
+  expect_values(r, {4, 5, 6});
+  EXPECT_TRUE(shares_storage(r, g));
+  EXPECT_TRUE(r.requires_grad());
+  r = grad({ops::unsqueeze(x, 0)}, {x}, GradArgs().grad_outputs({ops::view(g, {1, 3, 1})}))[0];
+  EXPECT_TRUE(shares_storage(r, g));
+  EXPECT_TRUE(r.requires_grad());
+  r = grad({ops::squeeze(x)}, {x}, GradArgs().grad_outputs({ops::view(g, {3})}))[0];
+  EXPECT_TRUE(shares_storage(r, g));
+  EXPECT_EQ(r.shape(), Shape({3, 1}));
+  // Below 2-D, t() is an alias whose gradient is a new view of the gradient (TBackward0's
+  // grad.t()).
+  Tensor z = leaf({1, 2}, {2});
+  const Tensor gz = values({7, 8}, {2});
+  r = grad({ops::t(z)}, {z}, GradArgs().grad_outputs({gz}))[0];
+  EXPECT_FALSE(r.is_same(gz));
+  EXPECT_TRUE(shares_storage(r, gz));
+  Tensor y = leaf({1, 2}, {2});
+  const Tensor gy = values({7, 8}, {2});
+  EXPECT_TRUE(grad({ops::squeeze(y)}, {y}, GradArgs().grad_outputs({gy}))[0].is_same(gy));
+  EXPECT_TRUE(grad({ops::squeeze(y, 0)}, {y}, GradArgs().grad_outputs({gy}))[0].is_same(gy));
+}
+
+// l = torch.tensor(0.5, requires_grad=True); x = l.clone(); e = x.expand(2)
+// e.copy_(e) -> runs (copy_ returns at once for the same data), recorded: e.grad_fn is
+// AsStridedBackward0 and x.grad_fn CopySlices, whose backward (grad(e.sum(), l)) raises
+// "unsupported operation: more than one element of the written-to tensor refers to a single memory
+// location" (it copies the write's gradient into the expanded view of the base's gradient);
+// e.copy_(x.expand(2)) runs too; e.add_(e) raises that at once.
+TEST(OverlappingWrites, CopyFromTheSameElementsIntoAnExpandedViewRuns) {
+  Tensor l = leaf({0.5}, {});
+  Tensor x = ops::clone(l);
+  Tensor e = ops::expand(x, {2});
+  ops::copy_(e, e);
+  EXPECT_TRUE(e.requires_grad());
+  EXPECT_FALSE(e.is_leaf());
+  EXPECT_NE(error_of([&] { grad({ops::sum(e)}, {l}); }).find("single memory location"),
+            std::string::npos);
+  Tensor y = values({1.5}, {});
+  Tensor f = ops::expand(y, {2});
+  ops::copy_(f, ops::expand(y, {2}));
+  expect_values(f, {1.5, 1.5});
+  EXPECT_NE(error_of([&] { ops::add_(f, f); }).find("single memory location"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ag

@@ -36,6 +36,8 @@ TEST(ProgramGen, GeneratesExactlyTheCoveredOps) {
         return {proptests::op_id(s.instr.op)};
       case StmtKind::kView:
         return {ops::OpId::kView};
+      case StmtKind::kViewOp:
+        return {view_op_id(s.view_op)};
       case StmtKind::kDetach:
         return {ops::OpId::kDetach};
       case StmtKind::kInplace: {

@@ -6,7 +6,7 @@
 //     <the program, program.h's text form>
 //     records
 //     <the expected records, records.h>
-// Regenerate with `bazel run -c opt //proptests/conformance:export -- --write` (needs PyTorch).
+// Regenerate with tools/regenerate_corpus.sh (`export --write`, then corpus_test; needs PyTorch).
 
 #include <optional>
 #include <string>

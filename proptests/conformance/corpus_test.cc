@@ -24,6 +24,7 @@ struct CorpusRun {
   std::vector<std::string> failures;   // one report per mismatching program
   std::map<std::string, int> excused;  // explanation id -> programs it excused something in
   NumberStats numbers;
+  int views = 0, partial_views = 0, writes_through_views = 0;  // programs (program.h, ViewUse)
 };
 
 std::vector<std::filesystem::path> corpus_files() {
@@ -41,6 +42,10 @@ const CorpusRun& corpus_run() {
     for (const auto& file : corpus_files()) {
       for (const CorpusEntry& entry : read_corpus_file(file.string())) {
         ++r.programs;
+        const ViewUse use = view_use(entry.program);
+        r.views += use.views;
+        r.partial_views += use.partial_views;
+        r.writes_through_views += use.partial_views && use.writes_through_views;
         // A hang fails the program (the hung thread is left behind, blocked).
         const Records actual =
             run_on_engine_with_timeout(entry.program, 30).value_or(hang_records());
@@ -60,6 +65,11 @@ const CorpusRun& corpus_run() {
         "%.3g of the tolerance\n",
         r.programs, static_cast<long long>(r.numbers.numbers),
         static_cast<long long>(r.numbers.bitwise), r.numbers.max_error);
+    std::printf(
+        "%d programs make view ops, %d partial views (select, slice...), %d partial views and "
+        "in-place writes through views (%.0f%%)\n",
+        r.views, r.partial_views, r.writes_through_views,
+        100.0 * r.writes_through_views / std::max(r.programs, 1));
     for (const auto& [id, n] : r.excused)
       std::printf("  %-30s excused lines in %d programs\n", id.c_str(), n);
     return r;
@@ -68,6 +78,13 @@ const CorpusRun& corpus_run() {
 }
 
 TEST(Corpus, HasAtLeast2000Programs) { EXPECT_GE(corpus_run().programs, 2000); }
+
+// The view ops and the writes through them (issue 44): at least a third of the programs make a
+// partial view and write in place through a view.
+TEST(Corpus, AThirdOfTheProgramsWriteThroughPartialViews) {
+  const CorpusRun& r = corpus_run();
+  EXPECT_GE(3 * r.writes_through_views, r.programs);
+}
 
 TEST(Corpus, EveryProgramAgreesWithPyTorch) {
   const CorpusRun& r = corpus_run();

@@ -42,6 +42,49 @@ std::string digest_text(const Tensor& t) {
   return "d=" + format_double(g.d) + " a=" + format_double(g.a) + " n=" + std::to_string(g.n);
 }
 
+}  // namespace
+
+TensorList run_view_op(const Stmt& s, const Tensor& a) {
+  const auto& i = s.ints;
+  switch (s.view_op) {
+    case ViewOp::kSelect:
+      return {ops::select(a, i.at(0), i.at(1))};
+    case ViewOp::kSlice:
+      return {ops::slice(a, i.at(0), i.at(1), i.at(2), i.at(3))};
+    case ViewOp::kNarrow:
+      return {ops::narrow(a, i.at(0), i.at(1), i.at(2))};
+    case ViewOp::kPermute:
+      return {ops::permute(a, std::vector<int64_t>(s.shape.begin(), s.shape.end()))};
+    case ViewOp::kT:
+      return {ops::t(a)};
+    case ViewOp::kExpand:
+      return {ops::expand(a, s.shape)};
+    case ViewOp::kUnsqueeze:
+      return {ops::unsqueeze(a, i.at(0))};
+    case ViewOp::kSqueeze:
+      return {i.empty() ? ops::squeeze(a) : ops::squeeze(a, i[0])};
+    case ViewOp::kDiagonal:
+      return {ops::diagonal(a, i.at(0), i.at(1), i.at(2))};
+    case ViewOp::kUnfold:
+      return {ops::unfold(a, i.at(0), i.at(1), i.at(2))};
+    case ViewOp::kAsStrided:
+      return {ops::as_strided(a, s.shape, s.strides, i.at(0))};
+    case ViewOp::kAlias:
+      return {ops::alias(a)};
+    case ViewOp::kSplit:
+      return ops::split(a, i.at(0), i.at(1));
+    case ViewOp::kChunk:
+      return ops::chunk(a, i.at(0), i.at(1));
+    case ViewOp::kUnbind:
+      return ops::unbind(a, i.at(0));
+    case ViewOp::kContiguous:
+      return {ops::contiguous(a)};
+  }
+  return {};
+}
+
+namespace {
+
 class Runner {
  public:
   Runner(const ConformanceProgram& p, bool explain)
@@ -166,6 +209,16 @@ class Runner {
       case StmtKind::kView:
         set_results({ops::view(args[0], s.shape)});
         return;
+      case StmtKind::kViewOp: {
+        std::optional<NoGradGuard> no_grad;
+        if (s.flag) no_grad.emplace();
+        const TensorList out = run_view_op(s, args[0]);
+        // Python's unpacking of a split into the statement's names.
+        AG_CHECK(out.size() == s.results.size(), "cannot unpack ", out.size(), " views into ",
+                 s.results.size(), " names");
+        set_results(out);
+        return;
+      }
       case StmtKind::kDetach:
         set_results({ops::detach(args[0])});
         return;

@@ -3,7 +3,8 @@
 // this engine with them.
 //
 //   bazel run -c opt //proptests/conformance:export -- --write
-//       regenerates the committed corpus (proptests/conformance/corpus/) from seed 1
+//       regenerates the committed corpus (proptests/conformance/corpus/) from seed 1; run it as
+//       tools/regenerate_corpus.sh, which finds PyTorch and runs corpus_test after
 //   bazel run -c opt //proptests/conformance:export -- --programs 500 --seed 7 --check
 //       fresh programs: how many mismatch, grouped by the first statement that differs
 //   bazel run -c opt //proptests/conformance:export -- --show 17 [--seed S]
@@ -194,8 +195,13 @@ int run_export(const Args& a) {
   }
   std::vector<std::string> shards(static_cast<size_t>(a.shards));
   Triage triage;
+  int views = 0, partial = 0, writes = 0;  // program.h, ViewUse
   for (int id = 0; id < a.programs; ++id) {
     const ConformanceProgram p = generate_program(a.seed, id);
+    const ViewUse use = view_use(p);
+    views += use.views;
+    partial += use.partial_views;
+    writes += use.partial_views && use.writes_through_views;
     const std::string script = foreign->script(p, program_title(a.seed, id));
     const BothEngines checked = run_both_engines(p, *foreign, script);
     const Records& expected = checked.expected;
@@ -209,7 +215,10 @@ int run_export(const Args& a) {
     if (a.check) triage.add(std::to_string(id), p, checked.comparison);
     if ((id + 1) % 100 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
   }
-  std::fprintf(stderr, "\n");
+  std::fprintf(stderr,
+               "\n%d programs make view ops, %d partial views, %d partial views and in-place "
+               "writes through views (%.0f%%)\n",
+               views, partial, writes, 100.0 * writes / a.programs);
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
   for (const CorpusEntry& e : handwritten_programs()) {
@@ -227,17 +236,16 @@ int run_export(const Args& a) {
       write_file(dir / name, "# Conformance corpus, part " + std::to_string(k + 1) + " of " +
                                  std::to_string(a.shards) + ": programs and the records " +
                                  version +
-                                 " wrote for them.\n# Regenerate all parts: bazel run -c opt "
-                                 "//proptests/conformance:export -- --write  (seed " +
+                                 " wrote for them.\n# Regenerate all parts: "
+                                 "tools/regenerate_corpus.sh  (export --write, seed " +
                                  std::to_string(a.seed) + ", " + std::to_string(a.programs) +
                                  " programs)\n" + shards[static_cast<size_t>(k)]);
     }
-    write_file(dir / "handwritten.txt",
-               "# The hand-written programs (proptests/conformance/programs/) and the records " +
-                   version +
-                   " wrote for them.\n# Regenerate: bazel run -c opt "
-                   "//proptests/conformance:export -- --write\n" +
-                   handwritten);
+    write_file(
+        dir / "handwritten.txt",
+        "# The hand-written programs (proptests/conformance/programs/) and the records " + version +
+            " wrote for them.\n# Regenerate: tools/regenerate_corpus.sh  (export --write)\n" +
+            handwritten);
     std::fprintf(stderr, "wrote %d files to %s\n", a.shards + 1, dir.c_str());
   }
   if (a.check) {

@@ -132,6 +132,43 @@ Enum parse_enum(const std::string& id, const char* const (&names)[N], const char
 }
 
 const char* const kInplaceNames[] = {"add_", "mul_", "copy_"};
+
+struct ViewOpRow {
+  ops::OpId id;
+  std::vector<const char*> ints;
+};
+const ViewOpRow& view_row(ViewOp op) {
+  using ops::OpId;
+  static const ViewOpRow kRows[kNumViewOps] = {
+      {OpId::kSelect, {"dim", "index"}},
+      {OpId::kSlice, {"dim", "start", "end", "step"}},
+      {OpId::kNarrow, {"dim", "start", "length"}},
+      {OpId::kPermute, {}},
+      {OpId::kT, {}},
+      {OpId::kExpand, {}},
+      {OpId::kUnsqueeze, {"dim"}},
+      {OpId::kSqueeze, {"dim"}},
+      {OpId::kDiagonal, {"offset", "dim1", "dim2"}},
+      {OpId::kUnfold, {"dim", "size", "step"}},
+      {OpId::kAsStrided, {"offset"}},
+      {OpId::kAlias, {}},
+      {OpId::kSplit, {"size", "dim"}},
+      {OpId::kChunk, {"chunks", "dim"}},
+      {OpId::kUnbind, {"dim"}},
+      {OpId::kContiguous, {}},
+  };
+  return kRows[static_cast<int>(op)];
+}
+
+bool parse_view_op(const std::string& head, ViewOp* op) {
+  for (int k = 0; k < kNumViewOps; ++k) {
+    if (head == view_op_name(static_cast<ViewOp>(k))) {
+      *op = static_cast<ViewOp>(k);
+      return true;
+    }
+  }
+  return false;
+}
 const char* const kCustomNames[] = {"Mul", "Two", "Split"};
 
 Stmt parse_stmt(const std::string& line) {
@@ -172,6 +209,16 @@ Stmt parse_stmt(const std::string& line) {
     s.kind = StmtKind::kView;
     s.args = {value_id(f.positional.at(0))};
     s.shape = parse_shape(f.positional.at(1));
+  } else if (parse_view_op(head, &s.view_op)) {
+    s.kind = StmtKind::kViewOp;
+    s.args = {value_id(f.positional.at(0))};
+    if (s.view_op == ViewOp::kPermute) s.shape = parse_shape(f.get("dims"));
+    if (f.positional.size() > 1) s.shape = parse_shape(f.positional.at(1));
+    if (const auto* v = f.find("stride")) s.strides = parse_shape(*v);
+    for (const char* n : view_int_names(s.view_op)) {
+      if (const auto* v = f.find(n)) s.ints.push_back(std::stoll(*v));
+    }
+    if (const auto* v = f.find("no_grad")) s.flag = *v == "1";
   } else if (head == "detach") {
     s.kind = StmtKind::kDetach;
     s.args = positional_values(0);
@@ -233,8 +280,50 @@ Stmt parse_stmt(const std::string& line) {
 }  // namespace
 
 const char* inplace_name(InplaceKind kind) { return kInplaceNames[static_cast<int>(kind)]; }
+const char* view_op_name(ViewOp op) { return ops::op_name(view_row(op).id); }
+std::vector<const char*> view_int_names(ViewOp op) { return view_row(op).ints; }
+ops::OpId view_op_id(ViewOp op) { return view_row(op).id; }
 const char* custom_name(CustomKind kind) { return kCustomNames[static_cast<int>(kind)]; }
 int num_results(CustomKind kind) { return kind == CustomKind::kMul ? 1 : 2; }
+
+bool makes_views(const Stmt& s) {
+  return s.kind == StmtKind::kView ||
+         (s.kind == StmtKind::kViewOp && s.view_op != ViewOp::kContiguous);
+}
+
+ViewUse view_use(const ConformanceProgram& p) {
+  ViewUse use;
+  std::vector<int> storage(static_cast<size_t>(p.num_values));  // a value's storage: its root
+  for (int v = 0; v < p.num_values; ++v) storage[v] = v;
+  std::vector<bool> viewed(static_cast<size_t>(p.num_values), false);  // a view op's memory
+  for (const Stmt& s : p.stmts) {
+    if (s.kind == StmtKind::kDetach || makes_views(s)) {
+      for (int r : s.results) storage.at(r) = storage.at(s.args[0]);
+    }
+    if (s.kind == StmtKind::kViewOp && makes_views(s)) {
+      use.views = true;
+      viewed.at(storage[s.args[0]]) = true;
+      switch (s.view_op) {
+        case ViewOp::kSelect:
+        case ViewOp::kSlice:
+        case ViewOp::kNarrow:
+        case ViewOp::kDiagonal:
+        case ViewOp::kUnfold:
+        case ViewOp::kAsStrided:
+        case ViewOp::kSplit:
+        case ViewOp::kChunk:
+        case ViewOp::kUnbind:
+          use.partial_views = true;
+          break;
+        default:
+          break;
+      }
+    }
+    if (s.kind == StmtKind::kInplace && viewed.at(storage.at(s.args[0])))
+      use.writes_through_views = true;
+  }
+  return use;
+}
 
 bool records_values(const Stmt& stmt) { return stmt.kind != StmtKind::kLeaf; }
 
@@ -279,6 +368,18 @@ std::string to_text(const Stmt& s) {
     case StmtKind::kView:
       os << "view v" << s.args[0] << " " << format_shape(s.shape);
       break;
+    case StmtKind::kViewOp: {
+      os << view_op_name(s.view_op) << " v" << s.args[0];
+      if (s.view_op == ViewOp::kPermute) os << " dims=" << format_shape(s.shape);
+      if (s.view_op == ViewOp::kExpand || s.view_op == ViewOp::kAsStrided)
+        os << " " << format_shape(s.shape);
+      if (s.view_op == ViewOp::kAsStrided) os << " stride=" << format_shape(s.strides);
+      const std::vector<const char*> names = view_int_names(s.view_op);
+      for (size_t i = 0; i < s.ints.size() && i < names.size(); ++i)
+        os << " " << names[i] << "=" << s.ints[i];
+      if (s.flag) os << " no_grad=1";
+      break;
+    }
     case StmtKind::kDetach:
       os << "detach";
       args();

@@ -12,11 +12,25 @@
 //     v2 = mul v0 v1
 //     v3 = view v2 [6]
 //     add_ v3 v1 no_grad=0 ; flags v2
+//     v4 = slice v2 dim=1 start=0 end=3 step=2
+//     v5 v6 = split v0 size=1 dim=0 no_grad=1
+//     mul_ v4 v1 no_grad=1 ; flags v2 v3
 //     v5 v6 = custom Two v3 v1
 //     v7 v8 = grad outputs=v6 inputs=v0,v3 grad_outputs=v1 retain_graph=1 create_graph=1
 //     backward tensors=v5 grad_tensors=- inputs=v0,v0 retain_graph=- create_graph=0 ; grads v0 v1
 // After " ; " come the extra records the statement asks for: `flags` (requires_grad and is_leaf
 // of the in-place target's aliases) and `grads` (the .grad of those values).
+//
+// The view ops of ops/ops.h (select, slice with a step, narrow, permute, t, expand, unsqueeze,
+// squeeze, diagonal, unfold, as_strided, alias, split, chunk, unbind, contiguous) are kViewOp
+// statements named by the op list, their integer arguments named as in ops/ops.h, a list of
+// sizes positional (expand, as_strided), `no_grad=1` when the view is made under no_grad:
+//     v7 = select v2 dim=1 index=-1              v2[:, -1]
+//     v8 = narrow v7 dim=0 start=1 length=2      v7.narrow(0, 1, 2)
+//     v9 = permute v2 dims=[1,0]                 v2.permute([1, 0])
+//     v10 = expand v0 [4,2,3]                    v0.expand([4, 2, 3])
+//     v11 = as_strided v2 [2,2] stride=[1,2] offset=1
+//     v12 v13 v14 = unbind v2 dim=1              v12, v13, v14 = v2.unbind(1)
 
 #include <cstdint>
 #include <string>
@@ -31,6 +45,8 @@ enum class StmtKind {
   kLeaf,             // v = uniform(-1, 1) values of `shape` from `seed`, float64
   kOp,               // v = an op of the op set: composition's Instr (its args are value ids)
   kView,             // v = view(args[0], shape)
+  kViewOp,           // results = a view op `view_op` of args[0] (ints, shape, strides), no_grad
+                     // when `flag`
   kDetach,           // v = args[0].detach()
   kInplace,          // args[0].add_/mul_/copy_(args[1]), under no_grad when `flag`
   kSetRequiresGrad,  // args[0].requires_grad_(flag)
@@ -42,6 +58,29 @@ enum class StmtKind {
 };
 
 enum class InplaceKind { kAdd, kMul, kCopy };
+
+// The view ops of a kViewOp statement (ops/ops.h, in its order), with what their arguments are:
+// `ints` in the order of view_int_names(), `shape` the sizes of expand and as_strided, `strides`
+// as_strided's.
+enum class ViewOp {
+  kSelect,      // dim index
+  kSlice,       // dim start end step
+  kNarrow,      // dim start length
+  kPermute,     // dims (in `shape`)
+  kT,           //
+  kExpand,      // sizes (in `shape`)
+  kUnsqueeze,   // dim
+  kSqueeze,     // [dim]: every dim of size 1 when absent
+  kDiagonal,    // offset dim1 dim2
+  kUnfold,      // dim size step
+  kAsStrided,   // sizes (`shape`), strides, offset
+  kAlias,       //
+  kSplit,       // size dim: several results
+  kChunk,       // chunks dim: several results
+  kUnbind,      // dim: several results
+  kContiguous,  //
+};
+inline constexpr int kNumViewOps = static_cast<int>(ViewOp::kContiguous) + 1;
 
 // The custom Functions (custom_functions.h; torch_runtime.py has the same three).
 enum class CustomKind {
@@ -55,12 +94,15 @@ struct Stmt {
   std::vector<int> results;  // value ids this statement creates
   std::vector<int> args;     // operands (see StmtKind)
 
-  // kLeaf, kView
+  // kLeaf, kView; kViewOp: permute's dims, expand's and as_strided's sizes
   Shape shape;
   uint64_t seed = 0;
-  // kLeaf, kSetRequiresGrad: requires_grad; kInplace: under no_grad
+  // kLeaf, kSetRequiresGrad: requires_grad; kInplace, kViewOp: under no_grad
   bool flag = false;
-  proptests::Instr instr;  // kOp
+  ViewOp view_op = ViewOp::kAlias;  // kViewOp
+  std::vector<int64_t> ints;        // kViewOp: its integer arguments (view_int_names)
+  Shape strides;                    // kViewOp: as_strided's
+  proptests::Instr instr;           // kOp
   InplaceKind inplace = InplaceKind::kAdd;
   CustomKind custom = CustomKind::kMul;
 
@@ -82,8 +124,25 @@ struct ConformanceProgram {
 
 // Ops are named in the text form and the records by proptests::op_name(): the op list's names.
 const char* inplace_name(InplaceKind kind);
+// A view op's name (the op list's) and the names of its integer arguments, in `ints`' order.
+const char* view_op_name(ViewOp op);
+std::vector<const char*> view_int_names(ViewOp op);
+ops::OpId view_op_id(ViewOp op);
 const char* custom_name(CustomKind kind);
 int num_results(CustomKind kind);
+// Whether the statement's results are views of args[0]: kView, and kViewOp but contiguous (a copy
+// unless its input is contiguous already, when it returns the input itself).
+bool makes_views(const Stmt& stmt);
+// What a program does with the view ops, for the corpus' counts (corpus_test, export): whether it
+// makes a view op's result, a partial one (select, slice, narrow, diagonal, unfold, as_strided,
+// split, chunk, unbind: not every element of the input), and whether an in-place op writes into
+// such a result or into the memory it views (through the base, or another view).
+struct ViewUse {
+  bool views = false;
+  bool partial_views = false;
+  bool writes_through_views = false;
+};
+ViewUse view_use(const ConformanceProgram& program);
 // Whether the statement's results are recorded with their values (all but leaves, whose values
 // are the program's input).
 bool records_values(const Stmt& stmt);

@@ -5,6 +5,7 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/ops.h"
+#include "proptests/conformance/engine_runner.h"
 
 namespace ag::proptests {
 namespace {
@@ -23,6 +24,8 @@ enum class Family {
   kZeroSizeLeaf,
   kRawOp,
   kAlias,
+  kViewOp,
+  kViewWrite,
 };
 
 // Relative frequencies of the families (Move::family picks one, modulo the total).
@@ -45,6 +48,8 @@ const Weighted kFamilies[] = {
     {Family::kZeroSizeLeaf, 2, "zero-size leaf"},
     {Family::kRawOp, 5, "op on any operands"},
     {Family::kAlias, 2, "dropout(p=0) alias"},
+    {Family::kViewOp, 10, "view op"},
+    {Family::kViewWrite, 14, "write through a view"},
 };
 
 const Weighted& family_of(const Move& m) {
@@ -83,7 +88,35 @@ struct Info {
   // results views of each other and of grad_outputs (transpose, sum, expand), where the engine's
   // copy (DEVIATIONS.md, copying-shape-ops). The generator writes into none of them.
   bool no_writes = false;
-  int storage = 0;  // values with the same number share storage (views, detach, aliases)
+  int storage = 0;           // values with the same number share storage (views, detach, aliases)
+  int64_t storage_size = 0;  // elements of that storage (at least: as_strided stays inside)
+  int base = -1;             // the value a view statement viewed
+  // A view that may read an element twice (an expand, an unfold or as_strided with overlapping
+  // windows, or a view of one): as_strided of it is refused here (its gradient would need
+  // PyTorch's counts, ops/view_ops.cc), so the generator makes none.
+  bool may_overlap = false;
+};
+
+// More small random numbers than a Move holds, drawn from it (so a shrunk spec still maps to one
+// program).
+class Bits {
+ public:
+  explicit Bits(const Move& m)
+      : x_(static_cast<uint64_t>(m.param) * 0x9E3779B97F4A7C15ull ^
+           static_cast<uint64_t>(m.a * 4096 + m.b * 64 + m.c) * 0xBF58476D1CE4E5B9ull) {}
+  // In [0, n) (0 for n <= 0).
+  int64_t below(int64_t n) {
+    x_ ^= x_ >> 31;
+    x_ *= 0x94D049BB133111EBull;
+    x_ ^= x_ >> 29;
+    x_ += 0x9E3779B97F4A7C15ull;
+    return n <= 0 ? 0 : static_cast<int64_t>((x_ >> 17) % static_cast<uint64_t>(n));
+  }
+  int64_t in(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }  // [lo, hi]
+  bool one_in(int n) { return below(n) == 0; }
+
+ private:
+  uint64_t x_;
 };
 
 class Builder {
@@ -128,6 +161,10 @@ class Builder {
         return raw_op(m);
       case Family::kAlias:
         return alias(m);
+      case Family::kViewOp:
+        return view_op(m);
+      case Family::kViewWrite:
+        return view_write(m);
     }
   }
 
@@ -155,6 +192,7 @@ class Builder {
     info.requires_grad = requires_grad;
     info.is_leaf = !requires_grad;
     info.storage = storage >= 0 ? storage : storages_++;
+    info.storage_size = storage >= 0 ? storage_size_of(storage) : numel(shape);
     info_.push_back(info);
     absorbed_ = plan_.instrs.size();
     return count() - 1;
@@ -192,6 +230,7 @@ class Builder {
       if (in.op == Op::kLeaf) {
         info.requires_grad = plan_.leaf_requires_grad[in.args[0]];
         info.storage = storages_++;
+        info.storage_size = numel(info.shape);
         info_.push_back(info);
         add_leaf_stmt(count() - 1, in.args[0]);
         continue;
@@ -201,7 +240,9 @@ class Builder {
       // Views, and the ops that return their input itself when it has the shape already.
       const bool same_tensor =
           (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) && info_[in.args[0]].shape == in.shape;
-      info.storage = in.op == Op::kReshape || same_tensor ? info_[in.args[0]].storage : storages_++;
+      const bool shared = in.op == Op::kReshape || same_tensor;
+      info.storage = shared ? info_[in.args[0]].storage : storages_++;
+      info.storage_size = shared ? storage_size_of(info.storage) : numel(info.shape);
       info_.push_back(info);
       Stmt s;
       s.kind = StmtKind::kOp;
@@ -249,6 +290,14 @@ class Builder {
       if (u != v && info_[u].storage == info_[v].storage) out.push_back(u);
     }
     return out;
+  }
+
+  int64_t storage_size_of(int storage) const {
+    int64_t n = -1;
+    for (const Info& i : info_) {
+      if (i.storage == storage) n = n < 0 ? i.storage_size : std::min(n, i.storage_size);
+    }
+    return std::max<int64_t>(n, 0);
   }
 
   Stmt& emit(Stmt s) {
@@ -305,6 +354,7 @@ class Builder {
     s.kind = StmtKind::kDetach;
     s.args = {x};
     s.results = {new_value(info_[x].shape, false, info_[x].storage)};
+    info_.back().may_overlap = info_[x].may_overlap;
     emit(s);
   }
 
@@ -523,6 +573,270 @@ class Builder {
     s.instr = in;
     s.results = {new_value(info_[x].shape, info_[x].requires_grad, info_[x].storage)};
     info_.back() = info_[x];
+    emit(s);
+  }
+
+  // ---- view ops and writes through them ----
+
+  // A view op's arguments for an input of shape `in`: mostly valid, sometimes not (an index out
+  // of range, a zero step, a wrong permutation), since both engines must refuse the same ones.
+  void view_args(Stmt& s, const Shape& in, int64_t storage_size, Bits& r) {
+    const int64_t rank = static_cast<int64_t>(in.size());
+    auto dim = [&] { return rank == 0 || r.one_in(16) ? r.in(-1, rank) : r.below(rank); };
+    auto size = [&](int64_t d) {
+      return d >= 0 && d < rank ? in[d] : d < 0 && -d <= rank ? in[rank + d] : 1;
+    };
+    switch (s.view_op) {
+      case ViewOp::kSelect: {
+        const int64_t d = dim(), n = size(d);
+        s.ints = {d, r.one_in(16) ? n : r.in(-n, n - 1)};
+        break;
+      }
+      case ViewOp::kSlice: {
+        const int64_t d = rank == 0 ? r.in(-1, 0) : r.below(rank), n = size(d);
+        const int64_t start = r.one_in(4) ? r.in(-n, -1) : r.in(0, n);
+        const int64_t end = r.one_in(4) ? n + r.in(0, 2) : r.in(start < 0 ? 0 : start, n);
+        s.ints = {d, start, end, r.one_in(32) ? 0 : r.in(1, 3)};
+        break;
+      }
+      case ViewOp::kNarrow: {
+        const int64_t d = dim(), n = size(d), start = r.in(0, n);
+        s.ints = {d, start, r.one_in(16) ? n - start + 1 : r.in(0, n - start)};
+        break;
+      }
+      case ViewOp::kPermute: {
+        std::vector<int64_t> dims(static_cast<size_t>(rank));
+        for (int64_t d = 0; d < rank; ++d) dims[d] = d;
+        for (int64_t d = rank - 1; d > 0; --d) std::swap(dims[d], dims[r.below(d + 1)]);
+        if (r.one_in(16)) dims.push_back(0);  // refused
+        s.shape = Shape(dims);
+        break;
+      }
+      case ViewOp::kExpand: {
+        Shape sizes;
+        if (rank < 3 && r.one_in(3)) sizes.push_back(r.in(0, 3));  // a new leading dim
+        for (int64_t d = 0; d < rank; ++d) {
+          sizes.push_back(in[d] == 1 ? r.in(1, 3) : r.one_in(4) ? -1 : in[d]);
+        }
+        if (r.one_in(16) && rank > 0) sizes.back() += 1;  // refused, unless it was 1
+        s.shape = sizes;
+        break;
+      }
+      case ViewOp::kUnsqueeze:
+        s.ints = {r.one_in(8) ? r.in(-rank - 1, -1) : r.in(0, rank)};
+        break;
+      case ViewOp::kSqueeze:
+        if (r.one_in(2)) s.ints = {dim()};
+        break;
+      case ViewOp::kDiagonal: {
+        int64_t d1 = r.below(std::max<int64_t>(rank, 1)), d2 = r.below(std::max<int64_t>(rank, 1));
+        if (d1 == d2 && rank > 1) d2 = (d1 + 1) % rank;
+        s.ints = {r.in(-1, 1), d1, d2};
+        break;
+      }
+      case ViewOp::kUnfold: {
+        const int64_t d = rank == 0 ? 0 : r.below(rank), n = rank == 0 ? 1 : in[d];
+        s.ints = {d, r.one_in(16) ? n + 1 : r.in(1, std::max<int64_t>(n, 1)), r.in(1, 2)};
+        break;
+      }
+      case ViewOp::kAsStrided: {
+        // Inside the storage, which it may read beyond the input's own elements; strides of 0
+        // and overlapping windows too (writes into them are refused).
+        const int64_t out_rank = r.in(0, 2);
+        Shape sizes, strides;
+        int64_t extent = 0;
+        for (int64_t d = 0; d < out_rank; ++d) {
+          sizes.push_back(r.in(1, 3));
+          strides.push_back(r.one_in(6) ? 0 : r.in(1, 3));
+          extent += (sizes.back() - 1) * strides.back();
+        }
+        const int64_t room = storage_size - 1 - extent;
+        if (room < 0) {  // shrink to fit: one element
+          sizes = Shape(static_cast<size_t>(out_rank), 1);
+          extent = 0;
+        }
+        s.shape = sizes;
+        s.strides = strides;
+        s.ints = {r.below(std::max<int64_t>(storage_size - extent, 1))};
+        break;
+      }
+      case ViewOp::kSplit: {
+        const int64_t d = dim();
+        s.ints = {r.in(1, std::max<int64_t>(size(d), 1)), d};
+        break;
+      }
+      case ViewOp::kChunk:
+        s.ints = {r.in(1, 3), dim()};
+        break;
+      case ViewOp::kUnbind:
+        s.ints = {dim()};
+        break;
+      case ViewOp::kT:
+      case ViewOp::kAlias:
+      case ViewOp::kContiguous:
+        break;
+    }
+  }
+
+  // Emits view op `op` of x (under no_grad when asked) and returns its results (none when it
+  // would make none: an unbind of a size-0 dim).
+  std::vector<int> make_view(int x, ViewOp op, bool no_grad, Bits& r) {
+    if (op == ViewOp::kAsStrided && info_[x].may_overlap) op = ViewOp::kAlias;
+    Stmt s;
+    s.kind = StmtKind::kViewOp;
+    s.view_op = op;
+    s.args = {x};
+    s.flag = no_grad;
+    view_args(s, info_[x].shape, info_[x].storage_size, r);
+    // The results' shapes: the op on zeros of x's shape (as_strided: its sizes). One result
+    // when it raises; later statements that use it are skipped.
+    std::vector<Shape> shapes = {Shape{}};
+    if (op == ViewOp::kAsStrided) {
+      shapes = {s.shape};
+    } else {
+      try {
+        NoGradGuard guard;
+        const Tensor zeros = ops::zeros(info_[x].shape, DType::kFloat64);
+        Stmt probe = s;
+        probe.flag = false;
+        shapes.clear();
+        for (const Tensor& t : run_view_op(probe, zeros)) shapes.push_back(t.shape());
+      } catch (const Error&) {
+        shapes = {Shape{}};
+      }
+    }
+    if (shapes.empty() || shapes.size() > 6) return {};
+    bool overlap = info_[x].may_overlap || op == ViewOp::kExpand || op == ViewOp::kUnfold;
+    for (int64_t stride : s.strides) overlap = overlap || stride < 2;
+    const bool rg = info_[x].requires_grad && !no_grad;
+    const bool copy = op == ViewOp::kContiguous;  // a copy unless x is contiguous: a new storage
+    for (const Shape& shape : shapes) {
+      s.results.push_back(new_value(shape, rg, copy ? -1 : info_[x].storage));
+      info_.back().base = x;
+      info_.back().may_overlap = overlap && !copy;
+    }
+    emit(s);
+    return s.results;
+  }
+
+  // The view ops, weighted: the partial ones (select, slice, narrow...) more often than those
+  // that keep every element.
+  ViewOp pick_view_op(Bits& r, bool partial) {
+    static const ViewOp kPartial[] = {ViewOp::kSelect,    ViewOp::kSlice,    ViewOp::kSlice,
+                                      ViewOp::kNarrow,    ViewOp::kDiagonal, ViewOp::kUnfold,
+                                      ViewOp::kAsStrided, ViewOp::kSplit,    ViewOp::kChunk,
+                                      ViewOp::kUnbind,    ViewOp::kSelect,   ViewOp::kExpand};
+    static const ViewOp kWhole[] = {ViewOp::kPermute,   ViewOp::kT,       ViewOp::kExpand,
+                                    ViewOp::kUnsqueeze, ViewOp::kSqueeze, ViewOp::kAlias,
+                                    ViewOp::kContiguous};
+    if (partial || r.one_in(2)) return kPartial[r.below(std::size(kPartial))];
+    return kWhole[r.below(std::size(kWhole))];
+  }
+
+  // The rank a view op needs of its input (it raises below: made sometimes, not mostly).
+  static size_t min_rank(ViewOp op) {
+    switch (op) {
+      case ViewOp::kSelect:
+      case ViewOp::kSlice:
+      case ViewOp::kNarrow:
+      case ViewOp::kSplit:
+      case ViewOp::kChunk:
+      case ViewOp::kUnbind:
+        return 1;
+      case ViewOp::kDiagonal:
+        return 2;
+      default:
+        return 0;
+    }
+  }
+
+  // A source value for view op `op`: a recent value of the rank it needs (one in 16 any), often
+  // a view already (views of views); for a write, often one with a history, so the write reaches
+  // it through the view (a leaf that requires grad refuses it), and sometimes the same one.
+  int view_source(const Move& m, ViewOp op, Bits& r, bool for_write) {
+    const size_t rank = r.one_in(16) ? 0 : min_rank(op);
+    auto fits = [&](int u) {
+      return info_[u].shape.size() >= rank && (op != ViewOp::kT || info_[u].shape.size() <= 2) &&
+             (!for_write || writable(u));
+    };
+    int v = -1;
+    switch (r.below(4)) {
+      case 0:
+        v = newest(m.a, [&](int u) { return fits(u) && info_[u].base >= 0; });
+        break;
+      case 1:
+        v = newest(m.a % 6, [&](int u) { return fits(u) && !info_[u].is_leaf; });
+        break;
+      case 2:
+        v = newest(m.a % 6, [&](int u) { return fits(u) && info_[u].requires_grad == !for_write; });
+        break;
+      default:
+        break;
+    }
+    if (v < 0) v = newest(m.a % 6, fits);
+    if (v < 0 && !for_write) v = newest(m.a % 4, [](int) { return true; });
+    return v;
+  }
+
+  void view_op(const Move& m) {
+    Bits r(m);
+    const ViewOp op = pick_view_op(r, false);
+    const int x = view_source(m, op, r, false);
+    if (x >= 0) make_view(x, op, r.one_in(5), r);
+  }
+
+  // A view (of a view, sometimes) and an in-place op through it or through its base, under
+  // no_grad or not, with a source that is fresh, the target itself, or another view of the same
+  // memory (partial overlaps, which PyTorch refuses). What PyTorch refuses is generated too:
+  // writes into expanded views, into views of a split, into views made under no_grad, into views
+  // of a leaf that requires grad.
+  void view_write(const Move& m) {
+    Bits r(m);
+    const ViewOp op = pick_view_op(r, true);
+    const int x = view_source(m, op, r, true);
+    if (x < 0) return;
+    std::vector<int> views = make_view(x, op, r.one_in(6), r);
+    if (views.empty()) return;
+    int v = views[r.below(static_cast<int64_t>(views.size()))];
+    if (r.one_in(3)) {  // a view of the view
+      ViewOp again = pick_view_op(r, false);
+      if (info_[v].shape.size() < min_rank(again)) again = ViewOp::kUnsqueeze;
+      const std::vector<int> more = make_view(v, again, r.one_in(8), r);
+      if (!more.empty()) v = more[r.below(static_cast<int64_t>(more.size()))];
+    }
+    const int t = r.one_in(4) ? x : v;  // through the base, the view existing
+    const Shape shape = info_[t].shape;
+    int src = -1;
+    switch (r.below(6)) {
+      case 0:
+        src = t;
+        break;
+      case 1:  // other views of the same memory
+        src = views.size() > 1 ? views[r.below(static_cast<int64_t>(views.size()))]
+                               : (t == x ? v : x);
+        break;
+      case 2:
+        src = leaf(Shape{}, r.one_in(2));
+        break;
+      default: {
+        Shape from = shape;  // sometimes broadcast: a row of it
+        if (!from.empty() && r.one_in(3)) from.erase(from.begin());
+        src = leaf(from, r.one_in(2));
+        break;
+      }
+    }
+    Stmt s;
+    s.kind = StmtKind::kInplace;
+    s.inplace = static_cast<InplaceKind>(r.below(3));
+    s.args = {t, src};
+    s.flag = r.one_in(3);
+    s.record_flags = aliases_of(t);
+    if (!s.flag && (info_[t].requires_grad || info_[src].requires_grad)) {
+      for (int u = t; u >= 0; u = info_[u].base) {
+        info_[u].requires_grad = true;
+        info_[u].is_leaf = false;
+      }
+    }
     emit(s);
   }
 

@@ -5,8 +5,13 @@
 // A ConformanceSpec is small integers only, so RapidCheck shrinks it freely: the op-set part comes
 // from the op-set generator (proptests/ops/composition.h: base shape, leaves and their
 // requires_grad flags, op steps, leaf seed), and `moves` add what that generator lacks, each
-// inserted before one of its steps: views, detached aliases, in-place ops (on views, on
-// aliases, the same tensor twice, under no_grad), requires_grad toggles, custom Functions (with
+// inserted before one of its steps: views (reshapes, and the view ops: select, slice with steps,
+// narrow, permute, t, expand, unsqueeze, squeeze, diagonal, unfold, as_strided, alias,
+// split/chunk/unbind, contiguous; views of views; under no_grad), detached aliases, in-place ops
+// (on views and through them into their bases, on the base of views, on aliases, the same tensor
+// twice, another view of the same memory, under no_grad; also those PyTorch refuses: writes
+// into expanded or overlapping views, into the views of a split, into views made under no_grad
+// or of a leaf that requires grad), requires_grad toggles, custom Functions (with
 // one and two outputs), .grad reads and writes, zero-size leaves, ops on arbitrary operands
 // (which may raise), and grad()/backward() calls (outputs and requested inputs picked among the
 // values that require grad, as proptests/random_graph.h does, so interior tensors are requested;

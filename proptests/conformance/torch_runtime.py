@@ -213,6 +213,15 @@ def grad(outputs, inputs, grad_outputs, allow_unused=False, **kwargs):
         _begin_call([])
 
 
+def _readable_leaf(t):
+    """t.is_leaf, or False where PyTorch refuses to read it: a stale view made under no_grad or
+    by split/chunk/unbind (a view with a history, so no leaf), whose grad_fn raises."""
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return False
+
+
 def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # Copies of the caller's gradients: PyTorch's AccumulateGrad may keep a view of one as a
     # leaf's .grad, sharing the caller's storage; the engine never does
@@ -224,7 +233,7 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # .grad first: `is_leaf` reads grad_fn, which regenerates a stale view's history (PyTorch's
     # VariableHooks::grad_fn), a side effect that requires_grad_() would see later.
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
-            if isinstance(t, torch.Tensor) and t.grad is not None and t.is_leaf}
+            if isinstance(t, torch.Tensor) and t.grad is not None and _readable_leaf(t)}
     # The copies are made with grad mode off: a recorded clone reads its input's grad_fn, which
     # would regenerate a stale view's history (the side effect above), where the engine's call
     # reads nothing of the gradients' histories without create_graph.
@@ -269,14 +278,18 @@ def transpose(a, dim0, dim1):
 
 
 def whole(src, target):
-    """`src` for an in-place op on `target`: a copy when it views target's memory with another
-    shape or other strides. This engine's tensors are contiguous and its views cover their whole
-    base, so element i of one meets element i of the other; PyTorch rejects such a partial overlap
-    (DEVIATIONS.md, inplace-overlapping-views).
+    """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
+    one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of
+    a [1, 3, 1] tensor), which the engine allows, element i meeting element i, and PyTorch refuses
+    as a partial overlap (DEVIATIONS.md, inplace-overlapping-views). Every other overlap reaches
+    PyTorch as it is (x[1:] into x[:-1], a permuted view into its base, ...): both refuse it.
     """
-    if (isinstance(src, torch.Tensor)
+    if (isinstance(src, torch.Tensor) and src.numel() > 0 and target.numel() > 0
             and (src.shape != target.shape or src.stride() != target.stride())
-            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()):
+            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
+            and src.storage_offset() == target.storage_offset()
+            and src.numel() == target.numel()
+            and src.is_contiguous() and target.is_contiguous()):
         return src.clone()
     return src
 

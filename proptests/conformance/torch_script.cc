@@ -24,11 +24,77 @@ std::string py_names(const std::vector<int>& vs) {
 
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
+bool multi_output(const Stmt& s) {
+  return s.kind == StmtKind::kGrad ||
+         (s.kind == StmtKind::kViewOp &&
+          (s.view_op == ViewOp::kSplit || s.view_op == ViewOp::kChunk ||
+           s.view_op == ViewOp::kUnbind));
+}
+
 std::string results(const Stmt& s) {
   std::string out;
   for (size_t i = 0; i < s.results.size(); ++i) out += (i ? ", " : "") + name(s.results[i]);
-  if (s.results.size() == 1 && (s.kind == StmtKind::kGrad)) out += ",";
+  if (s.results.size() == 1 && multi_output(s)) out += ",";
   return out;
+}
+
+// x[:, :, i] for select, x[:, a:b:s] for slice (dims from the front); the method elsewhere.
+std::string index_expr(const std::string& x, int64_t dim, const std::string& index) {
+  std::string out = x + "[";
+  for (int64_t d = 0; d < dim; ++d) out += ":, ";
+  return out + index + "]";
+}
+
+// A view op's PyTorch expression, as a user writes it.
+std::string view_op_expr(const Stmt& s) {
+  const std::string x = name(s.args[0]);
+  const auto& i = s.ints;
+  auto ints = [&](size_t from) {
+    std::string out;
+    for (size_t k = from; k < i.size(); ++k) out += (k > from ? ", " : "") + std::to_string(i[k]);
+    return out;
+  };
+  switch (s.view_op) {
+    case ViewOp::kSelect:
+      if (i.at(0) >= 0) return index_expr(x, i[0], std::to_string(i.at(1)));
+      return x + ".select(" + ints(0) + ")";
+    case ViewOp::kSlice: {
+      if (i.at(0) < 0) return "torch.ops.aten.slice(" + x + ", " + ints(0) + ")";
+      std::string range = std::to_string(i.at(1)) + ":" + std::to_string(i.at(2));
+      if (i.at(3) != 1) range += ":" + std::to_string(i[3]);
+      return index_expr(x, i[0], range);
+    }
+    case ViewOp::kNarrow:
+      return x + ".narrow(" + ints(0) + ")";
+    case ViewOp::kPermute:
+      return x + ".permute(" + py_list(s.shape) + ")";
+    case ViewOp::kT:
+      return x + ".t()";
+    case ViewOp::kExpand:
+      return x + ".expand(" + py_list(s.shape) + ")";
+    case ViewOp::kUnsqueeze:
+      return x + ".unsqueeze(" + ints(0) + ")";
+    case ViewOp::kSqueeze:
+      return x + ".squeeze(" + ints(0) + ")";
+    case ViewOp::kDiagonal:
+      return x + ".diagonal(" + ints(0) + ")";
+    case ViewOp::kUnfold:
+      return x + ".unfold(" + ints(0) + ")";
+    case ViewOp::kAsStrided:
+      return x + ".as_strided(" + py_list(s.shape) + ", " + py_list(s.strides) + ", " + ints(0) +
+             ")";
+    case ViewOp::kAlias:
+      return x + "[...]";  // Python's indexing returns aten::alias for x[...]
+    case ViewOp::kSplit:
+      return x + ".split(" + ints(0) + ")";
+    case ViewOp::kChunk:
+      return x + ".chunk(" + ints(0) + ")";
+    case ViewOp::kUnbind:
+      return x + ".unbind(" + ints(0) + ")";
+    case ViewOp::kContiguous:
+      return x + ".contiguous()";
+  }
+  return "";
 }
 
 std::string autograd_flags(const Stmt& s) {
@@ -202,6 +268,9 @@ std::string torch_shared_code(const Stmt& s) {
   switch (s.kind) {
     case StmtKind::kView:
       return results(s) + " = " + name(a[0]) + ".view(" + py_list(s.shape) + ")";
+    case StmtKind::kViewOp:
+      return std::string(s.flag ? "with torch.no_grad(): " : "") + results(s) + " = " +
+             view_op_expr(s);
     case StmtKind::kDetach:
       return results(s) + " = " + name(a[0]) + ".detach()";
     case StmtKind::kSetRequiresGrad:

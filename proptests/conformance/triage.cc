@@ -17,6 +17,8 @@ std::string stmt_name(const Stmt& s) {
       return proptests::op_name(s.instr.op);
     case StmtKind::kView:
       return "view";
+    case StmtKind::kViewOp:
+      return view_op_name(s.view_op) + std::string(s.flag ? " (no_grad)" : "");
     case StmtKind::kDetach:
       return "detach";
     case StmtKind::kInplace:

@@ -66,6 +66,11 @@ std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
       case StmtKind::kDetach:
         aliases.join(s.results.at(0), s.args.at(0));
         break;
+      case StmtKind::kViewOp:
+        if (makes_views(s)) {
+          for (int r : s.results) aliases.join(r, s.args.at(0));
+        }
+        break;
       case StmtKind::kOp:
       case StmtKind::kCustom:
         for (int v : reads(s)) read_by_node.insert(v);
