@@ -56,16 +56,17 @@ void make_request(ExecuteRequest& request, const char* api, TensorArgs outputs,
 
 // The targets of grad() or backward(inputs=...). backward() makes a non-leaf input retain grad
 // (Note [Hooks], engine/hooks.h), each as it checks it, before the next input is checked, as
-// PyTorch's run_backward.
+// PyTorch's run_backward. A template parameter, not a test per input: grad() of a tiny graph
+// would pay for it.
+template <bool kRetain>
 void add_targets(const char* api, ExecuteRequest& request, TensorArgs inputs) {
-  const bool retain = request.accumulate;
   request.targets.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
     AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
              ") does not require grad, so it has no gradient");
-    if (retain) in.retain_grad();
+    if (kRetain) in.retain_grad();
     request.targets.push_back(gradient_edge(in));
   }
 }
@@ -83,7 +84,7 @@ void backward(TensorArgs tensors, const BackwardArgs& args) {
   // that shares storage with another gradient, and an error raised later in the call, leave what
   // they leave in PyTorch (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
   request.accumulate = true;
-  add_targets("backward", request, args.inputs());
+  add_targets<true>("backward", request, args.inputs());
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
   execute(request);
 }
@@ -93,7 +94,7 @@ TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args) {
   ExecuteRequest& request = *lease;
   make_request(request, "grad", outputs, args.grad_outputs(), args);
   AG_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
-  add_targets("grad", request, inputs);
+  add_targets<false>("grad", request, inputs);
   request.allow_unused = args.allow_unused();
   TensorList grads = execute(request);
   // An input that was reached but got no gradient (e.g. a custom Function returned none for it)

@@ -213,11 +213,12 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
 // 1.
 void GraphTask::mark_targets() {
   const EdgeList& targets = request_.targets;
+  const bool accumulate = request_.accumulate;
   grow_to(captured_, targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
     if (fn == nullptr) continue;  // a leaf view with no edge of its own: never reached
-    if (request_.accumulate && fn->accumulates_into_leaf())
+    if (accumulate && fn->accumulates_into_leaf())
       nodes_[fn].target_runs = true;
     else
       nodes_[fn].captures.emplace_back(targets[i].input_nr, i);

@@ -166,6 +166,8 @@ void NodeHooks::remove(uint64_t id) {
 
 bool Node::any_hooks(const NodeHooks& hooks) { return hooks.any(); }
 
+void Node::delete_hooks(NodeHooks* hooks) { delete hooks; }
+
 NodeHooks& Node::hooks() {
   NodeHooks* existing = hooks_.load(std::memory_order_acquire);
   if (existing != nullptr) return *existing;

@@ -4,7 +4,6 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
-#include "engine/hooks.h"
 #include "engine/slot_masks.h"
 
 namespace ag {
@@ -25,8 +24,6 @@ Node::Node(std::initializer_list<const Tensor*> inputs)
   for (const Tensor* t : inputs) next_edges_.push_back(gradient_edge(*t));
   link_next_edges();
 }
-
-Node::~Node() { delete hooks_.load(std::memory_order_relaxed); }
 
 std::unique_ptr<SlotMasks> Node::new_slot_masks() const {
   return nullptr;  // asked only of nodes that stand for several ops, whose kinds override it

@@ -60,7 +60,10 @@ class Node : public std::enable_shared_from_this<Node> {
   // A node whose edges lead where gradients of `inputs` go (gradient_edge() of each), built in
   // place: the constructor of every recorded op.
   explicit Node(std::initializer_list<const Tensor*> inputs);
-  virtual ~Node();
+  // Inline, so that a node without hooks is destroyed as it was before hooks: one more test.
+  virtual ~Node() {
+    if (NodeHooks* hooks = hooks_.load(std::memory_order_relaxed)) delete_hooks(hooks);
+  }
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -148,6 +151,7 @@ class Node : public std::enable_shared_from_this<Node> {
   // Note [Topological number]: next_edges_'s number and signature, and their nodes' parent flag.
   void link_next_edges();
   static bool any_hooks(const NodeHooks& hooks);  // engine/hooks.cc
+  static void delete_hooks(NodeHooks* hooks);     // engine/hooks.cc
 
   EdgeList next_edges_;
   TensorMetaList input_metadata_;
