@@ -412,7 +412,9 @@ void GraphTask::seed_roots() {
     const Edge& root = request_.roots[i];
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (!state.uses_gradient(root.input_nr)) continue;
+    // A node that only captures takes every root gradient, as PyTorch's input buffer does: its
+    // tensors' hooks see them (Note [Hooks]); only its captured slots are returned.
+    if (!state.uses_gradient(root.input_nr) && (state.runs || state.captures.empty())) continue;
     grow_to(state.buffer, root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }

@@ -58,7 +58,17 @@ namespace ag {
 // a leaf that no longer requires grad, and computes its gradient, iff that node has hooks (its
 // hooks run; nothing is accumulated).
 //
-// One difference: a write through a view. PyTorch's CopySlices runs the in-place op's backward
+// A node that only captures takes every root gradient sent to it, not only its captured slots'
+// (as PyTorch's input buffer holds them): its tensors' hooks see them.
+//
+// Where PyTorch runs more nodes (proptests/conformance/DEVIATIONS.md, extra-executions: the node
+// of a single root that reaches no requested tensor, which PyTorch's graph root always runs, and
+// nodes that reach only a sibling slot of a captured node) it runs their hooks too; the engine,
+// which does not run them, does not. And PyTorch 2.15 moves the wrong retains-grad hook when an
+// in-place op rewrites a retaining non-first output of a multi-output node (DEVIATIONS.md,
+// retains-grad-moved-by-output-nr); the engine moves the tensor's own.
+//
+// One difference more: a write through a view. PyTorch's CopySlices runs the in-place op's backward
 // itself and scatters its gradient for the view's old value into the base's, so the view's old
 // node is off the path; here the in-place node's edge goes through that node (Note [In-place
 // ops on views], ops/views.h), which runs: hooks registered on the view before the write run

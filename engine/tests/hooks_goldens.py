@@ -341,3 +341,35 @@ y2 = x * 2
 y2.register_hook(hook("yy", lambda g: g * 3))
 (r,) = torch.autograd.grad(y2, [y2], torch.ones(2, dtype=f64))
 show("RootHook grad(y, y)", result=r)
+
+# RootGradientsReachACapturedNode: u and v are roots of one node and v is requested: the node only
+# captures, and u's hooks see u's root gradient too.
+x = leaf(1, 2)
+u, v = Two.apply(x)
+u.retain_grad()
+u.register_hook(hook("u"))
+(r,) = torch.autograd.grad([u, v], [v], [torch.tensor([5.0, 7.0], dtype=f64),
+                                         torch.ones(2, dtype=f64)])
+show("RootGradientsReachACapturedNode", result=r, u_grad=u.grad)
+
+# SingleRootReachingNoInput: with one root, PyTorch runs the root's node even where it reaches
+# no requested tensor (its graph root is always needed), and so its hooks. The engine does not
+# run it (DEVIATIONS.md, extra-executions): the test pins "|| result=None, y_grad=None".
+x, w = leaf(1, 2), leaf(3, 4)
+y = x * 2
+y.retain_grad()
+y.register_hook(hook("y"))
+(r,) = torch.autograd.grad(y, [w], torch.ones(2, dtype=f64), allow_unused=True)
+show("SingleRootReachingNoInput", result=r, y_grad=y.grad)
+
+# InPlaceOnARetainedSecondOutput: PyTorch 2.15 moves the retains-grad hook of the old node's slot
+# numbered by y's new output_nr (0: u's), not y's own (DEVIATIONS.md,
+# retains-grad-moved-by-output-nr): u.grad gets y's new gradient and y.grad its old value's. The
+# test pins what retain_grad() promises instead: "|| u_grad=None, y_grad=[1, 1], x_grad=[15, 15]".
+x = leaf(0.5, 1)
+u, y = Two.apply(x)
+u.retain_grad()
+y.retain_grad()
+y.mul_(5.0)
+y.sum().backward()
+show("InPlaceOnARetainedSecondOutput", u_grad=u.grad, y_grad=y.grad, x_grad=x.grad)

@@ -508,6 +508,57 @@ TEST(Hooks, RootHook) {
   EXPECT_EQ(fmt(r), "[3, 3]");
 }
 
+// u and v are roots of one node and v is requested: the node only captures, and u's hooks see
+// u's root gradient too (as PyTorch's input buffer holds it).
+TEST(Hooks, RootGradientsReachACapturedNode) {
+  Log log;
+  Tensor x = leaf({1, 2}, {2});
+  TensorList uv = Two::apply({x});
+  const Tensor &u = uv[0], &v = uv[1];
+  u.retain_grad();
+  u.register_hook(log.hook("u"));
+  Tensor r =
+      grad({u, v}, {v},
+           GradArgs().grad_outputs({values({5, 7}, {2}), ops::ones({2}, DType::kFloat64)}))[0];
+  EXPECT_EQ(log.take(), "u [5, 7]");
+  EXPECT_EQ(fmt(r), "[1, 1]");
+  EXPECT_EQ(fmt(u.grad()), "[5, 7]");
+}
+
+// With one root, PyTorch runs the root's node even where it reaches no requested tensor (its
+// graph root is always needed), and so its hooks: its golden is "y [1, 1] || result=None,
+// y_grad=[1, 1]". The engine runs no node whose gradient reaches no requested tensor, and so
+// none of its hooks (DEVIATIONS.md, extra-executions).
+TEST(Hooks, SingleRootReachingNoInput) {
+  Log log;
+  Tensor x = leaf({1, 2}, {2}), w = leaf({3, 4}, {2});
+  Tensor y = ops::mul(x, 2.0);
+  y.retain_grad();
+  y.register_hook(log.hook("y"));
+  Tensor r =
+      grad({y}, {w}, GradArgs().grad_outputs({ops::ones({2}, DType::kFloat64)}).allow_unused())[0];
+  EXPECT_EQ(log.take(), "");
+  EXPECT_EQ(fmt(r), "None");
+  EXPECT_EQ(fmt(y.grad()), "None");
+}
+
+// PyTorch 2.15 moves the retains-grad hook of the old node's slot numbered by y's new output_nr
+// (0: u's), not y's own: its golden is "u_grad=[1, 1], y_grad=[5, 5]", u's .grad holding y's
+// gradient and y's its old value's (DEVIATIONS.md, retains-grad-moved-by-output-nr). The engine
+// moves y's own hook.
+TEST(Hooks, InPlaceOnARetainedSecondOutput) {
+  Tensor x = leaf({0.5, 1}, {2});
+  TensorList uy = Two::apply({x});
+  Tensor &u = uy[0], &y = uy[1];
+  u.retain_grad();
+  y.retain_grad();
+  ops::mul_(y, values({5, 5}, {2}));
+  backward(ops::sum(y));
+  EXPECT_EQ(fmt(u.grad()), "None");
+  EXPECT_EQ(fmt(y.grad()), "[1, 1]");
+  EXPECT_EQ(fmt(x.grad()), "[15, 15]");
+}
+
 // Beyond the goldens: the engine's own guarantees.
 
 // A retaining tensor that dies takes its link with it: the graph runs on, and nothing is written.
