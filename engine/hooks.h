@@ -82,8 +82,8 @@ namespace ag {
 // keeps receiving .grad in every later call through it; for a leaf it runs the leaf's
 // AccumulateGrad (Note [The backward pass], phase 1).
 //
-// Snapshots. Each of 1, 3, 5 and 6 reads the node's hooks as they are when it starts: a hook that
-// removes another of its phase does not stop it this time, and one registered during it runs
+// Snapshots. Each of 1, 2, 3, 5 and 6 reads the node's hooks as they are when it starts: a hook
+// that removes another of its phase does not stop it this time, and one registered during it runs
 // from the next pass on (as PyTorch's hook dictionaries, which its engine copies before calling
 // them). Registration and removal copy the node's table (copy on write) under its lock, so
 // concurrent backward calls over one graph read a stable table without holding any lock.
