@@ -116,10 +116,10 @@ Tensor leaf_stand_in(const Tensor& data, std::shared_ptr<AccumulateGrad> leaf) {
   return alias;
 }
 
-void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad) {
+void accumulate_into_interior_grad(TensorImpl& tensor, const Tensor& grad) {
   if (!grad.defined()) return;
-  Tensor old = read_grad(*tensor.impl());
-  write_grad(*tensor.impl(), old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
+  Tensor old = read_grad(tensor);
+  write_grad(tensor, old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
 }
 
 }  // namespace ag

@@ -11,8 +11,8 @@
 namespace ag {
 
 // Note [Accumulating into .grad]
-// The rules are PyTorch's (AccumulateGrad for leaves, the retain_grad hook for the interior
-// tensors that backward(inputs=...) names):
+// The rules are PyTorch's (AccumulateGrad for leaves, the retains-grad hook for the interior
+// tensors that retain_grad() or backward(inputs=...) names: Note [Hooks], engine/hooks.h):
 // - .grad never shares storage with a tensor the caller or another leaf holds. A leaf's first
 //   gradient is kept as is only when nothing else refers to it or to its storage and it carries
 //   no history; otherwise .grad is a copy (a recorded clone under create_graph).
@@ -94,9 +94,11 @@ inline Tensor saved_alias(const Tensor& leaf) {
   return Tensor(impl.saved_alias);
 }
 
-// backward(inputs=...) on an interior tensor: its .grad becomes a copy of `grad`, or old + grad
-// (Note [Accumulating into .grad]); grad mode must already be create_graph.
-void accumulate_into_interior_grad(const Tensor& tensor, const Tensor& grad);
+// The retains-grad hook of an interior tensor (Tensor::retain_grad(), which backward(inputs=...)
+// calls): its .grad becomes a copy of `grad`, or old + grad (Note [Accumulating into .grad]);
+// grad mode must already be create_graph. Takes the tensor's state, not a handle: the hook
+// reaches it through a plain pointer (RetainedTensor, engine/hooks.h).
+void accumulate_into_interior_grad(TensorImpl& tensor, const Tensor& grad);
 
 // Whether `g` may be kept or written as it is: nobody else refers to it or to its storage (so no
 // caller, saved value or view can see it change), and it has no history.

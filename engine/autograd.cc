@@ -1,10 +1,8 @@
 #include "engine/autograd.h"
 
-#include "engine/accumulate_grad.h"
 #include "engine/engine.h"
 #include "engine/engine_ops.h"
 #include "engine/error.h"
-#include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/scratch_pool.h"
 
@@ -56,6 +54,11 @@ void make_request(ExecuteRequest& request, const char* api, TensorArgs outputs,
   request.options = args.engine_options();
 }
 
+// The targets of grad() or backward(inputs=...). backward() makes a non-leaf input retain grad
+// (Note [Hooks], engine/hooks.h), each as it checks it, before the next input is checked, as
+// PyTorch's run_backward. A template parameter, not a test per input: grad() of a tiny graph
+// would pay for it.
+template <bool kRetain>
 void add_targets(const char* api, ExecuteRequest& request, TensorArgs inputs) {
   request.targets.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -63,6 +66,7 @@ void add_targets(const char* api, ExecuteRequest& request, TensorArgs inputs) {
     AG_CHECK(in.defined(), api, ": input ", i, " is undefined");
     AG_CHECK(in.requires_grad(), api, ": input ", i, " (", in.describe(),
              ") does not require grad, so it has no gradient");
+    if (kRetain) in.retain_grad();
     request.targets.push_back(gradient_edge(in));
   }
 }
@@ -73,27 +77,15 @@ void backward(TensorArgs tensors, const BackwardArgs& args) {
   ScratchLease<ExecuteRequest> lease;
   ExecuteRequest& request = *lease;
   make_request(request, "backward", tensors, args.grad_tensors(), args);
-  // A tensor named twice (or under two handles of one tensor) gets its gradient once.
-  TensorList unique_inputs;
-  for (const Tensor& in : args.inputs()) {
-    bool seen = false;
-    for (const Tensor& u : unique_inputs) seen = seen || u.is_same(in);
-    if (!seen) unique_inputs.push_back(in);
-  }
-  add_targets("backward", request, unique_inputs);
+  // A leaf input's AccumulateGrad runs (once, however often the leaf is named); a non-leaf input
+  // retains grad, so its retains-grad hook writes .grad where its gradient is captured, and in
+  // every later call through it (Note [Hooks]). So each input takes its gradient where PyTorch
+  // runs a leaf's AccumulateGrad or a non-leaf's hook, and in-place accumulation into a .grad
+  // that shares storage with another gradient, and an error raised later in the call, leave what
+  // they leave in PyTorch (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
+  request.accumulate = true;
+  add_targets<true>("backward", request, args.inputs());
   request.allow_unused = true;  // an input nothing depends on simply gets no gradient
-  // Each input takes its gradient as soon as it is captured: where PyTorch runs a leaf's
-  // AccumulateGrad (or a non-leaf input's retain hook), so in-place accumulation into a .grad
-  // that shares storage with another gradient, and an error raised later in the call, leave
-  // what they leave in PyTorch (x.grad = g; backward(y, g, inputs={x, y}) with y = x + x).
-  request.on_capture = [&unique_inputs, &args](size_t i, Tensor&& grad) {
-    GradModeGuard grad_mode(args.create_graph());  // as while the engine runs AccumulateGrad
-    const Tensor& input = unique_inputs[i];
-    if (input.is_leaf())
-      grad_accumulator(input)->accumulate(std::move(grad));
-    else
-      accumulate_into_interior_grad(input, grad);
-  };
   execute(request);
 }
 
@@ -102,7 +94,7 @@ TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args) {
   ExecuteRequest& request = *lease;
   make_request(request, "grad", outputs, args.grad_outputs(), args);
   AG_CHECK(!inputs.empty(), "grad: no inputs to differentiate with respect to");
-  add_targets("grad", request, inputs);
+  add_targets<false>("grad", request, inputs);
   request.allow_unused = args.allow_unused();
   TensorList grads = execute(request);
   // An input that was reached but got no gradient (e.g. a custom Function returned none for it)

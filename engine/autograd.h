@@ -104,7 +104,9 @@ class BackwardArgs : public AutogradArgs<BackwardArgs> {
     return *this;
   }
   // Accumulate only into these tensors (leaves or not), running only the part of the graph that
-  // leads to them; their own grad_fn are not run.
+  // leads to them; their own grad_fn are not run. As in PyTorch, a non-leaf one is made to
+  // retain grad (Tensor::retain_grad(), Note [Hooks] in engine/hooks.h): later calls through it
+  // keep accumulating into its .grad.
   BackwardArgs& inputs(TensorArgs tensors) {
     inputs_ = KeptTensors(tensors.begin(), tensors.end());
     return *this;
@@ -129,8 +131,8 @@ inline void backward(const Tensor& t, const BackwardArgs& args = {}) {
 }
 
 // torch.autograd.grad: returns d(sum of outputs * grad_outputs)/d(input) for each input, without
-// touching any .grad. An input no output depends on is an error unless allow_unused, in which
-// case its result is an undefined Tensor.
+// touching any .grad but those of tensors that retain grad (Note [Hooks]). An input no output
+// depends on is an error unless allow_unused, in which case its result is an undefined Tensor.
 TensorList grad(TensorArgs outputs, TensorArgs inputs, const GradArgs& args = {});
 
 }  // namespace ag

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/hooks.h"
 #include "engine/node.h"
 
 namespace ag {
@@ -21,12 +22,21 @@ struct NodeView {
   bool runs = false;
   bool target = false;
   bool cut = false;
+  HookCounts hooks;
+  // Note [Hooks]: all of a node's hooks run iff it runs; a node that only captures runs its
+  // tensor and retains-grad hooks.
+  size_t hooks_that_run() const {
+    if (runs)
+      return hooks.tensor + hooks.retains_grad + hooks.pre + hooks.post + hooks.post_accumulate;
+    return target ? hooks.tensor + hooks.retains_grad : 0;
+  }
 };
 
 struct GraphView {
   std::vector<NodeView> nodes;  // newest first
   size_t runs = 0;
   size_t saved_bytes = 0;
+  size_t hooks = 0, hooks_that_run = 0;
   // Edges out of running nodes whose gradient the call computes: with per-call needs_input_grad
   // only those it uses, without it every edge into a node that requires grad.
   std::set<std::pair<const Node*, size_t>> computed_edges;
@@ -70,7 +80,7 @@ GraphView view_of(const TensorList& outputs, const TensorList& inputs,
     }
   }
   for (const Node* node : all) {
-    NodeView v{node, "", runs.count(node) > 0, false, false};
+    NodeView v{node, "", runs.count(node) > 0, false, false, {}};
     std::ostringstream status;
     if (v.runs) status << "runs";
     for (size_t i = 0; i < request.targets.size(); ++i) {
@@ -83,6 +93,10 @@ GraphView view_of(const TensorList& outputs, const TensorList& inputs,
       status << (v.cut ? "cut" : "expanded");
     }
     v.status = status.str();
+    v.hooks = count_hooks(*node);
+    view.hooks += v.hooks.tensor + v.hooks.retains_grad + v.hooks.pre + v.hooks.post +
+                  v.hooks.post_accumulate;
+    view.hooks_that_run += v.hooks_that_run();
     view.runs += v.runs;
     for (const Node::SavedValue& s : node->saved_values()) view.saved_bytes += s.nbytes;
     view.nodes.push_back(std::move(v));
@@ -109,6 +123,24 @@ std::string saved_text(const Node& node) {
   return os.str();
 }
 
+// "2 tensor, 1 pre (would run)": the node's hooks by kind, and which of them this call runs.
+std::string hooks_text(const NodeView& v) {
+  const HookCounts& h = v.hooks;
+  std::ostringstream os;
+  auto part = [&](size_t n, const char* kind) {
+    if (n > 0) os << (os.tellp() > 0 ? ", " : "") << n << " " << kind;
+  };
+  part(h.tensor, "tensor");
+  part(h.retains_grad, "retains-grad");
+  part(h.pre, "pre");
+  part(h.post, "post");
+  part(h.post_accumulate, "post-accumulate");
+  const size_t all = h.tensor + h.retains_grad + h.pre + h.post + h.post_accumulate;
+  const size_t run = v.hooks_that_run();
+  os << (run == all ? " (would run)" : run == 0 ? " (would not run)" : " (tensor hooks would run)");
+  return os.str();
+}
+
 }  // namespace
 
 std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
@@ -124,6 +156,7 @@ std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
        << v.node->topological_nr() << "  " << v.status;
     const std::string saved = saved_text(*v.node);
     if (!saved.empty()) os << "  saved: " << saved;
+    if (v.hooks.any()) os << "  hooks: " << hooks_text(v);
     os << "\n";
     for (size_t i = 0; i < v.node->num_outputs(); ++i) {
       const Edge& e = v.node->next_edge(i);
@@ -135,7 +168,10 @@ std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
     }
   }
   os << view.nodes.size() << " node(s), " << view.runs << " would run; " << view.saved_bytes
-     << " B saved\n";
+     << " B saved";
+  if (view.hooks > 0)
+    os << "; " << view.hooks_that_run << " of " << view.hooks << " hook(s) would run";
+  os << "\n";
   return os.str();
 }
 
@@ -150,6 +186,7 @@ std::string describe_graph_dot(const TensorList& outputs, const TensorList& inpu
        << v.node->topological_nr();
     const std::string saved = saved_text(*v.node);
     if (!saved.empty()) os << "\\nsaved: " << saved;
+    if (v.hooks.any()) os << "\\nhooks: " << hooks_text(v);
     os << "\"";
     if (v.runs) os << ", style=filled, fillcolor=\"#cfe2f3\"";
     if (v.cut) os << ", style=dashed, fontcolor=gray";

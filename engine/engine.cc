@@ -9,6 +9,7 @@
 #include "engine/engine_ops.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/hooks.h"
 #include "engine/memory/node_map.h"
 #include "engine/scratch_pool.h"
 #include "engine/slot_masks.h"
@@ -21,8 +22,10 @@ namespace ag {
 // the state they share, then each phase under its number, then the entry points:
 //
 //   1. mark_targets        each requested input is an edge (node, input slot): capture the
-//                          gradient that arrives there. Note the smallest topological number
-//                          among the targets' nodes and their signature bits, for the cuts.
+//                          gradient that arrives there, or, for a leaf that backward(inputs=...)
+//                          accumulates into, run its AccumulateGrad (as PyTorch's exec_info).
+//                          Note the smallest topological number among the targets' nodes and
+//                          their signature bits, for the cuts.
 //   2. discover            depth-first from the roots. A node that a cut rules out (it cannot
 //                          reach a target: Note [Topological number], Note [Reachability
 //                          signature]) is recorded but not expanded; the others are expanded once
@@ -32,8 +35,9 @@ namespace ag {
 //                          gradient: it leads to a node that runs, or to a target's slot
 //                          (PyTorch's exec_info). Without targets (backward() into every leaf)
 //                          every node runs, as in PyTorch, except the AccumulateGrad of a leaf
-//                          that no longer requires grad; a gradient is then needed (Note
-//                          [Per-call view]) iff it leads to a leaf that requires grad. In the
+//                          that no longer requires grad (and has no hooks: Note [Hooks]); a
+//                          gradient is then needed (Note [Per-call view]) iff it leads to a leaf
+//                          that wants it. In the
 //                          same pass, each node that runs adds one dependency to every node its
 //                          used gradients go to: a node waits for one gradient per used edge. A
 //                          node that stands for several ops counts per slot instead: the call's
@@ -44,6 +48,8 @@ namespace ag {
 //                          gradients its target slots hold, and if it runs: apply() it with a
 //                          Call, free its saved values unless retain_graph, and send each output
 //                          along its edge if that gradient is used, summing gradients that meet.
+//                          A node with hooks runs them around the capture or the apply (Note
+//                          [Hooks], engine/hooks.h).
 //
 // Gradients a node does not receive stay undefined (no zeros are made for them), as in PyTorch.
 
@@ -53,12 +59,13 @@ namespace {
 
 // What one backward call knows about one node.
 struct NodeState {
-  bool discovered = false;  // reached from a root (2); expanded unless a cut ruled it out
-  bool runs = false;        // apply() runs (3)
-  bool wanted = false;      // without targets: leads to a leaf that requires grad (3)
-  bool queued = false;      // pushed onto the ready heap (4)
-  int dependencies = 0;     // used gradients still to arrive (3)
-  TensorList buffer;        // the gradients received so far, one per input slot
+  bool discovered = false;   // reached from a root (2); expanded unless a cut ruled it out
+  bool runs = false;         // apply() runs (3)
+  bool wanted = false;       // without targets: leads to a leaf that requires grad (3)
+  bool target_runs = false;  // a leaf's AccumulateGrad that backward(inputs=...) runs (1)
+  bool queued = false;       // pushed onto the ready heap (4)
+  int dependencies = 0;      // used gradients still to arrive (3)
+  TensorList buffer;         // the gradients received so far, one per input slot
   std::vector<std::pair<uint32_t, size_t>> captures;  // (input slot, target index) (1)
   // For a node that stands for several ops, the input slots that count, from the call's
   // SlotMasks (3): with targets, those whose gradients it uses; without, those that lead to a
@@ -80,7 +87,7 @@ struct NodeState {
   // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
   // later call, keeping the vectors' memory.
   void reset() {
-    discovered = runs = wanted = queued = false;
+    discovered = runs = wanted = target_runs = queued = false;
     dependencies = 0;
     buffer.clear();
     captures.clear();
@@ -173,6 +180,7 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
+  TensorList apply(Node& node, TensorList&& grads);
   // The state of the node that output i of `from` goes to, if that gradient is used.
   NodeState* receiver(const Node& from, size_t i);
   void add_to_buffer(const Node& from, size_t i, NodeState& child, Tensor&& grad);
@@ -205,11 +213,15 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
 // 1.
 void GraphTask::mark_targets() {
   const EdgeList& targets = request_.targets;
+  const bool accumulate = request_.accumulate;
   grow_to(captured_, targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
     const Node* fn = targets[i].function.get();
     if (fn == nullptr) continue;  // a leaf view with no edge of its own: never reached
-    nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
+    if (accumulate && fn->accumulates_into_leaf())
+      nodes_[fn].target_runs = true;
+    else
+      nodes_[fn].captures.emplace_back(targets[i].input_nr, i);
     min_target_topo_nr_ = std::min(min_target_topo_nr_, fn->topological_nr());
     target_bits_ |= fn->own_signature();
   }
@@ -279,7 +291,7 @@ void GraphTask::mark_runs() {
       ++child.dependencies;
     }
     NodeState& state = nodes_[node];
-    state.runs = runs;
+    state.runs = runs || state.target_runs;
     if (runs && node->stands_for_several_ops()) {
       state.used_slots = mark_slots(*node, [&](const Edge& edge) { return uses_gradient(edge); });
     }
@@ -290,13 +302,14 @@ void GraphTask::mark_runs() {
 // 3, for backward() without targets. An AccumulateGrad reads its leaf's requires_grad when it
 // runs (Note [Accumulating into .grad]), so whether a gradient reaches a leaf that wants it is
 // known only now: needs_input_grad must not count a leaf whose requires_grad was turned off
-// after the graph was built. (A leaf moved into the graph's interior requires grad: its
-// AccumulateGrad runs, and raises.)
+// after the graph was built, unless hooks on its AccumulateGrad would see it (Note [Hooks]).
+// (A leaf moved into the graph's interior requires grad: its AccumulateGrad runs, and raises.)
 void GraphTask::mark_runs_into_every_leaf() {
   for (Node* node : post_order_) {
     NodeState& state = nodes_[node];
     if (node->accumulates_into_leaf()) {
-      state.wanted = static_cast<AccumulateGrad*>(node)->variable_requires_grad();
+      state.wanted =
+          static_cast<AccumulateGrad*>(node)->variable_requires_grad() || node->has_hooks();
       state.runs = state.wanted;
       continue;
     }
@@ -399,7 +412,9 @@ void GraphTask::seed_roots() {
     const Edge& root = request_.roots[i];
     if (!root.is_valid()) continue;
     NodeState& state = nodes_[root.function.get()];
-    if (!state.uses_gradient(root.input_nr)) continue;
+    // A node that only captures takes every root gradient, as PyTorch's input buffer does: its
+    // tensors' hooks see them (Note [Hooks]); only its captured slots are returned.
+    if (!state.uses_gradient(root.input_nr) && (state.runs || state.captures.empty())) continue;
     grow_to(state.buffer, root.function->num_inputs());
     accumulate(state.buffer, root.input_nr, Tensor(request_.root_grads[i]));
   }
@@ -434,13 +449,12 @@ void GraphTask::run_ready_nodes() {
     // resize, not grow_to(): here the list nearly always has its size already, which resize()
     // checks inline, where grow_to()'s loop costs every call of even a tiny graph.
     grads.resize(node->num_inputs());
+    // Note [Hooks]: a node that only captures runs its tensors' hooks before the capture; one
+    // that runs, in call(), after it.
+    if (!state.runs && node->has_hooks()) call_tensor_hooks(*node, grads);
     for (size_t k = 0; k < state.captures.size(); ++k) {
       const auto [slot, target] = state.captures[k];
-      Tensor grad = hands_over(state, k) ? std::move(grads[slot]) : Tensor(grads[slot]);
-      if (request_.on_capture)
-        request_.on_capture(target, std::move(grad));
-      else
-        captured_[target] = std::move(grad);
+      captured_[target] = hands_over(state, k) ? std::move(grads[slot]) : Tensor(grads[slot]);
     }
     if (state.runs) {
       TensorList outputs = call(*node, std::move(grads));
@@ -453,6 +467,14 @@ void GraphTask::run_ready_nodes() {
 }
 
 TensorList GraphTask::call(Node& node, TensorList&& grads) {
+  if (node.has_hooks()) {  // Note [Hooks]
+    return call_with_hooks(node, std::move(grads),
+                           [&](TensorList&& hooked) { return apply(node, std::move(hooked)); });
+  }
+  return apply(node, std::move(grads));
+}
+
+TensorList GraphTask::apply(Node& node, TensorList&& grads) {
   bool any_defined = false;
   for (const Tensor& g : grads) any_defined = any_defined || g.defined();
   TensorList outputs;

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <vector>
 
 #include "engine/node.h"
@@ -14,11 +13,10 @@ struct ExecuteRequest {
   // Empty: backward() into every leaf. Else capture the gradient arriving at each of these
   // (slot input_nr of the edge's function) and run only what leads to them.
   EdgeList targets;
-  // If set, handed each target's index and gradient at the moment it is captured (when the
-  // target's node comes off the ready queue, where PyTorch runs a leaf's AccumulateGrad or a
-  // retained tensor's hook), instead of returning it: backward(inputs=...) accumulates there,
-  // in PyTorch's order.
-  std::function<void(size_t, Tensor&&)> on_capture;
+  // backward(inputs=...): a target that is a leaf's AccumulateGrad runs it (so its .grad is
+  // accumulated, in PyTorch's order: as soon as the leaf's gradient is complete) instead of
+  // capturing; the other targets retain grad (Note [Hooks], engine/hooks.h).
+  bool accumulate = false;
   bool allow_unused = false;  // a target no root reaches: undefined result instead of an error
   bool keep_graph = false;
   bool create_graph = false;
@@ -30,8 +28,7 @@ struct ExecuteRequest {
     roots.clear();
     root_grads.clear();
     targets.clear();
-    on_capture = nullptr;
-    allow_unused = keep_graph = create_graph = false;
+    allow_unused = accumulate = keep_graph = create_graph = false;
     options = EngineOptions();
   }
 };

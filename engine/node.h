@@ -2,18 +2,21 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/memory/small_vector.h"
 #include "engine/reach_signature.h"
+#include "engine/removable_handle.h"
 #include "engine/tensor.h"
 
 namespace ag {
 
 class Call;
 class Node;
+class NodeHooks;  // engine/hooks.h
 class SlotMasks;  // engine/slot_masks.h
 
 // An edge from a node to the input slot `input_nr` of `function` (the node that computes the
@@ -57,7 +60,10 @@ class Node : public std::enable_shared_from_this<Node> {
   // A node whose edges lead where gradients of `inputs` go (gradient_edge() of each), built in
   // place: the constructor of every recorded op.
   explicit Node(std::initializer_list<const Tensor*> inputs);
-  virtual ~Node() = default;
+  // Inline, so that a node without hooks is destroyed as it was before hooks: one more test.
+  virtual ~Node() {
+    if (NodeHooks* hooks = hooks_.load(std::memory_order_relaxed)) delete_hooks(hooks);
+  }
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -92,6 +98,26 @@ class Node : public std::enable_shared_from_this<Node> {
   bool stands_for_several_ops() const { return stands_for_several_ops_; }
   virtual std::unique_ptr<SlotMasks> new_slot_masks() const;
 
+  // Hooks on this node, as PyTorch's Node.register_prehook and Node.register_hook (Note [Hooks],
+  // engine/hooks.h). A pre-hook sees the gradients the node receives (grad_outputs, one per
+  // forward output) before apply() and may return replacements, one per slot, or an empty list
+  // to keep them; a post-hook sees what apply() returned (grad_inputs, one per next edge) and
+  // grad_outputs, and may return replacements of grad_inputs the same way.
+  using PreHook = std::function<TensorList(const TensorList& grad_outputs)>;
+  using PostHook =
+      std::function<TensorList(const TensorList& grad_inputs, const TensorList& grad_outputs)>;
+  RemovableHandle register_prehook(PreHook hook);
+  RemovableHandle register_hook(PostHook hook);
+  // Whether any hook is registered here, those of its outputs' tensors included: the one test
+  // a backward pass makes per node for hooks. A load and a branch when none ever was.
+  bool has_hooks() const {
+    const NodeHooks* hooks = hooks_.load(std::memory_order_acquire);
+    return hooks != nullptr && any_hooks(*hooks);
+  }
+  // This node's hooks, made on first use (engine/hooks.cc).
+  NodeHooks& hooks();
+  const NodeHooks* hooks_if_any() const { return hooks_.load(std::memory_order_acquire); }
+
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }
   size_t num_outputs() const { return next_edges_.size(); }  // gradients apply() returns
@@ -124,6 +150,8 @@ class Node : public std::enable_shared_from_this<Node> {
  private:
   // Note [Topological number]: next_edges_'s number and signature, and their nodes' parent flag.
   void link_next_edges();
+  static bool any_hooks(const NodeHooks& hooks);  // engine/hooks.cc
+  static void delete_hooks(NodeHooks* hooks);     // engine/hooks.cc
 
   EdgeList next_edges_;
   TensorMetaList input_metadata_;
@@ -131,6 +159,7 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t topological_nr_ = 0;
   ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
+  std::atomic<NodeHooks*> hooks_{nullptr};  // owned; made by the first registration
   bool accumulates_into_leaf_ = false;
   bool stands_for_several_ops_ = false;
 };

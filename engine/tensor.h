@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include "engine/memory/ref.h"
 #include "engine/memory/shape.h"
 #include "engine/memory/storage.h"
+#include "engine/removable_handle.h"
 
 namespace ag {
 
@@ -54,6 +56,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
         strides(std::move(strides)) {}
   ~TensorImpl() {
     if (grad_accumulator) forget_grad_accumulator();
+    if (retains_grad) forget_retains_grad();
   }
 
   // Sets requires_grad, and the copy that this tensor's AccumulateGrad keeps if it is its leaf.
@@ -76,6 +79,9 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // also requires grad while its base does (Tensor::requires_grad()). Written through
   // set_requires_grad(), which a leaf's AccumulateGrad follows (Note [The leaf's flag, copied]).
   bool requires_grad = false;
+  // A non-leaf whose .grad the retains-grad hook on its grad_fn keeps (Tensor::retain_grad(),
+  // Note [Hooks] in engine/hooks.h). Written under autograd_mutex.
+  bool retains_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   Ref<TensorImpl> grad;
@@ -106,6 +112,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
 
  private:
   void forget_grad_accumulator();
+  void forget_retains_grad();  // engine/hooks.cc
 };
 
 class Tensor {
@@ -174,6 +181,19 @@ class Tensor {
   }
   Tensor grad() const;
   void set_grad(const Tensor& g);
+
+  // Hooks, as PyTorch's (Note [Hooks], engine/hooks.h; defined in engine/hooks.cc).
+  // A hook on this tensor's gradient, run when that gradient is computed: it may return a
+  // replacement of the same shape, dtype and device, or an undefined tensor to keep it. Several
+  // run in the order they were registered. Throws if the tensor does not require grad.
+  RemovableHandle register_hook(std::function<Tensor(const Tensor& grad)> hook) const;
+  // Keeps the gradient of this non-leaf in .grad whenever a backward pass (or grad()) computes
+  // it, summed across calls; a no-op on a leaf. Throws if the tensor does not require grad.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // A leaf's hook run after its gradient was accumulated into .grad, handed the leaf.
+  RemovableHandle register_post_accumulate_grad_hook(
+      std::function<void(const Tensor& leaf)> hook) const;
 
   uint32_t version() const { return impl_->storage->version(); }
   void bump_version() const { impl_->storage->bump_version(); }

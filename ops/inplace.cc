@@ -5,6 +5,7 @@
 // view, its base's history is rebased too (Note [In-place ops on views]).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/hooks.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
@@ -105,7 +106,11 @@ std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const
 Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, Tensor& a,
                        const Tensor& b) {
   a.bump_version();
+  // Note [Hooks] (engine/hooks.h): a's old hooks stay on its old node; its retains-grad hook
+  // follows its history.
+  const std::shared_ptr<Node> retained_on = node ? retains_grad_node(*a.impl()) : nullptr;
   if (node) attach_output(node, a);
+  if (retained_on) move_retains_grad(*a.impl(), retained_on);
   if (node && a.impl()->view_base) node->mark_written_through_view();
   rebase_history_after_inplace(a, node != nullptr);
   trace(spec, {&a, &b}, a);

@@ -7,17 +7,21 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
+#include "engine/hooks.h"
 #include "ops/ops.h"
 #include "ops/trace_hook.h"
 
 namespace ag::ops {
 namespace {
 
-// Copies the history of `from` (a fresh tensor of the same shape) into `to`'s impl.
+// Copies the history of `from` (a fresh tensor of the same shape) into `to`'s impl, and the
+// retains-grad hook of `to` along with it (Note [Hooks], engine/hooks.h).
 void take_history(TensorImpl& to, const Tensor& from) {
+  const std::shared_ptr<Node> retained_on = retains_grad_node(to);
   to.grad_fn = from.grad_fn();
   to.output_nr = from.output_nr();
   to.set_requires_grad(from.impl()->requires_grad);  // its own flag: set iff it has a history
+  if (retained_on) move_retains_grad(to, retained_on);
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ std::vector<NeedsRecord>& custom_function_log() {
   return log;
 }
 
-BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
+BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves,
+                       const Substitute& substitute) {
   BuiltGraph g;
   const size_t num_leaves = std::max<size_t>(1, spec.leaf_shapes.size());
   for (size_t i = 0; i < num_leaves; ++i) {
@@ -185,7 +186,7 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
         leaves ? (*leaves)[i]
                : ops::uniform(shape, -1.0, 1.0, spec.value_seed * 1000003ull + i, DType::kFloat64);
     if (!leaves) t.set_requires_grad(leaf_requires_grad(spec, i));
-    g.values.push_back(t);
+    g.values.push_back(substitute ? substitute(i, t) : t);
     g.leaves.push_back(t);
   }
   g.value_step.assign(g.values.size(), -1);
@@ -193,7 +194,7 @@ BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves) {
     const StepSpec& s = spec.steps[k];
     const size_t n = g.values.size();
     for (Tensor& v : apply_step(s, g.values[s.a % n], g.values[s.b % n])) {
-      g.values.push_back(std::move(v));
+      g.values.push_back(substitute ? substitute(g.values.size(), v) : std::move(v));
       g.value_step.push_back(static_cast<int>(k));
     }
   }

@@ -9,6 +9,7 @@
 // op is well-formed whatever its operands.
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -85,8 +86,13 @@ struct BuiltGraph {
 };
 
 // With `leaves`, uses those tensors as the leaves (they must match the spec's leaf shapes),
-// e.g. so gradcheck can perturb them.
-BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr);
+// e.g. so gradcheck can perturb them. With `substitute`, each value (leaves included) is replaced,
+// as soon as it is made, by substitute(its index, it), which the later steps then read: e.g. a
+// value of a graph whose gradient a hook scales, written as a forward (proptests/
+// hook_properties.cc).
+using Substitute = std::function<Tensor(size_t value_id, const Tensor& value)>;
+BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr,
+                       const Substitute& substitute = nullptr);
 
 // The spec as readable text (one line per value, with shapes and requires_grad as built), as
 // RapidCheck prints counterexamples.

@@ -58,12 +58,18 @@ TEST(Backward, WithInputsAccumulatesOnlyThereAndSkipsTheirGradFn) {
   Tensor h = ops::mul(a, 3.0);  // an interior input
   Tensor y = ops::sum(ops::mul(h, c));
   reset_counters();
+  counters().trace_executed = true;
   backward({y}, BackwardArgs().inputs({h, c}));
+  counters().trace_executed = false;
   expect_values(h.grad(), {3, 4});  // dy/dh = c
   expect_values(c.grad(), {3, 6});  // dy/dc = h
   EXPECT_FALSE(a.grad().defined());
-  // Executed: sum and mul only; h's own grad_fn (mul_scalar) never ran.
-  EXPECT_EQ(counters().nodes_executed, 2);
+  // Executed: sum, mul and c's AccumulateGrad (as PyTorch's exec_info, Note [Hooks]); h's own
+  // grad_fn (mul_scalar) never ran.
+  EXPECT_EQ(counters().executed,
+            (std::vector<uint64_t>{y.grad_fn()->sequence_nr(),
+                                   y.grad_fn()->next_edge(0).function->sequence_nr(),
+                                   gradient_edge(c).function->sequence_nr()}));
 }
 
 // A graph does not keep its leaves alive (engine/accumulate_grad.h): the gradient of a leaf

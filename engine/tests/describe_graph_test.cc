@@ -53,6 +53,29 @@ TEST(DescribeGraph, ShowsNodesSavesAndWhatAGradCallWouldRun) {
   EXPECT_TRUE(has(text, "6 node(s), 2 would run; 96 B saved"));
 }
 
+// Note [Hooks]: a node's hooks by kind, and which of them the call would run: all where the node
+// runs, its tensor and retains-grad hooks where it only captures, none elsewhere.
+TEST(DescribeGraph, ShowsHooksAndWhichWouldRun) {
+  Graph g;
+  const auto keep = [](const Tensor&) { return Tensor(); };
+  g.a.register_hook(keep);
+  g.a.retain_grad();
+  g.a.grad_fn()->register_prehook([](const TensorList&) { return TensorList(); });
+  g.x.register_hook(keep);
+  const std::string captured = describe_graph({g.out}, {g.a});
+  SCOPED_TRACE(captured);
+  EXPECT_TRUE(has(line_of(captured, "mul"),
+                  "captures input 0  saved: other float64[3] 24 B, self float64[3] 24 B  hooks: "
+                  "1 tensor, 1 retains-grad, 1 pre (tensor hooks would run)"));
+  EXPECT_TRUE(has(captured, "AccumulateGrad  topo 0  cut  hooks: 1 tensor (would not run)\n"));
+  EXPECT_TRUE(has(captured, "96 B saved; 2 of 4 hook(s) would run\n"));
+  const std::string runs = describe_graph({g.out}, {g.x});
+  SCOPED_TRACE(runs);
+  EXPECT_TRUE(has(line_of(runs, "mul"), "hooks: 1 tensor, 1 retains-grad, 1 pre (would run)"));
+  EXPECT_TRUE(has(runs, "4 of 4 hook(s) would run\n"));
+  EXPECT_TRUE(has(describe_graph_dot({g.out}, {g.a}), "\\nhooks: 1 tensor (would not run)"));
+}
+
 TEST(DescribeGraph, HeaderNamesTheOptionsThatAreOn) {
   Graph g;
   EXPECT_TRUE(

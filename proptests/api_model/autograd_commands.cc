@@ -1,5 +1,6 @@
 // Commands that drive autograd: requires_grad, .grad, backward() and grad().
 #include <optional>
+#include <set>
 
 #include "engine/autograd.h"
 #include "ops/ops.h"
@@ -31,6 +32,18 @@ class SetRequiresGrad final : public ApiCommand {
  private:
   int x_;
   bool flag_;
+};
+
+class RetainGrad final : public ApiCommand {
+ public:
+  explicit RetainGrad(int x) : x_(x) {}
+  void checkPreconditions(const Model& m) const override { RC_PRE(m.has(x_)); }
+  Outcome step(Model& m) const override { return m.retain_grad(x_); }
+  void exec(Sut& sut, const Model&) const override { sut.tensors.at(x_).retain_grad(); }
+  std::string text() const override { return tname(x_) + ".retain_grad()"; }
+
+ private:
+  int x_;
 };
 
 class SetGrad final : public ApiCommand {
@@ -228,9 +241,19 @@ std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
   auto scalar_rg = [&](int n) { return rg(n) && count(m.shape(n)) == 1; };
   const int roots = *rc::gen::weightedElement<int>({{4, 1}, {1, 2}});
   for (int r = 0; r < roots; ++r) {
-    int root = *rc::gen::weightedElement<int>({{3, 0}, {2, 1}, {1, 2}}) == 0 ? pick(m, scalar_rg)
-               : *rc::gen::inRange(0, 20) > 0                                ? pick(m, rg)
-                                                                             : pick_any(m);
+    int root = -1;
+    switch (*rc::gen::weightedElement<int>({{6, 0}, {4, 1}, {3, 2}})) {
+      case 0:
+        root = pick(m, scalar_rg);
+        break;
+      case 1:  // so that a tensor retaining grad gets one
+        root = pick(m, [&](int n) { return scalar_rg(n) && m.reaches_retained(n); });
+        if (root < 0) root = pick(m, [&](int n) { return rg(n) && m.reaches_retained(n); });
+        break;
+      default:
+        root = *rc::gen::inRange(0, 20) > 0 ? pick(m, rg) : pick_any(m);
+        break;
+    }
     if (root < 0) root = pick(m, rg);
     if (root < 0) return std::nullopt;
     a.roots.push_back(root);
@@ -273,6 +296,36 @@ CommandPtr make_set_requires_grad(const Model& m) {
   if (x < 0) x = pick(m, allowed);
   if (x < 0) return nullptr;
   return std::make_shared<SetRequiresGrad>(x, *rc::gen::arbitrary<bool>());
+}
+
+CommandPtr make_retain_grad(const Model& m) {
+  auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
+  auto non_leaf = [&](int n) { return rg(n) && !m.is_leaf(m.impl_of(n)); };
+  auto view = [&](int n) { return m.is_view(m.impl_of(n)); };
+  std::set<Ref> used;  // edges some op's history goes through: a later backward may reach them
+  for (int n = 0; n < m.program().size(); ++n) {
+    for (const auto& [i, e] : m.program().edges(n)) used.insert(e);
+  }
+  // Mostly a non-leaf that an op used (a view's history moves when its base is written);
+  // sometimes a leaf (a no-op) or a tensor that does not require grad (an error).
+  int x = -1;
+  switch (*rc::gen::weightedElement<int>({{6, 0}, {2, 1}, {2, 2}, {1, 3}})) {
+    case 0:
+      x = pick(m, [&](int n) { return non_leaf(n) && used.count(m.impl(m.impl_of(n)).grad_fn); });
+      if (x < 0) x = pick(m, non_leaf);
+      break;
+    case 1:
+      x = pick(m, view);
+      break;
+    case 2:
+      x = pick(m, rg);
+      break;
+    default:
+      break;
+  }
+  if (x < 0) x = pick_any(m);
+  if (x < 0) return nullptr;
+  return std::make_shared<RetainGrad>(x);
 }
 
 CommandPtr make_set_grad(const Model& m) {

@@ -17,6 +17,9 @@ struct Model::BackwardWalk {
   bool all = false;                 // backward() without inputs: everything reachable runs
   bool all_only_to_leaves = false;  // ... but only what reaches a leaf that wants it computes
   std::vector<char> reachable, needed;
+  // Needed only as a backward(inputs=...) input's own node (PyTorch issue 92331), whose
+  // PyTorch node may be only the last of the ops the model's node stands for.
+  std::vector<char> own_only;
   std::vector<char> to_leaf;    // leads to a leaf that requires grad now (or was moved: it raises)
   std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
 
@@ -27,6 +30,9 @@ struct Model::BackwardWalk {
   int planned() const { return static_cast<int>(reachable.size()); }
   bool is_target_node(int n) const {
     return std::any_of(targets.begin(), targets.end(), [&](const Ref& t) { return t.node == n; });
+  }
+  bool is_root(const Ref& e) const {
+    return std::any_of(roots.begin(), roots.end(), [&](const Use& r) { return r.ref == e; });
   }
   // Per edge, not per node (a multi-output node's sibling outputs may lie on no path): the gradient
   // along e is needed iff e is requested or leads to a node on a path to a requested edge.
@@ -48,6 +54,13 @@ struct Model::BackwardWalk {
 namespace {
 
 bool bit(uint32_t mask, size_t i) { return (mask >> i) & 1u; }
+
+// Whether PyTorch may record this op as several nodes, the last a reshape that saves nothing
+// (matmul of batched or 1-D operands, linear of a batched input): run on its own (own_only), it
+// may unpack nothing.
+bool may_end_in_a_view(const Node& node) {
+  return (node.kind == OpKind::kMatmul && node.attrs.dim0 == 0) || node.kind == OpKind::kLinear;
+}
 
 // Whether node n's backward unpacks slot s in a call that needs the edges `needed`. The engine
 // evaluates only the formulas of needed edges and unpacks only what they read (a constant
@@ -91,13 +104,14 @@ Outcome Model::validate(const char* api, const CallArgs& args) {
     if (!requires_grad(i)) {
       return Outcome::raise(a + ": one of the differentiated tensors does not require grad");
     }
-    // PyTorch's backward() retains a non-leaf input's gradient before it checks the next input.
-    if (a == "backward" && !is_leaf(i)) impls_[i].pytorch_retains_grad = true;
+    // backward() retains a non-leaf input's gradient before it checks the next input.
+    if (a == "backward") retain(i);
   }
   return {};
 }
 
-Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& targets) {
+Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& targets,
+                                bool backward_inputs) {
   BackwardWalk p;
   p.targets = targets;
   for (int name : args.roots) p.roots.push_back(use_of(impl_of(name), true));
@@ -143,13 +157,26 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
     }
   }
   p.needed.assign(size, 0);
+  p.own_only.assign(size, 0);
   const bool per_edge = sem_.runs_only_paths_to_requested_edges;
-  for (int n = 0; n < size; ++n) {  // children come before their parents
-    if (!p.reachable[n]) continue;
-    for (const auto& [i, e] : program_.edges(n)) {
-      const bool requested = per_edge ? p.is_target(e) : p.is_target_node(e.node);
-      if (requested || p.needed[e.node]) p.needed[n] = 1;
+  auto propagate = [&] {
+    for (int n = 0; n < size; ++n) {  // children come before their parents
+      if (!p.reachable[n]) continue;
+      for (const auto& [i, e] : program_.edges(n)) {
+        const bool requested = per_edge ? p.is_target(e) : p.is_target_node(e.node);
+        if (requested || p.needed[e.node]) p.needed[n] = 1;
+      }
     }
+  };
+  propagate();
+  if (backward_inputs && !sem_.backward_skips_its_inputs_own_nodes) {
+    for (const Ref& t : targets) {  // PyTorch issue 92331: a non-leaf input's own node runs
+      const int n = t.node;
+      if (!p.reachable[n] || p.needed[n] || program_.node(n).kind == OpKind::kLeaf) continue;
+      p.needed[n] = 1;
+      p.own_only[n] = 1;
+    }
+    propagate();
   }
   return p;
 }
@@ -177,10 +204,11 @@ Outcome Model::execute_checks(const BackwardWalk& p, const std::set<int>& writte
                      "Trying to backward through the graph a second time (CopySlices, the "
                      "history of a base written through a view, was freed)");
     }
+    const bool sure = !(p.own_only[n] && may_end_in_a_view(node));
     for (const SavedSlot& s : node.saved) {
       if (!unpacks(sem_, node, s, edge_needed)) continue;
       if (program_.released(n) != Released::kNo) {
-        raise_or_maybe(out, program_.released(n) == Released::kYes,
+        raise_or_maybe(out, sure && program_.released(n) == Released::kYes,
                        std::string("Trying to backward through the graph a second time (") +
                            op_name(node.kind) + "'s saved values were freed)");
       }
@@ -189,7 +217,7 @@ Outcome Model::execute_checks(const BackwardWalk& p, const std::set<int>& writte
                        std::string("a value saved by ") + op_name(node.kind) +
                            " may have been written by a backward that failed");
       } else if (s.storage >= 0 && storages_[s.storage].version != s.version) {
-        raise_or_maybe(out, s.certain,
+        raise_or_maybe(out, sure && s.certain,
                        std::string("a value saved by ") + op_name(node.kind) +
                            " has been modified by an inplace operation");
       }
@@ -217,7 +245,9 @@ void Model::release(const BackwardWalk& p, const CallArgs& args, bool certain) {
   for (int n = 0; n < p.planned(); ++n) {
     const bool ran = p.all ? p.reachable[n] : p.needed[n];
     if (!ran) continue;
-    const bool sure = certain && program_.node(n).kind != OpKind::kGrad;
+    const Node& node = program_.node(n);
+    const bool sure =
+        certain && node.kind != OpKind::kGrad && !(p.own_only[n] && may_end_in_a_view(node));
     if (sure) {
       program_.set_released(n, Released::kYes);
     } else if (program_.released(n) == Released::kNo) {
@@ -352,11 +382,97 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
   impls_[fresh(total, tracked ? add_node(std::move(sum)) : Ref{})].layout_known = false;
 }
 
+void Model::retain(int i) {
+  refresh_view(i);  // retain_grad() reads grad_fn, which brings a stale view up to date
+  if (impls_[i].grad_fn.node >= 0) impls_[i].retains_grad = true;  // a leaf: nothing to do
+}
+
+Model::Flow Model::flow_into(const BackwardWalk& p, const Ref& e) const {
+  if (!p.reached_edges.count(e)) return Flow::kNone;
+  const Flow roots = p.is_root(e) ? Flow::kRoots : Flow::kNone;
+  if (p.all) {
+    const bool cut = sem_.retained_gradient_only_towards_leaves_that_want_it && !p.to_leaf[e.node];
+    return cut ? roots : Flow::kAll;
+  }
+  if (p.needed[e.node] || p.is_target(e)) return Flow::kAll;
+  if (p.is_target_node(e.node)) {
+    // A node that only captures: PyTorch's consumers send gradients to all of its slots (they
+    // all run); the engine's root gradients reach it (Note [Hooks], engine/hooks.h).
+    return sem_.runs_only_paths_to_requested_edges ? roots : Flow::kAll;
+  }
+  return !sem_.single_root_skips_unneeded_node && p.roots.size() == 1 ? roots : Flow::kNone;
+}
+
+std::vector<Model::RetainedWrite> Model::retained_writes(const BackwardWalk& p) const {
+  std::vector<RetainedWrite> out;
+  for (int i = 0; i < num_impls(); ++i) {
+    const ImplState& t = impls_[i];
+    if (!t.retains_grad || t.dead) continue;
+    const Flow flow = flow_into(p, t.grad_fn);
+    if (flow != Flow::kNone) out.push_back({i, flow});
+  }
+  return out;
+}
+
+namespace {
+
+// The walk of a call whose only gradient at `e` is what its roots send there: no node sends any.
+template <typename Walk>
+Walk roots_at(const Walk& p, const Ref& e) {
+  Walk q = p;
+  q.roots.clear();
+  q.gos.clear();
+  q.go_impls.clear();
+  for (size_t r = 0; r < p.roots.size(); ++r) {
+    if (!(p.roots[r].ref == e)) continue;
+    q.roots.push_back(p.roots[r]);
+    q.gos.push_back(p.gos[r]);
+    q.go_impls.push_back(p.go_impls[r]);
+  }
+  std::fill(q.reachable.begin(), q.reachable.end(), 0);
+  return q;
+}
+
+}  // namespace
+
+void Model::write_retained(const BackwardWalk& p, const RetainedWrite& w, bool create_graph,
+                           Outcome& out, Watch* watch, std::vector<int>* grad_nodes) {
+  out.events.insert(impls_[w.impl].grad < 0 ? "retained .grad: written"
+                                            : "retained .grad: added to");
+  if (w.flow == Flow::kRoots) out.events.insert("retained .grad: root gradients only");
+  const BackwardWalk only_roots =
+      w.flow == Flow::kRoots ? roots_at(p, impls_[w.impl].grad_fn) : BackwardWalk();
+  const BackwardWalk& q = w.flow == Flow::kRoots ? only_roots : p;
+  const Ref e = impls_[w.impl].grad_fn;
+  Ref history;
+  bool nested = false;  // as a leaf's .grad: a copy, whose link to another target does not matter
+  if (create_graph) history = grad_history(q, e, watch, &nested);
+  const std::vector<double> g =
+      history.node >= 0 ? program_.value(history) : program_.vjp({q.roots, q.gos, e});
+  if (history.node >= 0) {
+    grad_nodes->push_back(history.node);
+    out.events.insert("retained .grad: with history");
+  }
+  accumulate(w.impl, g, history, create_graph);
+  const int now = impls_[w.impl].grad;
+  watch->emplace_back(impls_[now].storage, version_of(now));
+}
+
+void Model::forget_retained(Outcome& out, const std::vector<RetainedWrite>& writes) {
+  for (const RetainedWrite& w : writes) {
+    impls_[w.impl].grad = -1;  // replaced, never written in place: nothing else is unknown
+    if (std::find(out.dropped.begin(), out.dropped.end(), w.impl) == out.dropped.end()) {
+      out.dropped.push_back(w.impl);
+    }
+  }
+}
+
 // Note [Uncertain state]: `targets` are the impls the call may have accumulated into.
 void Model::forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets) {
   for (int x : targets) {
     const int g = impls_[x].grad;
-    if (g >= 0 && !args.create_graph) kill_storage(impls_[g].storage);  // maybe added into
+    const bool leaf = impls_[x].grad_fn.node < 0;  // a non-leaf's .grad is replaced instead
+    if (g >= 0 && leaf && !args.create_graph) kill_storage(impls_[g].storage);  // maybe added into
     impls_[x].grad = -1;
     out.dropped.push_back(x);
   }
@@ -374,7 +490,7 @@ Outcome Model::backward(const CallArgs& args) {
   }
   std::vector<Ref> targets;
   for (int i : target_impls) targets.push_back(edge(i));
-  BackwardWalk p = plan(args, targets);
+  BackwardWalk p = plan(args, targets, true);
   if (args.inputs.empty()) {  // every leaf the roots reach
     p.all = true;
     p.all_only_to_leaves = sem_.backward_computes_only_gradients_for_leaves_that_want_them;
@@ -394,9 +510,11 @@ Outcome Model::backward(const CallArgs& args) {
       written.insert(impls_[x.grad].storage);
     }
   }
+  const std::vector<RetainedWrite> retained = retained_writes(p);
   out = execute_checks(p, written);
   if (out.expect != Expect::kOk) {
     forget_grads(out, args, target_impls);
+    forget_retained(out, retained);
     release(p, args, false);
     return out;
   }
@@ -411,8 +529,9 @@ Outcome Model::backward(const CallArgs& args) {
   for (size_t k = 0; k < p.targets.size(); ++k) {
     const Ref t = p.targets[k];
     const int x = target_impls[k];
-    if (!p.reached_edges.count(t)) continue;  // nothing flows there: .grad stays as it is
-    if (impls_[x].grad_fn.node < 0 && !impls_[x].leaf_requires_grad) continue;  // turned off
+    if (impls_[x].grad_fn.node >= 0) continue;    // a non-leaf input retains grad: below
+    if (!p.reached_edges.count(t)) continue;      // nothing flows there: .grad stays as it is
+    if (!impls_[x].leaf_requires_grad) continue;  // turned off
     Ref history;
     bool nested = false;  // a .grad's history is a copy's: the link does not matter there
     if (args.create_graph) history = grad_history(p, t, &watch, &nested);
@@ -423,10 +542,33 @@ Outcome Model::backward(const CallArgs& args) {
     const int now = impls_[x].grad;
     watch.emplace_back(impls_[now].storage, version_of(now));
   }
+  write_all_retained(p, retained, written, args.create_graph, out, &watch, &grad_nodes);
   for (int n : grad_nodes) program_.set_watch(n, watch);
   release(p, args, true);
-  if (order_dependent) forget_grads(out, args, target_impls);
+  if (order_dependent) {
+    forget_grads(out, args, target_impls);
+    forget_retained(out, retained);
+  }
   return out;
+}
+
+// Retained gradients are written after the leaves' in place accumulation, from the values the
+// .grads had before the call. One that adds to a .grad written in place this call is dropped
+// (the order of the two decides what it reads), and so is one that adds to a value the model no
+// longer knows (Note [Uncertain state]).
+void Model::write_all_retained(const BackwardWalk& p, const std::vector<RetainedWrite>& retained,
+                               const std::set<int>& written, bool create_graph, Outcome& out,
+                               Watch* watch, std::vector<int>* grad_nodes) {
+  std::vector<RetainedWrite> unknown;
+  for (const RetainedWrite& w : retained) {
+    const int old = impls_[w.impl].grad;
+    if (old >= 0 && (written.count(impls_[old].storage) || impls_[old].dead)) {
+      unknown.push_back(w);
+    } else {
+      write_retained(p, w, create_graph, out, watch, grad_nodes);
+    }
+  }
+  forget_retained(out, unknown);
 }
 
 Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) {
@@ -435,7 +577,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   if (out.expect == Expect::kRaise) return out;
   std::vector<Ref> targets;
   for (int name : args.inputs) targets.push_back(edge(impl_of(name)));
-  BackwardWalk p = plan(args, targets);
+  BackwardWalk p = plan(args, targets, false);
   for (const Ref& t : targets) {
     const bool reached =
         sem_.reached_node_gives_zeros ? p.reachable[t.node] != 0 : p.reached_edges.count(t) > 0;
@@ -444,8 +586,10 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
       return Outcome::raise("grad: one of the differentiated tensors was not used in the graph");
     }
   }
+  const std::vector<RetainedWrite> retained = retained_writes(p);
   out = execute_checks(p, {});
   if (out.expect != Expect::kOk) {
+    forget_retained(out, retained);
     release(p, args, false);
     return out;
   }
@@ -455,6 +599,8 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   Watch watch;
   std::vector<int> grad_nodes;
   std::map<Ref, int> returned;  // a tensor named twice gets the same gradient object twice
+  std::set<Ref> retained_edges;
+  for (const RetainedWrite& w : retained) retained_edges.insert(impls_[w.impl].grad_fn);
   for (size_t k = 0; k < targets.size(); ++k) {
     ExpectedGrad e;
     // Not reached: undefined (allow_unused). The engine's "reached" is per node: an output of
@@ -486,15 +632,23 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
     if (history.node >= 0) grad_nodes.push_back(history.node);
     watch.emplace_back(impls_[i].storage, 0u);
     // Its history goes through another result's, which the model does not record: checked now
-    // (Grad::verify), never used again.
-    impls_[i].dead = nested && history.node >= 0;
+    // (Grad::verify), never used again. So when it is also the gradient a retaining tensor's
+    // .grad copies: that copy's history goes through this very tensor.
+    impls_[i].dead = (nested || retained_edges.count(targets[k])) && history.node >= 0;
     bind(result_names[k], i);
     returned[targets[k]] = i;
     out.grads.push_back(e);
   }
+  write_all_retained(p, retained, {}, args.create_graph, out, &watch, &grad_nodes);
   for (int n : grad_nodes) program_.set_watch(n, watch);
   release(p, args, true);
   return out;
+}
+
+void Model::end_call() {
+  for (int i = 0; i < num_impls(); ++i) {
+    if (impls_[i].retains_grad && !impls_[i].dead) refresh_view(i);
+  }
 }
 
 }  // namespace ag::proptests

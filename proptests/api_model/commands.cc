@@ -60,13 +60,16 @@ void note_events(const std::string& call, const Outcome& expected, Sut& sut) {
                            ".unsqueeze(", ".squeeze(", ".diagonal(", ".t()"}) {
     if (slice || call.find(view) != std::string::npos) sut.events.insert("strided view");
   }
+  if (call.find("retain_grad") != std::string::npos) sut.events.insert("retain_grad");
+  if (!expected.dropped.empty()) sut.events.insert(".grad dropped (uncertain)");
+  sut.events.insert(expected.events.begin(), expected.events.end());
 }
 
 }  // namespace
 
 void ApiCommand::run(const Model& before, Sut& sut) const {
   Model after = before;
-  const Outcome expected = step(after);
+  const Outcome expected = predict(after);
   const std::string call = text();
   sut.shown.push_back(call);
   custom_needs_log().clear();
@@ -117,7 +120,8 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {3, 7},
                                                                      {3, 8},
                                                                      {9, 9},
-                                                                     {9, 10}})) {
+                                                                     {9, 10},
+                                                                     {8, 11}})) {
                                case 0:
                                  c = make_leaf(s);
                                  break;
@@ -147,6 +151,9 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                  break;
                                case 9:
                                  c = make_backward(s);
+                                 break;
+                               case 11:
+                                 c = make_retain_grad(s);
                                  break;
                                default:
                                  c = make_grad(s);

@@ -29,11 +29,17 @@ namespace ag::proptests {
 
 class ApiCommand : public rc::state::Command<Model, Sut> {
  public:
-  void apply(Model& m) const final { step(m); }
+  void apply(Model& m) const final { predict(m); }
   void run(const Model& before, Sut& sut) const final;
   void show(std::ostream& os) const final { os << text(); }
 
-  // The call, as the model sees it.
+  // The call, as the model sees it, and what the runner's check after it leaves
+  // (Model::end_call).
+  Outcome predict(Model& m) const {
+    Outcome out = step(m);
+    m.end_call();
+    return out;
+  }
   virtual Outcome step(Model& m) const = 0;
   // The call on the engine. It binds the tensors it creates to the names `after` binds.
   virtual void exec(Sut& sut, const Model& after) const = 0;

@@ -110,6 +110,27 @@ bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
   return false;
 }
 
+bool Model::reaches_retained(int root_name) const {
+  std::set<int> nodes;
+  for (const ImplState& t : impls_) {
+    if (t.retains_grad && !t.dead) nodes.insert(t.grad_fn.node);
+  }
+  std::vector<int> stack;
+  std::vector<char> seen(program_.size(), 0);
+  if (impls_[impl_of(root_name)].grad_fn.node >= 0) {
+    stack.push_back(impls_[impl_of(root_name)].grad_fn.node);
+  }
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (seen[n]) continue;
+    seen[n] = 1;
+    if (nodes.count(n)) return true;
+    for (const auto& [i, e] : program_.edges(n)) stack.push_back(e.node);
+  }
+  return false;
+}
+
 int Model::new_storage(std::vector<double> values) {
   storages_.push_back({std::move(values), 0});
   return static_cast<int>(storages_.size()) - 1;
@@ -482,6 +503,14 @@ Outcome Model::set_requires_grad(int name, bool rg) {
     return Outcome::raise("you can only change requires_grad flags of leaf variables");
   }
   impls_[i].leaf_requires_grad = rg;
+  return {};
+}
+
+Outcome Model::retain_grad(int name) {
+  const int i = impl_of(name);
+  if (!requires_grad(i))
+    return Outcome::raise("can't retain_grad on Tensor that has requires_grad=False");
+  retain(i);
   return {};
 }
 

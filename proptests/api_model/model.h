@@ -63,9 +63,8 @@ struct ImplState {
   int accumulator = -1;  // a leaf's kLeaf node, once something recorded an edge to it
   int grad = -1;         // the impl held as .grad
   bool dead = false;     // Note [Uncertain state]
-  // PyTorch only (model_vs_pytorch.cc): backward(inputs=[this non-leaf]) made PyTorch retain its
-  // gradient in every later call; the engine has no retain_grad (README.md).
-  bool pytorch_retains_grad = false;
+  // retain_grad() on this non-leaf, or backward(inputs=[it]): Note [Retained gradients].
+  bool retains_grad = false;
 };
 
 // Where the engine's rules differ from PyTorch's on purpose (or for now), one switch each; the
@@ -94,9 +93,21 @@ struct Semantics {
   // turned off after the graph was built counts for nothing), so a node that no gradient reaches
   // is not called and unpacks nothing. PyTorch evaluates every formula and calls every node.
   bool backward_computes_only_gradients_for_leaves_that_want_them = true;
-  // PyTorch retains the gradient of a non-leaf named in backward(inputs=...) from then on; the
-  // engine has no retain_grad. Only recorded (ImplState::pytorch_retains_grad), for
-  // model_vs_pytorch.
+  // backward(inputs=[t]) with a non-leaf t runs only the nodes on a path to t's edge, and takes
+  // t's gradient there. PyTorch marks t's own grad_fn as needed and runs it too (PyTorch issue
+  // 92331: it unpacks, and without retain_graph frees, what that node saved), so the hooks of
+  // all its outputs see their gradients.
+  bool backward_skips_its_inputs_own_nodes = true;
+  // A call's root gradient goes to the root's node only if the call runs that node or captures
+  // a gradient there. PyTorch hands the gradient of a call's only root to its node directly (the
+  // GraphTask's graph root), which runs its tensors' hooks even when the call needs nothing
+  // from it: a tensor that retains grad there gets the root gradient.
+  bool single_root_skips_unneeded_node = true;
+  // backward() without inputs sends a tensor that retains grad only the root gradients that go
+  // straight to it unless its edge leads to a leaf that wants a gradient (the per-call
+  // needs_input_grad of backward_computes_only_gradients_for_leaves_that_want_them computes
+  // nothing else for it). PyTorch computes every gradient, so its .grad gets the whole one.
+  bool retained_gradient_only_towards_leaves_that_want_it = true;
 
   // An in-place op whose other operand is a contiguous tensor over exactly self's (contiguous)
   // memory with other strides (a [3, 1] view of a [1, 3, 1] self) reads element i for element
@@ -105,8 +116,32 @@ struct Semantics {
   bool same_run_is_no_overlap = true;
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false}; }
+  static Semantics pytorch() {
+    return {false, false, false, false, false, false, false, false, false};
+  }
 };
+
+// Note [Retained gradients]
+// retain_grad() makes a non-leaf keep its gradient in .grad (on a leaf it does nothing; on a
+// tensor that does not require grad it raises); backward(inputs=[t]) calls it on a non-leaf t,
+// input by input, before it checks the next one. The hook sits at the tensor's edge (grad_fn and
+// output slot) and moves along with its history (an in-place op, a view's history rebased or
+// regenerated), so the model reads it from ImplState::grad_fn. Every later backward() or grad()
+// in which a gradient arrives at that edge writes .grad: a copy of the gradient while .grad is
+// None, then old + new, a new tensor each time (recorded under create_graph, as a leaf's
+// accumulation is then). Whether a gradient arrives, and what it sums (Model::flow_into):
+//   - backward() without inputs: every edge the roots reach gets its whole gradient. The
+//     engine's gets only the root gradients sent straight to it unless the edge leads to a leaf
+//     that wants a gradient (retained_gradient_only_towards_leaves_that_want_it).
+//   - with inputs (grad(), backward(inputs=...)): the whole gradient if the edge's node runs or
+//     the edge is requested. At another output slot of a requested tensor's node, PyTorch's too
+//     (it runs every node on a path to that node); the engine's gets only the root gradients
+//     sent straight there (runs_only_paths_to_requested_edges). PyTorch also runs a
+//     backward(inputs=...) input's own node (backward_skips_its_inputs_own_nodes) and hands a
+//     single root's gradient to its node whatever the call needs (single_root_skips_unneeded_node).
+// A call that raises part way may have written some of them, and a .grad that the same call adds
+// into in place may be read before or after that: those .grads are dropped (Note [Uncertain
+// state]).
 
 enum class Expect { kOk, kRaise, kMaybe };
 
@@ -124,7 +159,8 @@ struct Outcome {
   std::vector<ExpectedGrad> grads;         // grad(): one per input
   std::map<int, std::vector<bool>> needs;  // custom Function node -> needs_input_grad it sees
   std::vector<int> dropped;                // impls whose .grad the runner drops afterwards
-  static Outcome raise(std::string why) { return {Expect::kRaise, std::move(why), {}, {}, {}}; }
+  std::set<std::string> events;            // coverage labels for the runner (RC_TAG)
+  static Outcome raise(std::string why) { return {Expect::kRaise, std::move(why), {}, {}, {}, {}}; }
 };
 
 // The arguments of one backward() or grad() call, by name (the model's side of ag::BackwardArgs and
@@ -172,6 +208,8 @@ class Model {
   // Whether a backward/grad from these roots with create_graph would differentiate through a
   // create_graph gradient (the model does not predict histories of third derivatives).
   bool reaches_grad_node(const std::vector<int>& root_names) const;
+  // Whether a backward from this handle reaches the edge of a tensor that retains grad.
+  bool reaches_retained(int root_name) const;
   const ApiProgram& program() const { return program_; }
   // The values an op (any kind but kLeaf and kGrad; in-place kinds: the written self) would
   // compute from these handles now; nothing if the call must raise for their shapes.
@@ -189,16 +227,29 @@ class Model {
   Outcome inplace(OpKind kind, int self, int other, bool no_grad);
   Outcome custom(OpKind kind, const std::vector<int>& out_names, int p, int q);
   Outcome set_requires_grad(int name, bool requires_grad);
+  Outcome retain_grad(int name);
   Outcome set_grad(int name, int value);  // value -1: None
   Outcome take_grad(int name, int of);
   Outcome backward(const CallArgs& args);
   Outcome grad(const CallArgs& args, const std::vector<int>& result_names);
+  // What the runner's check leaves behind after every call: it reads each live tensor's
+  // is_leaf, which brings a stale view's history up to date, in PyTorch as in the engine. That
+  // moves a retains-grad hook along (Note [Retained gradients]), so retaining views are brought
+  // up to date here too.
+  void end_call();
 
   // The node that ran custom Function `out`'s forward (for the runner's needs_input_grad log).
   int grad_fn_node(int name) const { return impls_[impl_of(name)].grad_fn.node; }
 
  private:
   struct BackwardWalk;  // one backward call's graph walk (autograd_rules.cc)
+  // What arrives at an edge in a call (Note [Retained gradients]): nothing, only the root
+  // gradients sent straight to it, or everything on every path from the roots.
+  enum class Flow { kNone, kRoots, kAll };
+  struct RetainedWrite {
+    int impl;
+    Flow flow;
+  };
 
   void reserve(int name) { next_name_ = std::max(next_name_, name + 1); }
   int new_storage(std::vector<double> values);
@@ -223,7 +274,8 @@ class Model {
   void kill_storage(int storage);
 
   Outcome validate(const char* api, const CallArgs& args);
-  BackwardWalk plan(const CallArgs& args, const std::vector<Ref>& targets);
+  // `backward_inputs`: the targets are backward(inputs=...)'s (PyTorch runs their own nodes).
+  BackwardWalk plan(const CallArgs& args, const std::vector<Ref>& targets, bool backward_inputs);
   // What the call must raise, given the storages it writes itself while running.
   Outcome execute_checks(const BackwardWalk& plan, const std::set<int>& written);
   void release(const BackwardWalk& plan, const CallArgs& args, bool certain);
@@ -231,6 +283,17 @@ class Model {
   Ref grad_history(const BackwardWalk& plan, const Ref& target, Watch* watch,
                    bool* through_other_target);
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
+  // Note [Retained gradients].
+  void retain(int impl);
+  Flow flow_into(const BackwardWalk& plan, const Ref& edge) const;
+  std::vector<RetainedWrite> retained_writes(const BackwardWalk& plan) const;
+  // Writes one retaining tensor's .grad, noting what a create_graph gradient's graph reads.
+  void write_retained(const BackwardWalk& plan, const RetainedWrite& w, bool create_graph,
+                      Outcome& out, Watch* watch, std::vector<int>* grad_nodes);
+  void write_all_retained(const BackwardWalk& plan, const std::vector<RetainedWrite>& retained,
+                          const std::set<int>& written, bool create_graph, Outcome& out,
+                          Watch* watch, std::vector<int>* grad_nodes);
+  void forget_retained(Outcome& out, const std::vector<RetainedWrite>& writes);
 
   Semantics sem_;
   std::vector<StorageState> storages_;

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,11 +29,16 @@ std::string py_list(const std::vector<double>& v) {
 
 const char* py_bool(bool b) { return b ? "True" : "False"; }
 
-// The call as PyTorch should run it to end in the engine's state: a grad() that the engine
-// refuses before running (an input not reached) runs in PyTorch with retain_graph=True, since
-// PyTorch raises only after running the graph, which frees it (README.md).
+// Whether the engine refuses this grad() call before running it (an input not reached), where
+// PyTorch raises only after running the graph.
+bool refused_before_running(const Outcome& out) {
+  return out.expect == Expect::kRaise && out.rule.find("not used") != std::string::npos;
+}
+
+// The call as PyTorch should run it to end in the engine's state: a call refused before running
+// runs in PyTorch with retain_graph=True, since running the graph frees it (README.md).
 std::string pytorch_call(const std::string& text, const Outcome& out) {
-  if (out.expect != Expect::kRaise || out.rule.find("not used") == std::string::npos) return text;
+  if (!refused_before_running(out)) return text;
   std::string t = text;
   for (const char* r : {", retain_graph=False", ", retain_graph=True"}) {
     const size_t at = t.find(r);
@@ -69,8 +75,6 @@ std::vector<std::string> names_after(const std::string& text, const std::string&
   return out;
 }
 
-int name_of(const std::string& t) { return std::stoi(t.substr(1)); }
-
 // Python that keeps PyTorch and the engine comparable after a call, or that flags the
 // differences the engine makes on purpose (README.md).
 std::string after_call(const Model& m, const std::string& text) {
@@ -98,27 +102,33 @@ std::string after_call(const Model& m, const std::string& text) {
   return s;
 }
 
-// Whether PyTorch does more than the engine in this call, in ways the sequence cannot recover
-// from: then the sequence stops here. PyTorch keeps a non-leaf's .grad updated in every call
-// after backward(inputs=[it]) (retain_grad), so its .grad taken as a tensor differs; and
-// backward(inputs=[non-leaf]) also runs that input's own grad_fn (PyTorch issue 92331), which
-// can free or version-check what it saved.
-std::string pytorch_diverges(const Model& m, const std::string& text) {
-  const size_t dot = text.rfind(".grad");
-  if (dot != std::string::npos && dot + 5 == text.size() && text.find(" = ") != std::string::npos) {
-    const int of = name_of(text.substr(text.find(" = ") + 3));
-    if (m.has(of) && m.impl(m.impl_of(of)).pytorch_retains_grad) return "retained .grad taken";
-    return "";
-  }
-  if (text.rfind("torch.autograd.backward(", 0) != 0) return "";
-  for (const std::string& t : names_after(text, "inputs=[")) {
-    const int n = name_of(t);
-    if (!m.has(n)) continue;
-    const Ref fn = m.impl(m.impl_of(n)).grad_fn;
-    if (fn.node >= 0 && !m.program().node(fn.node).saved.empty())
-      return "the own grad_fn of an input runs";
+// Whether PyTorch fails in this call where the model cannot follow it: then the sequence stops
+// here. An in-place op that gives a tensor retaining grad a new history, where the tensor is not
+// the first output of its node, moves the wrong retains-grad hook in PyTorch 2.15 (DEVIATIONS.md,
+// retains-grad-moved-by-output-nr): an internal assert, another tensor's hook moved, or (written
+// through a view) a hook on a slot the new node does not have, which crashes a later backward.
+// `before` and `after` are the model's states around the call.
+std::string pytorch_diverges(const Model& before, const Model& after) {
+  for (int i = 0; i < before.num_impls(); ++i) {
+    const ImplState& t = before.impl(i);
+    if (t.retains_grad && !t.dead && !before.is_view(i) && t.grad_fn.slot != 0 &&
+        !(after.impl(i).grad_fn == t.grad_fn)) {
+      return "retains-grad-moved-by-output-nr";
+    }
   }
   return "";
+}
+
+// "t1, t4, ": a name of each live tensor that retains grad.
+std::string retaining_names(const Model& m) {
+  std::string out;
+  std::set<int> seen;
+  for (const auto& [name, impl] : m.handles()) {
+    if (m.impl(impl).retains_grad && !m.impl(impl).dead && seen.insert(impl).second) {
+      out += tname(name) + ", ";
+    }
+  }
+  return out;
 }
 
 // A version Python checks exactly, or as a change from when it first saw the storage.
@@ -129,29 +139,24 @@ std::string version(const Model& m, int impl) {
 }
 
 // Python statements asserting the model's state.
-// `retained`: impls that were the .grad of a tensor PyTorch retains gradients for.
-std::string state_checks(const Model& m, int line, std::set<int>& retained) {
+std::string state_checks(const Model& m, int line) {
   std::ostringstream os;
   std::vector<std::pair<std::string, int>> live;  // (expression, impl)
-  for (int i = 0; i < m.num_impls(); ++i) {
-    if (m.impl(i).pytorch_retains_grad && m.impl(i).grad >= 0) retained.insert(m.impl(i).grad);
-  }
+  auto chk = [&](const std::string& what, int impl) {
+    os << "    chk(" << line << ", '" << what << "', " << what << ", " << py_list(m.values_of(impl))
+       << ", " << py_bool(m.requires_grad(impl)) << ", " << py_bool(m.is_leaf(impl)) << ", "
+       << version(m, impl) << ", " << py_bool(m.impl(impl).retains_grad) << ")\n";
+    live.emplace_back(what, impl);
+  };
   for (const auto& [name, impl] : m.handles()) {
     const ImplState& s = m.impl(impl);
-    if (s.dead || retained.count(impl)) continue;
+    if (s.dead) continue;
     const std::string t = tname(name);
-    os << "    chk(" << line << ", '" << t << "', " << t << ", " << py_list(m.values_of(impl))
-       << ", " << py_bool(m.requires_grad(impl)) << ", " << py_bool(m.is_leaf(impl)) << ", "
-       << version(m, impl) << ")\n";
-    live.emplace_back(t, impl);
-    if (s.pytorch_retains_grad) continue;  // PyTorch keeps updating it; the engine does not
+    chk(t, impl);
     if (s.grad < 0) {
       os << "    nograd(" << line << ", '" << t << "', " << t << ")\n";
     } else if (!m.impl(s.grad).dead) {
-      os << "    chk(" << line << ", '" << t << ".grad', " << t << ".grad, "
-         << py_list(m.values_of(s.grad)) << ", " << py_bool(m.requires_grad(s.grad)) << ", "
-         << py_bool(m.is_leaf(s.grad)) << ", " << version(m, s.grad) << ")\n";
-      live.emplace_back(t + ".grad", s.grad);
+      chk(t + ".grad", s.grad);
     }
   }
   for (size_t a = 0; a < live.size(); ++a) {
@@ -210,7 +215,7 @@ def close(a, b):
         return a == b
     return abs(a - b) <= 1e-8 * max(1.0, abs(a), abs(b))
 
-def chk(line, name, t, values, rg, leaf, version):
+def chk(line, name, t, values, rg, leaf, version, retains):
     got = t.detach().flatten().tolist()
     if len(got) != len(values) or not all(close(x, y) for x, y in zip(got, values)):
         raise Mismatch(f"line {line}: {name} = {got}, model {values}")
@@ -218,6 +223,8 @@ def chk(line, name, t, values, rg, leaf, version):
         raise Mismatch(f"line {line}: {name}.requires_grad = {t.requires_grad}, model {rg}")
     if t.is_leaf != leaf:
         raise Mismatch(f"line {line}: {name}.is_leaf = {t.is_leaf}, model {leaf}")
+    if t.retains_grad != retains:
+        raise Mismatch(f"line {line}: {name}.retains_grad = {t.retains_grad}, model {retains}")
     if isinstance(version, tuple):  # (storage, version): only changes are checked
         version = version[1] + offsets.setdefault(version[0], t._version - version[1])
     if t._version != version:
@@ -286,10 +293,10 @@ int main_impl(int argc, char** argv) {
   std::cout << kHelpers;
   const auto gen = rc::state::gen::commands(Model(Semantics::pytorch()), &gen_command);
   rc::Random random(seed);
+  std::map<std::string, int> events;  // how often each coverage label came up (printed to stderr)
   for (int k = 0; k < sequences; ++k) {
     const auto commands = gen(random.split(), size).value();
     Model m(Semantics::pytorch());
-    std::set<int> retained;
     std::ostringstream body, lines;
     int line = 0;
     std::vector<std::string> texts;
@@ -297,22 +304,33 @@ int main_impl(int argc, char** argv) {
       const auto& cmd = static_cast<const ApiCommand&>(*c);
       const std::string text = cmd.text();
       texts.push_back(text);
-      const std::string diverges = pytorch_diverges(m, text);
-      if (!diverges.empty()) {
-        body << "    raise Deviation(\"" << diverges << ": " << text << "\")\n";
-        break;
-      }
+      const Model before = m;
       Outcome out;
       try {
-        out = cmd.step(m);
+        out = cmd.predict(m);
       } catch (const std::exception& e) {
         std::cerr << "the model failed (" << e.what() << ") in:\n";
         for (const std::string& t : texts) std::cerr << "  " << t << "\n";
         return 1;
       }
+      const std::string diverges = pytorch_diverges(before, m);
+      if (!diverges.empty()) {
+        body << "    raise Deviation(\"" << diverges << ": " << text << "\")\n";
+        break;
+      }
+      for (const std::string& e : out.events) ++events[e];
+      // Running the graph, PyTorch's refused call also writes retained .grads: put them back.
+      const std::string kept = refused_before_running(out) ? retaining_names(m) : "";
+      if (!kept.empty()) body << "    kept = [(t, t.grad) for t in [" << kept << "]]\n";
       body << "    raised = None\n    try:\n        " << pytorch_call(text, out)
-           << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
-              "str(e).splitlines()[0]\n";
+           << "
+    except (RuntimeError, IndexError, ValueError) as e:
+        raised = "
+              "str(e).splitlines()[0]
+";
+      if (!kept.empty()) body << "    for t, g in kept:
+        t.grad = g
+";
       const char* want = out.expect == Expect::kOk      ? "ok"
                          : out.expect == Expect::kRaise ? "raise"
                                                         : "maybe";
@@ -330,7 +348,7 @@ int main_impl(int argc, char** argv) {
           }
         }
       }
-      body << state_checks(m, line, retained);
+      body << state_checks(m, line);
       std::string quoted = text;
       for (char& ch : quoted) {
         if (ch == '\'') ch = '"';
@@ -342,6 +360,7 @@ int main_impl(int argc, char** argv) {
     std::cout << "run(seq" << k << ", [" << lines.str() << "])\n";
   }
   std::cout << "print(results)\nprint(deviations)\n";
+  for (const auto& [e, n] : events) std::cerr << e << ": " << n << " calls\n";
   return 0;
 }
 

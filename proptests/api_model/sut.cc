@@ -61,6 +61,10 @@ void check_tensor(const std::string& what, const Tensor& t, const Model& m, int 
     fail(std::string("requires_grad is ") + (t.requires_grad() ? "true" : "false") + ", model " +
          (m.requires_grad(impl) ? "true" : "false"));
   }
+  if (t.retains_grad() != s.retains_grad) {
+    fail(std::string("retains_grad is ") + (t.retains_grad() ? "true" : "false") + ", model " +
+         (s.retains_grad ? "true" : "false"));
+  }
   if (t.is_leaf() != m.is_leaf(impl)) {
     fail(std::string("is_leaf is ") + (t.is_leaf() ? "true" : "false") + ", model " +
          (m.is_leaf(impl) ? "true" : "false"));

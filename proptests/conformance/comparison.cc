@@ -57,15 +57,48 @@ class Context {
       return;
     }
     const Stmt& s = program_.stmts[stmt];
-    // A backward() that was attempted: PyTorch made its non-leaf inputs retain grad.
+    // A backward() that was attempted: PyTorch made its non-leaf inputs retain grad, and so did
+    // the engine (Note [Hooks], engine/hooks.h).
     if (s.kind == StmtKind::kBackward) {
       for (int in : s.inputs) {
         const bool interior = !leaf(in) || view_of_base_made_to_require_grad(in, stmt);
         if (interior && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
       }
     }
-    if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) recorded_inplace_ = true;
+    if (t[1] == "ok" && s.kind == StmtKind::kInplace && !s.flag) {
+      recorded_inplace_ = true;
+      // retains-grad-moved-by-output-nr: writing a retaining non-first output of a custom
+      // Function moves output 0's retains-grad hook in PyTorch, while that hook is still on the
+      // Function's node (output 0 retains grad and was not written since); else PyTorch fails
+      // an internal assert (pytorch-internal-error).
+      const int v = tensor(s.args[0]);
+      const Stmt* made = producer(v);
+      if (made && made->kind == StmtKind::kCustom && made->results.size() > 1 &&
+          retained_since_.count(v)) {
+        const int first = tensor(made->results[0]);
+        const auto retained = retained_since_.find(first);
+        const auto written = written_since_.find(first);
+        if (first != v && retained != retained_since_.end() &&
+            (written == written_since_.end() || written->second < retained->second)) {
+          moved_retains_grad_.insert(v);
+          moved_retains_grad_.insert(first);
+        }
+      }
+      written_since_[v] = stmt;
+    }
     const bool call = s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad;
+    // extra-executions: a call in which PyTorch may run retains-grad hooks of nodes the engine
+    // does not run: a single root's node (PyTorch's graph root, always run), or nodes that reach
+    // a requested sibling output (and the other slots of its node).
+    if (call) {
+      const bool sibling =
+          std::any_of(s.inputs.begin(), s.inputs.end(), [&](int in) { return sibling_output(in); });
+      for (const auto& [retained, since] : retained_since_) {
+        if (sibling || (s.outputs.size() == 1 && same_node(retained, s.outputs[0]))) {
+          extra_retained_grads_.insert(retained);
+        }
+      }
+    }
     if (call && t[1] == "ok" && s.create_graph) create_graph_ran_ = true;
     if (call && t[1] == "raise" && t.size() == 3 && t[2] == "version" && create_graph_ran_) {
       version_raised_after_create_graph_ = true;
@@ -156,19 +189,27 @@ class Context {
     }
     return false;
   }
+  // Whether the tensor retains grad (a non-leaf input of an earlier backward()) and PyTorch may
+  // have run its retains-grad hook where the engine did not (extra-executions).
+  bool extra_retained_grad(int v) const { return extra_retained_grads_.count(tensor(v)) > 0; }
+  // Whether an in-place op rewrote the tensor, a retaining non-first output of a custom Function,
+  // or its output 0, whose hook PyTorch moved then (retains-grad-moved-by-output-nr).
+  bool retains_grad_moved(int v) const { return moved_retains_grad_.count(tensor(v)) > 0; }
   // The smallest value id naming the same tensor as value v (records' same=).
   int tensor(int v) const {
     const auto it = tensor_of_.find(v);
     return it == tensor_of_.end() ? v : it->second;
   }
-  bool retained_before(int v, int stmt) const {
-    const auto it = retained_since_.find(tensor(v));
-    return it != retained_since_.end() && it->second < stmt;
-  }
   // Whether value v is one of the two outputs of a custom Function.
   bool sibling_output(int v) const {
     const Stmt* s = producer(tensor(v));
     return s && s->kind == StmtKind::kCustom && s->results.size() > 1;
+  }
+  // Whether tensors a and b have one node: one tensor, or outputs of one custom Function.
+  bool same_node(int a, int b) const {
+    if (tensor(a) == tensor(b)) return true;
+    const Stmt* s = producer(tensor(a));
+    return s && s->kind == StmtKind::kCustom && s == producer(tensor(b));
   }
 
  private:
@@ -176,14 +217,17 @@ class Context {
   std::map<int, int> producer_;
   std::map<int, bool> is_leaf_;
   std::map<int, Tokens> shape_;
-  std::map<int, int> tensor_of_;       // value -> smallest value naming the same tensor
-  std::map<int, int> retained_since_;  // tensor -> the backward() that made it retain grad
-  bool extra_frees_ = false;           // PyTorch may have freed saved tensors the engine kept
-  bool recorded_inplace_ = false;      // an in-place op ran with grad mode on
-  bool freed_after_extra_ = false;     // a call raised "freed" in both after extra frees
-  bool version_raised_ = false;        // a call without retain_graph raised "version" in both
-  int version_raised_at_ = -1;         // the first such call
-  bool create_graph_ran_ = false;      // a call with create_graph succeeded
+  std::map<int, int> tensor_of_;        // value -> smallest value naming the same tensor
+  std::map<int, int> retained_since_;   // tensor -> the backward() that made it retain grad
+  std::set<int> extra_retained_grads_;  // retaining tensors PyTorch may have hooked alone
+  std::set<int> moved_retains_grad_;    // tensors retains-grad-moved-by-output-nr befell
+  std::map<int, int> written_since_;    // tensor -> its last recorded in-place write
+  bool extra_frees_ = false;            // PyTorch may have freed saved tensors the engine kept
+  bool recorded_inplace_ = false;       // an in-place op ran with grad mode on
+  bool freed_after_extra_ = false;      // a call raised "freed" in both after extra frees
+  bool version_raised_ = false;         // a call without retain_graph raised "version" in both
+  int version_raised_at_ = -1;          // the first such call
+  bool create_graph_ran_ = false;       // a call with create_graph succeeded
   bool version_raised_after_create_graph_ = false;  // then a call raised "version" in both
 };
 
@@ -232,8 +276,20 @@ struct Rule {
 // tensor's node. So it logs custom Functions' backward calls that need nothing, and may raise
 // where such a node cannot run (saved tensors freed or modified), then or in a later call
 // (saved tensors it freed then); the states differ after that.
+// And so it runs the retains-grad hooks on those nodes (Note [Hooks]): the .grad of a tensor that
+// retains grad may be updated in PyTorch alone. Its .grad records are not compared then, and the
+// comparison ends where the program reads such a .grad into a value.
 Excuse extra_executions(const Pair& p) {
   if (p.c.freed_after_extra_frees()) return Excuse::kStop;
+  if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
+      p.c.extra_retained_grad(p.s->args[0])) {
+    return Excuse::kStop;
+  }
+  const int retained = p.grad_line_value();
+  if (retained >= 0 && p.a.size() >= 3 && p.a[0] == p.e[0] && p.a[1] == p.e[1] &&
+      p.a[2] == p.e[2] && p.c.extra_retained_grad(retained)) {
+    return Excuse::kSkipBoth;
+  }
   if (!p.s || (p.s->kind != StmtKind::kGrad && p.s->kind != StmtKind::kBackward)) {
     return Excuse::kNone;
   }
@@ -407,21 +463,6 @@ Excuse held_grad_tensors(const Pair& p) {
     }
   }
   return Excuse::kNone;
-}
-
-// PyTorch makes a non-leaf input of backward(inputs=...) retain grad for good (PR 60521), so later
-// calls through it update its .grad. Such a tensor's later .grad records are not compared, and
-// the comparison ends where the program reads its .grad into a value.
-Excuse backward_inputs_retain_grad(const Pair& p) {
-  if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
-      p.c.retained_before(p.s->args[0], p.index)) {
-    return Excuse::kStop;
-  }
-  const int v = p.grad_line_value();
-  if (v < 0 || p.a.size() < 3 || p.a[0] != p.e[0] || p.a[1] != p.e[1] || p.a[2] != p.e[2]) {
-    return Excuse::kNone;
-  }
-  return p.c.retained_before(v, p.index) ? Excuse::kSkipBoth : Excuse::kNone;
 }
 
 // grad() without allow_unused gives zeros for a requested sibling output that gets no gradient,
@@ -702,11 +743,30 @@ Excuse pytorch_internal_error(const Pair& p) {
   return p.e.size() >= 2 && p.e[1] == "reference-failed" ? Excuse::kStop : Excuse::kNone;
 }
 
-// In order: the first rule that excuses a pair names it.
+// PyTorch's in-place op on a tensor that retains grad moves the retains-grad hook of its old
+// node's slot numbered by the tensor's new output_nr (0), not its own: for a non-first output of
+// a custom Function it takes output 0's hook, when output 0 retains grad too (else it fails the
+// internal assert above), and leaves the written tensor's own on the old node. The .grad records
+// of both are not compared from there on, and the comparison ends where the program reads either
+// into a value.
+Excuse retains_grad_moved_by_output_nr(const Pair& p) {
+  if (p.s && p.s->kind == StmtKind::kReadGrad && p.result_line() &&
+      p.c.retains_grad_moved(p.s->args[0])) {
+    return Excuse::kStop;
+  }
+  const int v = p.grad_line_value();
+  return v >= 0 && p.a.size() >= 3 && p.a[0] == p.e[0] && p.a[1] == p.e[1] && p.a[2] == p.e[2] &&
+                 p.c.retains_grad_moved(v)
+             ? Excuse::kSkipBoth
+             : Excuse::kNone;
+}
+
+// In order: the first rule that excuses a pair names it. A PyTorch bug that changed the
+// program's state for good comes first.
 const Rule kRules[] = {
+    {"retains-grad-moved-by-output-nr", retains_grad_moved_by_output_nr},
     {"unused-input-zeros", unused_input_zeros},
     {"extra-executions", extra_executions},
-    {"backward-inputs-retain-grad", backward_inputs_retain_grad},
     {"version-check-per-formula", version_check_per_formula},
     {"copied-gradient-views", copied_gradient_views},
     {"held-grad-tensors", held_grad_tensors},

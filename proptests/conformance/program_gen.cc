@@ -81,9 +81,6 @@ struct Info {
   bool requires_grad = false;
   bool is_leaf = true;
   bool from_leaf_stmt = false;
-  // A possibly non-leaf input of a backward() call: PyTorch made it retain grad, so its .grad is
-  // not compared afterwards (DEVIATIONS.md, backward-inputs-retain-grad) and not read.
-  bool retains_grad = false;
   // A grad() result, or a grad_outputs tensor of grad(): PyTorch's backward formulas may make
   // results views of each other and of grad_outputs (transpose, sum, expand), where the engine's
   // copy (DEVIATIONS.md, copying-shape-ops). The generator writes into none of them.
@@ -305,12 +302,6 @@ class Builder {
     return program_.stmts.back();
   }
 
-  // Whether a value sharing this storage may retain grad (the generator does not read its .grad).
-  bool retains_grad(int storage) const {
-    return std::any_of(info_.begin(), info_.end(),
-                       [&](const Info& i) { return i.storage == storage && i.retains_grad; });
-  }
-
   bool writable(int v) const {
     return std::none_of(info_.begin(), info_.end(), [&](const Info& i) {
       return i.storage == info_[v].storage && i.no_writes;
@@ -476,7 +467,6 @@ class Builder {
         info_.back().no_writes = true;
       }
     } else {
-      for (int in : s.inputs) info_[in].retains_grad = info_[in].retains_grad || !info_[in].is_leaf;
       for (int v = 0; v < count(); ++v) {
         if (info_[v].from_leaf_stmt) s.record_grads.push_back(v);
       }
@@ -493,8 +483,7 @@ class Builder {
     const int x = newest(m.a, [&](int v) {
       const Info& i = info_[v];
       // A grad() result may be the very tensor passed as grad_outputs (not writable, below).
-      return !retains_grad(i.storage) && writable(v) &&
-             (any_differentiable ? i.requires_grad : i.is_leaf);
+      return writable(v) && (any_differentiable ? i.requires_grad : i.is_leaf);
     });
     if (x < 0) return;
     Stmt s;
