@@ -79,6 +79,20 @@ const OpSpec kExpand{
     {AliasKind::kView, ViewAttrs{},
      [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
 
+// transpose's attributes are its two dims (the JIT's text form spells them `dim0`, `dim1`); its
+// gradient is the same transpose of the incoming gradient, a view of it as PyTorch's.
+const OpSpec kTranspose{"transpose",
+                        {{self,
+                          {},
+                          [](const Ctx& c) {
+                            const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+                            return transpose(c.grad(), dim0, dim1);
+                          }}},
+                        {AliasKind::kView, TransposeAttrs{0, 1}, [](const OpArgs& a) {
+                           const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
+                           return transpose(a[self], dim0, dim1);
+                         }}};
+
 // as_strided reads the storage, not its input's elements: its gradient goes through the storage's
 // elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
 // input that reads an element twice would need PyTorch's division by counts; those are refused.
@@ -198,6 +212,19 @@ Tensor t(const Tensor& a) {
     return permute(a, identity);
   }
   return permute(a, {1, 0});
+}
+
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  check_defined("transpose", a, "input");
+  // Note [Dims of a 0-dim tensor]: dims 0 and -1 of a 0-dim tensor name its one element.
+  dim0 = view_dim("transpose", dim0, a, /*allow_0_dim=*/true);
+  dim1 = view_dim("transpose", dim1, a, /*allow_0_dim=*/true);
+  return make_view_with(
+      kTranspose, a,
+      [&](const Layout&) {
+        return TransposeAttrs{dim0, dim1};
+      },
+      [&](const Layout& in) { return in.sizes.empty() ? in : transpose_layout(in, dim0, dim1); });
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {

@@ -52,6 +52,25 @@ TensorList mlpInputs(uint64_t seed) {
           leaf({1}, seed + 4)};
 }
 
+// A gradient formula reads a saved square matrix while its transposed view, of the same memory,
+// offset and shape, is bound too: the trace must name the matrix, not its transpose (the strides
+// differ).
+TEST(CompiledFunctionTest, SavedSquareMatrixIsNotTakenForItsTranspose) {
+  auto program = [](const TensorList& in) {
+    Tensor y = ops::mm(in[0], in[1]);  // [2, 2]
+    Tensor t = ops::transpose(y, 0, 1);
+    Tensor z = ops::mm(y, in[0]);
+    Tensor loss = ops::add(ops::sum(z), ops::sum(ops::mul(t, t)));
+    return grad({loss}, {in[0], in[1]});
+  };
+  const TensorList example = {leaf({2, 3}, 1), leaf({3, 2}, 2)};
+  CompiledFunction f(program, example);
+  const TensorList other = {leaf({2, 3}, 3), leaf({3, 2}, 4)};
+  const TensorList got = f(other), want = program(other);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].to_vector(), want[i].to_vector()) << i;
+}
+
 TEST(CompiledFunctionTest, SecondDerivativeOfACubeIsSixX) {
   CompiledFunction f(
       [](const TensorList& in) {

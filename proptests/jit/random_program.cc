@@ -109,9 +109,11 @@ class Runner {
         define(ops::reshape(use(a), target), root);
         return;
       }
-      case OpId::kTranspose: {
+      case OpId::kTranspose: {  // a view
         Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() == 2; });
-        if (a != nullptr) define(ops::transpose(use(a), 0, 1));
+        if (a == nullptr) return;
+        const Root root = a->root;
+        define(ops::transpose(use(a), 0, 1), root);
         return;
       }
       case OpId::kDetach: {  // a view without history
