@@ -503,9 +503,9 @@ bool computed_from_grad_result(const Context& c, int v) {
          });
 }
 
-// Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
-// sum, sum over a dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions'
-// backward) are new tensors here (copying-shape-ops).
+// Gradients that PyTorch makes as views of the incoming gradient (expand's for sum, sum over a
+// dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions' backward) are
+// new tensors here (copying-shape-ops); transpose's is a view in both.
 // A view requires grad while its base does, so such a grad() result requires grad in PyTorch
 // and not here where its base, a grad_outputs tensor, requires grad: at once without
 // create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
@@ -524,7 +524,6 @@ Excuse copied_gradient_views(const Pair& p) {
     if (s.kind == StmtKind::kCustom) return true;  // Mul's and Two's backward sum_to
     if (s.kind != StmtKind::kOp) return false;
     switch (s.instr.op) {
-      case Op::kTranspose:
       case Op::kSum:
       case Op::kSumDim:
       case Op::kMean:
