@@ -71,6 +71,19 @@ TEST(CompiledFunctionTest, SavedSquareMatrixIsNotTakenForItsTranspose) {
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].to_vector(), want[i].to_vector()) << i;
 }
 
+// A view op's attributes are made twice while tracing (the trace's and the node's): both must
+// hold the op's arguments, which the view's gradient (another permute) reads.
+TEST(CompiledFunctionTest, TracedViewsKeepTheirArgumentsForTheirGradients) {
+  auto program = [](const TensorList& in) {
+    Tensor p = ops::permute(ops::mul(in[0], in[0]), {1, 0});
+    Tensor s = ops::select(ops::as_strided(in[0], {2}, {2}, 1), 0, 1);
+    return grad({ops::add(ops::sum(ops::mul(p, p)), s)}, {in[0]}, GradArgs().create_graph());
+  };
+  CompiledFunction f(program, {leaf({2, 3}, 5)});
+  const TensorList other = {leaf({2, 3}, 6)};
+  EXPECT_EQ(f(other)[0].to_vector(), program(other)[0].to_vector());
+}
+
 TEST(CompiledFunctionTest, SecondDerivativeOfACubeIsSixX) {
   CompiledFunction f(
       [](const TensorList& in) {

@@ -509,7 +509,7 @@ bool computed_from_grad_result(const Context& c, int v) {
 // A view requires grad while its base does, so such a grad() result requires grad in PyTorch
 // and not here where its base, a grad_outputs tensor, requires grad: at once without
 // create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
-// a transposed gradient (not contiguous) is a copy where here it is a view of a result that
+// an expanded gradient (not contiguous) is a copy where here it is a view of a result that
 // requires grad after requires_grad_(). Only lines that differ in rg= and leaf= alone (an op's
 // result that requires grad has a history), about such a result (or the result of a statement
 // reading one), in a program that used one of those ops.
