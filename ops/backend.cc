@@ -70,15 +70,4 @@ void Backend::sum_into_scaled_product(const Tensor& sum, const Tensor& a, const 
   binary_inplace(BinaryKind::kAdd, sum, scaled_product(a, b, c, scale));
 }
 
-Tensor Backend::transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
-  Shape shape = a.shape();
-  std::swap(shape[dim0], shape[dim1]);
-  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
-  const Shape own = a.strides();  // any layout (Note [Strided operands])
-  std::vector<int64_t> strides(own.begin(), own.end());
-  std::swap(strides[dim0], strides[dim1]);
-  strided_copy(a, strides, out);
-  return out;
-}
-
 }  // namespace ag::ops

@@ -61,7 +61,6 @@ class Backend {
                             const Tensor& dst) = 0;
   // Device-independent, on top of copy() and strided_copy() (ops/backend.cc).
   Tensor broadcast_to(const Tensor& a, const Shape& shape);
-  Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
   // out = op(a) @ op(b) (+ bias broadcast over rows when given); op transposes when asked.
   // Batched when a and b are 3-D.
   virtual Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b,

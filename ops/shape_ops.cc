@@ -89,24 +89,6 @@ const OpSpec CopiedGradient::spec{
     "copied_gradient",
     {{self, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(self)); }}}};
 
-// transpose stays a copy (DEVIATIONS.md `copying-shape-ops`) until the conformance scripts, the
-// API model and the JIT's generators know strided views; permute and t() are views.
-struct Transpose {
-  static constexpr Input self{0, "self"};
-  static const OpSpec spec;
-};
-const OpSpec Transpose::spec{"transpose",
-                             {{self,
-                               {},
-                               [](const Ctx& c) {
-                                 const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
-                                 return transpose(c.grad(), dim0, dim1);
-                               }}},
-                             {AliasKind::kPure, TransposeAttrs{0, 1}, [](const OpArgs& a) {
-                                const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
-                                return transpose(a[self], dim0, dim1);
-                              }}};
-
 // Resolves one -1 entry and checks the element count.
 Shape infer_shape(const Tensor& a, const Shape& requested) {
   Shape shape = requested;
@@ -198,18 +180,6 @@ Tensor rebased_base(const Tensor& view, const Tensor& base) {
   // where that backward's gradient goes no further (backward() when no leaf behind it wants one).
   static_cast<OpNode&>(*out.grad_fn()).mark_freed_whole_on_release();
   return out;
-}
-
-Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
-  check_defined("transpose", a, "input");
-  dim0 = normalize_dim("transpose", dim0, a);
-  dim1 = normalize_dim("transpose", dim1, a);
-  if (a.dim() == 0) {  // Note [Dims of a 0-dim tensor]: a copy of the element
-    Tensor out = backend_for(a.device()).transpose(at_least_1d(a), 0, 0).alias_with_shape({});
-    return record(Transpose::spec, {&a}, out, TransposeAttrs{dim0, dim1});
-  }
-  return record(Transpose::spec, {&a}, backend_for(a.device()).transpose(a, dim0, dim1),
-                TransposeAttrs{dim0, dim1});
 }
 
 }  // namespace ag::ops

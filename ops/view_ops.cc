@@ -79,6 +79,20 @@ const OpSpec kExpand{
     {AliasKind::kView, ViewAttrs{},
      [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
 
+// transpose's attributes are its two dims (the JIT's text form spells them `dim0`, `dim1`); its
+// gradient is the same transpose of the incoming gradient, a view of it as PyTorch's.
+const OpSpec kTranspose{"transpose",
+                        {{self,
+                          {},
+                          [](const Ctx& c) {
+                            const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+                            return transpose(c.grad(), dim0, dim1);
+                          }}},
+                        {AliasKind::kView, TransposeAttrs{0, 1}, [](const OpArgs& a) {
+                           const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
+                           return transpose(a[self], dim0, dim1);
+                         }}};
+
 // as_strided reads the storage, not its input's elements: its gradient goes through the storage's
 // elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
 // input that reads an element twice would need PyTorch's division by counts; those are refused.
@@ -129,8 +143,9 @@ template <typename LayoutOf>
 Tensor make_view(const OpSpec& spec, const Tensor& a, Shape args, const LayoutOf& layout_of_view) {
   return make_view_with(
       spec, a,
+      // Not moved from: the attributes are made twice while a trace is on (ops/record.h).
       [&](const Layout& relative) {
-        return ViewAttrs{std::move(args), relative.sizes, relative.strides, relative.offset};
+        return ViewAttrs{args, relative.sizes, relative.strides, relative.offset};
       },
       layout_of_view);
 }
@@ -198,6 +213,19 @@ Tensor t(const Tensor& a) {
     return permute(a, identity);
   }
   return permute(a, {1, 0});
+}
+
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  check_defined("transpose", a, "input");
+  // Note [Dims of a 0-dim tensor]: dims 0 and -1 of a 0-dim tensor name its one element.
+  dim0 = view_dim("transpose", dim0, a, /*allow_0_dim=*/true);
+  dim1 = view_dim("transpose", dim1, a, /*allow_0_dim=*/true);
+  return make_view_with(
+      kTranspose, a,
+      [&](const Layout&) {
+        return TransposeAttrs{dim0, dim1};
+      },
+      [&](const Layout& in) { return in.sizes.empty() ? in : transpose_layout(in, dim0, dim1); });
 }
 
 Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) {
@@ -292,7 +320,7 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int
   args.push_back(a.storage_offset());
   Tensor view = a.alias_with_layout(sizes, strides, offset);
   view = record(kAsStrided, {&a}, std::move(view), [&] {
-    return OpAttrs(ViewAttrs{std::move(args), {}, {}, 0});
+    return OpAttrs(ViewAttrs{args, {}, {}, 0});
   });
   // Its layout over the root base: the storage's, shifted to the root's first element; a root
   // that is not contiguous has no such layout.
@@ -360,19 +388,32 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
 // The three linear ops that move gradients between a view and its base; each one's gradient is
 // another of them, so that gradients through views differentiate to any order.
 namespace {
-const OpSpec kViewScatter{"view_scatter", {{self, {}, [](const Ctx& c) {
-                                              return view_gather(c.grad(),
-                                                                 c.attrs<ViewAttrs>().layout());
-                                            }}}};
-const OpSpec kViewGather{"view_gather", {{self, {}, [](const Ctx& c) {
-                                            return view_scatter(c.grad(), c.input_shape(self),
-                                                                c.attrs<ViewAttrs>().layout());
-                                          }}}};
-const OpSpec kViewZeroed{"view_zeroed", {{self, {}, [](const Ctx& c) {
-                                            return view_zeroed(c.grad(),
-                                                               c.attrs<ViewAttrs>().layout());
-                                          }}}};
-OpAttrs view_attrs(const Layout& at) { return ViewAttrs{{}, at.sizes, at.strides, at.offset}; }
+// Their JIT forwards (a group's backward graph runs them) read the layout from the attributes,
+// and view_scatter its result's shape from `args`.
+const OpSpec kViewScatter{
+    "view_scatter",
+    {{self, {}, [](const Ctx& c) { return view_gather(c.grad(), c.attrs<ViewAttrs>().layout()); }}},
+    {AliasKind::kPure, ViewAttrs{}, [](const OpArgs& a) {
+       const auto& at = a.attrs<ViewAttrs>();
+       return view_scatter(a[self], at.args, at.layout());
+     }}};
+const OpSpec kViewGather{
+    "view_gather",
+    {{self,
+      {},
+      [](const Ctx& c) {
+        return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
+      }}},
+    {AliasKind::kPure, ViewAttrs{},
+     [](const OpArgs& a) { return view_gather(a[self], a.attrs<ViewAttrs>().layout()); }}};
+const OpSpec kViewZeroed{
+    "view_zeroed",
+    {{self, {}, [](const Ctx& c) { return view_zeroed(c.grad(), c.attrs<ViewAttrs>().layout()); }}},
+    {AliasKind::kPure, ViewAttrs{},
+     [](const OpArgs& a) { return view_zeroed(a[self], a.attrs<ViewAttrs>().layout()); }}};
+OpAttrs view_attrs(const Layout& at, Shape args = {}) {
+  return ViewAttrs{std::move(args), at.sizes, at.strides, at.offset};
+}
 // A contiguous copy in new storage, not recorded.
 Tensor copy_of(const Tensor& t) {
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
@@ -385,7 +426,7 @@ Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at) {
   Tensor out = zeros(shape, g.dtype(), g.device());
   backend_for(g.device()).scatter(out, at, g, /*accumulate=*/true);
   out.bump_version();  // the zeros mark no longer holds (Note [Known zeros])
-  return record(kViewScatter, {&g}, out, [&] { return view_attrs(at); });
+  return record(kViewScatter, {&g}, out, [&] { return view_attrs(at, shape); });
 }
 
 Tensor view_gather(const Tensor& t, const Layout& at) {

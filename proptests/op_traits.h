@@ -248,13 +248,13 @@ inline constexpr OpTraits kRows[] = {
     // and errors in ops/tests/strided_views_test; the conformance programs make them, alone, as
     // views of views and as targets of in-place writes.
     op(OpId::kT, P, kViewStatements, "Tensor.t", true),  // records permute
-    op(OpId::kPermute, P, kViewStatements, "Tensor.permute"),
-    op(OpId::kExpand, P, kViewStatements, "Tensor.expand"),
-    op(OpId::kUnsqueeze, P, kViewStatements, "Tensor.unsqueeze"),
+    op(OpId::kPermute, P | J, kViewStatements, "Tensor.permute"),
+    op(OpId::kExpand, P | J, kViewStatements, "Tensor.expand"),
+    op(OpId::kUnsqueeze, P | J, kViewStatements, "Tensor.unsqueeze"),
     op(OpId::kSqueeze, P, kViewStatements, "Tensor.squeeze"),
-    op(OpId::kSelect, P, kViewStatements, "Tensor.select"),
+    op(OpId::kSelect, P | J, kViewStatements, "Tensor.select"),
     op(OpId::kNarrow, P, kViewStatements, "Tensor.narrow", true),
-    op(OpId::kSlice, P, kViewStatements, "torch.ops.aten.slice"),
+    op(OpId::kSlice, P | J, kViewStatements, "torch.ops.aten.slice"),
     op(OpId::kDiagonal, P, kViewStatements, "Tensor.diagonal"),
     op(OpId::kUnfold, P, kViewStatements, "Tensor.unfold"),
     op(OpId::kAsStrided, P, kViewStatements, "Tensor.as_strided"),

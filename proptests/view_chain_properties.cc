@@ -93,12 +93,8 @@ bool apply(const Step& s, Tensor* t, IndexView* v, std::string* log) {
   switch (s.kind) {
     case kTranspose: {
       if (n < 2) return false;
-      // A transpose as a view: ops::transpose still copies (DEVIATIONS.md copying-shape-ops).
       const int64_t d0 = dim_of(s.a), d1 = dim_of(s.b);
-      Dims order(static_cast<size_t>(n));
-      std::iota(order.begin(), order.end(), 0);
-      std::swap(order[d0], order[d1]);
-      *t = ops::permute(*t, order);
+      *t = ops::transpose(*t, d0, d1);
       Dims out = shape;
       std::swap(out[d0], out[d1]);
       *v = gather(*v, out, [&](Dims i) {

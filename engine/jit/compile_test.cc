@@ -52,6 +52,38 @@ TensorList mlpInputs(uint64_t seed) {
           leaf({1}, seed + 4)};
 }
 
+// A gradient formula reads a saved square matrix while its transposed view, of the same memory,
+// offset and shape, is bound too: the trace must name the matrix, not its transpose (the strides
+// differ).
+TEST(CompiledFunctionTest, SavedSquareMatrixIsNotTakenForItsTranspose) {
+  auto program = [](const TensorList& in) {
+    Tensor y = ops::mm(in[0], in[1]);  // [2, 2]
+    Tensor t = ops::transpose(y, 0, 1);
+    Tensor z = ops::mm(y, in[0]);
+    Tensor loss = ops::add(ops::sum(z), ops::sum(ops::mul(t, t)));
+    return grad({loss}, {in[0], in[1]});
+  };
+  const TensorList example = {leaf({2, 3}, 1), leaf({3, 2}, 2)};
+  CompiledFunction f(program, example);
+  const TensorList other = {leaf({2, 3}, 3), leaf({3, 2}, 4)};
+  const TensorList got = f(other), want = program(other);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].to_vector(), want[i].to_vector()) << i;
+}
+
+// A view op's attributes are made twice while tracing (the trace's and the node's): both must
+// hold the op's arguments, which the view's gradient (another permute) reads.
+TEST(CompiledFunctionTest, TracedViewsKeepTheirArgumentsForTheirGradients) {
+  auto program = [](const TensorList& in) {
+    Tensor p = ops::permute(ops::mul(in[0], in[0]), {1, 0});
+    Tensor s = ops::select(ops::as_strided(in[0], {2}, {2}, 1), 0, 1);
+    return grad({ops::add(ops::sum(ops::mul(p, p)), s)}, {in[0]}, GradArgs().create_graph());
+  };
+  CompiledFunction f(program, {leaf({2, 3}, 5)});
+  const TensorList other = {leaf({2, 3}, 6)};
+  EXPECT_EQ(f(other)[0].to_vector(), program(other)[0].to_vector());
+}
+
 TEST(CompiledFunctionTest, SecondDerivativeOfACubeIsSixX) {
   CompiledFunction f(
       [](const TensorList& in) {

@@ -20,7 +20,11 @@ Value* TracingState::sameLayoutValue(const Tensor& t) const {
   if (shared == storages_.end()) return nullptr;
   for (auto it = shared->second.rbegin(); it != shared->second.rend(); ++it) {
     const TensorImpl& bound = **it;
-    if (bound.offset == t.impl()->offset && bound.shape == t.shape() && bound.dtype == t.dtype()) {
+    // The strides too: a transpose of a square matrix has its base's offset and shape.
+    const bool same_strides = (bound.strides == nullptr) == (t.impl()->strides == nullptr) &&
+                              (bound.strides == nullptr || *bound.strides == *t.impl()->strides);
+    if (bound.offset == t.impl()->offset && bound.shape == t.shape() && bound.dtype == t.dtype() &&
+        same_strides) {
       return values_.at(&bound);
     }
   }

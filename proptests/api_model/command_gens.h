@@ -9,7 +9,7 @@ namespace ag::proptests {
 
 // tensor_commands.cc
 CommandPtr make_leaf(const Model& m);
-CommandPtr make_op(const Model& m);  // elementwise, scalar, reductions, transpose, products, clone
+CommandPtr make_op(const Model& m);  // elementwise, scalar, reductions, products, clone
 CommandPtr make_view(const Model& m);
 CommandPtr make_alias(const Model& m);  // detach, dropout returning its input
 CommandPtr make_inplace(const Model& m);

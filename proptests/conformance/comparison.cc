@@ -544,13 +544,13 @@ bool computed_from_grad_result(const Context& c, int v) {
          });
 }
 
-// Gradients that PyTorch makes as views of the incoming gradient (transpose's, and expand's for
-// sum, sum over a dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions'
-// backward) are new tensors here (copying-shape-ops).
+// Gradients that PyTorch makes as views of the incoming gradient (expand's for sum, sum over a
+// dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions' backward) are
+// new tensors here (copying-shape-ops); transpose's is a view in both.
 // A view requires grad while its base does, so such a grad() result requires grad in PyTorch
 // and not here where its base, a grad_outputs tensor, requires grad: at once without
 // create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
-// a transposed gradient (not contiguous) is a copy where here it is a view of a result that
+// an expanded gradient (not contiguous) is a copy where here it is a view of a result that
 // requires grad after requires_grad_(). Only lines that differ in rg= and leaf= alone (an op's
 // result that requires grad has a history), about such a result (or the result of a statement
 // reading one), in a program that used one of those ops.
@@ -565,7 +565,6 @@ Excuse copied_gradient_views(const Pair& p) {
     if (s.kind == StmtKind::kCustom) return true;  // Mul's and Two's backward sum_to
     if (s.kind != StmtKind::kOp) return false;
     switch (s.instr.op) {
-      case Op::kTranspose:
       case Op::kSum:
       case Op::kSumDim:
       case Op::kMean:

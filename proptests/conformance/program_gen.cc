@@ -237,7 +237,7 @@ class Builder {
       // Views, and the ops that return their input itself when it has the shape already.
       const bool same_tensor =
           (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) && info_[in.args[0]].shape == in.shape;
-      const bool shared = in.op == Op::kReshape || same_tensor;
+      const bool shared = in.op == Op::kReshape || in.op == Op::kTranspose || same_tensor;
       info.storage = shared ? info_[in.args[0]].storage : storages_++;
       info.storage_size = shared ? storage_size_of(info.storage) : numel(info.shape);
       info_.push_back(info);

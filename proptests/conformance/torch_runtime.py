@@ -270,13 +270,6 @@ def broadcast_to(a, shape):
     return torch.broadcast_to(a, shape).clone(memory_format=torch.contiguous_format)
 
 
-def transpose(a, dim0, dim1):
-    """ops::transpose: a new tensor, not a view (copying-shape-ops). Contiguous, as every tensor
-    here: PyTorch's clone() would keep the transposed strides, and see a view of it with other
-    strides as a partial overlap."""
-    return torch.transpose(a, dim0, dim1).clone(memory_format=torch.contiguous_format)
-
-
 def whole(src, target):
     """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
     one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of

@@ -169,12 +169,9 @@ std::string torch_op_expr(const Instr& in, TorchSpelling spelling) {
                             "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
     case Op::kReshape:
       return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
-    case Op::kTranspose: {
-      const std::string dims = std::to_string(in.dim0) + ", " + std::to_string(in.dim1);
-      if (!helpers) return "torch.transpose(" + a[0] + ", " + dims + ").contiguous()";
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops", "transpose(" + a[0] + ", " + dims + ")");
-    }
+    case Op::kTranspose:
+      return "torch.transpose(" + a[0] + ", " + std::to_string(in.dim0) + ", " +
+             std::to_string(in.dim1) + ")";
     case Op::kMm:
       return "torch.mm(" + a[0] + ", " + a[1] + ")";
     case Op::kAddmm:

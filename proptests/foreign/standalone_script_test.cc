@@ -56,7 +56,7 @@ TEST(StandaloneScript, OpsInPlainPyTorch) {
             "import torch\n"
             "v0 = torch.rand([2, 3], dtype=torch.float64, requires_grad=True)\n"
             "v1 = torch.ops.aten.add.Scalar(v0, 0.5)\n"
-            "v2 = torch.transpose(v1, 0, 1).contiguous()\n"
+            "v2 = torch.transpose(v1, 0, 1)\n"
             "v3 = torch.sum(v2, 1, keepdim=True)\n"
             "v4 = torch.exp(v3)\n"
             "v5 = v0.sum_to_size([3])\n"

@@ -104,11 +104,12 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
   const EngineOptions options = *rc::gen::elementOf(ag::proptests::all_option_combinations());
   OptionsGuard guard(options);
 
-  const TensorList other = otherInputs(spec);
+  // Each run gets inputs of its own: a program may write into an input through a view of its
+  // detach() (an alias whose writes nothing records), and its results may be views of an input.
   TensorList want;
   bool eager_failed = false;
   try {
-    want = program(other);
+    want = program(otherInputs(spec));
   } catch (const Error&) {
     eager_failed = true;
   }
@@ -125,11 +126,11 @@ AG_PROPERTY(CompiledGradientsProps, CompiledProgramsAndTheirGradientsMatchEager)
     // view whose base was written in place).
     const bool untraceable = std::string(e.what()).find("cannot be traced") != std::string::npos;
     RC_CLASSIFY(untraceable, "cannot be traced");
-    RC_ASSERT(eager_failed || untraceable);
+    if (!eager_failed && !untraceable) RC_FAIL(std::string("compiling failed: ") + e.what());
     return;
   }
   RC_ASSERT(!eager_failed);
-  const TensorList got = (*compiled)(other);
+  const TensorList got = (*compiled)(otherInputs(spec));
   const bool finite = allFinite(want);
   RC_CLASSIFY(compiled->zeros_folded() > 0, "zeros folded");
   RC_CLASSIFY(compiled->subexpressions_merged() > 0, "subexpressions merged");

@@ -21,7 +21,8 @@ using ops::OpId;
 constexpr OpId kStepOps[] = {
     OpId::kAdd,       OpId::kSub,     OpId::kMul,       OpId::kMulScalar,  OpId::kAddScalar,
     OpId::kPowScalar, OpId::kReshape, OpId::kTranspose, OpId::kDetach,     OpId::kClone,
-    OpId::kSum,       OpId::kSumDim,  OpId::kMm,        OpId::kAddInplace, OpId::kMulInplace};
+    OpId::kSum,       OpId::kSumDim,  OpId::kMm,        OpId::kAddInplace, OpId::kMulInplace,
+    OpId::kSelect,    OpId::kSlice,   OpId::kPermute,   OpId::kUnsqueeze,  OpId::kExpand};
 constexpr unsigned kNumOpSteps = sizeof(kStepOps) / sizeof(kStepOps[0]);
 constexpr unsigned kUnarySteps = 5;
 constexpr unsigned kNumSteps = kNumOpSteps + kUnarySteps + 1;  // the last: a constant
@@ -54,7 +55,34 @@ struct Entry {
   Tensor t;
   Root root;
   bool used = false;
+  // Reads an element twice (an expand, or a view of one): PyTorch refuses writes into it.
+  bool overlapping = false;
 };
+
+// A strided view of `x` (Note [Views of any stride], ops/views.h) along `dim`: a row or column
+// (select), every other element from `start` (slice), its dims reversed (permute), a new dim of
+// size 1 (unsqueeze), or that dim repeated twice (expand, which reads each element twice).
+Tensor strided_view(OpId op, const Tensor& x, int64_t dim, int64_t start) {
+  const int64_t size = x.shape()[static_cast<size_t>(dim)];
+  switch (op) {
+    case OpId::kSelect:
+      return ops::select(x, dim, start % size);
+    case OpId::kSlice:
+      return ops::slice(x, dim, start % 2, size, 2);
+    case OpId::kPermute: {
+      std::vector<int64_t> reversed;
+      for (int64_t d = x.dim() - 1; d >= 0; --d) reversed.push_back(d);
+      return ops::permute(x, reversed);
+    }
+    case OpId::kUnsqueeze:
+      return ops::unsqueeze(x, dim);
+    default: {  // kExpand
+      Shape twice = x.shape();
+      twice.insert(twice.begin() + dim, 2);
+      return ops::expand(ops::unsqueeze(x, dim), twice);
+    }
+  }
+}
 
 class Runner {
  public:
@@ -106,18 +134,23 @@ class Runner {
         Shape target = shape.size() == 2 ? Shape{shape[1], shape[0]} : Shape{a->t.numel()};
         if (s.attr % 3 == 0) target = shape;  // the same shape: still a new view
         const Root root = a->root;
-        define(ops::reshape(use(a), target), root);
+        const bool overlapping = a->overlapping;
+        define(ops::reshape(use(a), target), root, overlapping);
         return;
       }
-      case OpId::kTranspose: {
+      case OpId::kTranspose: {  // a view
         Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() == 2; });
-        if (a != nullptr) define(ops::transpose(use(a), 0, 1));
+        if (a == nullptr) return;
+        const Root root = a->root;
+        const bool overlapping = a->overlapping;
+        define(ops::transpose(use(a), 0, 1), root, overlapping);
         return;
       }
       case OpId::kDetach: {  // a view without history
         Entry* a = pick(s.a, any);
         const Root root = a->root;
-        define(ops::detach(use(a)), root);
+        const bool overlapping = a->overlapping;
+        define(ops::detach(use(a)), root, overlapping);
         return;
       }
       case OpId::kClone:
@@ -143,9 +176,23 @@ class Runner {
         define(ops::mm(x, y));
         return;
       }
+      case OpId::kSelect:
+      case OpId::kSlice:
+      case OpId::kPermute:
+      case OpId::kUnsqueeze:
+      case OpId::kExpand: {  // views: in-place steps may write through them
+        Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() >= 1; });
+        if (a == nullptr) return;
+        const Root root = a->root;
+        const bool overlapping = a->overlapping || op == OpId::kExpand;
+        const int64_t dim = static_cast<int64_t>(s.attr % a->t.dim());
+        define(strided_view(op, use(a), dim, s.b), root, overlapping);
+        return;
+      }
       case OpId::kAddInplace:
       case OpId::kMulInplace: {
-        Entry* self = pick(s.a, [](const Entry& e) { return e.root == Root::kComputed; });
+        Entry* self =
+            pick(s.a, [](const Entry& e) { return e.root == Root::kComputed && !e.overlapping; });
         if (self == nullptr) return;
         const Shape shape = self->t.shape();
         // PyTorch refuses an operand that shares some of self's memory in another layout.
@@ -200,7 +247,9 @@ class Runner {
     e->used = true;
     return e->t;
   }
-  void define(Tensor t, Root root = Root::kComputed) { entries_.push_back({std::move(t), root}); }
+  void define(Tensor t, Root root = Root::kComputed, bool overlapping = false) {
+    entries_.push_back({std::move(t), root, false, overlapping});
+  }
 
   std::vector<Entry> entries_;
 };

@@ -62,8 +62,8 @@ std::string observe(const std::function<TensorList(const TensorList&)>& program,
   TensorList outs;
   try {
     outs = program(inputs);
-  } catch (const Error&) {
-    return "error in forward\n";
+  } catch (const Error& e) {
+    return std::string("error in forward\n") + e.what();
   }
   std::string s = text(outs, "out");
   const Tensor loss = sumOfRequiringGrad(outs);
