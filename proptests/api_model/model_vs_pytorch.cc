@@ -323,14 +323,9 @@ int main_impl(int argc, char** argv) {
       const std::string kept = refused_before_running(out) ? retaining_names(m) : "";
       if (!kept.empty()) body << "    kept = [(t, t.grad) for t in [" << kept << "]]\n";
       body << "    raised = None\n    try:\n        " << pytorch_call(text, out)
-           << "
-    except (RuntimeError, IndexError, ValueError) as e:
-        raised = "
-              "str(e).splitlines()[0]
-";
-      if (!kept.empty()) body << "    for t, g in kept:
-        t.grad = g
-";
+           << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
+              "str(e).splitlines()[0]\n";
+      if (!kept.empty()) body << "    for t, g in kept:\n        t.grad = g\n";
       const char* want = out.expect == Expect::kOk      ? "ok"
                          : out.expect == Expect::kRaise ? "raise"
                                                         : "maybe";
