@@ -42,6 +42,9 @@ struct Counters {
   // Formulas that added their values into a gradient already waiting for them instead of
   // returning a new one (Note [Sums fused into formulas], engine/engine.cc).
   int64_t fused_sums = 0;
+  // Formulas that wrote their value over the incoming gradient instead of into a new tensor
+  // (Note [Formulas in the incoming gradient], ops/spec.h).
+  int64_t formulas_in_place = 0;
   // When trace_executed is set, the sequence_nr of every node apply()-ed, in order (tests
   // compare the executed set with the root-to-input paths they compute themselves).
   bool trace_executed = false;

@@ -54,28 +54,34 @@ const OpSpec RebasedBase::spec{
 // The base's history after a write through a view that reads only part of it, or reads it out of
 // order: PyTorch's CopySlices. The base's gradient goes to its history before the write, with
 // zeros where the view reads it, and the view's part goes to the write (Note [Views of any
-// stride]).
+// stride]). The view's formula comes first, so that the base's, the last to read the incoming
+// gradient, may zero the view's elements in it in place (Note [Formulas in the incoming
+// gradient], ops/spec.h).
 struct CopySlices {
-  static constexpr Input base{0, "base"}, view{1, "view"};
+  static constexpr Input view{0, "view"}, base{1, "base"};
   static const OpSpec spec;
 };
+// PyTorch's CopySlices copies the write's gradient for self into the view's elements of the
+// gradient, which refuses a view that reaches one element at several indices (an expanded view,
+// written by copy_ from its own elements: Note [Overlapping writes]).
+Layout written_layout(const Ctx& c) {
+  const Layout at = c.attrs<ViewAttrs>().layout();
+  AG_CHECK(!has_internal_overlap(at),
+           "copy_slices: unsupported operation: more than one element of the written-to "
+           "tensor refers to a single memory location (the view written in place, strides ",
+           to_string(at.strides), "). Please clone() the tensor first.");
+  return at;
+}
 const OpSpec CopySlices::spec{
     "copy_slices",
-    {{base,
+    {{view, {}, [](const Ctx& c) { return view_gather(c.grad(), c.attrs<ViewAttrs>().layout()); }},
+     {base,
       {},
-      [](const Ctx& c) {
-        // PyTorch's CopySlices copies the write's gradient for self into the view's elements of
-        // the gradient, which refuses a view that reaches one element at several indices (an
-        // expanded view, written by copy_ from its own elements: Note [Overlapping writes]).
-        const Layout at = c.attrs<ViewAttrs>().layout();
-        AG_CHECK(!has_internal_overlap(at),
-                 "copy_slices: unsupported operation: more than one element of the written-to "
-                 "tensor refers to a single memory location (the view written in place, strides ",
-                 to_string(at.strides), "). Please clone() the tensor first.");
-        return view_zeroed(c.grad(), at);
-      }},
-     {view, {}, [](const Ctx& c) {
-        return view_gather(c.grad(), c.attrs<ViewAttrs>().layout());
+      [](const Ctx& c) { return view_zeroed(c.grad(), written_layout(c)); },
+      nullptr,
+      [](const Tensor& grad, const Ctx& c) {
+        zero_at(grad, written_layout(c));
+        return true;
       }}}};
 
 // The gradient of a copied gradient is a copied gradient again, to any order: PyTorch's
@@ -173,7 +179,7 @@ Tensor rebased_base(const Tensor& view, const Tensor& base) {
   // the rest of the base's gradient to the base's history before the write.
   const bool whole = is_contiguous(at) && at.offset == 0 && view.numel() == base.numel();
   Tensor out = whole ? record_node(RebasedBase::spec, {&view}, rebased, NoAttrs(), {})
-                     : record_node(CopySlices::spec, {&base, &view}, rebased,
+                     : record_node(CopySlices::spec, {&view, &base}, rebased,
                                    ViewAttrs{{}, at.sizes, at.strides, at.offset}, {});
   // Note [Written through a view]: the base's node is where a backward's gradient for the base
   // arrives, as at CopySlices, so it refuses to run again once a backward has freed it, also

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "engine/accumulate_grad.h"
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/error.h"
@@ -49,7 +50,8 @@ OpSpec::OpSpec(const char* name, std::initializer_list<FormulaSpec> formulas, Op
       }
       mask |= uint64_t{1} << j;
     }
-    formulas_.push_back({f.input.name, mask, f.fn, f.fuse, CounterKey(name_ + ":" + f.input.name)});
+    formulas_.push_back(
+        {f.input.name, mask, f.fn, f.fuse, f.in_place, CounterKey(name_ + ":" + f.input.name)});
   }
   AG_CHECK(formulas_.size() <= 64, "OpSpec '", name_, "': more than 64 inputs");
   register_forward();
@@ -60,7 +62,8 @@ OpSpec::OpSpec(const char* name, std::initializer_list<Input> inputs, OpForward 
   for (const Input& input : inputs) {
     AG_CHECK(input.position == formulas_.size(), "OpSpec '", name_, "': input '", input.name,
              "' is listed at position ", formulas_.size());
-    formulas_.push_back({input.name, 0, nullptr, nullptr, CounterKey(name_ + ":" + input.name)});
+    formulas_.push_back(
+        {input.name, 0, nullptr, nullptr, nullptr, CounterKey(name_ + ":" + input.name)});
   }
   register_forward();
 }
@@ -186,10 +189,17 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   }
   // The results go into the list the gradient came in, whose memory the engine keeps for its
   // next call (Note [Reused node states]).
-  const Tensor incoming = std::move(grads[0]);
+  Tensor incoming = std::move(grads[0]);
   TensorList out = std::move(grads);
   out.assign(num_outputs(), Tensor());
   Counters& c = counters();
+  size_t last = out.size();  // the last formula this call runs
+  for (size_t i = out.size(); i-- > 0;) {
+    if (call.needs_input_grad(i)) {
+      last = i;
+      break;
+    }
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     if (!call.needs_input_grad(i)) continue;  // Note [Per-call view]
     const BackwardContext ctx(*this, incoming, i);
@@ -198,7 +208,12 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
     const FuseFn fuse = spec_.fusion(i);
     const Tensor* sum = fuse == nullptr ? nullptr : call.sum_target(i);
     const bool fused = sum != nullptr && fuse(*sum, ctx);
-    Tensor g = fused ? Tensor() : spec_.formula(i)(ctx);
+    // Note [Formulas in the incoming gradient]: no formula reads it after the last one.
+    const InPlaceFn in_place = fused || i != last ? nullptr : spec_.in_place(i);
+    const bool written = in_place != nullptr && !grad_enabled() && incoming.defined() &&
+                         held_only_here(incoming) && in_place(incoming, ctx);
+    if (written) ++c.formulas_in_place;
+    Tensor g = fused ? Tensor() : written ? std::move(incoming) : spec_.formula(i)(ctx);
     ++c.formulas_evaluated;
     c.count_formula(spec_.formula_key(i));
     if (g.defined() && g.shape() != input_shapes_[i]) g = sum_to(g, input_shapes_[i]);

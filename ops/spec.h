@@ -59,12 +59,29 @@ using FormulaFn = Tensor (*)(const BackwardContext&);
 // Adds the formula's value into `sum` in one pass, or returns false, writing nothing (Note [Sums
 // fused into formulas], engine/engine.cc).
 using FuseFn = bool (*)(const Tensor& sum, const BackwardContext&);
+// Writes the formula's value over the incoming gradient, `grad`, in place, or returns false,
+// writing nothing (Note [Formulas in the incoming gradient]).
+using InPlaceFn = bool (*)(const Tensor& grad, const BackwardContext&);
+
+// Note [Formulas in the incoming gradient]
+// A formula whose value is the incoming gradient changed at a few elements (CopySlices' gradient
+// for the base: the incoming gradient with zeros where the write went, ops/shape_ops.cc) copies
+// all of the incoming gradient to change those few. When the node's last formula to run this call
+// has an in-place hook (FormulaSpec::in_place), grad mode is off (nothing records the formula's
+// ops) and the incoming gradient is held only here (the engine handed it over, and no caller,
+// saved value or view can see it: held_only_here, engine/accumulate_grad.h), OpNode::apply lets
+// the hook write the value over the incoming gradient and sends that tensor on: no formula of
+// the node reads the incoming gradient after its last one. An RNN that writes out[:, t] for 64
+// steps has 64 CopySlices in a chain, each of which copied the whole [batch, 64, hidden] gradient
+// to zero 1/64 of it (PyTorch's CopySlices copies it too); in place, each zeroes its step. The
+// bits are the copy's. Counted in Counters::formulas_in_place.
 
 struct FormulaSpec {
   Input input;                       // the differentiable input it computes the gradient of
   std::initializer_list<Slot> uses;  // what it reads (checked, Note [Derivative spec])
   FormulaFn fn;
-  FuseFn fuse = nullptr;  // optional; tried by the node before fn, when a sum is offered
+  FuseFn fuse = nullptr;         // optional; tried by the node before fn, when a sum is offered
+  InPlaceFn in_place = nullptr;  // optional; tried before fn by the last formula to run
 };
 
 class OpSpec {
@@ -98,6 +115,7 @@ class OpSpec {
   const CounterKey& slot_key(size_t j) const { return slot_keys_[j]; }  // "op:slot"
   FormulaFn formula(size_t i) const { return formulas_[i].fn; }
   FuseFn fusion(size_t i) const { return formulas_[i].fuse; }  // null: the formula has none
+  InPlaceFn in_place(size_t i) const { return formulas_[i].in_place; }        // null: none
   uint64_t formula_uses(size_t i) const { return formulas_[i].uses_mask; }    // bit j: slot j
   const CounterKey& formula_key(size_t i) const { return formulas_[i].key; }  // "op:input"
   // Note [Guarded saves]: is slot j needed when the inputs that require grad are `requires`
@@ -110,6 +128,7 @@ class OpSpec {
     uint64_t uses_mask;
     FormulaFn fn;
     FuseFn fuse;
+    InPlaceFn in_place;
     CounterKey key;
   };
   void register_forward();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "engine/counters.h"
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
@@ -24,6 +25,33 @@ using slots::self;
 // the input's shape (PyTorch's select_backward, slice_backward, as_strided_backward...).
 Tensor view_gradient(const Ctx& c) {
   return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
+}
+
+// Note [View gradients into a waiting sum]
+// A view's gradient is input-shaped: the incoming gradient at the view's elements, zeros
+// elsewhere. Where several views of one tensor each send it a gradient (every time step x[:, t]
+// of an RNN's input, the 1,000 rows of a split), the separate sum would cost a fill of zeros and
+// a pass over the whole input per view. With a gradient already waiting for the input (Note [Sums
+// fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
+// incoming gradient into it at the view's elements alone, which is all the sum would change:
+// a select of one step of [256, 64, 256] touches 1/64 of it. select, slice and diagonal have the
+// hook: each reaches an element of its input at most once. unfold has none: its windows can
+// overlap, and the formula's zeros + scatter rounds an element's two additions in another order.
+// The values are the separate sum's; only the sign of a zero can differ, as the formula's zeros
+// are +0: where the waiting gradient holds -0 outside the view, the separate sum writes +0
+// (-0 + +0) and the hook leaves -0; where both it and the incoming gradient hold -0 inside the
+// view, the sum writes +0 and the hook -0. Switched with fuse_gradient_sums.
+bool add_view_gradient_into(const Tensor& sum, const Ctx& c) {
+  const Tensor& g = c.grad();
+  const Layout at = c.attrs<ViewAttrs>().layout();
+  if (sum.shape() != c.input_shape(self) || !sum.is_contiguous() || sum.dtype() != g.dtype() ||
+      sum.device() != g.device() || g.shape() != at.sizes) {
+    return false;
+  }
+  backend_for(sum.device()).scatter(sum, at, g, /*accumulate=*/true);
+  sum.bump_version();
+  ++counters().fused_sums;
+  return true;
 }
 
 // The gradients that are views of the incoming gradient, as PyTorch's formulas make them: permute's
@@ -52,24 +80,26 @@ Tensor squeeze_gradient(const Ctx& c) {
 Tensor alias_gradient(const Ctx& c) { return c.grad(); }
 
 // The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them,
-// with the gradient `gradient`.
-#define AG_VIEW_SPEC(Name, name, gradient, forward)                                       \
-  const OpSpec Name{                                                                      \
-      name, {{self, {}, gradient}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
-                                       [[maybe_unused]] const Shape& x =                  \
-                                           a.attrs<ViewAttrs>().args;                     \
-                                       return forward;                                    \
-                                     }}};
-AG_VIEW_SPEC(kSelect, "select", view_gradient, select(a[self], x[0], x[1]))
-AG_VIEW_SPEC(kSlice, "slice", view_gradient, slice(a[self], x[0], x[1], x[2], x[3]))
-AG_VIEW_SPEC(kPermute, "permute", permute_gradient,
+// with the gradient `gradient` and its fusion hook `fuse` (or nullptr).
+#define AG_VIEW_SPEC(Name, name, gradient, fuse, forward)                                       \
+  const OpSpec Name{                                                                            \
+      name, {{self, {}, gradient, fuse}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
+                                             [[maybe_unused]] const Shape& x =                  \
+                                                 a.attrs<ViewAttrs>().args;                     \
+                                             return forward;                                    \
+                                           }}};
+AG_VIEW_SPEC(kSelect, "select", view_gradient, add_view_gradient_into, select(a[self], x[0], x[1]))
+AG_VIEW_SPEC(kSlice, "slice", view_gradient, add_view_gradient_into,
+             slice(a[self], x[0], x[1], x[2], x[3]))
+AG_VIEW_SPEC(kPermute, "permute", permute_gradient, nullptr,
              permute(a[self], std::vector<int64_t>(x.begin(), x.end())))
-AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze_gradient, unsqueeze(a[self], x[0]))
-AG_VIEW_SPEC(kSqueeze, "squeeze", squeeze_gradient,
+AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze_gradient, nullptr, unsqueeze(a[self], x[0]))
+AG_VIEW_SPEC(kSqueeze, "squeeze", squeeze_gradient, nullptr,
              x.empty() ? squeeze(a[self]) : squeeze(a[self], x[0]))
-AG_VIEW_SPEC(kDiagonal, "diagonal", view_gradient, diagonal(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kUnfold, "unfold", view_gradient, unfold(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kAlias, "alias", alias_gradient, alias(a[self]))
+AG_VIEW_SPEC(kDiagonal, "diagonal", view_gradient, add_view_gradient_into,
+             diagonal(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kUnfold, "unfold", view_gradient, nullptr, unfold(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kAlias, "alias", alias_gradient, nullptr, alias(a[self]))
 #undef AG_VIEW_SPEC
 
 // expand's gradient sums over the expanded dims, as PyTorch's (at::sum_to).
@@ -440,8 +470,13 @@ Tensor view_gather(const Tensor& t, const Layout& at) {
 
 Tensor view_zeroed(const Tensor& g, const Layout& at) {
   Tensor out = copy_of(g);
-  backend_for(g.device()).scatter(out, at, zeros(at.sizes, g.dtype(), g.device()), false);
+  zero_at(out, at);
   return record(kViewZeroed, {&g}, out, [&] { return view_attrs(at); });
+}
+
+void zero_at(const Tensor& t, const Layout& at) {
+  backend_for(t.device()).scatter(t, at, zeros(at.sizes, t.dtype(), t.device()), false);
+  t.bump_version();
 }
 
 }  // namespace ag::ops

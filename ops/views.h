@@ -133,6 +133,8 @@ Tensor rebased_base(const Tensor& view, const Tensor& base);
 Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at);
 Tensor view_gather(const Tensor& t, const Layout& at);
 Tensor view_zeroed(const Tensor& g, const Layout& at);
+// Writes zeros at `at` over the contiguous tensor `t`, in place, unrecorded: view_zeroed's write.
+void zero_at(const Tensor& t, const Layout& at);
 
 // A new tensor of `shape` holding g's values, recorded (as any op) when g requires grad under
 // grad mode; its own gradient is a copied gradient again (shape_ops.cc).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The peers end to end (manual: needs `tools/setup.sh --peers` first, and HOME for the peers'
 # folder): `bazel test //paper:peers_test --test_env=HOME`. Runs reproduce --quick --peers and
-# checks that every peer measured every workload it runs, and one value (PyTorch saves 12 bytes
-# for ((x + 2) * m).sum(): m only). Fails when a peer is missing.
+# checks that every peer measured every workload it runs, and two values (PyTorch saves 12 bytes
+# for ((x + 2) * m).sum(): m only; its RNN of issue 44 saves the bytes ours does). Fails when a
+# peer is missing.
 set -euo pipefail
 out="${TEST_TMPDIR:-$(mktemp -d)}/results"
 bin="paper/reproduce"
@@ -37,6 +38,14 @@ done
 has create_autodiff_subgraphs "PyTorch " "pass time@nodes=1000"
 grep -qP '^dropout_memory\tPyTorch [^\t]*\tbytes saved for backward\t12\tB\t' "$out/figures.tsv" ||
   { echo "FAILED: PyTorch's saved bytes are not 12"; fail=1; }
+for w in rnn_time_slices join_cat join_stack join_split_cat join_unbind_stack; do
+  has "$w" "PyTorch " "step time [quiet]"
+  has "$w" "PyTorch " "gradient checksum"
+done
+# Issue 44's RNN: PyTorch's forward saves what ours does, byte for byte (each save counted).
+awk -F'\t' '$1 == "rnn_time_slices" && $3 == "bytes saved for backward" { v[$2 ~ /^PyTorch/] = $4 }
+     END { exit !(0 in v && 1 in v && v[0] == v[1]) }' "$out/figures.tsv" ||
+  { echo "FAILED: the RNN's bytes saved differ from PyTorch's"; fail=1; }
 grep -q "MKL\|OpenBLAS" "$out/seed_001_needs_input_grad.md" ||
   { echo "FAILED: the report does not name PyTorch's BLAS"; fail=1; }
 if [[ $fail -ne 0 ]]; then

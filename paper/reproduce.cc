@@ -1,5 +1,5 @@
 // `bazel run -c opt //paper:reproduce [-- --quick] [--busy all|bursty,compile,spin] [--out DIR]
-// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]`
+// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003|044]`
 //
 // Runs every workload of the paper with each optimization off and on, and the peers (PyTorch
 // from Python and from C++, torch.func, JAX; paper/peers/README.md) in the same invocation, every
@@ -8,6 +8,8 @@
 //   DIR/figures.tsv        one row per measured figure (ours and the peers')
 //   DIR/seed_NNN_*.md      one Markdown report per seed: ours beside the published figures and the
 //                          peers on this machine
+//   DIR/issue_044_views.md issue 44's views in loops (an RNN over time slices, joins of 1,000
+//                          slices) beside PyTorch
 //   DIR/*.png              curves (via paper/plot.py, run with /usr/bin/python3 + matplotlib)
 // DIR defaults to paper/results in the source tree (under `bazel run`), else ./paper/results.
 // Ratios are always between figures of this one run. --quick runs a small version of everything
@@ -47,7 +49,7 @@ struct Options {
   bool callgrind = true;
   bool plots = true;
   std::string busy;  // --busy: "" (quiet only), "all", or a comma-separated list of loads
-  std::string only;  // run just this seed's workloads ("000", "001", "002", "003")
+  std::string only;  // run just this seed's workloads ("000", "001", "002", "003"), or "044"
   fs::path out;
 };
 
@@ -109,7 +111,7 @@ int reproduce(const Options& options) {
   context.results = &results;
 
   auto wanted = [&](const char* seed) { return options.only.empty() || options.only == seed; };
-  std::vector<Report> reports(4);  // by seed; a seed the run skips leaves its body empty
+  std::vector<Report> reports(5);  // by seed, then issue 44; one the run skips stays empty
   reports[0].file = "seed_000_topological_nr.md";
   reports[0].title = "Seed 000: topological number and discovery pruning (PR 52180, issue 12635)";
   reports[1].file = "seed_001_needs_input_grad.md";
@@ -118,6 +120,9 @@ int reproduce(const Options& options) {
   reports[2].title = "Seed 002: AliasDb updated in place by create_autodiff_subgraphs (PR 42141)";
   reports[3].file = "seed_003_guarded_saves.md";
   reports[3].title = "Seed 003: guarded saved inputs (PR 16583, issue 16577)";
+  reports[4].file = "issue_044_views.md";
+  reports[4].title =
+      "Issue 44: views in loops (an RNN over time slices; cat, stack, split of 1,000 slices)";
   if (wanted("000")) {
     reports[0].body << peers.describe() << "\n";
     unrolled_loop_section(context, reports[0]);
@@ -133,8 +138,11 @@ int reproduce(const Options& options) {
   if (wanted("002")) {
     jit_pass_section(context, reports[2]);
   }
+  if (wanted("044")) {
+    views_section(context, reports[4]);
+  }
 
-  progress(6, "writing results");
+  progress(7, "writing results");
   results.write_tsv(options.out / "figures.tsv", /*keep_other_workloads=*/!options.only.empty());
   // A run into the source tree (full or --only) also refreshes the generated section of
   // paper/paper.md from the results files there.
@@ -178,9 +186,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--out" && i + 1 < argc) {
       options.out = argv[++i];
     } else {
-      std::cerr
-          << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
-             "[--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003]\n";
+      std::cerr << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
+                   "[--peers | --no-peers] [--no-callgrind] [--no-plots] [--only "
+                   "000|001|002|003|044]\n";
       return 2;
     }
   }

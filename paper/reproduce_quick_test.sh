@@ -18,7 +18,7 @@ check() {  # check DESCRIPTION COMMAND...
   fi
 }
 for f in figures.tsv seed_000_topological_nr.md seed_001_needs_input_grad.md \
-         seed_002_alias_db.md seed_003_guarded_saves.md; do
+         seed_002_alias_db.md seed_003_guarded_saves.md issue_044_views.md; do
   check "$f written and non-empty" test -s "$out/$f"
 done
 check "figures.tsv header" grep -q $'^workload\tvariant\tmetric\tvalue\tunit\tdevice$' "$out/figures.tsv"
@@ -41,11 +41,19 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'hessian_relu\tours\tstep time, no final backward [busy: spin]' \
            $'hessian_tanh\tours\tstep time, with final backward [busy: bursty]' \
            $'hessian_tanh\tours\tstep time at one thread each, with final backward' \
-           $'hessian_relu\tours\tcores used, no final backward [busy: spin]'; do
+           $'hessian_relu\tours\tcores used, no final backward [busy: spin]' \
+           $'rnn_time_slices\tours\tstep time [quiet]' \
+           $'rnn_time_slices\tours\tstep time [busy: bursty]' \
+           $'rnn_time_slices\tours\tstep time at one thread each' \
+           $'rnn_time_slices\tours\tbytes saved for backward' \
+           $'rnn_time_slices\tours\tgradient checksum' \
+           $'join_cat\tours\tstep time [quiet]' $'join_stack\tours\tstep time [busy: spin]' \
+           $'join_split_cat\tours\tstep time [quiet]' \
+           $'join_unbind_stack\tours\tgradient checksum'; do
   check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
-# Each table is a Markdown table with the published figures beside ours.
-for f in "$out"/seed_*.md; do
+# Each table is a Markdown table with the published figures (or the peers) beside ours.
+for f in "$out"/seed_*.md "$out/issue_044_views.md"; do
   check "$(basename "$f") has a table" grep -q '^| --- |' "$f"
   check "$(basename "$f") names the peer or says it is missing" grep -q -E 'PyTorch' "$f"
   check "$(basename "$f") says the peers were skipped" grep -q 'Peers: skipped in --quick runs' "$f"
@@ -53,6 +61,7 @@ done
 # The busy conditions appear in the comparison tables, and each load was started and stopped.
 check "seed 001 has busy rows" grep -q '| busy: spin |' "$out/seed_001_needs_input_grad.md"
 check "seed 000 has busy rows" grep -q '| busy: bursty |' "$out/seed_000_topological_nr.md"
+check "issue 44 has busy rows" grep -q '| busy: spin |' "$out/issue_044_views.md"
 check "load generators started" test "$(grep -c '^  load: busy: ' "$out.log")" -ge 8
 check "load generators stopped with a report" \
   test "$(grep -c -E '^load_generator: (bursty|spin): [0-9]+ ' "$out.log")" -ge 8
@@ -64,11 +73,11 @@ cpus=$(nproc)
 check "cores used within (0, $cpus]" awk -F'\t' -v cpus="$cpus" '$3 ~ /^cores used/ { n++; if (!($4 > 0 && $4 <= cpus * 1.1)) bad = 1 } END { exit bad || n != 12 }' "$out/figures.tsv"
 check "seed 001 has the one-core table" grep -q '^#### One core each' "$out/seed_001_needs_input_grad.md"
 # Progress lines for every workload.
-check "progress lines" test "$(grep -c '^\[reproduce [0-9]/6\]' "$out.log")" -eq 6
+check "progress lines" test "$(grep -c '^\[reproduce [0-9]/7\]' "$out.log")" -eq 7
 
 if [[ $fail -ne 0 ]]; then
   echo "--- reproduce output ---"
   cat "$out.log"
   exit 1
 fi
-echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 4 tables"
+echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 5 tables"

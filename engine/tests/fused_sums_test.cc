@@ -87,6 +87,35 @@ TEST(FusedSums, NothingFusesUnderCreateGraph) {
   expect_values(g[0], tanh_then_mul_grad());
 }
 
+// Note [View gradients into a waiting sum] (ops/view_ops.cc): rows and columns of x, each a
+// view whose gradient is x-shaped, add their gradients into the one waiting for x at their own
+// elements.
+TEST(FusedSums, ViewGradientsAddAtTheirElements) {
+  const std::vector<double> kA = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  TensorList grads[2];
+  for (bool fuse : {false, true}) {
+    OptionsGuard options(EngineOptions().with_fuse_gradient_sums(fuse));
+    Tensor x = leaf(kA, {3, 4});
+    Tensor y = ops::sum(ops::mul(x, x));  // recorded first: its gradient 2x arrives last
+    for (int64_t r = 0; r < 3; ++r)
+      y = ops::add(y, ops::sum(ops::mul(ops::select(x, 0, r), r + 1.0)));
+    for (const Tensor& c : ops::split(x, 3, 1)) y = ops::add(y, ops::sum(ops::mul(c, -1.0)));
+    y = ops::add(y, ops::sum(ops::diagonal(x)));
+    reset_counters();
+    grads[fuse] = grad({y}, {x});
+    // Each view's gradient after the first meets one waiting: 3 rows, 2 column blocks, the
+    // diagonal, less the first to arrive.
+    EXPECT_EQ(counters().fused_sums, fuse ? 5 : 0);
+    std::vector<double> expected(12);
+    for (size_t k = 0; k < 12; ++k) {
+      const size_t r = k / 4, c = k % 4;
+      expected[k] = 2 * kA[k] + static_cast<double>(r + 1) - 1 + (r == c ? 1 : 0);
+    }
+    expect_values(grads[fuse][0], expected);
+  }
+  EXPECT_EQ(grads[0][0].to_vector(), grads[1][0].to_vector());
+}
+
 // The hessian's final backward: gradients of sum(d2y/dx2) for a two-layer tanh network w.r.t.
 // its weights run tanh_backward's and scaled_product's formulas, whose gradients meet. Finite
 // differences agree with the fused backward, and the fused and unfused ones agree to the bit.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/autograd.h"
+#include "engine/counters.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "engine/gradcheck.h"
@@ -15,6 +16,7 @@ namespace {
 
 using testing::expect_values;
 using testing::leaf;
+using testing::values;
 
 TensorList grads(const Tensor& loss, const TensorList& inputs, bool retain_graph = false) {
   return grad({loss}, inputs, GradArgs().allow_unused().retain_graph(retain_graph));
@@ -104,6 +106,55 @@ TEST(InPlaceOnView, AViewOfALeafThatRequiresGradIsRefused) {
   expect_values(w, {2, 3});
   const TensorList g = grads(ops::sum(ops::mul(v, v)), {w});
   expect_values(g[0], {4, 6});
+}
+
+// Note [Formulas in the incoming gradient]: out[:, t] = x[:, t] * w for each step t, as an RNN
+// writes its outputs; each step's CopySlices zeroes its step in the incoming gradient itself when
+// nobody else holds that gradient, and copies it otherwise (the caller's grad_outputs, a
+// create_graph call), with the same gradients.
+struct StepWrites {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2});
+  Tensor w = leaf({0.5, -2}, {2});
+  Tensor out = ops::zeros({2, 3, 2}, DType::kFloat64);
+  StepWrites() {
+    for (int64_t t = 0; t < 3; ++t) {
+      Tensor slice = ops::select(out, 1, t);
+      ops::copy_(slice, ops::mul(ops::select(x, 1, t), w));
+    }
+  }
+};
+const std::vector<double> kWeights = {1, -1, 2, 3, 0.5, 4, -2, 1, 1, 1, 3, -3};
+
+TEST(InPlaceOnView, StepWritesZeroTheIncomingGradientInPlace) {
+  StepWrites s;
+  reset_counters();
+  const TensorList g = grads(ops::sum(ops::mul(s.out, values(kWeights, {2, 3, 2}))), {s.x, s.w});
+  // Every step but the first, whose base (zeros) needs no gradient: mul's gradient and each
+  // CopySlices' are the engine's own.
+  EXPECT_EQ(counters().formulas_in_place, 2);
+  std::vector<double> dx(12), dw = {0, 0};
+  for (size_t k = 0; k < 12; ++k) {
+    dx[k] = kWeights[k] * (k % 2 == 0 ? 0.5 : -2);
+    dw[k % 2] += kWeights[k] * static_cast<double>(k + 1);
+  }
+  expect_values(g[0], dx);
+  expect_values(g[1], dw);
+}
+
+TEST(InPlaceOnView, StepWritesLeaveTheCallersGradientAlone) {
+  StepWrites s;
+  const Tensor weights = values(kWeights, {2, 3, 2});
+  reset_counters();
+  const TensorList g = grad({s.out}, {s.x, s.w}, GradArgs().grad_outputs({weights}));
+  EXPECT_EQ(counters().formulas_in_place, 1);  // the last step's copies the caller's tensor
+  expect_values(weights, kWeights, 0);         // unchanged
+  StepWrites again;
+  reset_counters();
+  const TensorList h =
+      grad({again.out}, {again.x, again.w}, GradArgs().grad_outputs({weights}).create_graph());
+  EXPECT_EQ(counters().formulas_in_place, 0);  // under create_graph the formulas record
+  EXPECT_EQ(g[0].to_vector(), h[0].to_vector());
+  EXPECT_EQ(g[1].to_vector(), h[1].to_vector());
 }
 
 TEST(InPlaceOnView, GradientsMatchFiniteDifferences) {

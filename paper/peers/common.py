@@ -71,7 +71,7 @@ def serve(description, tasks):
             values = task(*fields[1:])
             if not isinstance(values, (list, tuple)):
                 values = [values]
-            print("ok\t" + "\t".join("%.9g" % v for v in values), flush=True)
+            print("ok\t" + "\t".join("%.17g" % v for v in values), flush=True)
         except Exception as e:  # report and keep serving: one failed task is one empty cell
             message = "%s: %s" % (type(e).__name__, e)
             if os.environ.get("AG_PEER_DEBUG"):

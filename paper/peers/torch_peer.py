@@ -18,6 +18,18 @@ Tasks (times in seconds):
     jit_pass IR_FILE                       torch._C._jit_pass_create_autodiff_subgraphs(g, 2) on
                                            the TorchScript IR in IR_FILE (parse excluded)
     saved_bytes                            bytes autograd saves for ((x + 2) * m).sum()
+    rnn BATCH STEPS WIDTH MIN_SECONDS [THREADS]
+                                           issue 44's RNN over time slices (paper/workloads/
+                                           view_workloads.h): h = tanh(x[:, t] @ W + h @ U),
+                                           out[:, t] = h, then grad(out.sum(), [x, W, U]); per step
+                                           over steps run back to back for MIN_SECONDS
+    rnn_saved_bytes BATCH STEPS WIDTH      bytes its forward saves for backward, and the distinct
+                                           bytes among them (see rnn_saved_bytes)
+    rnn_checksum BATCH STEPS WIDTH         the gradient checksum of one step (gradient_checksum)
+    join KIND SLICES WIDTH MIN_SECONDS [THREADS]
+                                           cat, stack, split_cat or unbind_stack of SLICES slices of
+                                           WIDTH, then grad(y, inputs, G); per step as rnn's
+    join_checksum KIND SLICES WIDTH        the gradient checksum of one join step
 """
 
 import os
@@ -175,6 +187,145 @@ def saved_bytes():
     return sum(saved)
 
 
+# Issue 44 (paper/workloads/view_workloads.h): the same inputs as ours, element for element.
+
+
+def pattern(shape, salt, scale):
+    """view_workloads.h's pattern_values: (((i * 2654435761 + salt) mod 2^32) / 2^32 * 2 - 1)
+    * scale in float64, rounded once to float32."""
+    n = 1
+    for d in shape:
+        n *= d
+    bits = (torch.arange(n, dtype=torch.int64) * 2654435761 + salt) % 4294967296
+    return ((bits.double() / 4294967296.0 * 2 - 1) * scale).float().reshape(shape)
+
+
+def gradient_checksum(grads):
+    """view_workloads.h's gradient_checksum: sum of g_k * (k mod 7 + 1) over every element k of
+    the gradients in order, in float64."""
+    flat = torch.cat([g.detach().reshape(-1).double() for g in grads])
+    return float((flat * (torch.arange(flat.numel()) % 7 + 1).double()).sum())
+
+
+_rnn_inputs = {}
+
+
+def rnn_inputs(batch, steps, width):
+    key = (batch, steps, width)
+    if key not in _rnn_inputs:
+        _rnn_inputs.clear()  # one size at a time: x is 16 MB at the paper's size
+        _rnn_inputs[key] = (pattern((batch, steps, width), 1, 1.0).requires_grad_(),
+                            pattern((width, width), 2, 1.0 / 16).requires_grad_(),
+                            pattern((width, width), 3, 1.0 / 16).requires_grad_())
+    return _rnn_inputs[key]
+
+
+def rnn_forward(x, w, u):
+    batch, steps, width = x.shape
+    h = torch.zeros(batch, width)
+    out = torch.zeros(batch, steps, width)
+    for t in range(steps):
+        h = torch.tanh(x[:, t] @ w + h @ u)
+        out[:, t] = h  # copy_ into a select view: CopySlices
+    return out
+
+
+def rnn_step(x, w, u):
+    return torch.autograd.grad(rnn_forward(x, w, u).sum(), [x, w, u])
+
+
+def with_threads(threads, fn):
+    """fn() at `threads` intra-op threads (0: the process's count)."""
+    process_threads = torch.get_num_threads()
+    if int(threads) > 0:
+        torch.set_num_threads(int(threads))
+    try:
+        return fn()
+    finally:
+        torch.set_num_threads(process_threads)
+
+
+def rnn(batch, steps, width, min_seconds, threads="0"):
+    x, w, u = rnn_inputs(int(batch), int(steps), int(width))
+    return with_threads(threads, lambda: seconds_per_call_over(lambda: rnn_step(x, w, u),
+                                                               float(min_seconds)))
+
+
+def rnn_saved_bytes(batch, steps, width):
+    """Bytes of the tensors the forward packs for backward (saved_tensors_hooks), numel * element
+    size of each packed tensor, each pack counted, as the engine's bytes_saved counter counts its
+    saves; and the distinct bytes among them: each storage element range counted once (W, saved
+    by every step's product, once; a view of x, its elements)."""
+    x, w, u = rnn_inputs(int(batch), int(steps), int(width))
+    total = [0]
+    ranges = set()
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        ranges.add((t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
+                    t.stride(), t.element_size()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        rnn_forward(x, w, u)
+    distinct = sum(e * _numel(shape) for _, _, shape, _, e in ranges)
+    return [total[0], distinct]
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def rnn_checksum(batch, steps, width):
+    return gradient_checksum(rnn_step(*rnn_inputs(int(batch), int(steps), int(width))))
+
+
+_join_inputs = {}
+
+
+def join_inputs(kind, slices, width):
+    key = (kind, slices, width)
+    if key not in _join_inputs:
+        values = pattern((slices, width), 4, 1.0)
+        if kind in ("cat", "stack"):
+            inputs = [values[i].reshape(1, width) if kind == "cat" else values[i].clone()
+                      for i in range(slices)]
+            inputs = [t.clone().requires_grad_() for t in inputs]
+        else:
+            inputs = [values.requires_grad_()]
+        _join_inputs[key] = (inputs, pattern((slices, width), 5, 1.0))
+    return _join_inputs[key]
+
+
+def join_step(kind, inputs, weights):
+    if kind == "cat":
+        y = torch.cat(inputs, 0)
+    elif kind == "stack":
+        y = torch.stack(inputs, 0)
+    elif kind == "split_cat":
+        y = torch.cat(inputs[0].split(1, 0), 0)
+    elif kind == "unbind_stack":
+        y = torch.stack(inputs[0].unbind(0), 0)
+    else:
+        raise ValueError("unknown join %r" % kind)
+    return torch.autograd.grad(y, inputs, weights)
+
+
+def join(kind, slices, width, min_seconds, threads="0"):
+    inputs, weights = join_inputs(kind, int(slices), int(width))
+    return with_threads(threads, lambda: seconds_per_call_over(
+        lambda: join_step(kind, inputs, weights), float(min_seconds)))
+
+
+def join_checksum(kind, slices, width):
+    inputs, weights = join_inputs(kind, int(slices), int(width))
+    return gradient_checksum(join_step(kind, inputs, weights))
+
+
 serve(describe(), {"tiny_graph": tiny_graph, "scalar_chain": scalar_chain, "hessian": hessian,
                    "unrolled_loop": unrolled_loop, "jit_pass": jit_pass,
-                   "saved_bytes": saved_bytes})
+                   "saved_bytes": saved_bytes, "rnn": rnn, "rnn_saved_bytes": rnn_saved_bytes,
+                   "rnn_checksum": rnn_checksum, "join": join, "join_checksum": join_checksum})

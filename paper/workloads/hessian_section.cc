@@ -469,7 +469,7 @@ void hessian_section(const Context& context, Report& report) {
        "under create_graph (the second grad) it records one scaled_product node where "
        "PyTorch's graph records three, and the final backward runs that node's three formulas "
        "as fused kernels again, where PyTorch's graph runs five kernels (Note [Fused formula "
-       "kernels], ops/elementwise.cc). Two other changes leave these counts alone: large "
+       "kernels], ops/fused.cc). Two other changes leave these counts alone: large "
        "products pack their shared operand once for all threads (Note [Shared packing], "
        "ops/cpu/kernels.cc), and without create_graph gradients that meet are summed in "
        "place, as PyTorch's InputBuffer does (Note [Summing gradients in place], "

@@ -27,7 +27,7 @@ struct Context {
 
 // Prints "[reproduce i/n] what".
 void progress(int index, const std::string& what);
-inline constexpr int kSteps = 6;
+inline constexpr int kSteps = 7;
 
 void unrolled_loop_section(const Context& context, Report& report);  // seed 000
 void overhead_section(const Context& context, Report& report);       // seed 000, issue 2
@@ -36,5 +36,6 @@ void memory_section(const Context& context, Report& report);         // seed 003
 void jit_pass_section(const Context& context, Report& report);       // seed 002
 void jit_traced_tables(const Context& context, Report& report);      // seed 002, traced programs
 void graph_section(const Context& context, Report& report);          // seed 001's graph, drawn
+void views_section(const Context& context, Report& report);          // issue 44, views in loops
 
 }  // namespace ag::paper
