@@ -23,16 +23,6 @@ EdgeList edges_of(const TensorList& ts) {
   return out;
 }
 
-// sum_k <output_k, w_k> with fixed weights: one scalar that depends on every output element.
-Tensor weighted_total(const TensorList& outputs) {
-  Tensor total = ops::zeros({}, DType::kFloat64);
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    Tensor w = ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64);
-    total = ops::add(total, ops::sum(ops::mul(outputs[k], w)));
-  }
-  return total;
-}
-
 // Fixed grad_outputs for (possibly non-scalar) outputs.
 TensorList output_grads(const TensorList& outputs) {
   TensorList out;

@@ -217,16 +217,6 @@ AG_PROPERTY(HookProperties, IdentityHooksChangeNothing) {
   }
 }
 
-// sum_k <output_k, w_k> with fixed weights.
-Tensor weighted_total(const TensorList& outputs) {
-  Tensor total = ops::zeros({}, DType::kFloat64);
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    Tensor w = ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64);
-    total = ops::add(total, ops::sum(ops::mul(outputs[k], w)));
-  }
-  return total;
-}
-
 // A hook multiplying value i's gradient by s makes the gradient of every leaf L
 //   d total / d L = (the part through paths that avoid i) + s (the part through i),
 // which is the derivative of the forward in which value i is replaced by

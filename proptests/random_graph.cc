@@ -241,4 +241,13 @@ std::string describe(const GraphSpec& spec) {
   return os.str();
 }
 
+Tensor weighted_total(const TensorList& outputs) {
+  Tensor total = ops::zeros({}, DType::kFloat64);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    Tensor w = ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64);
+    total = ops::add(total, ops::sum(ops::mul(outputs[k], w)));
+  }
+  return total;
+}
+
 }  // namespace ag::proptests

@@ -94,6 +94,10 @@ using Substitute = std::function<Tensor(size_t value_id, const Tensor& value)>;
 BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr,
                        const Substitute& substitute = nullptr);
 
+// sum_k <outputs_k, w_k> with fixed weights (float64): one scalar that depends on every element
+// of every output, whose gradient the properties compare with finite differences.
+Tensor weighted_total(const TensorList& outputs);
+
 // The spec as readable text (one line per value, with shapes and requires_grad as built), as
 // RapidCheck prints counterexamples.
 std::string describe(const GraphSpec& spec);
