@@ -430,7 +430,11 @@ ViewCall gen_view_call(const Dims& s) {
   auto dim = [&](int64_t r) {
     return *rc::gen::inRange<int64_t>(wild ? -r - 1 : -r, wild ? r + 1 : r);
   };
-  auto size = [&](int64_t d) { return rank == 0 ? int64_t{1} : s[d < 0 ? d + rank : d]; };
+  // The size of dim d, and 1 for a dim out of range (a wild call, which must raise).
+  auto size = [&](int64_t d) {
+    const int64_t at = d < 0 ? d + rank : d;
+    return at < 0 || at >= rank ? int64_t{1} : s[static_cast<size_t>(at)];
+  };
   const auto op =
       *rc::gen::element(ViewOp::kTranspose, ViewOp::kPermute, ViewOp::kSelect, ViewOp::kSlice,
                         ViewOp::kSlice, ViewOp::kNarrow, ViewOp::kExpand, ViewOp::kUnsqueeze,
