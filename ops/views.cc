@@ -6,8 +6,8 @@
 
 #include "engine/error.h"
 #include "engine/grad_mode.h"
-#include "engine/node.h"
 #include "engine/hooks.h"
+#include "engine/node.h"
 #include "ops/ops.h"
 #include "ops/trace_hook.h"
 
