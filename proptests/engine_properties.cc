@@ -23,15 +23,6 @@ EdgeList edges_of(const TensorList& ts) {
   return out;
 }
 
-// Fixed grad_outputs for (possibly non-scalar) outputs.
-TensorList output_grads(const TensorList& outputs) {
-  TensorList out;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    out.push_back(ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64));
-  }
-  return out;
-}
-
 // Picks a random graph (shrinks to smaller valid graphs) and records what it covers.
 GraphSpec pick_graph() {
   const GraphSpec spec = *rc::gen::arbitrary<GraphSpec>();

@@ -20,14 +20,6 @@
 namespace ag::proptests {
 namespace {
 
-TensorList output_grads(const TensorList& outputs) {
-  TensorList out;
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    out.push_back(ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64));
-  }
-  return out;
-}
-
 EdgeList edges_of(const TensorList& ts) {
   EdgeList out;
   for (const Tensor& t : ts) out.push_back(gradient_edge(t));

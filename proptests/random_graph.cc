@@ -241,6 +241,14 @@ std::string describe(const GraphSpec& spec) {
   return os.str();
 }
 
+TensorList output_grads(const TensorList& outputs) {
+  TensorList out;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    out.push_back(ops::uniform(outputs[k].shape(), 0.5, 1.5, 7 + k, DType::kFloat64));
+  }
+  return out;
+}
+
 Tensor weighted_total(const TensorList& outputs) {
   Tensor total = ops::zeros({}, DType::kFloat64);
   for (size_t k = 0; k < outputs.size(); ++k) {

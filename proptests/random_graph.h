@@ -94,6 +94,9 @@ using Substitute = std::function<Tensor(size_t value_id, const Tensor& value)>;
 BuiltGraph build_graph(const GraphSpec& spec, const TensorList* leaves = nullptr,
                        const Substitute& substitute = nullptr);
 
+// Fixed grad_outputs (float64) for possibly non-scalar outputs: the weights of weighted_total.
+TensorList output_grads(const TensorList& outputs);
+
 // sum_k <outputs_k, w_k> with fixed weights (float64): one scalar that depends on every element
 // of every output, whose gradient the properties compare with finite differences.
 Tensor weighted_total(const TensorList& outputs);
