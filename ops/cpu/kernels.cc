@@ -97,7 +97,8 @@ void rule_unary(UnaryKind kind, const T* in, T* out, int64_t n, T s) {
 
 // out = a (kind) b over whole arrays, vectorized by Eigen: a kind's rule as an Eigen expression,
 // which Eigen vectorizes and a scalar lambda would not. A kind without one here runs its rule
-// (rule_binary).
+// (rule_binary): pow among them, as Eigen's vectorized pow rounds otherwise than std::pow, which
+// a strided operand's scalar loop calls (Note [Kernels round as their rules], engine/copts.bzl).
 template <typename T, typename A, typename B, typename O>
 void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
   switch (kind) {
@@ -112,9 +113,6 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
       break;
     case BinaryKind::kDiv:
       out = a / b;
-      break;
-    case BinaryKind::kPow:
-      out = a.pow(b);
       break;
     case BinaryKind::kThresholdBackward:
       out = a.binaryExpr(b, ThresholdOp<T>());

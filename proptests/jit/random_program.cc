@@ -181,7 +181,10 @@ class Runner {
       case OpId::kPermute:
       case OpId::kUnsqueeze:
       case OpId::kExpand: {  // views: in-place steps may write through them
-        Entry* a = pick(s.a, [](const Entry& e) { return e.t.dim() >= 1; });
+        // A select needs an element along its dim (a step-2 slice of a size-1 dim has none).
+        Entry* a = pick(s.a, [op](const Entry& e) {
+          return e.t.dim() >= 1 && (op != OpId::kSelect || e.t.numel() > 0);
+        });
         if (a == nullptr) return;
         const Root root = a->root;
         const bool overlapping = a->overlapping || op == OpId::kExpand;
