@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/accumulate_grad.h"
+#include "engine/anomaly_mode.h"
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/engine_ops.h"
@@ -49,7 +50,8 @@ namespace ag {
 //                          Call, free its saved values unless retain_graph, and send each output
 //                          along its edge if that gradient is used, summing gradients that meet.
 //                          A node with hooks runs them around the capture or the apply (Note
-//                          [Hooks], engine/hooks.h).
+//                          [Hooks], engine/hooks.h); in anomaly mode, errors and NaN gradients
+//                          name the node's forward call (Note [Anomaly mode]).
 //
 // Gradients a node does not receive stay undefined (no zeros are made for them), as in PyTorch.
 
@@ -180,6 +182,7 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
+  TensorList call_node(Node& node, TensorList&& grads);
   TensorList apply(Node& node, TensorList&& grads);
   // The state of the node that output i of `from` goes to, if that gradient is used.
   NodeState* receiver(const Node& from, size_t i);
@@ -468,6 +471,13 @@ void GraphTask::run_ready_nodes() {
 }
 
 TensorList GraphTask::call(Node& node, TensorList&& grads) {
+  if (anomaly_mode_enabled()) {  // Note [Anomaly mode]
+    return call_watching_anomalies(node, [&] { return call_node(node, std::move(grads)); });
+  }
+  return call_node(node, std::move(grads));
+}
+
+TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
   if (node.has_hooks()) {  // Note [Hooks]
     return call_with_hooks(node, std::move(grads),
                            [&](TensorList&& hooked) { return apply(node, std::move(hooked)); });
@@ -528,8 +538,9 @@ void GraphTask::send(const Node& from, TensorList& outputs) {
 }
 
 Tensor* GraphTask::sum_target(const Node& from, size_t i) {
-  // A trace records ops: a sum made inside a formula's kernel would be missing from it.
-  if (engine_ops::tracing()) return nullptr;
+  // A trace records ops: a sum made inside a formula's kernel would be missing from it. Anomaly
+  // mode checks each formula's value (Note [Anomaly mode]).
+  if (engine_ops::tracing() || anomaly_mode_checks_nan()) return nullptr;
   NodeState* child = receiver(from, i);
   if (child == nullptr || child->buffer.empty()) return nullptr;
   Tensor& sum = child->buffer[from.next_edge(i).input_nr];

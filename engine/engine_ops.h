@@ -14,9 +14,10 @@
 // clients do, as targets of their own that depend on //ops by name.
 namespace ag::engine_ops {
 
-Tensor add(const Tensor& a, const Tensor& b);   // recorded when grad mode is on
-void add_in_place(Tensor& a, const Tensor& b);  // a += b; grad mode must be off
-Tensor clone(const Tensor& t);                  // recorded when grad mode is on
+Tensor add(const Tensor& a, const Tensor& b);      // recorded when grad mode is on
+void add_in_place(Tensor& a, const Tensor& b);     // a += b; grad mode must be off
+Tensor clone(const Tensor& t);                     // recorded when grad mode is on
+Tensor to_device(const Tensor& t, Device device);  // a copy on `device`, never recorded
 Tensor ones_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
 Tensor zeros(const TensorMeta& meta);

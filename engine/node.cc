@@ -16,6 +16,7 @@ Node::Node(EdgeList&& next_edges)
     : next_edges_(std::move(next_edges)),
       sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
   link_next_edges();
+  if (anomaly_mode_enabled()) forward_call_ = record_forward_call();
 }
 
 Node::Node(std::initializer_list<const Tensor*> inputs)
@@ -23,6 +24,7 @@ Node::Node(std::initializer_list<const Tensor*> inputs)
   next_edges_.reserve(inputs.size());
   for (const Tensor* t : inputs) next_edges_.push_back(gradient_edge(*t));
   link_next_edges();
+  if (anomaly_mode_enabled()) forward_call_ = record_forward_call();
 }
 
 std::unique_ptr<SlotMasks> Node::new_slot_masks() const {

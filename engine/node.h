@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/anomaly_mode.h"
 #include "engine/memory/small_vector.h"
 #include "engine/reach_signature.h"
 #include "engine/removable_handle.h"
@@ -117,6 +118,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // This node's hooks, made on first use (engine/hooks.cc).
   NodeHooks& hooks();
   const NodeHooks* hooks_if_any() const { return hooks_.load(std::memory_order_acquire); }
+  // Note [Anomaly mode]: the forward call that recorded this node; null unless anomaly mode was
+  // on then.
+  const ForwardCall* forward_call() const { return forward_call_.get(); }
 
   const EdgeList& next_edges() const { return next_edges_; }
   const Edge& next_edge(size_t i) const { return next_edges_[i]; }
@@ -160,6 +164,8 @@ class Node : public std::enable_shared_from_this<Node> {
   ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
   std::atomic<NodeHooks*> hooks_{nullptr};  // owned; made by the first registration
+  // Note [Anomaly mode]: the forward call that recorded this node, while anomaly mode was on.
+  std::unique_ptr<const ForwardCall> forward_call_;
   bool accumulates_into_leaf_ = false;
   bool stands_for_several_ops_ = false;
 };

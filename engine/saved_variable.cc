@@ -2,9 +2,22 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "engine/node.h"
+#include "engine/saved_tensor_hooks.h"
 
 namespace ag {
+
+// Note [Saved-tensor hooks]: what a packed value keeps instead of its data.
+struct SavedVariable::Packed {
+  std::shared_ptr<const SavedTensorHooks> hooks;
+  std::any value;  // what pack returned
+  DType dtype;
+  Device device;
+  // The value was a view that requires grad only through a base with a history (data_ was made
+  // by view_requiring_grad): its unpacked data is made so again.
+  bool requires_grad_through_base;
+};
 
 SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
     : is_output_(is_output),
@@ -12,8 +25,15 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
       output_nr_(tensor.output_nr()),
       saved_version_(tensor.version()),
       saved_shape_(tensor.shape()) {
+  keep(tensor);
+  if (const std::shared_ptr<const SavedTensorHooks>* hooks = current_saved_tensor_hooks()) {
+    pack(tensor, *hooks);
+  }
+}
+
+void SavedVariable::keep(const Tensor& tensor) {
   // Note [Saved values hold no cycles]: nothing is kept as itself.
-  if (is_output) {
+  if (is_output_) {
     data_ = tensor.detach();
     return;
   }
@@ -43,6 +63,30 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
   }
 }
 
+// Note [Saved-tensor hooks]: hands the value to pack and keeps what it returns instead of data_,
+// with what unpack needs to give the value its history back.
+void SavedVariable::pack(const Tensor& tensor,
+                         const std::shared_ptr<const SavedTensorHooks>& hooks) {
+  auto packed = std::make_shared<Packed>();
+  packed->hooks = hooks;
+  packed->dtype = tensor.dtype();
+  packed->device = tensor.device();
+  packed->requires_grad_through_base = !is_leaf_ && !is_output_ && grad_fn_ == nullptr;
+  const uint32_t version = tensor.version();
+  {
+    NoGradGuard no_grad;
+    packed->value = hooks->pack(tensor.detach());
+  }
+  AG_CHECK(tensor.version() == version,
+           "A saved tensor pack hook is modifying its input in place (", tensor.describe(),
+           "). Tensors provided as input to pack hook cannot be modified by in-place operations "
+           "as this can lead to unexpected side-effects.");
+  // A leaf that required grad kept its AccumulateGrad through its saved alias; keep it alone.
+  if (is_leaf_ && requires_grad_) leaf_ = data_.impl()->grad_accumulator;
+  data_ = Tensor();
+  packed_ = std::move(packed);
+}
+
 // A view of a fresh alias of `data` that requires grad: it requires grad, and a gradient into it
 // goes nowhere, as one into a view that requires grad only through its base, without holding
 // that base.
@@ -55,7 +99,7 @@ Tensor SavedVariable::view_requiring_grad(const Tensor& data, uint32_t version) 
 }
 
 const AccumulateGrad& SavedVariable::leaf() const {
-  return requires_grad_ ? *data_.impl()->grad_accumulator : *leaf_;
+  return leaf_ != nullptr ? *leaf_ : *data_.impl()->grad_accumulator;
 }
 
 namespace {
@@ -75,6 +119,7 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index, con
          " was already freed. Pass retain_graph to the first backward()/grad() call if you need "
          "to backward through the graph again.");
   }
+  if (packed_ != nullptr) return unpack_packed(owner, slot, index, op);
   if (data_.version() != saved_version_) {
     fail(
         "One of the tensors needed for gradient computation has been modified by an in-place "
@@ -94,23 +139,58 @@ Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index, con
     return requires_grad_ ? data_.detach() : leaf_stand_in(data_, leaf_);
   }
   if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;
-  // Re-attach the history (the owner for an output) so double backward sees it.
-  Tensor t = data_.detach();
+  return with_history(data_, owner);
+}
+
+// Re-attaches the history (the owner for an output) so double backward sees it.
+Tensor SavedVariable::with_history(const Tensor& data, const Node& owner) const {
+  Tensor t = data.detach();
   t.impl()->requires_grad = true;
   t.impl()->grad_fn = grad_fn_ ? grad_fn_ : std::const_pointer_cast<Node>(owner.shared_from_this());
   t.impl()->output_nr = output_nr_;
   return t;
 }
 
+// Note [Saved-tensor hooks]: unpack's tensor, checked, with the history the value had when saved
+// (no version check: the hooks own the value).
+Tensor SavedVariable::unpack_packed(const Node& owner, const char* slot, int index,
+                                    const char* op) const {
+  const Packed& p = *packed_;
+  const Tensor data = p.hooks->unpack(p.value);
+  AG_CHECK(data.defined() && data.shape() == saved_shape_ && data.dtype() == p.dtype &&
+               data.device() == p.device,
+           "saved-tensor unpack hook: the value '", slot_name(slot, index), "' saved by ",
+           saver_name(owner, op), " was ", to_string(p.dtype), to_string(saved_shape_), " on ",
+           to_string(p.device), ", and unpack gave back ",
+           data.defined() ? data.describe() + " on " + to_string(data.device())
+                          : std::string("an undefined tensor"),
+           "; it must give back a tensor of the saved value's shape, dtype and device");
+  if (is_leaf_) {
+    const bool requires_grad = leaf().variable_requires_grad();
+    if (!requires_grad && base_leaf_ && base_leaf_->variable_requires_grad()) {
+      return view_requiring_grad(data, saved_version_);
+    }
+    return requires_grad ? leaf_stand_in(data, leaf_) : data.detach();
+  }
+  if (p.requires_grad_through_base) return view_requiring_grad(data, saved_version_);
+  if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data.detach();
+  return with_history(data, owner);
+}
+
 Node::SavedValue SavedVariable::describe_as(std::string name) const {
   using State = Node::SavedValue::State;
   if (released_) return {std::move(name), State::kReleased, "", 0};
+  if (packed_ != nullptr) {
+    return {std::move(name), State::kKept,
+            "packed " + to_string(packed_->dtype) + to_string(saved_shape_), 0};
+  }
   if (!data_.defined()) return {std::move(name), State::kNotKept, "", 0};
   return {std::move(name), State::kKept, data_.describe(), data_.nbytes()};
 }
 
 void SavedVariable::release() {
   data_ = Tensor();
+  packed_ = nullptr;  // the packed object is freed with it, as PyTorch's
   grad_fn_ = nullptr;
   leaf_ = nullptr;
   released_ = true;

@@ -10,6 +10,7 @@
 namespace ag {
 
 class AccumulateGrad;
+struct SavedTensorHooks;
 
 // A tensor saved by a forward op for its backward. Two rules:
 // - Version check: unpack() throws if the tensor was modified in place after it was saved.
@@ -43,6 +44,9 @@ class AccumulateGrad;
 //   before unpack(). While the base requires grad (and the view's own flag is off), unpack()
 //   gives a view of a fresh alias that requires grad: it requires grad, and its gradient goes
 //   nowhere, as the view's, without holding the base.
+//
+// While saved-tensor hooks are active (Note [Saved-tensor hooks], engine/saved_tensor_hooks.h),
+// the value is packed instead: only what pack returned is kept, with the history above.
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -56,13 +60,20 @@ class SavedVariable {
   Tensor unpack(const Node& owner, const char* slot, int index = -1,
                 const char* op = nullptr) const;
   void release();
-  bool defined() const { return data_.defined(); }
+  bool defined() const { return data_.defined() || packed_ != nullptr; }
   bool released() const { return released_; }
+  // The bytes this holds itself: none for a packed value, whose hooks keep what they keep.
   size_t nbytes() const { return data_.defined() ? data_.nbytes() : 0; }
   // The entry describe_graph() shows for this value, under `name`.
   Node::SavedValue describe_as(std::string name) const;
 
  private:
+  struct Packed;
+
+  void keep(const Tensor& tensor);
+  void pack(const Tensor& tensor, const std::shared_ptr<const SavedTensorHooks>& hooks);
+  Tensor unpack_packed(const Node& owner, const char* slot, int index, const char* op) const;
+  Tensor with_history(const Tensor& data, const Node& owner) const;
   static Tensor view_requiring_grad(const Tensor& data, uint32_t version);
   const AccumulateGrad& leaf() const;
 
@@ -84,6 +95,8 @@ class SavedVariable {
   uint32_t saved_version_ = 0;
   bool released_ = false;
   Shape saved_shape_;  // kept after release for error messages
+  // What pack returned, in place of data_ (Note [Saved-tensor hooks]); null when not packed.
+  std::shared_ptr<const Packed> packed_;
 };
 
 }  // namespace ag

@@ -1,6 +1,7 @@
 // What the engine asks of the op set (Note [The engine's ops], engine/engine_ops.h).
 #include "engine/engine_ops.h"
 
+#include "engine/grad_mode.h"
 #include "ops/ops.h"
 #include "ops/trace_hook.h"
 #include "ops/views.h"
@@ -10,6 +11,10 @@ namespace ag::engine_ops {
 Tensor add(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
 void add_in_place(Tensor& a, const Tensor& b) { ops::add_(a, b); }
 Tensor clone(const Tensor& t) { return ops::clone(t); }
+Tensor to_device(const Tensor& t, Device device) {
+  NoGradGuard no_grad;
+  return ops::to(t, device);
+}
 Tensor ones_like(const Tensor& t) { return ops::ones_like(t); }
 Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
 Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "engine/autograd.h"
 #include "engine/hooks.h"
+#include "engine/saved_tensor_hooks.h"
 #include "ops/ops.h"
 #include "proptests/fuzz_stats.h"
 #include "proptests/graph_gen.h"
@@ -322,6 +324,61 @@ AG_PROPERTY(HookProperties, ScalingHooksScaleExactlyTheGradientsThroughTheirValu
       RC_ASSERT(std::abs(analytic[e] - numeric) <= kAtol + kRtol * std::abs(numeric));
     }
   }
+}
+
+// The values the nodes of a built graph keep for backward (Note [Guarded saves]), counted by
+// walking every value's history.
+int64_t values_kept(const BuiltGraph& g) {
+  std::vector<const Node*> stack;
+  for (const Tensor& v : g.values) {
+    if (v.grad_fn() != nullptr) stack.push_back(v.grad_fn().get());
+  }
+  std::set<const Node*> seen;
+  int64_t kept = 0;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const Node::SavedValue& v : n->saved_values())
+      kept += v.state == Node::SavedValue::State::kKept;
+    for (const Edge& e : n->next_edges()) {
+      if (e.is_valid()) stack.push_back(e.function.get());
+    }
+  }
+  return kept;
+}
+
+// Note [Saved-tensor hooks]: saved-tensor hooks that pack a value as itself and unpack it as is
+// change no gradient, bitwise, and are handed exactly the values the same graph keeps without
+// them: what the guards chose under the options, no more, no fewer.
+AG_PROPERTY(HookProperties, IdentitySavedTensorHooksChangeNothingAndPackWhatTheGraphKeeps) {
+  const GraphSpec spec = *rc::gen::arbitrary<GraphSpec>();
+  const EngineOptions options =
+      all_option_combinations()[*rc::gen::inRange<int>(0, EngineOptions::kCombinations)];
+  OptionsGuard guard(options);  // read when the ops record (guard_saves) and by the calls
+  auto call = [&](const BuiltGraph& g) {
+    return grad(g.outputs, g.requested,
+                GradArgs().grad_outputs(output_grads(g.outputs)).allow_unused().retain_graph());
+  };
+  const BuiltGraph plain = build_graph(spec);
+  const int64_t kept = values_kept(plain);
+  const TensorList want = call(plain);
+  int64_t packs = 0;
+  std::unique_ptr<BuiltGraph> hooked;
+  {
+    SavedTensorsHooks hooks(
+        [&](const Tensor& t) -> std::any {
+          ++packs;
+          return t;
+        },
+        [](const std::any& p) { return std::any_cast<Tensor>(p); });
+    hooked = std::make_unique<BuiltGraph>(build_graph(spec));
+  }
+  RC_CLASSIFY(packs > 0, "values packed");
+  RC_ASSERT(packs == kept);
+  const TensorList got = call(*hooked);
+  RC_ASSERT(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) RC_ASSERT(bitwise_equal(got[i], want[i]));
 }
 
 }  // namespace
