@@ -182,7 +182,7 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
   void seed_roots();
   void run_ready_nodes();
   TensorList call(Node& node, TensorList&& grads);
-  TensorList call_node(Node& node, TensorList&& grads);
+  [[gnu::always_inline]] inline TensorList call_node(Node& node, TensorList&& grads);
   TensorList apply(Node& node, TensorList&& grads);
   // The state of the node that output i of `from` goes to, if that gradient is used.
   NodeState* receiver(const Node& from, size_t i);
@@ -470,19 +470,19 @@ void GraphTask::run_ready_nodes() {
   }
 }
 
-TensorList GraphTask::call(Node& node, TensorList&& grads) {
-  if (anomaly_mode_enabled()) {  // Note [Anomaly mode]
-    return call_watching_anomalies(node, [&] { return call_node(node, std::move(grads)); });
-  }
-  return call_node(node, std::move(grads));
-}
-
 TensorList GraphTask::call_node(Node& node, TensorList&& grads) {
   if (node.has_hooks()) {  // Note [Hooks]
     return call_with_hooks(node, std::move(grads),
                            [&](TensorList&& hooked) { return apply(node, std::move(hooked)); });
   }
   return apply(node, std::move(grads));
+}
+
+TensorList GraphTask::call(Node& node, TensorList&& grads) {
+  if (anomaly_mode_enabled()) {  // Note [Anomaly mode]
+    return call_watching_anomalies(node, [&] { return call_node(node, std::move(grads)); });
+  }
+  return call_node(node, std::move(grads));
 }
 
 TensorList GraphTask::apply(Node& node, TensorList&& grads) {

@@ -19,18 +19,6 @@ struct SavedVariable::Packed {
   bool requires_grad_through_base;
 };
 
-SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
-    : is_output_(is_output),
-      requires_grad_(tensor.requires_grad()),
-      output_nr_(tensor.output_nr()),
-      saved_version_(tensor.version()),
-      saved_shape_(tensor.shape()) {
-  keep(tensor);
-  if (const std::shared_ptr<const SavedTensorHooks>* hooks = current_saved_tensor_hooks()) {
-    pack(tensor, *hooks);
-  }
-}
-
 void SavedVariable::keep(const Tensor& tensor) {
   // Note [Saved values hold no cycles]: nothing is kept as itself.
   if (is_output_) {
@@ -60,6 +48,18 @@ void SavedVariable::keep(const Tensor& tensor) {
   } else {
     data_ = tensor.detach();
     leaf_ = grad_accumulator(tensor);
+  }
+}
+
+SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
+    : is_output_(is_output),
+      requires_grad_(tensor.requires_grad()),
+      output_nr_(tensor.output_nr()),
+      saved_version_(tensor.version()),
+      saved_shape_(tensor.shape()) {
+  keep(tensor);
+  if (const std::shared_ptr<const SavedTensorHooks>* hooks = current_saved_tensor_hooks()) {
+    pack(tensor, *hooks);
   }
 }
 

@@ -70,7 +70,7 @@ class SavedVariable {
  private:
   struct Packed;
 
-  void keep(const Tensor& tensor);
+  [[gnu::always_inline]] inline void keep(const Tensor& tensor);
   void pack(const Tensor& tensor, const std::shared_ptr<const SavedTensorHooks>& hooks);
   Tensor unpack_packed(const Node& owner, const char* slot, int index, const char* op) const;
   Tensor with_history(const Tensor& data, const Node& owner) const;

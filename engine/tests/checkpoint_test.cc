@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "engine/autograd.h"
@@ -134,6 +135,27 @@ TEST(Checkpoint, ARecomputationThatSavesOtherValuesRaises) {
   const Tensor y = ops::sum(checkpoint(unsteady, {x})[0]);
   expect_error([&] { grad({y}, {x}); },
                {"checkpoint: the recomputation saved 2 values", "the forward saved 1"});
+}
+
+// Two threads differentiate one checkpointed graph at once: each recomputes under the frame's
+// lock, and both get the plain run's gradient.
+TEST(Checkpoint, ConcurrentBackwardCallsThroughOneCheckpointAgree) {
+  const std::vector<Block> net = blocks(2, 8);
+  Tensor x = ops::uniform({4, 8}, -1, 1, 6);
+  x.set_requires_grad(true);
+  const Tensor loss = loss_of(net, x, /*checkpointed=*/true);
+  const std::vector<double> want = grad({loss_of(net, x, false)}, {x})[0].to_vector();
+  std::vector<std::vector<double>> got(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 10; ++k)
+        got[t] = grad({loss}, {x}, GradArgs().retain_graph())[0].to_vector();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(got[0], want);
+  EXPECT_EQ(got[1], want);
 }
 
 // Peak bytes of a forward and backward, above what was live before it.
