@@ -305,7 +305,8 @@ void GraphTask::mark_runs() {
 // 3, for backward() without targets. An AccumulateGrad reads its leaf's requires_grad when it
 // runs (Note [Accumulating into .grad]), so whether a gradient reaches a leaf that wants it is
 // known only now: needs_input_grad must not count a leaf whose requires_grad was turned off
-// after the graph was built, unless hooks on its AccumulateGrad would see it (Note [Hooks]).
+// after the graph was built. A node with hooks wants its gradients whatever lies behind it: its
+// hooks (a tensor that retains grad there too) see them, as in PyTorch (Note [Hooks]).
 // (A leaf moved into the graph's interior requires grad: its AccumulateGrad runs, and raises.)
 void GraphTask::mark_runs_into_every_leaf() {
   for (Node* node : post_order_) {
@@ -317,6 +318,7 @@ void GraphTask::mark_runs_into_every_leaf() {
       continue;
     }
     state.runs = true;
+    state.wanted = node->has_hooks();
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
       NodeState& child = nodes_[edge.function.get()];  // discovered: `state` stays valid

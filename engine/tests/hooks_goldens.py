@@ -290,6 +290,17 @@ x.requires_grad_(False)
 y.backward()
 show("LeafTurnedOff", x_grad=x.grad, w_grad=w.grad)
 
+# RetainedBehindALeafTurnedOff: a node with hooks wants its gradient though no leaf behind it
+# wants one any more: y's hook and its retained .grad see it.
+x = leaf(1, 2)
+y = x.sum()
+y.retain_grad()
+y.register_hook(hook("y"))
+u, w = Two.apply(y)
+x.requires_grad_(False)
+w.backward()
+show("RetainedBehindALeafTurnedOff", y_grad=y.grad)
+
 # UndefinedIntoAccumulateGrad: w's AccumulateGrad runs with no gradient: its hooks still run.
 x, w = leaf(1, 2), leaf(3, 4)
 w.register_hook(hook("w"))

@@ -22,19 +22,9 @@ namespace ag {
 namespace {
 
 using testing::expect_error;
+using testing::fmt;
 using testing::leaf;
 using testing::values;
-
-std::string fmt(const Tensor& t) {
-  if (!t.defined()) return "None";
-  std::string s = "[";
-  for (double v : t.to_vector()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    s += (s.size() > 1 ? ", " : "") + std::string(buf);
-  }
-  return s + "]";
-}
 
 std::string fmt(const TensorList& ts) {
   std::string s = "(";
@@ -427,6 +417,21 @@ TEST(Hooks, LeafTurnedOff) {
   EXPECT_EQ(log.take(), "x [3, 4]; xpacc None");
   EXPECT_EQ(fmt(x.grad()), "None");
   EXPECT_EQ(fmt(w.grad()), "[1, 2]");
+}
+
+// A node with hooks wants its gradient though no leaf behind it wants one any more: the per-call
+// needs compute it, and y's hook and its retained .grad see it.
+TEST(Hooks, RetainedBehindALeafTurnedOff) {
+  Log log;
+  Tensor x = leaf({1, 2}, {2});
+  Tensor y = ops::sum(x);
+  y.retain_grad();
+  y.register_hook(log.hook("y"));
+  const TensorList uw = Two::apply({y});
+  x.set_requires_grad(false);
+  backward(uw[1]);
+  EXPECT_EQ(log.take(), "y [3]");
+  EXPECT_EQ(fmt(y.grad()), "[3]");
 }
 
 // w's AccumulateGrad runs with no gradient: its hooks still run.

@@ -21,17 +21,8 @@ namespace ag {
 namespace {
 
 using testing::expect_error;
+using testing::fmt;
 using testing::leaf;
-
-std::string fmt(const Tensor& t) {
-  std::string s = "[";
-  for (double v : t.to_vector()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    s += (s.size() > 1 ? ", " : "") + std::string(buf);
-  }
-  return s + "]";
-}
 
 std::string join(std::vector<std::string> parts, bool sorted = false) {
   if (sorted) std::sort(parts.begin(), parts.end());

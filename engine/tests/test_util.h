@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -57,6 +58,19 @@ inline void expect_error(const std::function<void()>& f, const std::vector<std::
   for (const std::string& p : parts) {
     EXPECT_NE(what.find(p), std::string::npos) << "message lacks '" << p << "': " << what;
   }
+}
+
+// A tensor as its values the way the PyTorch goldens scripts print them ("[6, 16]", %g each);
+// an undefined one as None.
+inline std::string fmt(const Tensor& t) {
+  if (!t.defined()) return "None";
+  std::string s = "[";
+  for (double v : t.to_vector()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    s += (s.size() > 1 ? ", " : "") + std::string(buf);
+  }
+  return s + "]";
 }
 
 }  // namespace ag::testing

@@ -152,6 +152,12 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
       const ImplState& x = impls_[node.leaf_impl];
       p.to_leaf[n] = x.grad_fn.node >= 0 || x.leaf_requires_grad;
     }
+    // A node with hooks (here: a tensor that retains grad, whose values the model may no longer
+    // know) wants its gradients as such a leaf does: the engine's per-call needs compute them
+    // (Note [Hooks], engine/hooks.h).
+    for (const ImplState& t : impls_) {
+      if (t.retains_grad && t.grad_fn.node == n) p.to_leaf[n] = 1;
+    }
     for (const auto& [i, e] : program_.edges(n)) {
       if (p.to_leaf[e.node]) p.to_leaf[n] = 1;
     }
@@ -390,10 +396,7 @@ void Model::retain(int i) {
 Model::Flow Model::flow_into(const BackwardWalk& p, const Ref& e) const {
   if (!p.reached_edges.count(e)) return Flow::kNone;
   const Flow roots = p.is_root(e) ? Flow::kRoots : Flow::kNone;
-  if (p.all) {
-    const bool cut = sem_.retained_gradient_only_towards_leaves_that_want_it && !p.to_leaf[e.node];
-    return cut ? roots : Flow::kAll;
-  }
+  if (p.all) return Flow::kAll;
   if (p.needed[e.node] || p.is_target(e)) return Flow::kAll;
   if (p.is_target_node(e.node)) {
     // A node that only captures: PyTorch's consumers send gradients to all of its slots (they

@@ -103,11 +103,6 @@ struct Semantics {
   // GraphTask's graph root), which runs its tensors' hooks even when the call needs nothing
   // from it: a tensor that retains grad there gets the root gradient.
   bool single_root_skips_unneeded_node = true;
-  // backward() without inputs sends a tensor that retains grad only the root gradients that go
-  // straight to it unless its edge leads to a leaf that wants a gradient (the per-call
-  // needs_input_grad of backward_computes_only_gradients_for_leaves_that_want_them computes
-  // nothing else for it). PyTorch computes every gradient, so its .grad gets the whole one.
-  bool retained_gradient_only_towards_leaves_that_want_it = true;
 
   // An in-place op whose other operand is a contiguous tensor over exactly self's (contiguous)
   // memory with other strides (a [3, 1] view of a [1, 3, 1] self) reads element i for element
@@ -116,9 +111,7 @@ struct Semantics {
   bool same_run_is_no_overlap = true;
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false, false};
-  }
+  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
 };
 
 // Note [Retained gradients]
@@ -130,9 +123,8 @@ struct Semantics {
 // in which a gradient arrives at that edge writes .grad: a copy of the gradient while .grad is
 // None, then old + new, a new tensor each time (recorded under create_graph, as a leaf's
 // accumulation is then). Whether a gradient arrives, and what it sums (Model::flow_into):
-//   - backward() without inputs: every edge the roots reach gets its whole gradient. The
-//     engine's gets only the root gradients sent straight to it unless the edge leads to a leaf
-//     that wants a gradient (retained_gradient_only_towards_leaves_that_want_it).
+//   - backward() without inputs: every edge the roots reach gets its whole gradient (the
+//     engine's per-call needs count a node with a retaining tensor as wanting its gradients).
 //   - with inputs (grad(), backward(inputs=...)): the whole gradient if the edge's node runs or
 //     the edge is requested. At another output slot of a requested tensor's node, PyTorch's too
 //     (it runs every node on a path to that node); the engine's gets only the root gradients
