@@ -46,6 +46,46 @@ class RetainGrad final : public ApiCommand {
   int x_;
 };
 
+// Note [Model hooks]: the hook logs what it is handed and returns it times its factor (or
+// nothing: keep).
+class RegisterHook final : public ApiCommand {
+ public:
+  RegisterHook(int id, int x, double factor) : id_(id), x_(x), factor_(factor) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((m.has(x_) && id_ >= m.next_hook()));
+  }
+  Outcome step(Model& m) const override { return m.register_hook(id_, x_, factor_); }
+  void exec(Sut& sut, const Model&) const override {
+    auto log = sut.hook_log;
+    const int id = id_;
+    const double f = factor_;
+    sut.hook_handles[id] = sut.tensors.at(x_).register_hook([log, id, f](const Tensor& g) {
+      log->push_back({id, g.defined(), g.defined() ? g.to_vector() : std::vector<double>()});
+      return !g.defined() || f == 1.0 ? Tensor() : ops::mul(g, f);
+    });
+  }
+  std::string text() const override {
+    return "h" + std::to_string(id_) + " = " + tname(x_) + ".register_hook(hook(" +
+           std::to_string(id_) + ", " + (factor_ == 1.0 ? "None" : num(factor_)) + "))";
+  }
+
+ private:
+  int id_, x_;
+  double factor_;
+};
+
+class RemoveHook final : public ApiCommand {
+ public:
+  explicit RemoveHook(int id) : id_(id) {}
+  void checkPreconditions(const Model& m) const override { RC_PRE(m.hooks().count(id_) > 0); }
+  Outcome step(Model& m) const override { return m.remove_hook(id_); }
+  void exec(Sut& sut, const Model&) const override { sut.hook_handles.at(id_).remove(); }
+  std::string text() const override { return "h" + std::to_string(id_) + ".remove()"; }
+
+ private:
+  int id_;
+};
+
 class SetGrad final : public ApiCommand {
  public:
   SetGrad(int x, int value) : x_(x), value_(value) {}
@@ -326,6 +366,33 @@ CommandPtr make_retain_grad(const Model& m) {
   if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
   return std::make_shared<RetainGrad>(x);
+}
+
+CommandPtr make_register_hook(const Model& m) {
+  if (!m.hooks().empty() && *rc::gen::inRange(0, 4) == 0) {
+    std::vector<int> ids;
+    for (const auto& [id, h] : m.hooks()) ids.push_back(id);
+    return std::make_shared<RemoveHook>(*rc::gen::elementOf(ids));
+  }
+  auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
+  auto non_leaf = [&](int n) { return rg(n) && !m.is_leaf(m.impl_of(n)); };
+  int x = -1;
+  switch (*rc::gen::weightedElement<int>({{6, 0}, {2, 1}, {3, 2}, {1, 3}})) {
+    case 0:
+      x = pick(m, non_leaf);
+      break;
+    case 1:
+      x = pick(m, [&](int n) { return rg(n) && m.is_view(m.impl_of(n)); });
+      break;
+    case 2:
+      x = pick(m, rg);  // leaves too
+      break;
+    default:
+      break;
+  }
+  if (x < 0) x = pick_any(m);
+  if (x < 0) return nullptr;
+  return std::make_shared<RegisterHook>(m.next_hook(), x, *rc::gen::element(1.0, 2.0, -0.5));
 }
 
 CommandPtr make_set_grad(const Model& m) {

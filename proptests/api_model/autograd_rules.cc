@@ -22,7 +22,12 @@ struct Model::BackwardWalk {
   std::vector<char> own_only;
   std::vector<char> to_leaf;    // leads to a leaf that requires grad now (or was moved: it raises)
   std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
+  std::map<Ref, double> scale;  // per edge, the factors of its live hooks (Note [Model hooks])
 
+  // The gradient at t, with the hooks' factors: t's own scaled by target_scale.
+  GradDef def(const Ref& t, double target_scale) const {
+    return {roots, gos, t, scale, target_scale};
+  }
   bool is_target(const Ref& e) const {
     return std::find(targets.begin(), targets.end(), e) != targets.end();
   }
@@ -158,9 +163,15 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
     for (const ImplState& t : impls_) {
       if (t.retains_grad && t.grad_fn.node == n) p.to_leaf[n] = 1;
     }
+    for (const auto& [id, h] : hooks_) {
+      if (!h.removed && h.edge.node == n) p.to_leaf[n] = 1;
+    }
     for (const auto& [i, e] : program_.edges(n)) {
       if (p.to_leaf[e.node]) p.to_leaf[n] = 1;
     }
+  }
+  for (const auto& [id, h] : hooks_) {
+    if (!h.removed) p.scale[h.edge] = factor_at(h.edge);
   }
   p.needed.assign(size, 0);
   p.own_only.assign(size, 0);
@@ -288,7 +299,7 @@ std::map<int, std::vector<bool>> custom_needs(const ApiProgram& program, RunsFn 
 // require grad (a constant formula cuts everything above it). Also the storages its graph may
 // have saved, for Note [Uncertain state].
 Ref Model::grad_history(const BackwardWalk& p, const Ref& t, Watch* watch,
-                        bool* through_other_target) {
+                        bool* through_other_target, double target_scale) {
   const int size = program_.size();
   std::vector<char> need(size, 0);
   for (int n = 0; n < p.planned(); ++n) {
@@ -337,7 +348,7 @@ Ref Model::grad_history(const BackwardWalk& p, const Ref& t, Watch* watch,
   if (deps.empty()) return {};
   Node g;
   g.kind = OpKind::kGrad;
-  g.grad = {p.roots, p.gos, t};
+  g.grad = p.def(t, target_scale);
   g.grad_edges.assign(deps.begin(), deps.end());
   return add_node(std::move(g));
 }
@@ -449,9 +460,9 @@ void Model::write_retained(const BackwardWalk& p, const RetainedWrite& w, bool c
   const Ref e = impls_[w.impl].grad_fn;
   Ref history;
   bool nested = false;  // as a leaf's .grad: a copy, whose link to another target does not matter
-  if (create_graph) history = grad_history(q, e, watch, &nested);
+  if (create_graph) history = grad_history(q, e, watch, &nested, factor_at(e));
   const std::vector<double> g =
-      history.node >= 0 ? program_.value(history) : program_.vjp({q.roots, q.gos, e});
+      history.node >= 0 ? program_.value(history) : program_.vjp(q.def(e, factor_at(e)));
   if (history.node >= 0) {
     grad_nodes->push_back(history.node);
     out.events.insert("retained .grad: with history");
@@ -459,6 +470,37 @@ void Model::write_retained(const BackwardWalk& p, const RetainedWrite& w, bool c
   accumulate(w.impl, g, history, create_graph);
   const int now = impls_[w.impl].grad;
   watch->emplace_back(impls_[now].storage, version_of(now));
+}
+
+double Model::factor_at(const Ref& e, int before) const {
+  double f = 1.0;
+  for (const auto& [id, h] : hooks_) {
+    if (id < before && !h.removed && h.edge == e) f *= h.factor;
+  }
+  return f;
+}
+
+// Note [Model hooks]: a hook fires where a retained .grad at its edge would be written.
+void Model::fire_hooks(const BackwardWalk& p, Outcome& out) const {
+  for (const auto& [id, h] : hooks_) {
+    if (h.removed) continue;
+    const Flow flow = flow_into(p, h.edge);
+    if (flow == Flow::kNone) {
+      // Its node runs its hooks (some slot of it gets a gradient): None for this slot.
+      const int slots = static_cast<int>(program_.node(h.edge.node).out_shapes.size());
+      for (int s = 0; s < slots; ++s) {
+        if (flow_into(p, {h.edge.node, s}) != Flow::kNone) {
+          out.hooks[id] = HookFire{};
+          out.events.insert("hook: handed None");
+          break;
+        }
+      }
+      continue;
+    }
+    const BackwardWalk q = flow == Flow::kRoots ? roots_at(p, h.edge) : p;
+    out.hooks[id] = {true, program_.vjp(q.def(h.edge, factor_at(h.edge, id)))};
+    out.events.insert(h.factor == 1.0 ? "hook: fired (keeps)" : "hook: fired (scales)");
+  }
 }
 
 void Model::forget_retained(Outcome& out, const std::vector<RetainedWrite>& writes) {
@@ -527,6 +569,8 @@ Outcome Model::backward(const CallArgs& args) {
     order_dependent = order_dependent || (g >= 0 && written.count(impls_[g].storage));
   out.needs = custom_needs(
       program_, [&](int n) { return p.runs(n); }, [&](const Ref& e) { return p.edge_needed(e); });
+  fire_hooks(p, out);
+  out.hooks_known = !order_dependent;
   Watch watch;
   std::vector<int> grad_nodes;
   for (size_t k = 0; k < p.targets.size(); ++k) {
@@ -537,9 +581,9 @@ Outcome Model::backward(const CallArgs& args) {
     if (!impls_[x].leaf_requires_grad) continue;  // turned off
     Ref history;
     bool nested = false;  // a .grad's history is a copy's: the link does not matter there
-    if (args.create_graph) history = grad_history(p, t, &watch, &nested);
+    if (args.create_graph) history = grad_history(p, t, &watch, &nested, factor_at(t));
     const std::vector<double> g =
-        history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, t});
+        history.node >= 0 ? program_.value(history) : program_.vjp(p.def(t, factor_at(t)));
     if (history.node >= 0) grad_nodes.push_back(history.node);
     accumulate(x, g, history, args.create_graph);
     const int now = impls_[x].grad;
@@ -599,6 +643,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   out.needs = custom_needs(
       program_, [&](int n) { return p.needed[n] != 0; },
       [&](const Ref& e) { return p.edge_needed(e); });
+  fire_hooks(p, out);
   Watch watch;
   std::vector<int> grad_nodes;
   std::map<Ref, int> returned;  // a tensor named twice gets the same gradient object twice
@@ -623,10 +668,11 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
     }
     Ref history;
     bool nested = false;
-    if (args.create_graph) history = grad_history(p, targets[k], &watch, &nested);
+    // Captured before its hooks where its node runs, after them where it only captures.
+    const double own = p.needed[targets[k].node] ? 1.0 : factor_at(targets[k]);
+    if (args.create_graph) history = grad_history(p, targets[k], &watch, &nested, own);
     e.defined = true;
-    e.value =
-        history.node >= 0 ? program_.value(history) : program_.vjp({p.roots, p.gos, targets[k]});
+    e.value = history.node >= 0 ? program_.value(history) : program_.vjp(p.def(targets[k], own));
     e.requires_grad = history.node >= 0;
     const int i = new_impl(program_.shape(targets[k]), new_storage(e.value));
     storages_[impls_[i].storage].version_from_zero = false;

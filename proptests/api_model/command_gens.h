@@ -18,6 +18,7 @@ CommandPtr make_custom(const Model& m);
 // autograd_commands.cc
 CommandPtr make_set_requires_grad(const Model& m);
 CommandPtr make_retain_grad(const Model& m);
+CommandPtr make_register_hook(const Model& m);  // register_hook, or remove() of an earlier one
 CommandPtr make_set_grad(const Model& m);
 CommandPtr make_take_grad(const Model& m);
 CommandPtr make_backward(const Model& m);

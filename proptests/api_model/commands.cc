@@ -39,6 +39,42 @@ void check_needs(const Outcome& expected, const std::string& call) {
   }
 }
 
+// Note [Model hooks]: which hooks fired, what each was handed, and their order per edge.
+void check_hooks(const Model& m, const Outcome& expected, const std::vector<FiredHook>& log,
+                 const std::string& call) {
+  std::map<int, size_t> at;  // id -> position in the log
+  for (size_t k = 0; k < log.size(); ++k) {
+    if (!at.emplace(log[k].id, k).second) {
+      RC_FAIL("hook h" + std::to_string(log[k].id) + " fired twice\n  in: " + call);
+    }
+    if (!expected.hooks.count(log[k].id)) {
+      RC_FAIL("hook h" + std::to_string(log[k].id) +
+              " fired; the model says it does not\n  in: " + call);
+    }
+  }
+  for (const auto& [id, want] : expected.hooks) {
+    const std::string who = "hook h" + std::to_string(id);
+    if (!at.count(id)) RC_FAIL(who + " did not fire; the model says it does\n  in: " + call);
+    const FiredHook& got = log[at[id]];
+    if (got.defined != want.defined) {
+      RC_FAIL(who + (got.defined ? " was handed a gradient" : " was handed None") +
+              "; the model says the opposite\n  in: " + call);
+    }
+    for (size_t i = 0; i < want.grad.size(); ++i) {
+      if (i >= got.grad.size() || !close(got.grad[i], want.grad[i])) {
+        RC_FAIL(who + " element " + std::to_string(i) + " is " +
+                (i < got.grad.size() ? std::to_string(got.grad[i]) : "missing") + ", model " +
+                std::to_string(want.grad[i]) + "\n  in: " + call);
+      }
+    }
+    for (const auto& [id2, want2] : expected.hooks) {  // registration order at one edge
+      if (id2 < id && m.hooks().at(id2).edge == m.hooks().at(id).edge && at[id2] > at[id]) {
+        RC_FAIL(who + " ran before h" + std::to_string(id2) + " at the same edge\n  in: " + call);
+      }
+    }
+  }
+}
+
 // Coverage labels: which rules a sequence exercised.
 void note_events(const std::string& call, const Outcome& expected, Sut& sut) {
   if (expected.expect == Expect::kRaise) {
@@ -73,6 +109,7 @@ void ApiCommand::run(const Model& before, Sut& sut) const {
   const std::string call = text();
   sut.shown.push_back(call);
   custom_needs_log().clear();
+  sut.hook_log->clear();
   bool raised = false;
   std::string error;
   {
@@ -95,6 +132,7 @@ void ApiCommand::run(const Model& before, Sut& sut) const {
   if (!raised && expected.expect == Expect::kOk) {
     verify(expected, sut);
     check_needs(expected, call);
+    if (expected.hooks_known) check_hooks(after, expected, *sut.hook_log, call);
   }
   note_events(call, expected, sut);
   // Note [Uncertain state] (model.h).
@@ -121,7 +159,8 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {3, 8},
                                                                      {9, 9},
                                                                      {9, 10},
-                                                                     {8, 11}})) {
+                                                                     {8, 11},
+                                                                     {6, 12}})) {
                                case 0:
                                  c = make_leaf(s);
                                  break;
@@ -154,6 +193,9 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                  break;
                                case 11:
                                  c = make_retain_grad(s);
+                                 break;
+                               case 12:
+                                 c = make_register_hook(s);
                                  break;
                                default:
                                  c = make_grad(s);

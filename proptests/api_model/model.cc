@@ -514,6 +514,27 @@ Outcome Model::retain_grad(int name) {
   return {};
 }
 
+Outcome Model::register_hook(int id, int name, double factor) {
+  next_hook_ = std::max(next_hook_, id + 1);
+  const int i = impl_of(name);
+  if (!requires_grad(i))
+    return Outcome::raise("cannot register a hook on a tensor that doesn't require gradient");
+  hooks_[id] = {i, edge(i), factor};  // edge(): a stale view's history regenerated first
+  return {};
+}
+
+Outcome Model::remove_hook(int id) {
+  hooks_.at(id).removed = true;  // a second remove() does nothing
+  return {};
+}
+
+bool Model::has_hooks(int impl) const {
+  for (const auto& [id, h] : hooks_) {
+    if (!h.removed && h.impl == impl) return true;
+  }
+  return false;
+}
+
 Outcome Model::set_grad(int name, int value) {
   const int i = impl_of(name);
   if (value < 0) {

@@ -135,7 +135,34 @@ struct Semantics {
 // into in place may be read before or after that: those .grads are dropped (Note [Uncertain
 // state]).
 
+// Note [Model hooks]
+// t.register_hook(fn) (t requires grad, else it raises) puts fn at t's edge as it is then: a
+// non-leaf's grad_fn and output slot (a stale view's regenerated first), a leaf's accumulator.
+// It stays there when t's history moves (only the retains-grad hook moves along, Note
+// [Retained gradients]) until its handle's remove() (twice: a no-op). A hook fires exactly where
+// a retained .grad at its edge would be written (Model::flow_into), with that same gradient as
+// the hooks at the edge registered before it left it; each hook's factor (keep: 1) scales the
+// gradient at its edge before it flows on (the forward-mode vjp scales that edge's tangent:
+// GradDef::scale), so a retaining tensor's .grad and a leaf's accumulation see all the edge's
+// factors, and so does a grad() result captured at a node that does not run; one whose node
+// runs is captured before its hooks (Note [Hooks], engine/hooks.h). A node that runs, or
+// captures, hands its hooks None for an output slot that got no gradient. The engine's per-call
+// needs count a node with hooks as wanting its gradients (plan()'s to_leaf), as PyTorch's run.
+
 enum class Expect { kOk, kRaise, kMaybe };
+
+// One hook call a backward()/grad() makes: the gradient it is handed (undefined: None).
+struct HookFire {
+  bool defined = false;
+  std::vector<double> grad;
+};
+
+struct HookState {
+  int impl = -1;
+  Ref edge;
+  double factor = 1.0;  // 1: the hook returns nothing
+  bool removed = false;
+};
 
 // One gradient grad() returns.
 struct ExpectedGrad {
@@ -152,7 +179,11 @@ struct Outcome {
   std::map<int, std::vector<bool>> needs;  // custom Function node -> needs_input_grad it sees
   std::vector<int> dropped;                // impls whose .grad the runner drops afterwards
   std::set<std::string> events;            // coverage labels for the runner (RC_TAG)
-  static Outcome raise(std::string why) { return {Expect::kRaise, std::move(why), {}, {}, {}, {}}; }
+  std::map<int, HookFire> hooks;           // hook id -> what it is handed (Note [Model hooks])
+  bool hooks_known = true;                 // false: the incoming gradients depend on the order
+  static Outcome raise(std::string why) {
+    return {Expect::kRaise, std::move(why), {}, {}, {}, {}, {}, true};
+  }
 };
 
 // The arguments of one backward() or grad() call, by name (the model's side of ag::BackwardArgs and
@@ -220,6 +251,12 @@ class Model {
   Outcome custom(OpKind kind, const std::vector<int>& out_names, int p, int q);
   Outcome set_requires_grad(int name, bool requires_grad);
   Outcome retain_grad(int name);
+  Outcome register_hook(int id, int name, double factor);  // Note [Model hooks]
+  Outcome remove_hook(int id);
+  const std::map<int, HookState>& hooks() const { return hooks_; }
+  int next_hook() const { return next_hook_; }
+  // Whether a live hook was registered on this impl.
+  bool has_hooks(int impl) const;
   Outcome set_grad(int name, int value);  // value -1: None
   Outcome take_grad(int name, int of);
   Outcome backward(const CallArgs& args);
@@ -273,7 +310,10 @@ class Model {
   void release(const BackwardWalk& plan, const CallArgs& args, bool certain);
   void forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets);
   Ref grad_history(const BackwardWalk& plan, const Ref& target, Watch* watch,
-                   bool* through_other_target);
+                   bool* through_other_target, double target_scale);
+  // The product of the factors of the live hooks at edge e (with ids below `before`).
+  double factor_at(const Ref& e, int before = 1 << 30) const;
+  void fire_hooks(const BackwardWalk& plan, Outcome& out) const;
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
   // Note [Retained gradients].
   void retain(int impl);
@@ -293,6 +333,8 @@ class Model {
   std::map<int, int> handles_;
   int next_name_ = 0;
   ApiProgram program_;
+  std::map<int, HookState> hooks_;  // by id
+  int next_hook_ = 0;
 };
 
 }  // namespace ag::proptests

@@ -131,6 +131,18 @@ std::string retaining_names(const Model& m) {
   return out;
 }
 
+// "    chk_hooks(line, {id: [values] or None, ...}, [[ids at one edge], ...])"
+std::string hook_checks(const Model& m, const Outcome& out, int line) {
+  std::string want, groups;
+  std::map<Ref, std::string> at;
+  for (const auto& [id, f] : out.hooks) {
+    want += std::to_string(id) + ": " + (f.defined ? py_list(f.grad) : "None") + ", ";
+    at[m.hooks().at(id).edge] += std::to_string(id) + ", ";
+  }
+  for (const auto& [e, ids] : at) groups += "[" + ids + "], ";
+  return "    chk_hooks(" + std::to_string(line) + ", {" + want + "}, [" + groups + "])\n";
+}
+
 // A version Python checks exactly, or as a change from when it first saw the storage.
 std::string version(const Model& m, int impl) {
   if (m.version_from_zero(impl)) return std::to_string(m.version_of(impl));
@@ -262,9 +274,40 @@ def returned_grad_outputs(results, gos, create_graph):
             out[k] = r.clone() if create_graph else r.detach().clone()
     return out
 
+hook_log = []
+def hook(i, f):
+    """A tensor hook (Note [Model hooks]): logs what it is handed, returns it times f (None:
+    keeps it)."""
+    def fn(g):
+        hook_log.append((i, None if g is None else g.detach().flatten().tolist()))
+        return None if g is None or f is None else mul_scalar(g, f)
+    return fn
+
+def chk_hooks(line, want, groups):
+    got = {}
+    for i, g in hook_log:
+        if i in got:
+            raise Mismatch(f"line {line}: hook h{i} fired twice")
+        got[i] = g
+    if set(got) != set(want):
+        raise Mismatch(f"line {line}: hooks fired {sorted(got)}, model {sorted(want)}")
+    for i, w in want.items():
+        g = got[i]
+        if (g is None) != (w is None) or (
+                w is not None and (len(g) != len(w) or not all(close(x, y) for x, y in zip(g, w)))):
+            raise Mismatch(f"line {line}: hook h{i} was handed {g}, model {w}")
+    order = [i for i, _ in hook_log]
+    for grp in groups:
+        pos = [order.index(i) for i in grp if i in got]
+        if pos != sorted(pos):
+            raise Mismatch(f"line {line}: hooks {grp} at one edge ran out of order: {order}")
+    results['hooks fired'] += len(hook_log)
+    results['hooks handed None'] += sum(1 for _, g in hook_log if g is None)
+
 offsets = {}
 deviations = {}
-results = {'ok': 0, 'mismatch': 0, 'deviation': 0, 'calls compared': 0}
+results = {'ok': 0, 'mismatch': 0, 'deviation': 0, 'calls compared': 0, 'hooks fired': 0,
+           'hooks handed None': 0}
 def run(seq, lines):
     offsets.clear()
     try:
@@ -322,7 +365,8 @@ int main_impl(int argc, char** argv) {
       // Running the graph, PyTorch's refused call also writes retained .grads: put them back.
       const std::string kept = refused_before_running(out) ? retaining_names(m) : "";
       if (!kept.empty()) body << "    kept = [(t, t.grad) for t in [" << kept << "]]\n";
-      body << "    raised = None\n    try:\n        " << pytorch_call(text, out)
+      body << "    hook_log.clear()\n    raised = None\n    try:\n        "
+           << pytorch_call(text, out)
            << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
               "str(e).splitlines()[0]\n";
       if (!kept.empty()) body << "    for t, g in kept:\n        t.grad = g\n";
@@ -334,6 +378,7 @@ int main_impl(int argc, char** argv) {
         if (ch == '\'') ch = '"';
       }
       body << "    expect(" << line << ", raised, '" << want << "', '" << rule << "')\n";
+      if (out.expect == Expect::kOk && out.hooks_known) body << hook_checks(m, out, line);
       body << after_call(m, text);
       for (int impl : out.dropped) {
         for (const auto& [name, i] : m.handles()) {

@@ -240,14 +240,21 @@ Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, cons
   for (size_t e = 0; e < out.v.size(); ++e) {
     dv[t.node][t.slot].v[e].d = T(1.0);
     inner.back().elem = e;
-    for (int n : nodes) dv[n] = eval_node<D>(p, n, dv, inner);
+    for (int n : nodes) {
+      dv[n] = eval_node<D>(p, n, dv, inner);
+      for (size_t s = 0; s < dv[n].size(); ++s) {  // a hook's factor scales what flows on
+        auto it = def.scale.find({n, static_cast<int>(s)});
+        if (it == def.scale.end() || it->second == 1.0) continue;
+        for (D& x : dv[n][s].v) x.d = x.d * T(it->second);
+      }
+    }
     T acc(0.0);
     for (size_t r = 0; r < def.roots.size(); ++r) {
       const Ref root = def.roots[r].ref;
       const Val<D>& rv = dv[root.node][root.slot];
       for (size_t k = 0; k < rv.v.size(); ++k) acc += gos[r].v[k] * rv.v[k].d;
     }
-    out.v[e] = acc;
+    out.v[e] = acc * T(def.target_scale);
     dv[t.node][t.slot] = pristine[t.node][t.slot];
     for (int n : nodes) dv[n] = pristine[n];
   }

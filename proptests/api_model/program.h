@@ -98,10 +98,14 @@ struct SavedSlot {
 enum class Released : uint8_t { kNo, kMaybe, kYes };
 
 // A create_graph gradient: sum over roots r of d(roots[r] * gos[r])/d(target).
+// Tensor hooks scale the gradient at an edge before it flows on (Note [Model hooks], model.h):
+// `scale` per edge (not the target's own), `target_scale` the target's own hooks that apply.
 struct GradDef {
   std::vector<Use> roots;
   std::vector<Use> gos;
   Ref target;
+  std::map<Ref, double> scale;
+  double target_scale = 1.0;
 };
 
 struct Node {

@@ -4,14 +4,23 @@
 // and the comparison of everything observable about them with the model.
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "engine/removable_handle.h"
 #include "engine/tensor.h"
 #include "proptests/api_model/model.h"
 
 namespace ag::proptests {
+
+// One call of a tensor hook the runner registered: its id and the gradient it was handed.
+struct FiredHook {
+  int id;
+  bool defined;
+  std::vector<double> grad;
+};
 
 struct Sut {
   std::map<int, Tensor> tensors;   // name -> the tensor bound to it
@@ -21,6 +30,9 @@ struct Sut {
   // Engine version minus model version of each storage whose first version is not part of the
   // contract (StorageState::version_from_zero), fixed when first seen.
   std::map<int, int64_t> version_offsets;
+  // The hooks registered (by the model's id) and what they were handed in the current call.
+  std::map<int, RemovableHandle> hook_handles;
+  std::shared_ptr<std::vector<FiredHook>> hook_log = std::make_shared<std::vector<FiredHook>>();
 
   Sut() = default;
   Sut(const Sut&) = delete;

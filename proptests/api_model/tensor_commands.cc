@@ -587,6 +587,9 @@ class InPlace final : public ApiCommand {
     RC_PRE(m.impl(a).layout_known);
     RC_PRE(!(shared && !m.impl(b).layout_known));
     RC_PRE(!m.root_overlaps(a));
+    // The engine's write through a view goes through the view's node, whose hooks then run
+    // (Note [Hooks], engine/hooks.h); PyTorch's CopySlices does not: not generated.
+    RC_PRE(!(m.is_view(a) && m.has_hooks(a)));
     if (shared && broadcasts_to(m.shape(other_), m.shape(self_)) &&
         m.overlap_error(kind_, a, b) == nullptr) {
       const std::vector<int64_t> written = positions(m.layout(a));
@@ -639,7 +642,8 @@ class InPlace final : public ApiCommand {
 }  // namespace
 
 CommandPtr make_inplace(const Model& m) {
-  const int a = pick_any(m);
+  const int a =
+      pick(m, [&](int n) { return !(m.is_view(m.impl_of(n)) && m.has_hooks(m.impl_of(n))); });
   if (a < 0) return nullptr;
   // Often the tensor itself or one sharing its storage (a view, a detached alias); often one
   // that requires grad (so that the written tensor gets a history, a leaf becomes a non-leaf).
