@@ -2,8 +2,8 @@
 # The peers end to end (manual: needs `tools/setup.sh --peers` first, and HOME for the peers'
 # folder): `bazel test //paper:peers_test --test_env=HOME`. Runs reproduce --quick --peers and
 # checks that every peer measured every workload it runs, and two values (PyTorch saves 12 bytes
-# for ((x + 2) * m).sum(): m only; its RNN of issue 44 saves the bytes ours does). Fails when a
-# peer is missing.
+# for ((x + 2) * m).sum(): m only; its RNN of issue 44 saves the bytes ours does; its pack calls
+# of issue 45's forwards are ours with guarded saves). Fails when a peer is missing.
 set -euo pipefail
 out="${TEST_TMPDIR:-$(mktemp -d)}/results"
 bin="paper/reproduce"
@@ -46,6 +46,14 @@ done
 awk -F'\t' '$1 == "rnn_time_slices" && $3 == "bytes saved for backward" { v[$2 ~ /^PyTorch/] = $4 }
      END { exit !(0 in v && 1 in v && v[0] == v[1]) }' "$out/figures.tsv" ||
   { echo "FAILED: the RNN's bytes saved differ from PyTorch's"; fail=1; }
+# Issue 45: PyTorch's steps, and its pack calls equal to ours with guarded saves, call for call.
+has residual_mlp "PyTorch " "step time [quiet]"
+has hooked_chain "PyTorch " "step time [quiet]"
+for w in pack_dropout pack_residual_mlp pack_hessian_mlp; do
+  awk -F'\t' -v w="$w" '$1 == w && $3 == "pack calls" { v[$2 ~ /^PyTorch/ ? "p" : $2] = $4 }
+       END { exit !("p" in v && v["p"] == v["guard_saves on"]) }' "$out/figures.tsv" ||
+    { echo "FAILED: PyTorch's pack calls for $w differ from ours with guarded saves"; fail=1; }
+done
 grep -q "MKL\|OpenBLAS" "$out/seed_001_needs_input_grad.md" ||
   { echo "FAILED: the report does not name PyTorch's BLAS"; fail=1; }
 if [[ $fail -ne 0 ]]; then

@@ -1,5 +1,5 @@
 // `bazel run -c opt //paper:reproduce [-- --quick] [--busy all|bursty,compile,spin] [--out DIR]
-// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003|044]`
+// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003|044|045]`
 //
 // Runs every workload of the paper with each optimization off and on, and the peers (PyTorch
 // from Python and from C++, torch.func, JAX; paper/peers/README.md) in the same invocation, every
@@ -10,6 +10,8 @@
 //                          peers on this machine
 //   DIR/issue_044_views.md issue 44's views in loops (an RNN over time slices, joins of 1,000
 //                          slices) beside PyTorch
+//   DIR/issue_045_hooks.md issue 45's hooks, saved-tensor hooks and activation checkpointing
+//                          beside PyTorch
 //   DIR/*.png              curves (via paper/plot.py, run with /usr/bin/python3 + matplotlib)
 // DIR defaults to paper/results in the source tree (under `bazel run`), else ./paper/results.
 // Ratios are always between figures of this one run. --quick runs a small version of everything
@@ -49,7 +51,7 @@ struct Options {
   bool callgrind = true;
   bool plots = true;
   std::string busy;  // --busy: "" (quiet only), "all", or a comma-separated list of loads
-  std::string only;  // run just this seed's workloads ("000", "001", "002", "003"), or "044"
+  std::string only;  // run just this seed's workloads ("000", "001", "002", "003"), or "044", "045"
   fs::path out;
 };
 
@@ -111,7 +113,7 @@ int reproduce(const Options& options) {
   context.results = &results;
 
   auto wanted = [&](const char* seed) { return options.only.empty() || options.only == seed; };
-  std::vector<Report> reports(5);  // by seed, then issue 44; one the run skips stays empty
+  std::vector<Report> reports(6);  // by seed, then issues 44 and 45; one the run skips stays empty
   reports[0].file = "seed_000_topological_nr.md";
   reports[0].title = "Seed 000: topological number and discovery pruning (PR 52180, issue 12635)";
   reports[1].file = "seed_001_needs_input_grad.md";
@@ -123,6 +125,8 @@ int reproduce(const Options& options) {
   reports[4].file = "issue_044_views.md";
   reports[4].title =
       "Issue 44: views in loops (an RNN over time slices; cat, stack, split of 1,000 slices)";
+  reports[5].file = "issue_045_hooks.md";
+  reports[5].title = "Issue 45: hooks, saved-tensor hooks and activation checkpointing";
   if (wanted("000")) {
     reports[0].body << peers.describe() << "\n";
     unrolled_loop_section(context, reports[0]);
@@ -141,8 +145,11 @@ int reproduce(const Options& options) {
   if (wanted("044")) {
     views_section(context, reports[4]);
   }
+  if (wanted("045")) {
+    hooks_section(context, reports[5]);
+  }
 
-  progress(7, "writing results");
+  progress(kSteps, "writing results");
   results.write_tsv(options.out / "figures.tsv", /*keep_other_workloads=*/!options.only.empty());
   // A run into the source tree (full or --only) also refreshes the generated section of
   // paper/paper.md from the results files there.
@@ -188,7 +195,7 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
                    "[--peers | --no-peers] [--no-callgrind] [--no-plots] [--only "
-                   "000|001|002|003|044]\n";
+                   "000|001|002|003|044|045]\n";
       return 2;
     }
   }

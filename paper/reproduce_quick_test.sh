@@ -18,7 +18,8 @@ check() {  # check DESCRIPTION COMMAND...
   fi
 }
 for f in figures.tsv seed_000_topological_nr.md seed_001_needs_input_grad.md \
-         seed_002_alias_db.md seed_003_guarded_saves.md issue_044_views.md; do
+         seed_002_alias_db.md seed_003_guarded_saves.md issue_044_views.md \
+         issue_045_hooks.md; do
   check "$f written and non-empty" test -s "$out/$f"
 done
 check "figures.tsv header" grep -q $'^workload\tvariant\tmetric\tvalue\tunit\tdevice$' "$out/figures.tsv"
@@ -49,11 +50,19 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'rnn_time_slices\tours\tgradient checksum' \
            $'join_cat\tours\tstep time [quiet]' $'join_stack\tours\tstep time [busy: spin]' \
            $'join_split_cat\tours\tstep time [quiet]' \
-           $'join_unbind_stack\tours\tgradient checksum'; do
+           $'join_unbind_stack\tours\tgradient checksum' \
+           $'residual_mlp\tours plain\tstep time [quiet]' \
+           $'residual_mlp\tours checkpointed\tstep time [quiet]' \
+           $'residual_mlp\tours checkpointed\tpeak bytes' \
+           $'hooked_chain\tours hooked\tstep time [quiet]' \
+           $'hooked_chain\tours without hooks\tstep time [quiet]' \
+           $'pack_dropout\tguard_saves on\tpack calls' \
+           $'pack_residual_mlp\tguard_saves off\tpack calls' \
+           $'pack_hessian_mlp\tguard_saves on\tbytes packed'; do
   check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
 # Each table is a Markdown table with the published figures (or the peers) beside ours.
-for f in "$out"/seed_*.md "$out/issue_044_views.md"; do
+for f in "$out"/seed_*.md "$out/issue_044_views.md" "$out/issue_045_hooks.md"; do
   check "$(basename "$f") has a table" grep -q '^| --- |' "$f"
   check "$(basename "$f") names the peer or says it is missing" grep -q -E 'PyTorch' "$f"
   check "$(basename "$f") says the peers were skipped" grep -q 'Peers: skipped in --quick runs' "$f"
@@ -73,11 +82,11 @@ cpus=$(nproc)
 check "cores used within (0, $cpus]" awk -F'\t' -v cpus="$cpus" '$3 ~ /^cores used/ { n++; if (!($4 > 0 && $4 <= cpus * 1.1)) bad = 1 } END { exit bad || n != 12 }' "$out/figures.tsv"
 check "seed 001 has the one-core table" grep -q '^#### One core each' "$out/seed_001_needs_input_grad.md"
 # Progress lines for every workload.
-check "progress lines" test "$(grep -c '^\[reproduce [0-9]/7\]' "$out.log")" -eq 7
+check "progress lines" test "$(grep -c '^\[reproduce [0-9]/8\]' "$out.log")" -eq 8
 
 if [[ $fail -ne 0 ]]; then
   echo "--- reproduce output ---"
   cat "$out.log"
   exit 1
 fi
-echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 5 tables"
+echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 6 tables"

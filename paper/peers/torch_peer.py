@@ -30,6 +30,19 @@ Tasks (times in seconds):
                                            cat, stack, split_cat or unbind_stack of SLICES slices of
                                            WIDTH, then grad(y, inputs, G); per step as rnn's
     join_checksum KIND SLICES WIDTH        the gradient checksum of one join step
+    checkpoint_mlp LAYERS BATCH WIDTH P CHECKPOINTED MIN_SECONDS [THREADS]
+                                           issue 45's residual MLP (paper/workloads/
+                                           hook_workloads.h): forward and grad((h * h).sum(), Ws),
+                                           CHECKPOINTED=1 runs each block under
+                                           torch.utils.checkpoint.checkpoint(use_reentrant=False);
+                                           per step as rnn's
+    hooked_chain LENGTH HOOKED MIN_SECONDS [THREADS]
+                                           scalar_chain's grad with an identity hook (a Python
+                                           lambda returning None) on every intermediate if HOOKED=1
+    pack_calls WORKLOAD [ARG...]           [calls, bytes] that one forward hands to
+                                           saved_tensors_hooks' pack: dropout (seed 003's
+                                           ((x + 2) * m).sum()), residual_mlp LAYERS BATCH WIDTH P,
+                                           hessian_mlp BATCH HIDDEN (seed 001's ReLU MLP)
 """
 
 import os
@@ -325,7 +338,93 @@ def join_checksum(kind, slices, width):
     return gradient_checksum(join_step(kind, inputs, weights))
 
 
+# Issue 45 (paper/workloads/hook_workloads.h): checkpointing, tensor hooks, pack calls.
+_residual_mlps = {}
+
+
+def residual_mlp(layers, batch, width):
+    """[(W1, W2)] * layers and x, scaled as make_residual_mlp's (values differ: torch.rand)."""
+    key = (layers, batch, width)
+    if key not in _residual_mlps:
+        torch.manual_seed(0)
+        scale = width ** -0.5
+        weights = [(((torch.rand(width, 4 * width) * 2 - 1) * scale).requires_grad_(),
+                    ((torch.rand(4 * width, width) * 2 - 1) * scale / 2).requires_grad_())
+                   for _ in range(layers)]
+        _residual_mlps[key] = (weights, torch.rand(batch, width) * 2 - 1)
+    return _residual_mlps[key]
+
+
+def residual_block(h, w1, w2, p):
+    inner = torch.nn.functional.dropout(torch.tanh(h @ w1), p, training=True)
+    return h + torch.tanh(inner @ w2)
+
+
+def residual_mlp_forward(weights, x, p, checkpointed):
+    h = x
+    for w1, w2 in weights:
+        if checkpointed:
+            h = torch.utils.checkpoint.checkpoint(residual_block, h, w1, w2, p,
+                                                  use_reentrant=False)
+        else:
+            h = residual_block(h, w1, w2, p)
+    return (h * h).sum()
+
+
+def checkpoint_mlp(layers, batch, width, p, checkpointed, min_seconds, threads="0"):
+    weights, x = residual_mlp(int(layers), int(batch), int(width))
+    flat = [w for pair in weights for w in pair]
+
+    def step():
+        loss = residual_mlp_forward(weights, x, float(p), checkpointed == "1")
+        torch.autograd.grad(loss, flat)
+
+    return with_threads(threads, lambda: seconds_per_call_over(step, float(min_seconds)))
+
+
+def hooked_chain(length, hooked, min_seconds, threads="0"):
+    x = torch.rand(4, requires_grad=True)
+
+    def call():
+        y = x
+        for _ in range(int(length)):
+            y = y * 1.0001
+            if hooked == "1":
+                y.register_hook(lambda g: None)
+        torch.autograd.grad(y.sum(), [x])
+
+    return with_threads(threads, lambda: seconds_per_call_over(call, float(min_seconds)))
+
+
+def pack_calls(workload, *args):
+    if workload == "dropout":
+        x = torch.randn(2, 3, 10, 10, requires_grad=True)
+        m = torch.randn(1, 3, 1, 1)
+        forward = lambda: ((x + 2) * m).sum()
+    elif workload == "residual_mlp":
+        layers, batch, width, p = args
+        weights, x = residual_mlp(int(layers), int(batch), int(width))
+        forward = lambda: residual_mlp_forward(weights, x, float(p), False)
+    elif workload == "hessian_mlp":
+        model, x = mlp("relu", int(args[0]), int(args[1]))
+        forward = lambda: model(x)
+    else:
+        raise ValueError("unknown workload %r" % workload)
+    count = [0, 0]
+
+    def pack(t):
+        count[0] += 1
+        count[1] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return count
+
+
 serve(describe(), {"tiny_graph": tiny_graph, "scalar_chain": scalar_chain, "hessian": hessian,
                    "unrolled_loop": unrolled_loop, "jit_pass": jit_pass,
                    "saved_bytes": saved_bytes, "rnn": rnn, "rnn_saved_bytes": rnn_saved_bytes,
-                   "rnn_checksum": rnn_checksum, "join": join, "join_checksum": join_checksum})
+                   "rnn_checksum": rnn_checksum, "join": join, "join_checksum": join_checksum,
+                   "checkpoint_mlp": checkpoint_mlp, "hooked_chain": hooked_chain,
+                   "pack_calls": pack_calls})

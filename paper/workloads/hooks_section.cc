@@ -1,0 +1,297 @@
+// Issue 45: hooks, saved-tensor hooks and activation checkpointing (paper/workloads/
+// hook_workloads.h). A 20-layer residual MLP step, plain and checkpointed per layer, ours beside
+// PyTorch's torch.utils.checkpoint, with our peak bytes; a 1000-mul chain with an identity tensor
+// hook on every intermediate, ours beside PyTorch's Python hooks; and the pack calls that the
+// guards save, counted by a saved-tensor hook, ours beside PyTorch's. Quiet only, interleaved,
+// at the run's thread count for both.
+#include <cmath>
+#include <iostream>
+
+#include "engine/options.h"
+#include "ops/cpu/parallel.h"
+#include "ops/ops.h"
+#include "paper/harness/interleave.h"
+#include "paper/workloads/hessian.h"
+#include "paper/workloads/hook_workloads.h"
+#include "paper/workloads/sections.h"
+#include "paper/workloads/timing.h"
+
+namespace ag::paper {
+namespace {
+
+const char* kMlp = "residual_mlp";
+const char* kChain = "hooked_chain";
+const std::string kStepTime = "step time [quiet]";
+constexpr double kTarget = 1.5;  // issue 45: a checkpointed step at most 1.5x the plain one
+
+// One timed variant: ours, or the peer's task (without the stretch and threads fields).
+struct Variant {
+  std::string workload, name;
+  std::function<double()> ours;   // one step, returning a checksum; empty for a peer task
+  std::vector<std::string> task;  // the peer's task; empty for ours
+};
+
+// Every variant in interleaved rounds, quiet, at the run's thread count; adds each median (ms)
+// as kStepTime and returns the rounds.
+Rounds measure(const Context& context, const std::vector<Variant>& variants, int rounds,
+               double stretch) {
+  PeerProcess* torch = context.peers->torch.get();
+  std::vector<Contender> contenders;
+  for (const Variant& v : variants) {
+    if (v.ours) {
+      contenders.push_back({v.name, [&context, &v, stretch] {
+                              double ms = 0;
+                              ops::run_with_threads(context.threads, [&] {
+                                ms = seconds_per_call_over(stretch, v.ours) * 1e3;
+                              });
+                              return std::optional<double>(ms);
+                            }});
+    } else {
+      std::vector<std::string> task = v.task;
+      task.push_back(std::to_string(stretch));
+      task.push_back("0");  // the peer's process count: the run's
+      contenders.push_back({v.name, [torch, task]() -> std::optional<double> {
+                              if (!torch || !torch->available()) return std::nullopt;
+                              const auto s = torch->value(task);
+                              return s ? std::optional<double>(*s * 1e3) : std::nullopt;
+                            }});
+    }
+  }
+  const Rounds measured = interleaved_rounds(rounds, contenders);
+  const std::vector<std::optional<double>> med = measured.medians();
+  std::cout << " ";
+  for (size_t c = 0; c < variants.size(); ++c) {
+    if (!med[c]) continue;
+    context.results->add(variants[c].workload, variants[c].name, kStepTime, *med[c], "ms");
+    std::cout << " " << variants[c].name << " " << format(*med[c]) << " ms;";
+  }
+  std::cout << std::endl;
+  return measured;
+}
+
+// "83,623,936 B (79.8 MiB)"; "2,412 B" below a MiB.
+std::string bytes_text(double bytes) {
+  if (std::isnan(bytes)) return "n/a";
+  std::string digits = std::to_string(static_cast<int64_t>(bytes));
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(at, ",");
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return bytes < kMiB ? digits + " B" : digits + " B (" + format(bytes / kMiB) + " MiB)";
+}
+
+// "1 call", "141 calls".
+std::string calls_text(double v) {
+  return std::isnan(v) ? "n/a" : format(v, 6) + (v == 1 ? " call" : " calls");
+}
+
+}  // namespace
+
+void hooks_section(const Context& context, Report& report) {
+  progress(7, "hooks, saved-tensor hooks and checkpointing (issue 45), and PyTorch");
+  Results& results = *context.results;
+  const Peers& peers = *context.peers;
+  PeerProcess* torch = peers.torch.get();
+  const bool have_peer = torch && torch->available();
+  const std::string peer = torch ? torch->short_name() : "PyTorch";
+  const std::string peer_plain = peer + " plain", peer_checkpointed = peer + " checkpointed";
+  ResidualMlpConfig mc;
+  int chain_length = 1000;
+  HessianConfig hc;
+  if (context.quick) {
+    mc = ResidualMlpConfig{4, 32, 32, 0.25};
+    chain_length = 100;
+    hc.batch = 16;
+    hc.hidden = 32;
+  }
+  const int rounds = context.quick ? 2 : 11;
+  const double stretch = context.quick ? 0 : kStretchSeconds;  // Note [A stretch of steps]
+  auto text = [](int v) { return std::to_string(v); };
+  const std::vector<std::string> mlp_args = {text(mc.layers), text(mc.batch), text(mc.width),
+                                             format(mc.p)};
+  auto task = [](std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+
+  // Quiet: the load average while measuring goes into the report's header.
+  const Load quiet(context.conditions.front());
+
+  // 1. The checkpointed MLP step.
+  const ResidualMlp mlp = make_residual_mlp(mc);
+  std::cout << "  residual MLP step:";
+  const std::vector<Variant> mlp_variants = {
+      {kMlp, "ours plain", [&] { return residual_mlp_step(mlp, false); }, {}},
+      {kMlp, "ours checkpointed", [&] { return residual_mlp_step(mlp, true); }, {}},
+      {kMlp, peer_plain, {}, task({"checkpoint_mlp"}, task(mlp_args, {"0"}))},
+      {kMlp, peer_checkpointed, {}, task({"checkpoint_mlp"}, task(mlp_args, {"1"}))}};
+  const Rounds mlp_rounds = measure(context, mlp_variants, rounds, stretch);
+  const auto [ours_q1, ours_q3] = mlp_rounds.middle_half(1, 0);
+  results.add(kMlp, "ours", "checkpointed / plain, first quartile", ours_q1, "x");
+  results.add(kMlp, "ours", "checkpointed / plain, third quartile", ours_q3, "x");
+  if (have_peer) {
+    const auto [q1, q3] = mlp_rounds.middle_half(3, 2);
+    results.add(kMlp, peer, "checkpointed / plain, first quartile", q1, "x");
+    results.add(kMlp, peer, "checkpointed / plain, third quartile", q3, "x");
+  }
+  for (const bool checkpointed : {false, true}) {
+    int64_t peak = 0;
+    ops::run_with_threads(context.threads,
+                          [&] { peak = residual_mlp_peak_bytes(mlp, checkpointed); });
+    results.add(kMlp, checkpointed ? "ours checkpointed" : "ours plain", "peak bytes",
+                static_cast<double>(peak), "B");
+  }
+
+  double gradient_bytes = 0;
+  for (const Tensor& w : mlp.weights()) gradient_bytes += static_cast<double>(w.nbytes());
+  results.add(kMlp, "ours", "bytes of the gradients returned", gradient_bytes, "B");
+
+  // 2. The hooked chain.
+  const HookedChainInputs chain = make_hooked_chain_inputs(chain_length);
+  std::cout << "  " << chain_length << "-mul chain:";
+  const std::vector<Variant> chain_variants = {
+      {kChain, "ours hooked", [&] { return hooked_chain_call(chain, true); }, {}},
+      {kChain, "ours without hooks", [&] { return hooked_chain_call(chain, false); }, {}},
+      {kChain, peer + " hooked", {}, {"hooked_chain", text(chain_length), "1"}},
+      {kChain, peer + " without hooks", {}, {"hooked_chain", text(chain_length), "0"}}};
+  measure(context, chain_variants, rounds, stretch);
+
+  // 3. Pack calls of one forward, the guards on and off, and PyTorch's.
+  struct PackWorkload {
+    std::string name, label;
+    std::function<void()> forward;
+    std::vector<std::string> task;
+  };
+  const Mlp hessian_mlp = make_mlp(hc);
+  const Tensor hessian_x = make_hessian_input(hc);
+  const std::vector<PackWorkload> pack_workloads = {
+      {"pack_dropout",
+       "seed 003's ((x + 2) * m).sum(), m not requiring grad",
+       [] {
+         Tensor x = ops::uniform({2, 3, 10, 10}, -1, 1, 21);
+         x.set_requires_grad(true);
+         const Tensor m = ops::uniform({1, 3, 1, 1}, 0, 2, 22);
+         ops::sum((x + 2.0) * m);
+       },
+       {"pack_calls", "dropout"}},
+      {"pack_residual_mlp",
+       "the residual MLP's forward and loss (" + text(mc.layers) + " layers), x not requiring grad",
+       [&] { residual_mlp_loss(mlp, false); }, task({"pack_calls", "residual_mlp"}, mlp_args)},
+      {"pack_hessian_mlp",
+       "seed 001's ReLU MLP forward, x [" + text(hc.batch) + ", 16] requiring grad",
+       [&] { hessian_mlp.forward(hessian_x); },
+       {"pack_calls", "hessian_mlp", text(hc.batch), text(hc.hidden)}}};
+  for (const PackWorkload& w : pack_workloads) {
+    for (const bool guarded : {true, false}) {
+      EngineOptions options = default_options();
+      options.guard_saves = guarded;
+      const PackCount count = count_packs(options, w.forward);
+      const std::string variant = guarded ? "guard_saves on" : "guard_saves off";
+      results.add(w.name, variant, "pack calls", static_cast<double>(count.calls), "");
+      results.add(w.name, variant, "bytes packed", static_cast<double>(count.bytes), "B");
+    }
+    if (const auto count = have_peer ? torch->run(w.task) : std::nullopt;
+        count && count->size() == 2) {
+      results.add(w.name, peer, "pack calls", (*count)[0], "");
+      results.add(w.name, peer, "bytes packed", (*count)[1], "B");
+    }
+  }
+
+  // The report.
+  std::ostringstream& s = report.body;
+  s << peers.describe() << "\n";
+  s << "Quiet only, every variant of a table in the same interleaved rounds (median of " << rounds
+    << "), both engines at this run's thread count; in a round each variant runs steps back to "
+       "back for at least "
+    << stretch
+    << " s and counts the mean per step (Note [A stretch of steps], paper/workloads/timing.h). "
+       "The machine is shared: other processes slow every variant alike, so compare the ratios, "
+       "and the middle half of the ratios taken round by round.\n\n";
+
+  auto ms = [&](const std::string& workload, const std::string& variant) {
+    return results.get(workload, variant, kStepTime);
+  };
+  const double ours_plain = ms(kMlp, "ours plain"), ours_ckpt = ms(kMlp, "ours checkpointed");
+  const double peer_p = ms(kMlp, peer_plain), peer_c = ms(kMlp, peer_checkpointed);
+  s << "### Checkpointed MLP step\n\n"
+    << mc.layers << " residual blocks h = h + tanh(dropout(tanh(h W1), p = " << format(mc.p)
+    << ", a fixed seed per block) W2), W1 [" << mc.width << ", " << 4 * mc.width << "], W2 ["
+    << 4 * mc.width << ", " << mc.width << "], on x [" << mc.batch << ", " << mc.width
+    << "] not requiring grad; one step is the forward and the gradients of sum(h * h) w.r.t. "
+       "every W. Checkpointed: each block under ag::checkpoint (Note [Activation "
+       "checkpointing]) in ours, under torch.utils.checkpoint.checkpoint(block, h, W1, W2, p, "
+       "use_reentrant=False) in "
+    << peer
+    << " (its dropout from the global generator, whose state checkpoint saves and restores). "
+       "Issue 45's target: a checkpointed step at most "
+    << format(kTarget) << "x the plain one.\n\n";
+  Table t({"engine", "plain step", "checkpointed step", "checkpointed / plain",
+           "middle half of rounds", "target <= " + format(kTarget) + "x"});
+  auto verdict = [](double r) {
+    return std::isnan(r) ? std::string("n/a") : r <= kTarget ? "met" : "missed";
+  };
+  t.row({"ours", with_unit(ours_plain, "ms"), with_unit(ours_ckpt, "ms"),
+         ratio(ours_ckpt, ours_plain),
+         ratio_range(results.get(kMlp, "ours", "checkpointed / plain, first quartile"),
+                     results.get(kMlp, "ours", "checkpointed / plain, third quartile")),
+         verdict(ours_ckpt / ours_plain)});
+  t.row({peer, have_peer ? with_unit(peer_p, "ms") : peers.missing(torch),
+         have_peer ? with_unit(peer_c, "ms") : peers.missing(torch), ratio(peer_c, peer_p),
+         ratio_range(results.get(kMlp, peer, "checkpointed / plain, first quartile"),
+                     results.get(kMlp, peer, "checkpointed / plain, third quartile")),
+         "-"});
+  t.row({"ours / " + peer, ratio(ours_plain, peer_p), ratio(ours_ckpt, peer_c), "-", "-", "-"});
+  s << t.str() << "\n";
+  const double peak_plain = results.get(kMlp, "ours plain", "peak bytes");
+  const double peak_ckpt = results.get(kMlp, "ours checkpointed", "peak bytes");
+  s << "Our peak bytes during one step (the CPU allocator's peak, above the live bytes before "
+       "the step): plain "
+    << bytes_text(peak_plain) << ", checkpointed " << bytes_text(peak_ckpt) << ": "
+    << ratio(peak_ckpt, peak_plain)
+    << " of the plain step's. The step returns one gradient per weight, "
+    << bytes_text(gradient_bytes)
+    << " in all, alive together at its end: a floor both peaks include, which checkpointing "
+       "cannot lower. Above it, the plain step peaks at "
+    << bytes_text(peak_plain - gradient_bytes) << " and the checkpointed one at "
+    << bytes_text(peak_ckpt - gradient_bytes) << " ("
+    << ratio(peak_ckpt - gradient_bytes, peak_plain - gradient_bytes)
+    << "): the values the blocks save, kept for the whole backward in the plain step, one "
+       "block's at a time when checkpointed.\n\n";
+
+  s << "### Identity tensor hooks on a " << chain_length << "-mul chain\n\n"
+    << "grad(y.sum(), {x}), y = x * 1.0001 repeated " << chain_length
+    << " times, x of 4 elements; hooked: an identity hook on every intermediate y (ours: a C++ "
+       "std::function returning an undefined tensor, so the gradient goes on unchanged; "
+    << peer << "'s: a Python lambda returning None, called through the interpreter for each of the "
+    << chain_length << " gradients). Forward included.\n\n";
+  Table c({"variant", "ours", peer, "ours / " + peer});
+  for (const std::string& v : {std::string("hooked"), std::string("without hooks")}) {
+    const double o = ms(kChain, "ours " + v), p = ms(kChain, peer + " " + v);
+    c.row({v, with_unit(o, "ms"), have_peer ? with_unit(p, "ms") : peers.missing(torch),
+           ratio(o, p)});
+  }
+  c.row({"hooked / without hooks",
+         ratio(ms(kChain, "ours hooked"), ms(kChain, "ours without hooks")),
+         ratio(ms(kChain, peer + " hooked"), ms(kChain, peer + " without hooks")), "-"});
+  s << c.str() << "\n";
+
+  s << "### Pack calls that the guards save\n\n"
+    << "One forward under a counting saved-tensor hook (ours: SavedTensorsHooks, whose pack "
+       "counts the value and returns it; "
+    << peer
+    << ": torch.autograd.graph.saved_tensors_hooks with the same pack), with guarded saves "
+       "(EngineOptions::guard_saves, Note [Guarded saves]) on and off; bytes: numel x element "
+       "size of every packed value, each pack counted. The guards choose what is saved before "
+       "pack runs, so a slot no formula can read is never packed.\n\n";
+  Table k({"forward", "ours, guards on", "ours, guards off", peer});
+  for (const PackWorkload& w : pack_workloads) {
+    auto cell = [&](const std::string& variant) {
+      const double calls = results.get(w.name, variant, "pack calls");
+      return std::isnan(calls) ? peers.missing(torch)
+                               : calls_text(calls) + ", " +
+                                     bytes_text(results.get(w.name, variant, "bytes packed"));
+    };
+    k.row({w.label, cell("guard_saves on"), cell("guard_saves off"), cell(peer)});
+  }
+  s << k.str() << "\n";
+}
+
+}  // namespace ag::paper
