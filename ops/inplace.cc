@@ -95,10 +95,24 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool overla
            "no-grad guard");
 }
 
+// What the node of a write into `a` reads self through. PyTorch's CopySlices runs the op on the
+// base's gradient at the view and sends the op's gradient for self straight to the base's history
+// before the write, past the view's own node: hooks there never see it (Note [Hooks],
+// engine/hooks.h). Here the op's node reads self through a's node (Note [In-place ops on views]),
+// which sends the same gradient to the same place; when that node has hooks, through a fresh view
+// of the base instead, a node without them.
+Tensor self_of_write(const Tensor& a) {
+  const std::shared_ptr<Node> fn = a.impl()->view_base ? a.grad_fn() : nullptr;
+  if (fn == nullptr || !fn->has_hooks()) return a;
+  TracePause bookkeeping;  // history, not the program's op
+  return regenerated_view(Tensor(a.impl()->view_base), a);
+}
+
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.
 std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const Tensor& b) {
   if (!records_node({&a, &b})) return nullptr;
-  return make_node(spec, {&a, &b}, NoAttrs(), {}, /*written=*/&a);
+  const Tensor self = self_of_write(a);
+  return make_node(spec, {&self, &b}, NoAttrs(), {}, /*written=*/&a);
 }
 
 // After the write: bump the version, make `a` the node's output, rebase a view's base, and

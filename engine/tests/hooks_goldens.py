@@ -252,6 +252,15 @@ v.register_hook(hook("v1"))
 (b * b).sum().backward()
 show("ViewWrittenInPlace", v_grad=v.grad, x_grad=x.grad)
 
+# ScalingHookOnAViewWrittenInPlace: PyTorch's CopySlices never runs a hook on the view's old node.
+x = leaf(1, 1, 1)
+b = x * 1
+v = b[0:2]
+v.register_hook(hook("v", lambda g: g * 2))
+v.add_(torch.tensor([1.0, 1.0], dtype=f64))
+b.sum().backward()
+show("ScalingHookOnAViewWrittenInPlace", x_grad=x.grad)
+
 # ViewOfALeaf.
 x = leaf(1, 2, 3)
 v = x[1:]

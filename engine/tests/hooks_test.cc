@@ -349,9 +349,22 @@ TEST(Hooks, ViewWrittenInPlace) {
   ops::mul_(v, values({2, 2}, {2}));
   v.register_hook(log.hook("v1"));
   backward(ops::sum(ops::mul(b, b)));
-  EXPECT_EQ(log.take(), "v0 [16, 24]; b0 [2, 16, 24]");
+  EXPECT_EQ(log.take(), "b0 [2, 16, 24]");
   EXPECT_EQ(fmt(v.grad()), "None");
   EXPECT_EQ(fmt(x.grad()), "[2, 16, 24]");
+}
+
+// A scaling hook on a view written in place afterwards: PyTorch's CopySlices never runs it.
+TEST(Hooks, ScalingHookOnAViewWrittenInPlace) {
+  Log log;
+  Tensor x = leaf({1, 1, 1}, {3});
+  Tensor b = ops::mul(x, 1.0);
+  Tensor v = ops::slice(b, 0, 0, 2);
+  v.register_hook(log.hook("v", [](const Tensor& g) { return times(g, 2); }));
+  ops::add_(v, values({1, 1}, {2}));
+  backward(ops::sum(b));
+  EXPECT_EQ(log.take(), "");
+  EXPECT_EQ(fmt(x.grad()), "[1, 1, 1]");
 }
 
 TEST(Hooks, ViewOfALeaf) {
