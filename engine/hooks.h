@@ -28,7 +28,9 @@ namespace ag {
 // itself; a leaf's post-accumulate-grad hooks on its AccumulateGrad. So a hook belongs to the
 // history the tensor had when it was registered: after an in-place op gives the tensor a new
 // grad_fn (or a view's is regenerated after a write to its base), the old hooks stay on the old
-// node and still run when a gradient reaches it, and new ones go on the new node; only the
+// node and still run when a gradient reaches it (never the write's own: a write through a view
+// reads self past a view node with hooks, as PyTorch's CopySlices does, ops/inplace.cc), and new
+// ones go on the new node; only the
 // retains-grad hook moves along (retains_grad_moved, as PyTorch's
 // update_tensor_hooks_on_new_gradfn). A view that requires grad only through its base (made
 // with grad mode off) has no node a gradient reaches: a hook registered there never runs.
