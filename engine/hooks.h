@@ -30,10 +30,9 @@ namespace ag {
 // grad_fn (or a view's is regenerated after a write to its base), the old hooks stay on the old
 // node and still run when a gradient reaches it (never the write's own: a write through a view
 // reads self past a view node with hooks, as PyTorch's CopySlices does, ops/inplace.cc), and new
-// ones go on the new node; only the
-// retains-grad hook moves along (retains_grad_moved, as PyTorch's
-// update_tensor_hooks_on_new_gradfn). A view that requires grad only through its base (made
-// with grad mode off) has no node a gradient reaches: a hook registered there never runs.
+// ones go on the new node; only the retains-grad hook moves along (retains_grad_moved, as
+// PyTorch's update_tensor_hooks_on_new_gradfn). A view that requires grad only through its base
+// (made with grad mode off) has no node a gradient reaches: a hook registered there never runs.
 //
 // The order, for one node taken off the ready queue:
 //   1. its tensor hooks, grouped per output slot in the order each slot got its first hook,
