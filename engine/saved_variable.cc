@@ -14,9 +14,6 @@ struct SavedVariable::Packed {
   std::any value;  // what pack returned
   DType dtype;
   Device device;
-  // The value was a view that requires grad only through a base with a history (data_ was made
-  // by view_requiring_grad): its unpacked data is made so again.
-  bool requires_grad_through_base;
 };
 
 void SavedVariable::keep(const Tensor& tensor) {
@@ -71,7 +68,6 @@ void SavedVariable::pack(const Tensor& tensor,
   packed->hooks = hooks;
   packed->dtype = tensor.dtype();
   packed->device = tensor.device();
-  packed->requires_grad_through_base = !is_leaf_ && !is_output_ && grad_fn_ == nullptr;
   const uint32_t version = tensor.version();
   {
     NoGradGuard no_grad;
@@ -172,8 +168,10 @@ Tensor SavedVariable::unpack_packed(const Node& owner, const char* slot, int ind
     }
     return requires_grad ? leaf_stand_in(data, leaf_) : data.detach();
   }
-  if (p.requires_grad_through_base) return view_requiring_grad(data, saved_version_);
-  if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data.detach();
+  // Neither a leaf, an output nor with a history: a view that requires grad only through a base
+  // with a history, whose data_ keep() made by view_requiring_grad.
+  if (!is_output_ && grad_fn_ == nullptr) return view_requiring_grad(data, saved_version_);
+  if (grad_fn_ == nullptr && !requires_grad_) return data.detach();
   return with_history(data, owner);
 }
 
