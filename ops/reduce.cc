@@ -37,6 +37,7 @@ const OpSpec Sum::spec{
     "sum",
     {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     unary_forward<sum>()};
+const DeclareJvp sum_jvp{Sum::spec, jvp_linear};
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
@@ -55,6 +56,7 @@ const OpSpec SumDim::spec{"sum_dim",
                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();
                              return sum(a[self], dim, keepdim);
                            }}};
+const DeclareJvp sum_dim_jvp{SumDim::spec, jvp_linear};
 
 struct SumTo : OfSelf {
   static const OpSpec spec;
@@ -64,6 +66,7 @@ const OpSpec SumTo::spec{
     {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kPure, ShapeAttrs{},
      [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const DeclareJvp sum_to_jvp{SumTo::spec, jvp_linear};
 
 // The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
 struct BroadcastTo : OfSelf {
@@ -74,6 +77,7 @@ const OpSpec BroadcastTo::spec{"broadcast_to",
                                {AliasKind::kPure, ShapeAttrs{}, [](const OpArgs& a) {
                                   return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape);
                                 }}};
+const DeclareJvp broadcast_to_jvp{BroadcastTo::spec, jvp_linear};
 
 }  // namespace
 
