@@ -282,6 +282,17 @@ def returned_grad_outputs(results, gos, create_graph):
             out[k] = r.clone() if create_graph else r.detach().clone()
     return out
 
+def put_back(t, g):
+    """Puts back a retained .grad that a grad() call the engine refuses wrote in PyTorch. The
+    setter reads grad_fn, which raises for a view whose grad_fn cannot be read (Note [Model view
+    kinds]): such a .grad that did change cannot be put back, and the sequence stops there."""
+    if t.grad is g:
+        return
+    try:
+        t.grad = g
+    except RuntimeError:
+        raise Deviation('retained .grad of an unreadable view cannot be put back')
+
 hook_log = []
 def hook(i, f):
     """A tensor hook (Note [Model hooks]): logs what it is handed, returns it times f (None:
@@ -377,7 +388,7 @@ int main_impl(int argc, char** argv) {
            << pytorch_call(text, out)
            << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
               "str(e).splitlines()[0]\n";
-      if (!kept.empty()) body << "    for t, g in kept:\n        t.grad = g\n";
+      if (!kept.empty()) body << "    for t, g in kept:\n        put_back(t, g)\n";
       const char* want = out.expect == Expect::kOk      ? "ok"
                          : out.expect == Expect::kRaise ? "raise"
                                                         : "maybe";

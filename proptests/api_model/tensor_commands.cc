@@ -712,8 +712,20 @@ CommandPtr make_inplace(const Model& m) {
   // Now and then a view made under no_grad or whose grad_fn cannot be read (Note [Model view
   // kinds]).
   int a = -1;
-  if (*rc::gen::inRange(0, 6) == 0) {
-    a = *rc::gen::arbitrary<bool>() ? pick_unreadable(m) : pick_edgeless(m);
+  switch (*rc::gen::inRange(0, 8)) {
+    case 0:
+      a = pick_unreadable(m);
+      break;
+    case 1:
+      a = pick_edgeless(m);
+      break;
+    case 2:  // an output of split, chunk or unbind, or a view made under no_grad
+      a = pick(m, [&](int n) {
+        return m.is_view(m.impl_of(n)) && m.impl(m.impl_of(n)).made != Made::kViewOp;
+      });
+      break;
+    default:
+      break;
   }
   if (a < 0) a = pick_any(m);
   if (a < 0) return nullptr;
