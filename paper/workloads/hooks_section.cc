@@ -143,8 +143,8 @@ void hooks_section(const Context& context, Report& report) {
   // 1. The checkpointed MLP step and 2. the hooked chain, under every condition.
   const ResidualMlp mlp = make_residual_mlp(mc);
   const std::vector<Variant> mlp_variants = {
-      {kMlp, "ours plain", [&] { return residual_mlp_step(mlp, false); }},
-      {kMlp, "ours checkpointed", [&] { return residual_mlp_step(mlp, true); }},
+      {kMlp, "ours plain", [&] { return residual_mlp_step(mlp, false); }, nullptr, {}},
+      {kMlp, "ours checkpointed", [&] { return residual_mlp_step(mlp, true); }, nullptr, {}},
       {kMlp,
        peer_plain,
        {},
@@ -158,8 +158,8 @@ void hooks_section(const Context& context, Report& report) {
   const ScalarChainInputs chain = make_scalar_chain_inputs(chain_length);
   const std::string n = text(chain_length), calls = text(libtorch_chain_calls);
   const std::vector<Variant> chain_variants = {
-      {kChain, "ours hooked", [&] { return scalar_chain_call(chain, true); }},
-      {kChain, "ours without hooks", [&] { return scalar_chain_call(chain, false); }},
+      {kChain, "ours hooked", [&] { return scalar_chain_call(chain, true); }, nullptr, {}},
+      {kChain, "ours without hooks", [&] { return scalar_chain_call(chain, false); }, nullptr, {}},
       {kChain, cpp + " hooked", {}, libtorch, {"scalar_chain", n, calls, "1"}},
       {kChain, cpp + " without hooks", {}, libtorch, {"scalar_chain", n, calls, "0"}},
       {kChain, peer + " hooked", {}, torch, task({"hooked_chain", n, "1"}, torch_tail)},
