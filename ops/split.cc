@@ -61,8 +61,8 @@ class SplitNode final : public Node {
 
 // Gives `views` of `a` (made with grad mode off) their kind and, when grad mode is on and `a`
 // requires grad, the one node `name` whose outputs they are.
-std::vector<Tensor> as_outputs_of_one_node(std::vector<Tensor> views, const Tensor& a,
-                                           int64_t dim, bool stacked, const char* name) {
+std::vector<Tensor> as_outputs_of_one_node(std::vector<Tensor> views, const Tensor& a, int64_t dim,
+                                           bool stacked, const char* name) {
   mark_multi_output_views(views);
   if (!grad_enabled() || !a.requires_grad() || views.empty()) return views;
   auto node = std::make_shared<SplitNode>(a, dim, stacked, name);

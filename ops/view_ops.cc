@@ -30,9 +30,9 @@ Tensor view_gradient(const Ctx& c) {
 // Note [View gradients into a waiting sum]
 // A view's gradient is input-shaped: the incoming gradient at the view's elements, zeros
 // elsewhere. Where several views of one tensor each send it a gradient (every time step x[:, t]
-// of an RNN's input, 1,000 rows selected one by one), the separate sum would cost a fill of zeros and
-// a pass over the whole input per view. With a gradient already waiting for the input (Note [Sums
-// fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
+// of an RNN's input, 1,000 rows selected one by one), the separate sum would cost a fill of zeros
+// and a pass over the whole input per view. With a gradient already waiting for the input (Note
+// [Sums fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
 // incoming gradient into it at the view's elements alone, which is all the sum would change:
 // a select of one step of [256, 64, 256] touches 1/64 of it. select, slice and diagonal have the
 // hook: each reaches an element of its input at most once. unfold has none: its windows can

@@ -115,9 +115,7 @@ struct Semantics {
   bool same_run_is_no_overlap = true;
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false};
-  }
+  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
 };
 
 // Note [Retained gradients]
