@@ -77,6 +77,8 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
 }
 
 UnpackedDual unpack_dual(const Tensor& tensor, int level) {
+  // As PyTorch's unpack_dual outside any level: the tensor itself, and no tangent.
+  if (level < 0 && forward_ad::num_levels() == 0) return {tensor, Tensor()};
   level = resolve(level, "unpack_dual");
   UnpackedDual out;
   out.tangent = forward_ad::tangent(tensor, level);

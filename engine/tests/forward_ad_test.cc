@@ -85,6 +85,15 @@ TEST(ForwardAd, BadTangentsAndMissingLevelsRaise) {
   expect_error([&] { (void)make_dual(p, ops::ones({3}, DType::kFloat32)); }, {"dtype"});
 }
 
+// Outside any level: fwAD.unpack_dual(p) is (p, None), p itself (found by the conformance corpus,
+// programs/forward/forward.txt: the engine raised).
+TEST(ForwardAd, UnpackDualOutsideALevelGivesTheTensorAndNoTangent) {
+  const Tensor p = vec({1, 2, 3});
+  const UnpackedDual u = unpack_dual(p);
+  EXPECT_TRUE(u.primal.is_same(p));
+  EXPECT_FALSE(u.tangent.defined());
+}
+
 // Levels end with their scope: a dual's tangent is not read after its level.
 TEST(ForwardAd, TangentsEndWithTheirLevel) {
   Tensor d;
