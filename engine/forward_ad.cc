@@ -67,6 +67,11 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
   AG_CHECK(tangent.dtype() == primal.dtype() && tangent.device() == primal.device(),
            "make_dual: the tangent (", tangent.describe(),
            ") must have the primal's dtype and device (", primal.describe(), ")");
+  // PyTorch refuses it too (found by the conformance corpus: the engine replaced the tangent).
+  AG_CHECK(!forward_ad::tangent(primal, level).defined(),
+           "make_dual: Making a dual Tensor based on a Tensor that already has a forward gradient "
+           "at the same level ",
+           level, " is not supported");
   Tensor dual;
   {
     forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own

@@ -94,6 +94,17 @@ TEST(ForwardAd, UnpackDualOutsideALevelGivesTheTensorAndNoTangent) {
   EXPECT_FALSE(u.tangent.defined());
 }
 
+// d = make_dual(p, t); fwAD.make_dual(d * 2, t): "Making a dual Tensor based on a Tensor that
+// already has a forward gradient at the same level 0 is not supported." (found by the
+// conformance corpus: the engine replaced the tangent)
+TEST(ForwardAd, MakeDualOfATensorThatHasATangentRaises) {
+  DualLevel level;
+  const Tensor t = vec({.5, -1, 2});
+  const Tensor d = make_dual(vec({1, 2, 3}), t);
+  expect_error([&] { (void)make_dual(ops::mul(d, 2.0), t); }, {"already has a forward gradient"});
+  expect_error([&] { (void)make_dual(d, t); }, {"already has a forward gradient"});
+}
+
 // Levels end with their scope: a dual's tangent is not read after its level.
 TEST(ForwardAd, TangentsEndWithTheirLevel) {
   Tensor d;
