@@ -381,7 +381,7 @@ class Runner {
   TensorList values_;
   Records records_;
   std::shared_ptr<FiringLog> firings_ = std::make_shared<FiringLog>();
-  std::map<int, RemovableHandle> handles_;  // hook number -> its handle
+  std::map<int, RemovableHandle> handles_;          // hook number -> its handle
   std::vector<std::unique_ptr<DualLevel>> levels_;  // the live dual levels, innermost last
 };
 

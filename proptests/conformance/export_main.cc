@@ -44,9 +44,9 @@ struct Args {
   std::string scripts;
   bool check = false;
   int show = -1;
-  std::string file;     // --file: show this program (text form) instead of a generated one
-  bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
-  bool hooks = false;   // --hooks: corpus/hooks.txt only (Note [Conformance hooks])
+  std::string file;      // --file: show this program (text form) instead of a generated one
+  bool reduce = false;   // --reduce: show the smallest program that mismatches the same way
+  bool hooks = false;    // --hooks: corpus/hooks.txt only (Note [Conformance hooks])
   bool forward = false;  // --forward: corpus/forward.txt only (Note [Conformance forward mode])
   std::string engine = "pytorch";
   ForeignOptions foreign;
@@ -216,8 +216,8 @@ const ExtraCorpus& extra_corpus(bool hooks) {
       },
       [](uint64_t seed, int id) { return generate_program(seed, id, true); }};
   static const ExtraCorpus kForward{"forward", "forward-mode programs",
-                                    "tangents and transform results recorded",
-                                    tangents_recorded, generate_forward_program};
+                                    "tangents and transform results recorded", tangents_recorded,
+                                    generate_forward_program};
   return hooks ? kHooks : kForward;
 }
 

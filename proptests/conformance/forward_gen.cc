@@ -241,8 +241,8 @@ class ForwardBuilder {
   }
 
   void add_transform() {
-    static const TransformKind kKinds[] = {TransformKind::kJvp,    TransformKind::kVjp,
-                                           TransformKind::kJacrev, TransformKind::kJacfwd,
+    static const TransformKind kKinds[] = {TransformKind::kJvp,     TransformKind::kVjp,
+                                           TransformKind::kJacrev,  TransformKind::kJacfwd,
                                            TransformKind::kHessian, TransformKind::kHvp};
     Stmt s;
     s.kind = StmtKind::kTransform;

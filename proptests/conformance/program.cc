@@ -344,9 +344,7 @@ std::vector<const char*> view_int_names(ViewOp op) { return view_row(op).ints; }
 ops::OpId view_op_id(ViewOp op) { return view_row(op).id; }
 const char* custom_name(CustomKind kind) { return kCustomNames[static_cast<int>(kind)]; }
 const char* hook_kind_name(HookKind kind) { return kHookNames[static_cast<int>(kind)]; }
-const char* transform_name(TransformKind kind) {
-  return kTransformNames[static_cast<int>(kind)];
-}
+const char* transform_name(TransformKind kind) { return kTransformNames[static_cast<int>(kind)]; }
 int num_results(TransformKind kind, int num_primals) {
   switch (kind) {
     case TransformKind::kJvp:

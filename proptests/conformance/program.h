@@ -202,7 +202,7 @@ const char* view_op_name(ViewOp op);
 std::vector<const char*> view_int_names(ViewOp op);
 ops::OpId view_op_id(ViewOp op);
 const char* custom_name(CustomKind kind);
-const char* hook_kind_name(HookKind kind);  // the text form's head: hook, prehook, ...
+const char* hook_kind_name(HookKind kind);       // the text form's head: hook, prehook, ...
 const char* transform_name(TransformKind kind);  // jvp, vjp, jacrev, jacfwd, hessian, hvp
 // The number of results of a transform statement with `num_primals` primals.
 int num_results(TransformKind kind, int num_primals);

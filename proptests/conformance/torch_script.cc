@@ -119,8 +119,8 @@ std::string transform_code(const Stmt& s) {
   code += "):\\n";
   int next = s.num_primals;
   for (const Instr& in : s.body) {
-    code += "    " + name(next++) + " = " + torch_op_expr(in, TorchSpelling::kRuntimeHelpers) +
-            "\\n";
+    code +=
+        "    " + name(next++) + " = " + torch_op_expr(in, TorchSpelling::kRuntimeHelpers) + "\\n";
   }
   code += "    return " + name(next - 1) + "\\n";
   std::string args;

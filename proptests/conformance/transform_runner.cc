@@ -23,8 +23,7 @@ func::Function body_function(const std::vector<Instr>& body) {
 }
 
 TensorList range(const TensorList& args, size_t from, size_t to) {
-  AG_CHECK(to <= args.size(), "a transform statement needs ", to, " arguments, has ",
-           args.size());
+  AG_CHECK(to <= args.size(), "a transform statement needs ", to, " arguments, has ", args.size());
   TensorList out;
   // Detached: the transforms' results are compared, not their history (program.h).
   for (size_t i = from; i < to; ++i) out.push_back(ops::detach(args[i]));
