@@ -52,8 +52,8 @@ TEST(Transforms, VjpOutputsCarryNoHistoryOfTheirOwn) {
   const VjpResult v = vjp(kTanhProduct, {x});
   EXPECT_FALSE(v.outputs[0].requires_grad());
   EXPECT_TRUE(v.outputs[0].is_leaf());
-  expect_near(v.vjp({vec({1, 0})})[0], {kTanhProductJacobian[0], kTanhProductJacobian[1],
-                                        kTanhProductJacobian[2]});
+  expect_near(v.vjp({vec({1, 0})})[0],
+              {kTanhProductJacobian[0], kTanhProductJacobian[1], kTanhProductJacobian[2]});
 }
 
 TEST(Transforms, JvpAndVjpAreTheJacobianTimesAVector) {
