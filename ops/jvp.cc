@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 
 namespace ag::ops {
 namespace {
@@ -102,6 +103,19 @@ void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> i
     Tensor t = run_rule(spec, ctx, level);
     if (t.defined()) forward_ad::set_tangent(result, level, t, spec.name().c_str());
   }
+}
+
+Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                            Tensor result, OpAttrs attrs,
+                            std::initializer_list<Tensor> from_forward) {
+  if (!records_node(inputs)) {
+    compute_tangents(spec, inputs, result, attrs, from_forward);
+    return result;
+  }
+  OpNode& node = attach_history(make_node(spec, inputs, attrs, from_forward), result);
+  compute_tangents(spec, inputs, result, attrs, from_forward);
+  save_result(node, result);
+  return result;
 }
 
 TensorList tangents_of_write(const OpSpec& spec, const Tensor& self, const Tensor& other) {

@@ -80,10 +80,19 @@ struct DeclareJvp {
 };
 
 // Gives `result` its tangent at every live, unsuspended level at which an input carries one
-// (Note [Forward mode]). record() calls it while a level is live.
+// (Note [Forward mode]).
 void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                       const Tensor& result, const OpAttrs& attrs,
                       std::initializer_list<Tensor> from_forward);
+
+// record() while a level is live: the result's history first, then its tangents, then the saves
+// of the result, as PyTorch's generated code orders them. A rule that reads the result (tanh's
+// 1 - result^2) must read it with its history, or the tangent is a constant in the op's inputs to
+// reverse mode (a gradient of y_xx = H 1 in the weights); and a saved result must carry its
+// tangent, or a formula run inside the level (forward-over-reverse) reads none.
+Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                            Tensor result, OpAttrs attrs,
+                            std::initializer_list<Tensor> from_forward);
 
 // An in-place op's write of `self`: its tangent becomes the op's jvp at the values before the
 // write. Call before the write with the out-of-place op's spec; returns what to store after it

@@ -87,6 +87,9 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
 // node comes as a shared_ptr to become result's grad_fn: a caller done with it moves it in,
 // which costs no reference count update (shared_from_this() would cost an atomic one).
 void attach_output(std::shared_ptr<OpNode> node, const Tensor& result);
+// attach_output's two halves, for record_with_tangents (ops/jvp.h): the history, then the saves.
+OpNode& attach_history(std::shared_ptr<OpNode> node, const Tensor& result);
+void save_result(OpNode& node, const Tensor& result);
 
 // make_node + attach_output: record()'s slow half.
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
@@ -108,7 +111,7 @@ inline bool records_node(std::initializer_list<const Tensor*> inputs) {
                                             Tensor result) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, NoAttrs());
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, NoAttrs(), {});
+    return record_with_tangents(spec, inputs, std::move(result), NoAttrs(), {});
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), NoAttrs(), {});
 }
@@ -122,7 +125,7 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, make_attrs());
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, make_attrs(), from_forward);
+    return record_with_tangents(spec, inputs, std::move(result), make_attrs(), from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), make_attrs(), from_forward);
 }
@@ -132,7 +135,7 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, attrs);
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, attrs, from_forward);
+    return record_with_tangents(spec, inputs, std::move(result), std::move(attrs), from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
 }

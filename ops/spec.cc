@@ -301,14 +301,22 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
   return node;
 }
 
-void attach_output(std::shared_ptr<OpNode> node, const Tensor& result) {
+OpNode& attach_history(std::shared_ptr<OpNode> node, const Tensor& result) {
   OpNode& n = *node;
   TensorImpl& out = *result.impl();
   out.set_requires_grad(true);  // an in-place op may move a leaf into the graph
   out.grad_fn = std::move(node);
   out.output_nr = n.add_input_metadata(TensorMeta::of(result));
-  const int j = n.spec().slot_index(Result());
-  if (j >= 0 && n.keeps_slot(j)) n.save(j, result, true);
+  return n;
+}
+
+void save_result(OpNode& node, const Tensor& result) {
+  const int j = node.spec().slot_index(Result());
+  if (j >= 0 && node.keeps_slot(j)) node.save(j, result, true);
+}
+
+void attach_output(std::shared_ptr<OpNode> node, const Tensor& result) {
+  save_result(attach_history(std::move(node), result), result);
 }
 
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,

@@ -21,7 +21,10 @@
 // base was written in place goes through the engine's own view bookkeeping ops) fails to compile
 // with an error naming the op. The graph runs with grad mode off, so results carry no history (a
 // result that is a view of an input still shares its memory, and its requires_grad, as in eager
-// code under no_grad).
+// code under no_grad). Forward mode inside the function (a DualLevel, engine/functional.h's
+// transforms) traces too: jvp rules compute tangents with ops (Note [Jvp rules], ops/jvp.h), so
+// a forward-over-reverse y_xx compiles as nested grads do; jacfwd and jacrev do not, as they
+// assemble their rows with stack (Note [Variadic ops]).
 #pragma once
 
 #include <cstdint>

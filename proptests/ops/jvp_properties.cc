@@ -2,8 +2,8 @@
 // in float64 (Note [Jvp rules], ops/jvp.h): the per-op oracle of three independent derivatives.
 // First order: the tangent J u from the dual level equals central differences of the program
 // along u, and <w, J u> equals <J^T w, u> from grad() to rounding. Second order: the tangent of a
-// gradient taken inside the level (forward-over-reverse, H u) equals the gradient of <g, u>
-// (reverse-over-reverse).
+// gradient taken inside the level (forward-over-reverse, H u), and the gradient of a tangent
+// <w, J u> (reverse of forward), equal the gradient of <g, u> (reverse-over-reverse).
 
 #include <cmath>
 #include <sstream>
@@ -132,8 +132,11 @@ AG_PROPERTY(OpsJvp, ForwardOverReverseEqualsReverseOverReverse) {
   TensorList hu_reverse(wanted.size());
   if (gu.defined()) hu_reverse = grad({gu}, wanted, GradArgs().allow_unused());
 
-  // Forward over reverse: the tangent of the gradient taken inside the level.
-  TensorList hu_forward;
+  // Forward over reverse: the tangent of the gradient taken inside the level. Reverse of
+  // forward: the gradient of s's tangent, <w, J u>, which is d<J^T w, u>/dx = H u too; it reaches
+  // x through the primals the jvp rules read (a rule that read a result without its history
+  // would cut that path).
+  TensorList hu_forward, hu_of_tangent;
   {
     DualLevel level;
     TensorList stand_ins;  // the leaves as duals, each a fresh leaf-backed alias
@@ -143,23 +146,33 @@ AG_PROPERTY(OpsJvp, ForwardOverReverseEqualsReverseOverReverse) {
       if (u[i].defined()) all[i] = stand_ins.emplace_back(make_dual(leaves[i], wanted_u[j++]));
     }
     const Tensor sd = weighted(all);
+    const Tensor tangent = unpack_dual(sd).tangent;
+    if (tangent.defined() && tangent.requires_grad()) {
+      hu_of_tangent = grad({tangent}, stand_ins, GradArgs().retain_graph().allow_unused());
+    }
     const TensorList gd = grad({sd}, stand_ins, GradArgs().allow_unused());
     for (const Tensor& t : gd) {
       hu_forward.push_back(t.defined() ? unpack_dual(t).tangent : Tensor());
     }
   }
+  hu_of_tangent.resize(wanted.size());
   for (size_t i = 0; i < wanted.size(); ++i) {
-    const Tensor a = hu_forward[i].defined() ? hu_forward[i] : ops::zeros_like(wanted[i]);
-    const Tensor b = hu_reverse[i].defined() ? hu_reverse[i] : ops::zeros_like(wanted[i]);
-    const std::vector<double> av = a.to_vector(), bv = b.to_vector();
-    for (size_t k = 0; k < av.size(); ++k) {
-      if (!std::isfinite(av[k]) && !std::isfinite(bv[k])) continue;
-      if (!close(av[k], bv[k], std::abs(bv[k]), 1e-8)) {
-        std::ostringstream os;
-        os << "leaf " << i << " element " << k << ": H u by forward-over-reverse " << av[k]
-           << ", by reverse-over-reverse " << bv[k] << "\n"
-           << describe(plan);
-        RC_FAIL(os.str());
+    const auto values = [&](const Tensor& t) {
+      return (t.defined() ? t : ops::zeros_like(wanted[i])).to_vector();
+    };
+    const std::vector<double> bv = values(hu_reverse[i]);
+    for (const auto& [name, a] : {std::pair{"forward-over-reverse", hu_forward[i]},
+                                  std::pair{"reverse of forward", hu_of_tangent[i]}}) {
+      const std::vector<double> av = values(a);
+      for (size_t k = 0; k < av.size(); ++k) {
+        if (!std::isfinite(av[k]) && !std::isfinite(bv[k])) continue;
+        if (!close(av[k], bv[k], std::abs(bv[k]), 1e-8)) {
+          std::ostringstream os;
+          os << "leaf " << i << " element " << k << ": H u by " << name << " " << av[k]
+             << ", by reverse-over-reverse " << bv[k] << "\n"
+             << describe(plan);
+          RC_FAIL(os.str());
+        }
       }
     }
   }
