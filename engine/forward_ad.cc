@@ -1,6 +1,7 @@
 #include "engine/forward_ad.h"
 
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/engine_ops.h"
@@ -17,6 +18,21 @@ std::atomic<uint64_t> level_ids[kMaxLevels];
 uint64_t next_level_id = 1;
 
 thread_local uint32_t suspended_levels = 0;  // bit i: level i
+
+// Note [Tangents end with their level]
+// As PyTorch's ForwardADLevel, each live level keeps the tensors it gave a tangent to (a tensor
+// that dies first takes itself off: TensorImpl::forget_tangents), and its end drops those
+// tangents. A tangent can hold the tensor that carries it: tanh's rule reads its result, whose
+// history the rule's ops save, so the result holds its tangent, whose history holds the result.
+// Dropping the tangents at the level's end breaks every such cycle; a tensor kept past its level
+// holds no tangent's memory.
+std::mutex given_mutex;                             // guards given
+std::unordered_set<TensorImpl*> given[kMaxLevels];  // by level index
+
+void remember_tangent(TensorImpl* impl, int level) {
+  std::lock_guard<std::mutex> lock(given_mutex);
+  given[level].insert(impl);
+}
 
 uint64_t id_of(int level) {
   AG_CHECK(level >= 0 && level < forward_ad::num_levels(), "forward AD: level ", level,
@@ -52,7 +68,25 @@ DualLevel::DualLevel() {
 }
 
 DualLevel::~DualLevel() {
+  // Note [Tangents end with their level]: released after the locks, as a tangent's end can end
+  // tensors that carry tangents (each takes the lock to forget its own).
+  std::vector<Ref<TensorImpl>> dropped;
   std::lock_guard<std::mutex> lock(levels_mutex);
+  {
+    std::lock_guard<std::mutex> given_lock(given_mutex);
+    for (int l = index_; l < kMaxLevels; ++l) {
+      const uint64_t id = level_ids[l].load(std::memory_order_relaxed);
+      for (TensorImpl* impl : given[l]) {
+        std::vector<LevelTangent>& list = *impl->tangents;
+        for (size_t i = list.size(); i-- > 0;) {
+          if (list[i].level_id != id) continue;
+          dropped.push_back(std::move(list[i].tangent));
+          list.erase(list.begin() + static_cast<long>(i));
+        }
+      }
+      given[l].clear();
+    }
+  }
   // Levels end innermost first (they are scopes); ending this one ends any inside it too.
   forward_ad::detail::live_levels.store(index_, std::memory_order_release);
 }
@@ -90,6 +124,11 @@ UnpackedDual unpack_dual(const Tensor& tensor, int level) {
   forward_ad::SuspendLevel reading_primal(level);
   out.primal = engine_ops::alias(tensor);
   return out;
+}
+
+void TensorImpl::forget_tangents() {
+  std::lock_guard<std::mutex> lock(given_mutex);
+  for (std::unordered_set<TensorImpl*>& impls : given) impls.erase(this);
 }
 
 namespace forward_ad {
@@ -131,6 +170,7 @@ void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* 
     if (!live_id || list[i].level_id == id) list.erase(list.begin() + static_cast<long>(i));
   }
   list.push_back({id, kept.impl()});
+  remember_tangent(&impl, level);
 }
 
 void copy_tangents(const Tensor& from, const Tensor& to) {

@@ -64,6 +64,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   ~TensorImpl() {
     if (grad_accumulator) forget_grad_accumulator();
     if (retains_grad) forget_retains_grad();
+    if (tangents) forget_tangents();
   }
 
   // Sets requires_grad, and the copy that this tensor's AccumulateGrad keeps if it is its leaf.
@@ -124,6 +125,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
  private:
   void forget_grad_accumulator();
   void forget_retains_grad();  // engine/hooks.cc
+  void forget_tangents();      // engine/forward_ad.cc
 };
 
 class Tensor {

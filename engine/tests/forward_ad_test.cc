@@ -11,6 +11,7 @@
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/function.h"
+#include "engine/memory/allocator.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -115,6 +116,33 @@ TEST(ForwardAd, TangentsEndWithTheirLevel) {
   DualLevel next;
   EXPECT_FALSE(unpack_dual(d).tangent.defined());
   EXPECT_FALSE(unpack_dual(ops::mul(d, d)).tangent.defined());
+}
+
+// A level's end drops the tangents it gave (as PyTorch's dual_level exit resets every forward
+// grad of the level): a tensor kept past it holds no tangent's memory, and a forward-over-reverse
+// graph, whose tangents read the results that carry them (tanh's 1 - y^2), frees all it made once
+// its handles go, with no reference cycle through a result and its tangent's history.
+TEST(ForwardAd, TheEndOfALevelFreesItsTangents) {
+  const int64_t before = live_bytes();
+  Tensor kept;
+  {
+    DualLevel level;
+    Tensor w = ops::uniform({64, 64}, -1, 1, 1, DType::kFloat64);
+    w.set_requires_grad(true);
+    Tensor x = ops::uniform({8, 64}, -1, 1, 2, DType::kFloat64);
+    x.set_requires_grad(true);
+    const Tensor xd = make_dual(x, ops::ones_like(x));
+    const Tensor y = ops::sum(ops::tanh(ops::mm(xd, w)));
+    const Tensor g = grad({y}, {xd}, GradArgs().create_graph())[0];
+    ASSERT_TRUE(unpack_dual(g).tangent.defined());
+    kept = ops::tanh(ops::mm(xd, w));  // [8, 64], its tangent [8, 64] too
+  }
+  ASSERT_FALSE(unpack_dual(kept).tangent.defined());
+  const int64_t one = 8 * 64 * 8;
+  // kept, its saved result (the same storage), and mm's saved x and w of its history.
+  EXPECT_EQ(live_bytes(), before + one + one + 64 * 64 * 8);
+  kept = Tensor();
+  EXPECT_EQ(live_bytes(), before);
 }
 
 // Forward over forward (nested levels): d2/dx2 sin(x) = -sin(x), from the inner tangent's outer
