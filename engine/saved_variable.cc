@@ -116,18 +116,15 @@ std::string saver_name(const Node& owner, const char* op) {
 }
 }  // namespace
 
-Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index, const char* op) const {
-  Tensor value = unpack_value(owner, slot, index, op);
-  // Note [Forward mode]: the value carries the tangents it carried when saved, so that a formula
-  // run inside a dual level (forward-over-reverse) reads them; on an object of its own.
-  if (tangents_.defined() && forward_ad::live()) {
-    if (value.is_same(data_)) {
-      const auto& leaf = data_.impl()->grad_accumulator;
-      value = leaf != nullptr ? leaf_stand_in(data_, leaf) : data_.detach();
-    }
-    forward_ad::copy_tangents(tangents_, value);
+// Note [Forward mode]: the value carries the tangents it carried when saved, so that a formula
+// run inside a dual level (forward-over-reverse) reads them; on an object of its own.
+void SavedVariable::give_tangents(Tensor& value) const {
+  if (!forward_ad::live()) return;
+  if (value.is_same(data_)) {
+    const auto& leaf = data_.impl()->grad_accumulator;
+    value = leaf != nullptr ? leaf_stand_in(data_, leaf) : data_.detach();
   }
-  return value;
+  forward_ad::copy_tangents(tangents_, value);
 }
 
 Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int index,

@@ -57,8 +57,13 @@ class SavedVariable {
   // messages are only built when they are thrown.
   // `op` names the op that saved it where `owner` stands for several (Note [Nodes that stand for
   // several ops]): messages then say "saved by 'mm' in 'DifferentiableGraphBackward'".
+  // Inline: every formula's read comes here, and the tangents are almost never there.
   Tensor unpack(const Node& owner, const char* slot, int index = -1,
-                const char* op = nullptr) const;
+                const char* op = nullptr) const {
+    Tensor value = unpack_value(owner, slot, index, op);
+    if (__builtin_expect(tangents_.defined(), 0)) give_tangents(value);
+    return value;
+  }
   void release();
   bool defined() const { return data_.defined() || packed_ != nullptr; }
   bool released() const { return released_; }
@@ -73,6 +78,7 @@ class SavedVariable {
   [[gnu::always_inline]] inline void keep(const Tensor& tensor);
   void pack(const Tensor& tensor, const std::shared_ptr<const SavedTensorHooks>& hooks);
   Tensor unpack_value(const Node& owner, const char* slot, int index, const char* op) const;
+  void give_tangents(Tensor& value) const;
   Tensor unpack_packed(const Node& owner, const char* slot, int index, const char* op) const;
   Tensor with_history(const Tensor& data, const Node& owner) const;
   static Tensor view_requiring_grad(const Tensor& data, uint32_t version);
