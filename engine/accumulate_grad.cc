@@ -2,6 +2,7 @@
 
 #include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 
 namespace ag {
@@ -73,9 +74,9 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!leaf.requires_grad) return;
   Tensor old = read_grad(leaf);
   if (!old.defined()) {
-    write_grad(leaf,
-               !grad_enabled() && held_only_here(grad) ? std::move(grad) : engine_ops::clone(grad));
-  } else if (!grad_enabled()) {
+    write_grad(leaf, values_unobserved() && held_only_here(grad) ? std::move(grad)
+                                                                 : engine_ops::clone(grad));
+  } else if (values_unobserved()) {
     engine_ops::add_in_place(old, grad);
   } else {
     write_grad(leaf, engine_ops::add(old, grad));

@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/options.h"
@@ -114,7 +115,7 @@ inline bool can_sum_into(const Tensor& target, const Tensor& other) {
 // engine/engine.cc): the switch on, grad mode off (nothing records the sum), and `sum` defined
 // and held only here. The op itself checks that its operands have sum's layout.
 inline bool can_add_into(const Tensor& sum, const EngineOptions& options) {
-  return options.fuse_gradient_sums && !grad_enabled() && sum.defined() && held_only_here(sum);
+  return options.fuse_gradient_sums && values_unobserved() && sum.defined() && held_only_here(sum);
 }
 
 }  // namespace ag

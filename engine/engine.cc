@@ -9,6 +9,7 @@
 #include "engine/counters.h"
 #include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/hooks.h"
 #include "engine/memory/node_map.h"
@@ -386,7 +387,7 @@ void accumulate(TensorList& buffer, size_t slot, Tensor&& grad) {
   Tensor& sum = buffer[slot];
   if (!sum.defined()) {
     sum = std::move(grad);
-  } else if (grad_enabled()) {
+  } else if (!values_unobserved()) {  // Note [Forward mode]: tangents ride on the ops
     sum = engine_ops::add(sum, grad);
   } else if (can_sum_into(sum, grad)) {
     engine_ops::add_in_place(sum, grad);

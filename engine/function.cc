@@ -3,6 +3,7 @@
 #include "engine/call.h"
 #include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 
 namespace ag {
@@ -155,6 +156,15 @@ TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
                                const TensorList& inputs, EdgeList edges, TensorList outputs,
                                std::unique_ptr<FunctionState> state, TensorList to_save,
                                const TensorList& non_differentiable, const TensorList& dirty) {
+  // Note [Forward mode]: a custom Function declares no jvp, so a tangent cannot pass through it.
+  for (int level = 0; forward_ad::live() && level < forward_ad::num_levels(); ++level) {
+    for (const Tensor& t : inputs) {
+      AG_CHECK(forward_ad::suspended(level) || !forward_ad::tangent(t, level).defined(),
+               "custom Function '", info.name(),
+               "': forward-mode AD: an input carries a tangent, and the Function defines no jvp "
+               "(PyTorch: jvp is not implemented for this Function)");
+    }
+  }
   // Note [Custom Function outputs]. Dirty inputs count as written, once per time they are listed
   // (as torch.autograd.Function's), before anything reads their versions.
   for (const Tensor& t : dirty) {

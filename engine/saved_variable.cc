@@ -2,6 +2,7 @@
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/saved_tensor_hooks.h"
@@ -55,6 +56,13 @@ SavedVariable::SavedVariable(const Tensor& tensor, bool is_output)
       saved_version_(tensor.version()),
       saved_shape_(tensor.shape()) {
   keep(tensor);
+  // Note [Forward mode]: a value saved inside a dual level keeps the tangents it carries, on an
+  // alias of its own (data_ may be a leaf's saved alias, shared by every save of the leaf).
+  if (forward_ad::live()) {
+    Tensor carrier = tensor.detach();
+    forward_ad::copy_tangents(tensor, carrier);
+    if (carrier.impl()->tangents != nullptr) tangents_ = std::move(carrier);
+  }
   if (const std::shared_ptr<const SavedTensorHooks>* hooks = current_saved_tensor_hooks()) {
     pack(tensor, *hooks);
   }
@@ -109,6 +117,21 @@ std::string saver_name(const Node& owner, const char* op) {
 }  // namespace
 
 Tensor SavedVariable::unpack(const Node& owner, const char* slot, int index, const char* op) const {
+  Tensor value = unpack_value(owner, slot, index, op);
+  // Note [Forward mode]: the value carries the tangents it carried when saved, so that a formula
+  // run inside a dual level (forward-over-reverse) reads them; on an object of its own.
+  if (tangents_.defined() && forward_ad::live()) {
+    if (value.is_same(data_)) {
+      const auto& leaf = data_.impl()->grad_accumulator;
+      value = leaf != nullptr ? leaf_stand_in(data_, leaf) : data_.detach();
+    }
+    forward_ad::copy_tangents(tangents_, value);
+  }
+  return value;
+}
+
+Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int index,
+                                   const char* op) const {
   if (released_) {
     fail("Trying to backward through the graph a second time: the value '", slot_name(slot, index),
          "' of shape ", to_string(saved_shape_), " saved by ", saver_name(owner, op),
@@ -191,6 +214,7 @@ void SavedVariable::release() {
   packed_ = nullptr;  // the packed object is freed with it, as PyTorch's
   grad_fn_ = nullptr;
   leaf_ = nullptr;
+  tangents_ = Tensor();
   released_ = true;
 }
 

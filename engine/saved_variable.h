@@ -72,6 +72,7 @@ class SavedVariable {
 
   [[gnu::always_inline]] inline void keep(const Tensor& tensor);
   void pack(const Tensor& tensor, const std::shared_ptr<const SavedTensorHooks>& hooks);
+  Tensor unpack_value(const Node& owner, const char* slot, int index, const char* op) const;
   Tensor unpack_packed(const Node& owner, const char* slot, int index, const char* op) const;
   Tensor with_history(const Tensor& data, const Node& owner) const;
   static Tensor view_requiring_grad(const Tensor& data, uint32_t version);
@@ -95,6 +96,9 @@ class SavedVariable {
   uint32_t saved_version_ = 0;
   bool released_ = false;
   Shape saved_shape_;  // kept after release for error messages
+  // Note [Forward mode]: an alias that carries the value's tangents when it carried any when
+  // saved; else undefined.
+  Tensor tangents_;
   // What pack returned, in place of data_ (Note [Saved-tensor hooks]); null when not packed.
   std::shared_ptr<const Packed> packed_;
 };

@@ -20,6 +20,13 @@ namespace ag {
 
 class AccumulateGrad;
 class Node;
+struct TensorImpl;
+
+// A tangent a tensor carries at one dual level (Note [Forward mode], engine/forward_ad.h).
+struct LevelTangent {
+  uint64_t level_id;
+  Ref<TensorImpl> tangent;
+};
 
 // How a view was made, as PyTorch's CreationMeta: which writes through it or into its base it
 // refuses, and what it says (Note [How a view was made], ops/views.h).
@@ -109,6 +116,10 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // storage's): strides and offset. Note [Views of any stride] (ops/views.h).
   Shape view_strides;
   int64_t view_offset = 0;
+
+  // The tangents this tensor carries (Note [Forward mode], engine/forward_ad.h): null for every
+  // tensor made outside a dual level.
+  std::unique_ptr<std::vector<LevelTangent>> tangents;
 
  private:
   void forget_grad_accumulator();

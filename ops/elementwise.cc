@@ -178,6 +178,7 @@ const OpSpec scaled_product_rule{
        return add_scaled_product_into(sum, x[sp::a], x[sp::b], x[sp::c],
                                       x.attrs<ScalarAttrs>().scalar);
      }}};
+const DeclareJvp scaled_product_jvp{scaled_product_rule, jvp_from_formulas};
 
 // The formulas defined below the rules.
 

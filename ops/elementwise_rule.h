@@ -9,16 +9,24 @@
 #include <iterator>
 #include <utility>
 
+#include "ops/jvp.h"
 #include "ops/kinds.h"
 #include "ops/ops.h"
 #include "ops/spec.h"
 
 namespace ag::ops {
 
+// Every kind's Jacobian is diagonal, so its jvp is its formulas' (Note [Jvp rules], ops/jvp.h).
 template <auto Kind>  // a UnaryKind or a BinaryKind
 struct KindRule : OpSpec {
   static constexpr auto kind = Kind;
-  using OpSpec::OpSpec;
+  KindRule(const char* name, std::initializer_list<FormulaSpec> formulas, OpForward forward)
+      : OpSpec(name, formulas, std::move(forward)) {
+    declare_jvp(jvp_from_formulas);
+  }
+  // A kind without a derivative (the comparisons).
+  KindRule(const char* name, std::initializer_list<Input> inputs, OpForward forward)
+      : OpSpec(name, inputs, std::move(forward)) {}
 };
 
 // The plain unary ops' functions, by kind (the plain kinds come first).

@@ -55,6 +55,7 @@ struct Clone : OfSelf {
 };
 const OpSpec Clone::spec{
     "clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, unary_forward<clone>()};
+const DeclareJvp clone_jvp{Clone::spec, jvp_linear};
 
 // The gradient goes back to the input's device.
 struct To : OfSelf {
@@ -65,6 +66,7 @@ const OpSpec To::spec{
     {{self, {}, [](const Ctx& c) { return to(c.grad(), c.attrs<DeviceAttrs>().device); }}},
     {AliasKind::kPure, DeviceAttrs{},
      [](const OpArgs& a) { return to(a[self], a.attrs<DeviceAttrs>().target); }}};
+const DeclareJvp to_jvp{To::spec, jvp_linear};
 
 // Ops without a derivative, for the JIT (Note [Op schema]): detach shares its input's storage.
 const OpSpec Detach{"detach", {OfSelf::self}, {AliasKind::kView, NoAttrs(), [](const OpArgs& a) {

@@ -53,6 +53,7 @@ const OpSpec Gather::spec{"gather",
                              const IndexAttrs& a = x.attrs<IndexAttrs>();
                              return gather(x[self], a.dim, index_of(a));
                            }}};
+const DeclareJvp gather_jvp{Gather::spec, jvp_linear};
 
 // scatter_add(self, src): derivatives.yaml's self: grad, src: grad.gather(dim, index).
 struct ScatterAdd {
@@ -71,6 +72,7 @@ const OpSpec ScatterAdd::spec{"scatter_add",
                                  const IndexAttrs& a = x.attrs<IndexAttrs>();
                                  return scatter_add(x[self], a.dim, index_of(a), x[src]);
                                }}};
+const DeclareJvp scatter_add_jvp{ScatterAdd::spec, jvp_linear};
 
 // index_select(self, dim, index): PyTorch's index_select_backward, the gradient added into zeros
 // of self's shape at the selected slices (scatter_add with the index expanded to the gradient).
@@ -91,6 +93,7 @@ const OpSpec IndexSelect::spec{"index_select",
                                   const IndexAttrs& a = x.attrs<IndexAttrs>();
                                   return index_select(x[self], a.dim, *a.index);
                                 }}};
+const DeclareJvp index_select_jvp{IndexSelect::spec, jvp_linear};
 
 // max/min along a dim: PyTorch's value_selecting_reduction_backward, the gradient put at the
 // chosen elements (the indices, kept at keepdim shape) of zeros of self's shape.
@@ -114,6 +117,14 @@ const OpSpec Extreme<kLargest>::spec{
      }}};
 template struct Extreme<true>;
 template struct Extreme<false>;
+// The tangent at the chosen elements (PyTorch's gather of self_t at the indices).
+Tensor value_selecting_jvp(const JvpContext& c) {
+  const IndexAttrs& a = c.attrs<IndexAttrs>();
+  const Tensor t = gather(c.tangent(Extreme<true>::self), a.dim, index_of(a));
+  return a.keepdim ? t : reshape(t, c.result().shape());
+}
+const DeclareJvp max_dim_jvp{Extreme<true>::spec, value_selecting_jvp};
+const DeclareJvp min_dim_jvp{Extreme<false>::spec, value_selecting_jvp};
 
 // Note [Dims of a 0-dim tensor]: a 0-dim input is one element along dim 0, seen as [1].
 Shape at_least_1d_shape(const Shape& s) { return s.empty() ? Shape{1} : s; }

@@ -26,6 +26,7 @@ const OpSpec AddInplace::spec{"add_",
                               {{self, {}, [](const Ctx& c) { return c.grad(); }},
                                {other, {}, [](const Ctx& c) { return c.grad(); }}},
                               in_place_forward<add_>()};
+const DeclareJvp add_inplace_jvp{AddInplace::spec, jvp_from_formulas};
 
 // copy_(self, src). The overwritten self gets a constant zero gradient (no history, as PyTorch's
 // zeros_like).
@@ -37,6 +38,7 @@ const OpSpec CopyInplace::spec{"copy_",
                                {{self, {}, [](const Ctx& c) { return zeros_like(c.grad()); }},
                                 {src, {}, [](const Ctx& c) { return c.grad(); }}},
                                in_place_forward<copy_>()};
+const DeclareJvp copy_inplace_jvp{CopyInplace::spec, jvp_from_formulas};
 
 // Note [Overlapping writes]
 // As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
@@ -115,10 +117,11 @@ std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const
   return make_node(spec, {&self, &b}, NoAttrs(), {}, /*written=*/&a);
 }
 
-// After the write: bump the version, make `a` the node's output, rebase a view's base, and
-// report the op to an active trace (Note [Tracing hook]).
+// After the write: bump the version, make `a` the node's output, rebase a view's base, give `a`
+// the tangents of the write (Note [Forward mode]) and report the op to an active trace (Note
+// [Tracing hook]).
 Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, Tensor& a,
-                       const Tensor& b) {
+                       const Tensor& b, const TensorList& tangents) {
   a.bump_version();
   // Note [Hooks] (engine/hooks.h): a's old hooks stay on its old node; its retains-grad hook
   // follows its history.
@@ -127,6 +130,7 @@ Tensor& finish_inplace(const OpSpec& spec, const std::shared_ptr<OpNode>& node, 
   if (retained_on) move_retains_grad(*a.impl(), retained_on);
   if (node && a.impl()->view_base) node->mark_written_through_view();
   rebase_history_after_inplace(a, node != nullptr);
+  if (!tangents.empty()) finish_tangents_of_write(a, tangents);
   trace(spec, {&a, &b}, a);
   return a;
 }
@@ -139,8 +143,9 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   // a's mark, so it is set again after.
   const Tensor::Zeros sum = Storage::sum_of(a.known_zeros(), b.known_zeros());
   std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
+  const TensorList tangents = tangents_of_write(AddInplace::spec, a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
-  Tensor& out = finish_inplace(AddInplace::spec, node, a, b);
+  Tensor& out = finish_inplace(AddInplace::spec, node, a, b, tangents);
   if (sum != Tensor::Zeros::kUnknown) out.mark_zeros(sum);
   return out;
 }
@@ -149,15 +154,17 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
   check_inplace("mul_", a, b);
   // mul's spec says what to save; self is saved as it is before the write (Note [In-place saves]).
   std::shared_ptr<OpNode> node = begin_inplace(mul_inplace_spec(), a, b);
+  const TensorList tangents = tangents_of_write(mul_inplace_spec(), a, b);
   backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
-  return finish_inplace(mul_inplace_spec(), node, a, b);
+  return finish_inplace(mul_inplace_spec(), node, a, b, tangents);
 }
 
 Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src, /*overlap_checked=*/!same_elements(a, src));
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
+  const TensorList tangents = tangents_of_write(CopyInplace::spec, a, src);
   backend_for(a.device()).copy(a, src);
-  return finish_inplace(CopyInplace::spec, node, a, src);
+  return finish_inplace(CopyInplace::spec, node, a, src, tangents);
 }
 
 }  // namespace ag::ops

@@ -6,6 +6,7 @@
 
 #include "engine/call.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "ops/checks.h"
@@ -78,8 +79,30 @@ void check_joinable(const char* op, const TensorList& tensors) {
            ": cannot be traced (Note [Variadic ops]: it has no op spec yet)");
 }
 
+// Note [Forward mode]: cat and stack are linear, so out's tangent is the tangents joined alike
+// (zeros for an input that carries none).
+void join_tangents(const TensorList& tensors, int64_t dim, bool stack, const Tensor& out) {
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    if (forward_ad::suspended(level)) continue;
+    TensorList tangents;
+    bool any = false;
+    for (const Tensor& t : tensors) {
+      tangents.push_back(forward_ad::tangent(t, level));
+      any = any || tangents.back().defined();
+    }
+    if (!any) continue;
+    forward_ad::SuspendLevel rule_reads_primals(level);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!tangents[i].defined()) tangents[i] = zeros_like(tensors[i]);
+    }
+    forward_ad::set_tangent(out, level, stack ? ops::stack(tangents, dim) : cat(tangents, dim),
+                            stack ? "stack" : "cat");
+  }
+}
+
 // `out`, made of `tensors` along dim, with its JoinNode when some input requires grad.
 Tensor join(const TensorList& tensors, int64_t dim, bool stack, Tensor out) {
+  if (forward_ad::live()) join_tangents(tensors, dim, stack, out);
   bool requires = false;
   for (const Tensor& t : tensors) requires = requires || t.requires_grad();
   if (!grad_enabled() || !requires) return out;

@@ -50,8 +50,10 @@ struct Product {
 };
 const OpSpec kMm =
     Product::spec_named("mm", [](const OpArgs& a) { return checked_product(kMm, a, 2); });
+const DeclareJvp mm_jvp{kMm, jvp_bilinear};
 const OpSpec kBmm =
     Product::spec_named("bmm", [](const OpArgs& a) { return checked_product(kBmm, a, 3); });
+const DeclareJvp bmm_jvp{kBmm, jvp_bilinear};
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
@@ -92,6 +94,15 @@ const OpSpec Addmm::spec{
      {mat2, {mat1}, [](const Ctx& c) { return product(kMm, c[mat1], c.grad(), true, false); }}},
     {AliasKind::kPure, NoAttrs(),
      [](const OpArgs& a) { return addmm(a[self], a[mat1], a[mat2]); }}};
+// PyTorch's: self_t + mat1_t @ mat2 + mat1 @ mat2_t.
+const DeclareJvp addmm_jvp{Addmm::spec, [](const JvpContext& c) {
+                             Tensor t = c.tangent_or_zeros(Addmm::self);
+                             if (c.tangent(Addmm::mat1).defined())
+                               t = add(t, mm(c.tangent(Addmm::mat1), c.primal(Addmm::mat2)));
+                             if (c.tangent(Addmm::mat2).defined())
+                               t = add(t, mm(c.primal(Addmm::mat1), c.tangent(Addmm::mat2)));
+                             return t;
+                           }};
 
 // linear(input, weight, bias) = input @ weight^T + bias: input [N, in], weight [out, in],
 // bias [out]
@@ -108,6 +119,21 @@ const OpSpec Linear::spec{
      {bias, {}, [](const Ctx& c) { return c.grad(); }}},
     {AliasKind::kPure, NoAttrs(),
      [](const OpArgs& a) { return linear(a[input], a[weight], a[bias]); }}};
+// input_t @ weight^T + input @ weight_t^T + bias_t.
+const DeclareJvp linear_jvp{Linear::spec, [](const JvpContext& c) {
+                              const Tensor& tx = c.tangent(Linear::input);
+                              const Tensor& tw = c.tangent(Linear::weight);
+                              const Tensor& tb = c.tangent(Linear::bias);
+                              Tensor t;
+                              const auto plus = [&t](const Tensor& part) {
+                                t = t.defined() ? add(t, part) : part;
+                              };
+                              if (tx.defined())
+                                plus(linear(tx, c.primal(Linear::weight), Tensor()));
+                              if (tw.defined()) plus(linear(c.primal(Linear::input), tw, Tensor()));
+                              if (tb.defined()) plus(tb);
+                              return t;
+                            }};
 
 // The broadcast of a's and b's batch dims (all but the last two), as matmul names them.
 Shape broadcast_batch(const Tensor& a, const Tensor& b) {

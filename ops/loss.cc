@@ -26,6 +26,12 @@ const OpSpec LogSoftmax::spec{"log_softmax",
                               {AliasKind::kPure, DimAttrs{1}, [](const OpArgs& a) {
                                  return log_softmax(a[self], a.attrs<DimAttrs>().dim);
                                }}};
+// PyTorch's: self_t - sum(exp(result) * self_t, dim, keepdim).
+const DeclareJvp log_softmax_jvp{LogSoftmax::spec, [](const JvpContext& c) {
+                                   const Tensor& t = c.tangent(LogSoftmax::self);
+                                   const int64_t dim = c.attrs<DimAttrs>().dim;
+                                   return t - sum(exp(c.result()) * t, dim, true);
+                                 }};
 
 // loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
 // incoming gradient. The pattern needs only the targets and the shape.
@@ -56,6 +62,7 @@ const OpSpec NllLoss::spec{
       }}},
     {AliasKind::kPure, TargetsAttrs{},
      [](const OpArgs& a) { return nll_loss(a[self], *a.attrs<TargetsAttrs>().targets); }}};
+const DeclareJvp nll_loss_jvp{NllLoss::spec, jvp_linear};
 
 // nll_loss_backward(grad, self) = pattern * grad, with grad a scalar: d/dgrad is nll_loss of
 // the incoming gradient, and d/dself is a constant zero.
@@ -70,6 +77,7 @@ const OpSpec NllLossBackward::spec{
     {AliasKind::kPure, TargetsAttrs{}, [](const OpArgs& a) {
        return nll_loss_backward(a[grad], a[self], *a.attrs<TargetsAttrs>().targets);
      }}};
+const DeclareJvp nll_loss_backward_jvp{NllLossBackward::spec, jvp_linear};
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
                          const std::vector<int64_t>& targets) {

@@ -12,6 +12,7 @@
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/saved_variable.h"
+#include "ops/jvp.h"
 #include "ops/slots.h"
 #include "ops/spec.h"
 #include "ops/trace_hook.h"
@@ -106,6 +107,8 @@ inline bool records_node(std::initializer_list<const Tensor*> inputs) {
                                             std::initializer_list<const Tensor*> inputs,
                                             Tensor result) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, NoAttrs());
+  if (__builtin_expect(forward_ad::live(), 0))
+    compute_tangents(spec, inputs, result, NoAttrs(), {});
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), NoAttrs(), {});
 }
@@ -118,6 +121,8 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             Tensor result, MakeAttrs make_attrs,
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, make_attrs());
+  if (__builtin_expect(forward_ad::live(), 0))
+    compute_tangents(spec, inputs, result, make_attrs(), from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), make_attrs(), from_forward);
 }
@@ -126,6 +131,8 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             Tensor result, OpAttrs attrs,
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, attrs);
+  if (__builtin_expect(forward_ad::live(), 0))
+    compute_tangents(spec, inputs, result, attrs, from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
 }

@@ -39,6 +39,7 @@ const OpSpec Sum::spec{
     "sum",
     {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     unary_forward<sum>()};
+const DeclareJvp sum_jvp{Sum::spec, jvp_linear};
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
@@ -54,6 +55,7 @@ const OpSpec SumDim::spec{"sum_dim",
                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();
                              return sum(a[self], dim, keepdim);
                            }}};
+const DeclareJvp sum_dim_jvp{SumDim::spec, jvp_linear};
 
 // Note [mean's gradient is a new tensor]
 // PyTorch's mean_backward divides the expanded gradient (sum_backward(grad) / n): a new,
@@ -74,6 +76,7 @@ const OpSpec Mean::spec{"mean",
                             return mul(expand_gradient(c.grad(), in), inverse_count(ag::numel(in)));
                           }}},
                         unary_forward<mean>()};
+const DeclareJvp mean_jvp{Mean::spec, jvp_linear};
 
 struct MeanDim : OfSelf {
   static const OpSpec spec;
@@ -91,6 +94,7 @@ const OpSpec MeanDim::spec{"mean_dim",
                               const auto& [dim, keepdim] = a.attrs<DimAttrs>();
                               return mean(a[self], dim, keepdim);
                             }}};
+const DeclareJvp mean_dim_jvp{MeanDim::spec, jvp_linear};
 
 // PyTorch's sum(dims, keepdim=True) inside sum_to: the result keeps a's rank.
 struct SumTo : OfSelf {
@@ -101,6 +105,7 @@ const OpSpec SumTo::spec{
     {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kPure, ShapeAttrs{},
      [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const DeclareJvp sum_to_jvp{SumTo::spec, jvp_linear};
 
 // a summed over `dim` (kept, of size 1), or squeezed there without keepdim.
 Tensor summed_over(const Tensor& a, int64_t dim, bool keepdim) {

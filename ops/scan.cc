@@ -29,6 +29,12 @@ const OpSpec Softmax::spec{"softmax",
                            {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
                               return softmax(a[self], a.attrs<DimAttrs>().dim);
                             }}};
+// PyTorch's: result * (self_t - sum(result * self_t, dim, keepdim)).
+const DeclareJvp softmax_jvp{Softmax::spec, [](const JvpContext& c) {
+                               const Tensor& t = c.tangent(Softmax::self);
+                               const Tensor& y = c.result();
+                               return y * (t - sum(y * t, c.attrs<DimAttrs>().dim, true));
+                             }};
 
 // cumsum(self, dim): PyTorch's cumsum_backward, the running sum of the gradient from the last
 // element (grad.flip(dim).cumsum(dim).flip(dim)); the reversed sum's own gradient is the
@@ -48,6 +54,7 @@ const OpSpec Cumsum::spec{"cumsum",
                              const auto& [dim, reverse] = a.attrs<CumsumAttrs>();
                              return cumsum_along(a[self], dim, reverse);
                            }}};
+const DeclareJvp cumsum_jvp{Cumsum::spec, jvp_linear};
 
 // `dim` normalized (Note [Dims of a 0-dim tensor]: the kernel sees a 0-dim tensor as [1]).
 Tensor cumsum_along(const Tensor& a, int64_t dim, bool reverse) {

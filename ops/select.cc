@@ -62,6 +62,13 @@ const OpSpec Where::spec{
       [](const Ctx& c) { return where(c[mask], scalar_of(0, c.grad()), c.grad()); }}},
     {AliasKind::kPure, NoAttrs(),
      [](const OpArgs& a) { return where(a[condition], a[self], a[other]); }}};
+// where(condition, self_t, other_t): the mask the formulas read is kept only when a node is
+// recorded, so the rule reads the condition itself.
+const DeclareJvp where_jvp{Where::spec, [](const JvpContext& c) {
+                             return where(c.primal(Where::condition),
+                                          c.tangent_or_zeros(Where::self),
+                                          c.tangent_or_zeros(Where::other));
+                           }};
 
 // masked_fill(self, mask, value): derivatives.yaml's grad.masked_fill(mask, 0).
 struct MaskedFill {
@@ -75,6 +82,11 @@ const OpSpec MaskedFill::spec{
      {mask, {}, [](const Ctx& c) { return zeros_like(c.grad()); }}},
     {AliasKind::kPure, ScalarAttrs{0.0},
      [](const OpArgs& a) { return masked_fill(a[self], a[mask], a.attrs<ScalarAttrs>().scalar); }}};
+// self_t.masked_fill(mask, 0), reading the mask itself (as where's rule).
+const DeclareJvp masked_fill_jvp{MaskedFill::spec, [](const JvpContext& c) {
+                                   return masked_fill(c.tangent_or_zeros(MaskedFill::self),
+                                                      c.primal(MaskedFill::mask), 0.0);
+                                 }};
 
 // clamp(self, min, max): PyTorch 2.15's clamp_backward, where(min < self < max, grad, 0): the
 // bounds themselves pass no gradient (as clamp_min's and clamp_max's, ops/elementwise.cc).
@@ -96,6 +108,7 @@ const OpSpec Clamp::spec{"clamp",
                             const auto& [min, max] = a.attrs<ClampAttrs>();
                             return clamp(a[Clamp::self], min, max);
                           }}};
+const DeclareJvp clamp_jvp{Clamp::spec, jvp_from_formulas};
 
 // Note [Masks are 0 and 1]: the mask a recorded where or masked_fill keeps, a copy of its own;
 // none when nothing is recorded.

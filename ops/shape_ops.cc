@@ -20,6 +20,7 @@ const OpSpec Reshape::spec{
     {{self, {}, [](const Ctx& c) { return reshape(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return reshape(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const DeclareJvp reshape_jvp{Reshape::spec, jvp_linear};
 
 // The histories an in-place op gives views and bases (Note [In-place ops on views]): a view
 // regenerated from its base is PyTorch's AsStridedBackward0, a base written through a view its
@@ -94,6 +95,11 @@ struct CopiedGradient {
 const OpSpec CopiedGradient::spec{
     "copied_gradient",
     {{self, {}, [](const Ctx& c) { return copied_gradient(c.grad(), c.input_shape(self)); }}}};
+// Linear: the tangent copied alike (the op has no forward of its own for jvp_linear to call).
+const DeclareJvp copied_gradient_jvp{CopiedGradient::spec, [](const JvpContext& c) {
+                                       return copied_gradient(c.tangent(CopiedGradient::self),
+                                                              c.result().shape());
+                                     }};
 
 // Resolves one -1 entry and checks the element count.
 Shape infer_shape(const Tensor& a, const Shape& requested) {

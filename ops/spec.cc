@@ -6,6 +6,7 @@
 #include "engine/call.h"
 #include "engine/counters.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/options.h"
 #include "ops/ops.h"
@@ -98,6 +99,7 @@ OpSpec::OpSpec(const char* name, const OpSpec& of, OpForward forward)
       formulas_(of.formulas_),
       has_derivative_(of.has_derivative_),
       forward_(std::move(forward)),
+      jvp_(of.jvp_),  // Note [In-place saves]: the derivative is asked, not restated
       input_slot_(of.input_slot_),
       forward_slot_(of.forward_slot_),
       result_slot_(of.result_slot_) {
@@ -210,7 +212,7 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
     const bool fused = sum != nullptr && fuse(*sum, ctx);
     // Note [Formulas in the incoming gradient]: no formula reads it after the last one.
     const InPlaceFn in_place = fused || i != last ? nullptr : spec_.in_place(i);
-    const bool written = in_place != nullptr && !grad_enabled() && incoming.defined() &&
+    const bool written = in_place != nullptr && values_unobserved() && incoming.defined() &&
                          held_only_here(incoming) && in_place(incoming, ctx);
     if (written) ++c.formulas_in_place;
     Tensor g = fused ? Tensor() : written ? std::move(incoming) : spec_.formula(i)(ctx);

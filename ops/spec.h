@@ -55,6 +55,9 @@ namespace ag::ops {
 
 class BackwardContext;
 using Ctx = BackwardContext;
+class JvpContext;  // ops/jvp.h
+// An op's jvp rule: its result's tangent from its inputs' (Note [Jvp rules], ops/jvp.h).
+using JvpFn = Tensor (*)(const JvpContext&);
 using FormulaFn = Tensor (*)(const BackwardContext&);
 // Adds the formula's value into `sum` in one pass, or returns false, writing nothing (Note [Sums
 // fused into formulas], engine/engine.cc).
@@ -106,6 +109,10 @@ class OpSpec {
   bool differentiable(size_t i) const { return formulas_[i].fn != nullptr; }
   bool has_derivative() const { return has_derivative_; }
   const OpForward& forward() const { return forward_; }
+  // The jvp rule (Note [Jvp rules], ops/jvp.h): declared beside the spec (DeclareJvp); null where
+  // none is, which an op reached by a tangent reports.
+  JvpFn jvp() const { return jvp_; }
+  void declare_jvp(JvpFn jvp) const { jvp_ = jvp; }
 
   // The slots some formula uses, numbered 0..num_slots()-1 in order of first use.
   size_t num_slots() const { return slots_.size(); }
@@ -139,6 +146,7 @@ class OpSpec {
   std::vector<Formula> formulas_;
   bool has_derivative_ = true;
   OpForward forward_;
+  mutable JvpFn jvp_ = nullptr;  // set once, at static initialization (DeclareJvp)
   // slot_index() lookups: by input position, the result, by forward position (-1: unused).
   std::vector<int8_t> input_slot_, forward_slot_;
   int8_t result_slot_ = -1;

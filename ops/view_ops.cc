@@ -87,7 +87,8 @@ Tensor alias_gradient(const Ctx& c) { return c.grad(); }
                                              [[maybe_unused]] const Shape& x =                  \
                                                  a.attrs<ViewAttrs>().args;                     \
                                              return forward;                                    \
-                                           }}};
+                                           }}};                                                 \
+  const DeclareJvp Name##_jvp{Name, jvp_linear};
 AG_VIEW_SPEC(kSelect, "select", view_gradient, add_view_gradient_into, select(a[self], x[0], x[1]))
 AG_VIEW_SPEC(kSlice, "slice", view_gradient, add_view_gradient_into,
              slice(a[self], x[0], x[1], x[2], x[3]))
@@ -108,6 +109,7 @@ const OpSpec kExpand{
     {{self, {}, [](const Ctx& c) { return sum_to(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kView, ViewAttrs{},
      [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
+const DeclareJvp expand_jvp{kExpand, jvp_linear};
 
 // broadcast_to is expand under its own name (PyTorch's broadcast_to calls expand): a view, also
 // to the input's own shape (a new view, not the input), whose attribute is the result's shape.
@@ -116,6 +118,7 @@ const OpSpec kBroadcastTo{
     {{self, {}, [](const Ctx& c) { return sum_to(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const DeclareJvp broadcast_to_jvp{kBroadcastTo, jvp_linear};
 
 // transpose's attributes are its two dims (the JIT's text form spells them `dim0`, `dim1`); its
 // gradient is the same transpose of the incoming gradient, a view of it as PyTorch's.
@@ -130,6 +133,7 @@ const OpSpec kTranspose{"transpose",
                            const auto& [dim0, dim1] = a.attrs<TransposeAttrs>();
                            return transpose(a[self], dim0, dim1);
                          }}};
+const DeclareJvp transpose_jvp{kTranspose, jvp_linear};
 
 // as_strided reads the storage, not its input's elements: its gradient goes through the storage's
 // elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
@@ -162,6 +166,7 @@ const OpSpec kAsStrided{
        return as_strided(a[self], Shape(x.begin() + 1, x.begin() + 1 + n),
                          Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]);
      }}};
+const DeclareJvp as_strided_jvp{kAsStrided, jvp_linear};
 
 // Makes the view `layout_of_view` gives of `a`, recorded as `spec` with the attributes that
 // make_attrs(layout of the view over a's elements) gives; its layout over its root base follows
@@ -444,6 +449,7 @@ const OpSpec kViewScatter{
        const auto& at = a.attrs<ViewAttrs>();
        return view_scatter(a[self], at.args, at.layout());
      }}};
+const DeclareJvp view_scatter_jvp{kViewScatter, jvp_linear};
 const OpSpec kViewGather{
     "view_gather",
     {{self,
@@ -453,11 +459,13 @@ const OpSpec kViewGather{
       }}},
     {AliasKind::kPure, ViewAttrs{},
      [](const OpArgs& a) { return view_gather(a[self], a.attrs<ViewAttrs>().layout()); }}};
+const DeclareJvp view_gather_jvp{kViewGather, jvp_linear};
 const OpSpec kViewZeroed{
     "view_zeroed",
     {{self, {}, [](const Ctx& c) { return view_zeroed(c.grad(), c.attrs<ViewAttrs>().layout()); }}},
     {AliasKind::kPure, ViewAttrs{},
      [](const OpArgs& a) { return view_zeroed(a[self], a.attrs<ViewAttrs>().layout()); }}};
+const DeclareJvp view_zeroed_jvp{kViewZeroed, jvp_linear};
 OpAttrs view_attrs(const Layout& at, Shape args = {}) {
   return ViewAttrs{std::move(args), at.sizes, at.strides, at.offset};
 }

@@ -5,6 +5,8 @@
 //       [--property NAME] [--max-nodes K] [--batch B] [--list]
 //   bazel run -c opt //proptests:fuzz -- --against pytorch [--seconds T]
 //       conformance programs against a live PyTorch (proptests/conformance/fuzz_against.h)
+//   --hooks (with --against): the programs get hook statements too (Note [Conformance hooks],
+//       proptests/conformance/program.h)
 //   --findings DIR (with --against): every crashing program as it happens, and each crash
 //       signature's reduced program and standalone script at the end (fuzz_against.h);
 //       --no-reduce leaves the reductions to a later `--against E --reduce-crashes DIR/crashes.txt
@@ -42,6 +44,7 @@ struct Args {
   std::string against;     // a foreign engine: run only the conformance property against it
   std::string findings;    // --against: where crashes and their reduced scripts go
   bool no_reduce = false;  // --against: log the crashes, reduce none at the end
+  bool hooks = false;      // --against: programs with hooks too (hook_gen.h)
   std::vector<std::string> reduce_crashes;  // --against: reduce these crash logs, run nothing
   bool keep_going = false;                  // report a failing batch and go on with the next one
 };
@@ -51,7 +54,8 @@ struct Args {
       stderr,
       "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
       "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
-      "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n",
+      "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n"
+      "            [--hooks]\n",
       error);
   std::exit(2);
 }
@@ -66,6 +70,10 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--keep-going") {
       a.keep_going = true;
+      continue;
+    }
+    if (flag == "--hooks") {
+      a.hooks = true;
       continue;
     }
     if (flag == "--no-reduce") {
@@ -124,13 +132,14 @@ void print_coverage(const std::vector<std::pair<std::string, BatchResult>>& tota
 
 int run(Args a) {
   if (!a.against.empty() && !a.reduce_crashes.empty()) {
-    std::printf("%s", proptests::reduce_logged_crashes({a.against, a.seed, a.findings, true},
-                                                       a.reduce_crashes, 100)
+    std::printf("%s", proptests::reduce_logged_crashes(
+                          {a.against, a.seed, a.findings, true, a.hooks}, a.reduce_crashes, 100)
                           .c_str());
     return 0;
   }
   if (!a.against.empty()) {
-    a.property = proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce});
+    a.property =
+        proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce, a.hooks});
   }
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {

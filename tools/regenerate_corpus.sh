@@ -4,12 +4,21 @@
 # //proptests/conformance:corpus_test on it, which prints the corpus' counts (programs, views,
 # writes through views, numbers compared, deviations used) and fails on any mismatch.
 #   tools/regenerate_corpus.sh [--python PY] [EXPORT FLAGS...]
+#   tools/regenerate_corpus.sh --hooks [--python PY]   corpus/hooks.txt alone: 300 programs with
+#       hooks from seed 45 and the hand-written programs/hooks/*.txt (Note [Conformance hooks],
+#       proptests/conformance/program.h); about 5 minutes
 # PY: $AG_PEER_PYTHON, else the peers' venv (tools/setup.sh --peers), else python3. Takes about
 # 20 minutes on 2 cores. Rerun it whenever the generator, the scripts' runtime or the engine's
 # semantics change; commit the corpus with the change.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+
+hooks=()
+if [[ "${1:-}" == "--hooks" ]]; then
+  hooks=(--hooks --seed 45 --programs 300)
+  shift
+fi
 
 python="${AG_PEER_PYTHON:-}"
 if [[ -z "$python" ]]; then
@@ -20,5 +29,5 @@ if [[ "${1:-}" == "--python" ]]; then
   python="$2"
   shift 2
 fi
-bazel run -c opt //proptests/conformance:export -- --write --python "$python" "$@"
+bazel run -c opt //proptests/conformance:export -- --write --python "$python" "${hooks[@]}" "$@"
 bazel test //proptests/conformance:corpus_test --test_output=all

@@ -117,3 +117,20 @@ TEST(OpList, EachElementwiseOpRecordsTheSpecOfItsKind) {
 
 }  // namespace
 }  // namespace ag::ops
+
+namespace ag::ops {
+namespace {
+
+// Note [Jvp rules]: a tangent can reach any op with a derivative, so each one declares its rule.
+TEST(OpList, EveryRegisteredOpWithADerivativeDeclaresAJvpRule) {
+  size_t checked = 0;
+  for (const OpSpec* spec : all_op_specs()) {
+    if (!spec->has_derivative()) continue;
+    EXPECT_NE(spec->jvp(), nullptr) << "'" << spec->name() << "' declares no jvp rule";
+    ++checked;
+  }
+  EXPECT_GT(checked, 50u);
+}
+
+}  // namespace
+}  // namespace ag::ops

@@ -34,10 +34,30 @@ std::string dims_py(const Dims& shape) {
 int pick(const Model& m, const std::function<bool(int name)>& ok) {
   std::vector<int> candidates;
   for (int name : m.names()) {
-    if (ok(name)) candidates.push_back(name);
+    const int i = m.impl_of(name);
+    if (!m.unreadable(i) && !m.edgeless(i) && ok(name)) candidates.push_back(name);
   }
   if (candidates.empty()) return -1;
   return *rc::gen::elementOf(candidates);
+}
+
+namespace {
+int pick_among(const Model& m, const std::function<bool(int impl)>& ok) {
+  std::vector<int> candidates;
+  for (int name : m.names()) {
+    if (ok(m.impl_of(name))) candidates.push_back(name);
+  }
+  if (candidates.empty()) return -1;
+  return *rc::gen::elementOf(candidates);
+}
+}  // namespace
+
+int pick_unreadable(const Model& m) {
+  return pick_among(m, [&](int i) { return m.unreadable(i); });
+}
+
+int pick_edgeless(const Model& m) {
+  return pick_among(m, [&](int i) { return m.edgeless(i); });
 }
 
 bool all_values(const Model& m, int name, const std::function<bool(double)>& ok) {

@@ -23,8 +23,12 @@ std::string dims_py(const Dims& shape);  // "(2, 3)", "(4,)", "()"
 // A name no earlier call used (a call that raised still spent its name).
 inline bool fresh(const Model& m, int name) { return name >= m.next_name(); }
 
-// A random usable handle satisfying `ok` (inside rc::gen::exec), or -1 when there is none.
+// A random usable handle satisfying `ok` (inside rc::gen::exec), or -1 when there is none. It
+// is never a view whose grad_fn cannot be read, nor one made under no_grad without an edge (Note
+// [Model view kinds]): the commands that take those pick them themselves.
 int pick(const Model& m, const std::function<bool(int name)>& ok);
+int pick_unreadable(const Model& m);
+int pick_edgeless(const Model& m);
 inline int pick_any(const Model& m) {
   return pick(m, [](int) { return true; });
 }

@@ -311,3 +311,42 @@ Overlap overlap(const Strided& a, const Strided& b) {  // get_overlap_status
 }
 
 }  // namespace ag::proptests
+
+namespace ag::proptests {
+
+std::optional<std::vector<ViewCall>> multi_parts(const Dims& s, const MultiCall& call) {
+  const auto rank = static_cast<int64_t>(s.size());
+  if (rank == 0 || call.dim < -rank || call.dim >= rank || call.n < 1) return std::nullopt;
+  const int64_t dim = call.dim < 0 ? call.dim + rank : call.dim;
+  const int64_t size = s[static_cast<size_t>(dim)];
+  std::vector<ViewCall> out;
+  if (call.op == MultiOp::kUnbind) {
+    for (int64_t k = 0; k < size; ++k) out.push_back({ViewOp::kSelect, {dim, k}});
+    return out;
+  }
+  if (call.op == MultiOp::kChunk && size == 0) {  // `chunks` empty pieces (split_with_sizes)
+    for (int64_t k = 0; k < call.n; ++k) out.push_back({ViewOp::kNarrow, {dim, 0, 0}});
+    return out;
+  }
+  const int64_t piece = call.op == MultiOp::kChunk ? (size + call.n - 1) / call.n : call.n;
+  const int64_t pieces = std::max<int64_t>((size + piece - 1) / piece, 1);
+  for (int64_t k = 0; k < pieces; ++k) {
+    out.push_back({ViewOp::kNarrow, {dim, k * piece, std::min(piece, size - k * piece)}});
+  }
+  return out;
+}
+
+std::string multi_text(const std::string& x, const MultiCall& call) {
+  const std::string dim = std::to_string(call.dim);
+  switch (call.op) {
+    case MultiOp::kSplit:
+      return x + ".split(" + std::to_string(call.n) + ", " + dim + ")";
+    case MultiOp::kChunk:
+      return x + ".chunk(" + std::to_string(call.n) + ", " + dim + ")";
+    case MultiOp::kUnbind:
+      break;
+  }
+  return x + ".unbind(" + dim + ")";
+}
+
+}  // namespace ag::proptests

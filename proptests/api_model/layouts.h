@@ -54,6 +54,19 @@ struct ViewCall {
   Dims args;
 };
 
+// split(size, dim), chunk(chunks, dim), unbind(dim): several views.
+enum class MultiOp : uint8_t { kSplit, kChunk, kUnbind };
+struct MultiCall {
+  MultiOp op = MultiOp::kSplit;
+  int64_t n = 1;  // kSplit: the size; kChunk: the number of chunks
+  int64_t dim = 0;
+};
+// The view calls (narrow or select) that make each output for a tensor of shape `s`; nothing
+// when PyTorch raises (a rank-0 tensor, a dim out of range, a size or chunk count below 1).
+std::optional<std::vector<ViewCall>> multi_parts(const Dims& s, const MultiCall& call);
+// The call as PyTorch code on tensor `x`: "x.split(2, 1)".
+std::string multi_text(const std::string& x, const MultiCall& call);
+
 // The layout the view op gives `in`, or the reason PyTorch raises.
 struct ViewResult {
   std::optional<Strided> layout;

@@ -8,6 +8,12 @@
 
 namespace ag::proptests {
 
+namespace {
+const char* const kUnreadable =
+    "a view made under no_grad or by split/chunk/unbind, whose base or another view of its "
+    "base has been modified inplace: its grad_fn cannot be read";
+}  // namespace
+
 bool Model::has(int name) const {
   auto it = handles_.find(name);
   return it != handles_.end() && !impls_[it->second].dead;
@@ -78,6 +84,18 @@ bool Model::regenerates(int i) const {
 bool Model::has_views(int i) const {
   return std::any_of(impls_.begin(), impls_.end(),
                      [&](const ImplState& t) { return t.view_base == i; });
+}
+
+bool Model::unreadable(int i) const {
+  const ImplState& t = impls_[i];
+  return t.view_base >= 0 && t.made != Made::kViewOp && version_of(i) != t.seen_version &&
+         regenerates(i);
+}
+
+bool Model::edgeless(int i) const {
+  const ImplState& t = impls_[i];
+  return t.view_base >= 0 && t.grad_fn.node < 0 && requires_grad(i) &&
+         version_of(i) == t.seen_version;
 }
 
 bool Model::saved_while_not_requiring_grad(int i) const {
@@ -153,8 +171,11 @@ int Model::new_alias(int of, const Strided& layout) {
   return i;
 }
 
-int Model::new_view(int of, const Strided& layout) {
+int Model::new_view(int of, const Strided& layout, bool no_grad) {
   const int i = new_alias(of, layout);
+  impls_[i].made = no_grad                     ? Made::kNoGrad
+                   : impls_[of].view_base >= 0 ? impls_[of].made
+                                               : Made::kViewOp;
   impls_[i].view_base = impls_[of].view_base >= 0 ? impls_[of].view_base : of;
   impls_[i].seen_version = version_of(of);
   return i;
@@ -170,7 +191,8 @@ Ref Model::add_node(Node node) { return {program_.add(std::move(node)), 0}; }
 void Model::refresh_view(int i) {
   const ImplState& t = impls_[i];
   if (t.view_base < 0 || version_of(i) == t.seen_version) return;
-  if (!regenerates(i)) return;  // stays a leaf (and stale, until its base requires grad)
+  if (!regenerates(i)) return;          // stays a leaf (and stale, until its base requires grad)
+  if (t.made != Made::kViewOp) return;  // unreadable: Note [Model view kinds]
   Node n;
   n.kind = OpKind::kStridedView;
   n.attrs.shape = t.shape;
@@ -314,6 +336,9 @@ Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector
   std::vector<Dims> shapes;
   for (int o : operands) shapes.push_back(shape(o));
   if (!shapes_valid(kind, attrs, shapes)) return Outcome::raise("shapes do not match");
+  for (int o : operands) {
+    if (unreadable(impl_of(o))) return Outcome::raise(kUnreadable);
+  }
   Node n;
   n.kind = kind;
   n.attrs = attrs;
@@ -344,6 +369,7 @@ Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
   reserve(name);
   const int base = impl_of(of);
   if (count(shape) != count(impls_[base].shape)) return Outcome::raise("reshape: wrong size");
+  if (unreadable(base)) return Outcome::raise(kUnreadable);
   const std::optional<Dims> strides = reshape_strides(layout(base), shape);
   if (!strides && spelled_view) {
     return Outcome::raise("view size is not compatible with input tensor's size and stride");
@@ -371,13 +397,14 @@ Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
   return {};
 }
 
-Outcome Model::view_op(int name, int of, const ViewCall& call) {
+Outcome Model::view_op(int name, int of, const ViewCall& call, bool no_grad) {
   reserve(name);
   const int base = impl_of(of);
   const ViewResult made = apply_view(layout(base), call);
   if (!made.layout) return Outcome::raise(made.error);
-  Use u = use_of(base, true);
-  const int i = new_view(base, *made.layout);
+  if (!no_grad && unreadable(base)) return Outcome::raise(kUnreadable);
+  Use u = use_of(base, !no_grad);
+  const int i = new_view(base, *made.layout, no_grad);
   if (u.tracked) {
     Node n;
     n.kind = OpKind::kStridedView;
@@ -389,6 +416,47 @@ Outcome Model::view_op(int name, int of, const ViewCall& call) {
     impls_[i].grad_fn = add_node(std::move(n));
   }
   bind(name, i);
+  return {};
+}
+
+Outcome Model::multi_view(const std::vector<int>& names, int of, const MultiCall& call,
+                          bool no_grad) {
+  for (int name : names) reserve(name);
+  const int base = impl_of(of);
+  const std::optional<std::vector<ViewCall>> parts = multi_parts(impls_[base].shape, call);
+  if (!parts) return Outcome::raise("split/chunk/unbind: invalid arguments");
+  if (!no_grad && unreadable(base)) return Outcome::raise(kUnreadable);
+  Use u = use_of(base, !no_grad);
+  std::vector<int> outs;
+  auto parts_of_node = std::make_shared<std::vector<std::pair<Dims, std::vector<int64_t>>>>();
+  for (const ViewCall& part : *parts) {
+    const Strided at = *apply_view(layout(base), part).layout;
+    const int i = new_view(base, at, no_grad);
+    if (!no_grad) impls_[i].made = Made::kMultiOutput;
+    outs.push_back(i);
+    parts_of_node->emplace_back(
+        at.sizes, positions(*apply_view(contiguous_layout(impls_[base].shape), part).layout));
+  }
+  if (u.tracked && sem_.multi_output_views_are_separate_nodes) {
+    for (size_t k = 0; k < outs.size(); ++k) {
+      Node n;
+      n.kind = OpKind::kStridedView;
+      n.attrs.shape = (*parts_of_node)[k].first;
+      n.attrs.index = std::make_shared<std::vector<int64_t>>((*parts_of_node)[k].second);
+      n.inputs = {u};
+      impls_[outs[k]].grad_fn = add_node(std::move(n));
+    }
+  } else if (u.tracked) {  // PyTorch's SplitBackward0 / UnbindBackward0: one output per view
+    Node n;
+    n.kind = OpKind::kSplit;
+    n.attrs.parts = std::move(parts_of_node);
+    n.inputs = {std::move(u)};
+    const int node = program_.add(std::move(n));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      impls_[outs[k]].grad_fn = {node, static_cast<int>(k)};
+    }
+  }
+  for (size_t k = 0; k < outs.size(); ++k) bind(names[k], outs[k]);
   return {};
 }
 
@@ -429,6 +497,16 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
     return Outcome::raise("the other operand does not broadcast to self's shape");
   }
   const int base = impls_[a].view_base;
+  // Note [Model view kinds]: a recorded write reads self's and other's grad_fn.
+  if (!no_grad && (unreadable(a) || unreadable(b))) return Outcome::raise(kUnreadable);
+  if (!no_grad && base >= 0 && impls_[a].made != Made::kViewOp &&
+      (requires_grad(a) || requires_grad(b))) {
+    return Outcome::raise(impls_[a].made == Made::kNoGrad
+                              ? "A view was created in no_grad mode and is being modified "
+                                "inplace with grad mode enabled"
+                              : "is a view and is being modified inplace. This view is the "
+                                "output of a function that returns multiple views");
+  }
   if (!no_grad && is_leaf(a) && requires_grad(a)) {
     return Outcome::raise("a leaf Variable that requires grad is being used in an in-place op");
   }

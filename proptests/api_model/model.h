@@ -47,6 +47,9 @@ struct StorageState {
   bool unknown = false;  // Note [Uncertain state]: values and version no longer known
 };
 
+// How a view was made (PyTorch's CreationMeta, Note [Model view kinds]).
+enum class Made : uint8_t { kViewOp, kNoGrad, kMultiOutput };
+
 struct ImplState {
   Dims shape;
   Dims strides;  // with offset: its layout over its storage
@@ -58,6 +61,7 @@ struct ImplState {
   int storage = -1;
   int view_base = -1;         // a differentiable view: its root base (an impl)
   uint32_t seen_version = 0;  // a view: the version its history reflects
+  Made made = Made::kViewOp;  // a view: how it was made
   Ref grad_fn;                // node -1: a leaf
   bool leaf_requires_grad = false;
   int accumulator = -1;  // a leaf's kLeaf node, once something recorded an edge to it
@@ -109,9 +113,15 @@ struct Semantics {
   // i; PyTorch calls that a partial overlap and refuses it (DEVIATIONS.md
   // inplace-overlapping-views).
   bool same_run_is_no_overlap = true;
+  // split, chunk and unbind record one node per output (a narrow or select each); PyTorch
+  // records one node with an output per view (SplitBackward0, UnbindBackward0), which runs,
+  // handing a sibling output's hooks None, whenever one of its outputs gets a gradient.
+  bool multi_output_views_are_separate_nodes = true;
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
+  static Semantics pytorch() {
+    return {false, false, false, false, false, false, false, false, false};
+  }
 };
 
 // Note [Retained gradients]
@@ -148,6 +158,19 @@ struct Semantics {
 // runs is captured before its hooks (Note [Hooks], engine/hooks.h). A node that runs, or
 // captures, hands its hooks None for an output slot that got no gradient. The engine's per-call
 // needs count a node with hooks as wanting its gradients (plan()'s to_leaf), as PyTorch's run.
+
+// Note [Model view kinds]
+// As PyTorch's CreationMeta (Note [How a view was made], ops/views.h): a view made by a view op
+// in grad mode (kViewOp) has a history that a write through it, or into its base, rewrites. The
+// outputs of split, chunk and unbind made in grad mode (kMultiOutput) and every view made under
+// no_grad (kNoGrad) have none: a write through them that would be recorded (grad mode on, and
+// self or other requires grad) raises, and once their storage was written they regenerate no
+// history: while they would (a history, or a base that requires grad) reading their grad_fn
+// raises (`unreadable`): is_leaf, an op or view op of them in grad mode, a recorded write. Values,
+// requires_grad, version and .grad still read. A view of such a view made in grad mode is of its
+// kind; one made under no_grad is kNoGrad. A view made under no_grad of a tensor that requires
+// grad requires grad, is a leaf and has no AccumulateGrad (`edgeless`): gradients through it reach
+// nobody; the generator uses it only as the self of an in-place op and reads it.
 
 enum class Expect { kOk, kRaise, kMaybe };
 
@@ -226,6 +249,9 @@ class Model {
   bool is_leaf(int impl) const;
   bool is_view(int impl) const { return impls_[impl].view_base >= 0; }
   bool has_views(int impl) const;
+  // Note [Model view kinds]: reading its grad_fn raises; a leaf view with no edge.
+  bool unreadable(int impl) const;
+  bool edgeless(int impl) const;
   // Whether an op saved this leaf while it did not require grad.
   bool saved_while_not_requiring_grad(int impl) const;
   // Whether a backward/grad from these roots with create_graph would differentiate through a
@@ -244,7 +270,9 @@ class Model {
   Outcome op(int name, OpKind kind, const OpAttrs& attrs, const std::vector<int>& operands);
   // reshape (a view where the strides allow it, else a copy) or view (which raises there).
   Outcome view(int name, int of, const Dims& shape, bool spelled_view = false);
-  Outcome view_op(int name, int of, const ViewCall& call);
+  Outcome view_op(int name, int of, const ViewCall& call, bool no_grad = false);
+  // split, chunk or unbind: one view per name.
+  Outcome multi_view(const std::vector<int>& names, int of, const MultiCall& call, bool no_grad);
   Outcome alias(int name, int of);  // an op that returns its input itself
   Outcome detach(int name, int of);
   Outcome inplace(OpKind kind, int self, int other, bool no_grad);
@@ -284,7 +312,8 @@ class Model {
   int new_storage(std::vector<double> values);
   int new_impl(Dims shape, int storage);
   int new_alias(int of, const Strided& layout);  // `layout` over of's storage, not a view
-  int new_view(int of, const Strided& layout);   // a differentiable view of `of` (not recorded)
+  // A differentiable view of `of` (not recorded), made as Note [Model view kinds] says.
+  int new_view(int of, const Strided& layout, bool no_grad = false);
   // The element of root base `root` each element of `view` reads.
   std::vector<int64_t> index_in_root(int view, int root) const;
   // Writes `values` (row-major) through the impl's layout.

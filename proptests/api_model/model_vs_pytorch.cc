@@ -156,8 +156,9 @@ std::string state_checks(const Model& m, int line) {
   std::vector<std::pair<std::string, int>> live;  // (expression, impl)
   auto chk = [&](const std::string& what, int impl) {
     os << "    chk(" << line << ", '" << what << "', " << what << ", " << py_list(m.values_of(impl))
-       << ", " << py_bool(m.requires_grad(impl)) << ", " << py_bool(m.is_leaf(impl)) << ", "
-       << version(m, impl) << ", " << py_bool(m.impl(impl).retains_grad) << ")\n";
+       << ", " << py_bool(m.requires_grad(impl)) << ", "
+       << (m.unreadable(impl) ? "None" : py_bool(m.is_leaf(impl))) << ", " << version(m, impl)
+       << ", " << py_bool(m.impl(impl).retains_grad) << ")\n";
     live.emplace_back(what, impl);
   };
   for (const auto& [name, impl] : m.handles()) {
@@ -233,7 +234,14 @@ def chk(line, name, t, values, rg, leaf, version, retains):
         raise Mismatch(f"line {line}: {name} = {got}, model {values}")
     if t.requires_grad != rg:
         raise Mismatch(f"line {line}: {name}.requires_grad = {t.requires_grad}, model {rg}")
-    if t.is_leaf != leaf:
+    if leaf is None:  # the model: reading its grad_fn raises (Note [Model view kinds])
+        try:
+            got_leaf = t.is_leaf
+        except RuntimeError:
+            got_leaf = None
+        if got_leaf is not None:
+            raise Mismatch(f"line {line}: {name}.is_leaf = {got_leaf}, model: raises")
+    elif t.is_leaf != leaf:
         raise Mismatch(f"line {line}: {name}.is_leaf = {t.is_leaf}, model {leaf}")
     if t.retains_grad != retains:
         raise Mismatch(f"line {line}: {name}.retains_grad = {t.retains_grad}, model {retains}")
@@ -273,6 +281,17 @@ def returned_grad_outputs(results, gos, create_graph):
         if r is not None and any(g is not None and (r is g or same_memory(r, g)) for g in gos):
             out[k] = r.clone() if create_graph else r.detach().clone()
     return out
+
+def put_back(t, g):
+    """Puts back a retained .grad that a grad() call the engine refuses wrote in PyTorch. The
+    setter reads grad_fn, which raises for a view whose grad_fn cannot be read (Note [Model view
+    kinds]): such a .grad that did change cannot be put back, and the sequence stops there."""
+    if t.grad is g:
+        return
+    try:
+        t.grad = g
+    except RuntimeError:
+        raise Deviation('retained .grad of an unreadable view cannot be put back')
 
 hook_log = []
 def hook(i, f):
@@ -369,7 +388,7 @@ int main_impl(int argc, char** argv) {
            << pytorch_call(text, out)
            << "\n    except (RuntimeError, IndexError, ValueError) as e:\n        raised = "
               "str(e).splitlines()[0]\n";
-      if (!kept.empty()) body << "    for t, g in kept:\n        t.grad = g\n";
+      if (!kept.empty()) body << "    for t, g in kept:\n        put_back(t, g)\n";
       const char* want = out.expect == Expect::kOk      ? "ok"
                          : out.expect == Expect::kRaise ? "raise"
                                                         : "maybe";

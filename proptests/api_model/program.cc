@@ -86,6 +86,11 @@ std::vector<Val<T>> apply_op(OpKind kind, const OpAttrs& a, const std::vector<Va
       }
       return {out};
     }
+    case OpKind::kSplit: {
+      std::vector<Val<T>> out;
+      for (const auto& [shape, index] : *a.parts) out.push_back(gather(in[0], shape, index));
+      return out;
+    }
     case OpKind::kCustomTwo:
       return {binary(in[0], in[1], [](const T& x, const T& y) { return x * y; }),
               binary(in[0], in[1], [](const T& x, const T& y) { return x + y; })};

@@ -65,6 +65,8 @@ struct OpAttrs {
   // kStridedView: a view's history regenerated after a write (PyTorch's AsStridedBackward0, whose
   // gradient for a zero-size view is constant zeros).
   bool regenerated = false;
+  // kSplit (split, chunk, unbind): per output, its shape and the input elements it reads.
+  std::shared_ptr<const std::vector<std::pair<Dims, std::vector<int64_t>>>> parts;
 };
 
 struct Ref {

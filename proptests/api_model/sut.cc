@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/error.h"
+
 namespace ag::proptests {
 
 bool close(double a, double b) {
@@ -65,7 +67,15 @@ void check_tensor(const std::string& what, const Tensor& t, const Model& m, int 
     fail(std::string("retains_grad is ") + (t.retains_grad() ? "true" : "false") + ", model " +
          (s.retains_grad ? "true" : "false"));
   }
-  if (t.is_leaf() != m.is_leaf(impl)) {
+  if (m.unreadable(impl)) {  // Note [Model view kinds]: reading its grad_fn raises
+    bool raised = false;
+    try {
+      (void)t.is_leaf();
+    } catch (const Error&) {
+      raised = true;
+    }
+    if (!raised) fail("is_leaf was read; the model says reading its grad_fn raises");
+  } else if (t.is_leaf() != m.is_leaf(impl)) {
     fail(std::string("is_leaf is ") + (t.is_leaf() ? "true" : "false") + ", model " +
          (m.is_leaf(impl) ? "true" : "false"));
   }

@@ -241,7 +241,9 @@ int partner(const Model& m, const std::function<bool(int)>& ok) {
 }  // namespace
 
 CommandPtr make_op(const Model& m) {
-  const int x = pick_any(m);
+  // Now and then a view whose grad_fn cannot be read (Note [Model view kinds]): it must raise.
+  int x = *rc::gen::inRange(0, 12) == 0 ? pick_unreadable(m) : -1;
+  if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
   const int name = m.next_name();
   const Dims& s = m.shape(x);
@@ -373,13 +375,17 @@ Dims gen_reshape(const Dims& from) {
 
 class StridedView final : public ApiCommand {
  public:
-  StridedView(int name, int of, ViewCall call) : name_(name), of_(of), call_(std::move(call)) {}
+  StridedView(int name, int of, ViewCall call, bool no_grad)
+      : name_(name), of_(of), call_(std::move(call)), no_grad_(no_grad) {}
   void checkPreconditions(const Model& m) const override {
     RC_PRE((fresh(m, name_) && m.has(of_) && !m.root_overlaps(m.impl_of(of_))));
+    RC_PRE(!m.edgeless(m.impl_of(of_)));  // Note [Model view kinds]
   }
-  Outcome step(Model& m) const override { return m.view_op(name_, of_, call_); }
+  Outcome step(Model& m) const override { return m.view_op(name_, of_, call_, no_grad_); }
   void exec(Sut& sut, const Model&) const override {
     const Tensor& t = sut.tensors.at(of_);
+    std::optional<NoGradGuard> guard;
+    if (no_grad_) guard.emplace();
     const Dims& a = call_.args;
     switch (call_.op) {
       case ViewOp::kTranspose:
@@ -414,11 +420,55 @@ class StridedView final : public ApiCommand {
         break;
     }
   }
-  std::string text() const override { return tname(name_) + " = " + view_text(tname(of_), call_); }
+  std::string text() const override {
+    return std::string(no_grad_ ? "with torch.no_grad(): " : "") + tname(name_) + " = " +
+           view_text(tname(of_), call_);
+  }
 
  private:
   int name_, of_;
   ViewCall call_;
+  bool no_grad_;
+};
+
+// split, chunk, unbind (Note [Model view kinds]): names name, name + 1, ..., one per output.
+class MultiView final : public ApiCommand {
+ public:
+  MultiView(int name, int of, MultiCall call, int outputs, bool no_grad)
+      : name_(name), of_(of), call_(call), outputs_(outputs), no_grad_(no_grad) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((fresh(m, name_) && m.has(of_) && !m.root_overlaps(m.impl_of(of_))));
+    RC_PRE(!m.edgeless(m.impl_of(of_)));
+    const auto parts = multi_parts(m.shape(of_), call_);
+    RC_PRE((parts && static_cast<int>(parts->size()) == outputs_));
+  }
+  Outcome step(Model& m) const override {
+    std::vector<int> names;
+    for (int k = 0; k < outputs_; ++k) names.push_back(name_ + k);
+    return m.multi_view(names, of_, call_, no_grad_);
+  }
+  void exec(Sut& sut, const Model&) const override {
+    const Tensor& t = sut.tensors.at(of_);
+    std::optional<NoGradGuard> guard;
+    if (no_grad_) guard.emplace();
+    const std::vector<Tensor> out = call_.op == MultiOp::kSplit ? ops::split(t, call_.n, call_.dim)
+                                    : call_.op == MultiOp::kChunk
+                                        ? ops::chunk(t, call_.n, call_.dim)
+                                        : ops::unbind(t, call_.dim);
+    for (size_t k = 0; k < out.size(); ++k) sut.tensors[name_ + static_cast<int>(k)] = out[k];
+  }
+  std::string text() const override {
+    std::string lhs;
+    for (int k = 0; k < outputs_; ++k) lhs += tname(name_ + k) + ", ";
+    return std::string(no_grad_ ? "with torch.no_grad(): " : "") + lhs + "= " +
+           multi_text(tname(of_), call_);
+  }
+
+ private:
+  int name_, of_;
+  MultiCall call_;
+  int outputs_;
+  bool no_grad_;
 };
 
 // A view op and its arguments for a tensor of shape `s`, mostly valid (now and then out of
@@ -503,13 +553,32 @@ ViewCall gen_view_call(const Dims& s) {
 }  // namespace
 
 CommandPtr make_view(const Model& m) {
-  const int x = pick_any(m);
+  // Now and then a view whose grad_fn cannot be read (the call must raise in grad mode).
+  int x = *rc::gen::inRange(0, 10) == 0 ? pick_unreadable(m) : -1;
+  if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
+  const bool no_grad = *rc::gen::inRange(0, 6) == 0;
+  const Dims& s = m.shape(x);
+  if (!s.empty() && *rc::gen::inRange(0, 3) == 0) {  // split, chunk, unbind
+    const auto rank = static_cast<int64_t>(s.size());
+    MultiCall call;
+    call.op = *rc::gen::element(MultiOp::kSplit, MultiOp::kChunk, MultiOp::kUnbind);
+    call.dim = *rc::gen::inRange<int64_t>(-rank, rank);
+    const int64_t size = s[static_cast<size_t>(call.dim < 0 ? call.dim + rank : call.dim)];
+    call.n = *rc::gen::inRange<int64_t>(1, 4);
+    const auto parts = multi_parts(s, call);
+    if (!parts || parts->empty() || parts->size() > 4 ||
+        (size == 0 && call.op == MultiOp::kSplit)) {
+      return nullptr;
+    }
+    return std::make_shared<MultiView>(m.next_name(), x, call, static_cast<int>(parts->size()),
+                                       no_grad);
+  }
   if (*rc::gen::inRange(0, 3) == 0) {
     return std::make_shared<View>(m.next_name(), x, gen_reshape(m.shape(x)),
                                   *rc::gen::arbitrary<bool>());
   }
-  return std::make_shared<StridedView>(m.next_name(), x, gen_view_call(m.shape(x)));
+  return std::make_shared<StridedView>(m.next_name(), x, gen_view_call(m.shape(x)), no_grad);
 }
 
 namespace {
@@ -587,9 +656,7 @@ class InPlace final : public ApiCommand {
     RC_PRE(m.impl(a).layout_known);
     RC_PRE(!(shared && !m.impl(b).layout_known));
     RC_PRE(!m.root_overlaps(a));
-    // The engine's write through a view goes through the view's node, whose hooks then run
-    // (Note [Hooks], engine/hooks.h); PyTorch's CopySlices does not: not generated.
-    RC_PRE(!(m.is_view(a) && m.has_hooks(a)));
+    RC_PRE(!m.edgeless(b));  // Note [Model view kinds]: read only as self
     if (shared && broadcasts_to(m.shape(other_), m.shape(self_)) &&
         m.overlap_error(kind_, a, b) == nullptr) {
       const std::vector<int64_t> written = positions(m.layout(a));
@@ -642,8 +709,25 @@ class InPlace final : public ApiCommand {
 }  // namespace
 
 CommandPtr make_inplace(const Model& m) {
-  const int a =
-      pick(m, [&](int n) { return !(m.is_view(m.impl_of(n)) && m.has_hooks(m.impl_of(n))); });
+  // Now and then a view made under no_grad or whose grad_fn cannot be read (Note [Model view
+  // kinds]).
+  int a = -1;
+  switch (*rc::gen::inRange(0, 8)) {
+    case 0:
+      a = pick_unreadable(m);
+      break;
+    case 1:
+      a = pick_edgeless(m);
+      break;
+    case 2:  // an output of split, chunk or unbind, or a view made under no_grad
+      a = pick(m, [&](int n) {
+        return m.is_view(m.impl_of(n)) && m.impl(m.impl_of(n)).made != Made::kViewOp;
+      });
+      break;
+    default:
+      break;
+  }
+  if (a < 0) a = pick_any(m);
   if (a < 0) return nullptr;
   // Often the tensor itself or one sharing its storage (a view, a detached alias); often one
   // that requires grad (so that the written tensor gets a history, a leaf becomes a non-leaf).

@@ -2,6 +2,7 @@
 // (that it fails on what it must catch and on nothing else), and the reducer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "proptests/conformance/comparison.h"
@@ -24,6 +25,15 @@ TEST(ProgramText, RoundTripsGeneratedPrograms) {
     const std::string text = to_text(generate_program(3, id));
     EXPECT_EQ(to_text(parse_program(text)), text) << "program " << id;
   }
+  int hooks = 0;  // Note [Conformance hooks]
+  for (int id = 0; id < 300; ++id) {
+    const ConformanceProgram p = generate_program(3, id, /*hooks=*/true);
+    const std::string text = to_text(p);
+    EXPECT_EQ(to_text(parse_program(text)), text) << "program " << id << " with hooks";
+    hooks += std::any_of(p.stmts.begin(), p.stmts.end(),
+                         [](const Stmt& s) { return s.kind == StmtKind::kHook; });
+  }
+  EXPECT_GT(hooks, 200);
 }
 
 // The programs make exactly the ops that the traits table says they make (Note [Op traits]): the

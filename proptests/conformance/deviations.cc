@@ -55,9 +55,15 @@ const std::vector<Explanation>& explanations() {
        "an op's result is contiguous, where PyTorch's follows its operands' strides"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
+      {"rebased-base-node-edges", kDeviation, kComparing,
+       "a write through a view gives the base a node with other edges than CopySlices': its "
+       "post-hooks are handed other grad_inputs"},
       {"retains-grad-moved-by-output-nr", kDeviation, kComparing,
        "PyTorch's in-place op on a retaining non-first output moves output 0's retains-grad hook"},
       // Open bugs.
+      {"multi-output-view-post-hook", kOpenBug, kComparing,
+       "a post-hook on a split/chunk/unbind view whose base was written is handed fewer "
+       "grad_outputs"},
   };
   return list;
 }

@@ -1,11 +1,17 @@
 #include "proptests/conformance/engine_runner.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <utility>
 
 #include "engine/autograd.h"
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "engine/node.h"
+#include "engine/removable_handle.h"
 #include "ops/ops.h"
 #include "proptests/conformance/custom_functions.h"
 #include "proptests/conformance/text.h"
@@ -36,6 +42,33 @@ std::string values_text(const Tensor& t) {
   for (double x : t.to_vector()) s += " " + format_double(x);
   return s;
 }
+
+// A gradient a hook is handed, in its firing record: "[2,3] = ..." or "none" (records.h).
+std::string handed_text(const Tensor& t) {
+  return t.defined() ? format_shape(std::vector<int64_t>(t.shape().begin(), t.shape().end())) +
+                           values_text(t)
+                     : "none";
+}
+
+std::string handed_text(const TensorList& ts) {
+  std::string s;
+  for (const Tensor& t : ts) s += (s.empty() ? "" : " | ") + handed_text(t);
+  return s.empty() ? "empty" : s;
+}
+
+// The firings of the program's hooks during one statement, in order (Note [Conformance hooks]).
+struct FiringLog {
+  std::mutex mutex;
+  std::vector<std::string> lines;  // "fire hK ...", without the statement's id
+  void add(int hook, const std::string& handed) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back("fire h" + std::to_string(hook) + " " + handed);
+  }
+  std::vector<std::string> take() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::exchange(lines, {});
+  }
+};
 
 std::string digest_text(const Tensor& t) {
   const Digest g = digest(t.to_vector());
@@ -101,6 +134,9 @@ class Runner {
     for (Tensor& t : values_) {
       if (t.defined()) t.set_grad(Tensor());
     }
+    // Likewise a leaf and its AccumulateGrad keep each other while it has post-accumulate-grad
+    // hooks (engine/hooks.h, NodeHooks::Table::leaf).
+    for (const auto& [hook, handle] : handles_) handle.remove();
     return std::move(records_);
   }
 
@@ -120,14 +156,17 @@ class Runner {
       execute(s, i);
     } catch (const Error& e) {
       needs_log().clear();
+      firings_->take();
       add(id + " raise" + error_kind(e.what()) + (explain_ ? std::string(" # ") + e.what() : ""));
       return;
     } catch (const std::exception& e) {
       needs_log().clear();
+      firings_->take();
       add(id + " crash " + e.what());
       return;
     }
     add(id + " ok");
+    for (const std::string& fire : firings_->take()) add(id + " " + fire);
     for (int r : s.results) {
       add(id + " v" + std::to_string(r) + " " + state(values_[r], r, records_values(s)));
     }
@@ -261,13 +300,64 @@ class Runner {
       case StmtKind::kSetGrad:
         values_[s.args[0]].set_grad(args.size() > 1 ? args[1] : Tensor());
         return;
+      case StmtKind::kHook:
+        handles_[s.hook] = register_hook(s, args[0]);
+        return;
+      case StmtKind::kRemoveHook: {
+        const auto it = handles_.find(s.hook);
+        AG_CHECK(it != handles_.end(), "no hook h", s.hook);  // Python: a NameError
+        it->second.remove();
+        return;
+      }
+      case StmtKind::kRetainGrad:
+        args[0].retain_grad();
+        return;
     }
+  }
+
+  // The hook of a kHook statement, as torch_runtime.py's tensor_hook, pre_hook, post_hook and
+  // post_accumulate_hook: each logs what it is handed (Note [Conformance hooks]).
+  RemovableHandle register_hook(const Stmt& s, const Tensor& t) {
+    const std::shared_ptr<FiringLog> log = firings_;
+    const int hook = s.hook;
+    switch (s.hook_kind) {
+      case HookKind::kTensor: {
+        const double scale = s.scale;
+        return t.register_hook([log, hook, scale](const Tensor& g) {
+          log->add(hook, handed_text(g));
+          return scale == 1.0 || !g.defined() ? Tensor() : ops::mul(g, scale);
+        });
+      }
+      case HookKind::kPre:
+      case HookKind::kPost: {
+        const std::shared_ptr<Node>& node = t.grad_fn();
+        // Python: None has no register_prehook (an AttributeError).
+        AG_CHECK(node != nullptr, "a leaf has no grad_fn");
+        if (s.hook_kind == HookKind::kPre) {
+          return node->register_prehook([log, hook](const TensorList& grad_outputs) {
+            log->add(hook, handed_text(grad_outputs));
+            return TensorList();
+          });
+        }
+        return node->register_hook(
+            [log, hook](const TensorList& grad_inputs, const TensorList& grad_outputs) {
+              log->add(hook, handed_text(grad_inputs) + " / " + handed_text(grad_outputs));
+              return TensorList();
+            });
+      }
+      case HookKind::kPostAccumulate:
+        return t.register_post_accumulate_grad_hook(
+            [log, hook](const Tensor& leaf) { log->add(hook, handed_text(leaf.grad())); });
+    }
+    return RemovableHandle();  // not reached
   }
 
   const ConformanceProgram& program_;
   const bool explain_;
   TensorList values_;
   Records records_;
+  std::shared_ptr<FiringLog> firings_ = std::make_shared<FiringLog>();
+  std::map<int, RemovableHandle> handles_;  // hook number -> its handle
 };
 
 }  // namespace

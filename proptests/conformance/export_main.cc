@@ -45,6 +45,7 @@ struct Args {
   int show = -1;
   std::string file;     // --file: show this program (text form) instead of a generated one
   bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
+  bool hooks = false;   // --hooks: corpus/hooks.txt only (Note [Conformance hooks])
   std::string engine = "pytorch";
   ForeignOptions foreign;
 };
@@ -53,7 +54,7 @@ struct Args {
   std::fprintf(stderr,
                "export: %s\nusage: export [--programs N] [--seed S] [--shards K] [--write | --out "
                "DIR]\n              [--scripts DIR] [--check] [--show ID | --file F] [--python PY] "
-               "[--against ENGINE]\n",
+               "[--against ENGINE]\n              [--hooks]\n",
                error.c_str());
   std::exit(2);
 }
@@ -72,6 +73,10 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--reduce") {
       a.reduce = true;
+      continue;
+    }
+    if (flag == "--hooks") {
+      a.hooks = true;
       continue;
     }
     if (i + 1 >= argc) usage("missing value for " + flag);
@@ -120,15 +125,19 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 // The hand-written programs, from the runfiles or the workspace.
-std::vector<CorpusEntry> handwritten_programs() {
+// The hand-written programs of programs/*.txt (or of programs/hooks/*.txt with `hooks`).
+std::vector<CorpusEntry> handwritten_programs(bool hooks) {
   std::vector<CorpusEntry> out;
-  std::filesystem::path dir = "proptests/conformance/programs";
+  std::filesystem::path dir =
+      hooks ? "proptests/conformance/programs/hooks" : "proptests/conformance/programs";
   if (!std::filesystem::exists(dir)) {
     if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
       dir = std::filesystem::path(ws) / dir;
   }
   std::vector<std::filesystem::path> files;
-  for (const auto& f : std::filesystem::directory_iterator(dir)) files.push_back(f.path());
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.is_regular_file()) files.push_back(f.path());
+  }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     for (CorpusEntry& e : read_corpus_file(f.string())) out.push_back(std::move(e));
@@ -147,7 +156,7 @@ int show(const Args& a, ForeignEngine& foreign) {
     p = parse_program(std::string(std::istreambuf_iterator<char>(in), {}));
     title = a.file;
   } else {
-    p = generate_program(a.seed, a.show);
+    p = generate_program(a.seed, a.show, a.hooks);
   }
   if (a.reduce) p = reduce_mismatch(p, foreign);
   const std::string script = foreign.script(p, title);
@@ -180,10 +189,49 @@ int show(const Args& a, ForeignEngine& foreign) {
   return c.ok() ? 0 : 1;
 }
 
+// corpus/hooks.txt: `programs` generated programs with hooks (hook_gen.h) and the hand-written
+// programs/hooks/*.txt, with the records the foreign engine wrote for them.
+int export_hooks(const Args& a, ForeignEngine& foreign, const std::string& version) {
+  std::string text;
+  Triage triage;
+  int firing = 0;  // programs with a hook firing in the expected records
+  auto add = [&](const std::string& id, const ConformanceProgram& p, const std::string& title) {
+    const BothEngines checked = run_both_engines(p, foreign, foreign.script(p, title));
+    text += format_entry(id, p, checked.expected);
+    firing += std::any_of(checked.expected.lines.begin(), checked.expected.lines.end(),
+                          [](const std::string& l) { return l.find(" fire h") != l.npos; });
+    if (a.check) triage.add(id, p, checked.comparison);
+  };
+  for (int id = 0; id < a.programs; ++id) {
+    add(std::to_string(id), generate_program(a.seed, id, true), program_title(a.seed, id));
+  }
+  for (const CorpusEntry& e : handwritten_programs(true)) add(e.id, e.program, "program " + e.id);
+  std::fprintf(stderr, "%d programs with hooks, %d of them with a hook firing\n", a.programs,
+               firing);
+  if (!a.out.empty()) {
+    const std::filesystem::path dir = user_path(a.out);
+    std::filesystem::create_directories(dir);
+    write_file(dir / "hooks.txt",
+               "# Conformance corpus with hooks: " + std::to_string(a.programs) +
+                   " programs (seed " + std::to_string(a.seed) +
+                   ") and the hand-written programs/hooks/*.txt, with the records " + version +
+                   " wrote for them.\n# Regenerate: tools/regenerate_corpus.sh --hooks  (export "
+                   "--write --hooks --seed " +
+                   std::to_string(a.seed) + " --programs " + std::to_string(a.programs) + ")\n" +
+                   text);
+  }
+  if (a.check) {
+    std::printf("%s", triage.report().c_str());
+    return triage.mismatches() == 0 ? 0 : 1;
+  }
+  return 0;
+}
+
 int run_export(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
   if (a.show >= 0 || !a.file.empty()) return show(a, *foreign);
+  if (a.hooks) return export_hooks(a, *foreign, version);
   std::fprintf(stderr, "export: %d programs, seed %llu, expected records from %s\n", a.programs,
                static_cast<unsigned long long>(a.seed), version.c_str());
   if (!a.scripts.empty()) {
@@ -221,7 +269,7 @@ int run_export(const Args& a) {
                views, partial, writes, 100.0 * writes / a.programs);
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
-  for (const CorpusEntry& e : handwritten_programs()) {
+  for (const CorpusEntry& e : handwritten_programs(false)) {
     const BothEngines checked =
         run_both_engines(e.program, *foreign, foreign->script(e.program, "program " + e.id));
     handwritten += format_entry(e.id, e.program, checked.expected);

@@ -2,6 +2,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -71,11 +72,12 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 void against_foreign_engine() {
-  const ConformanceSpec spec = *program_spec_gen();
+  const ConformanceSpec spec = *program_spec_gen(options().hooks);
   const ConformanceProgram program = build_program(spec);
   auto& stats = proptests::fuzz_stats();
   stats.record_graph("program", static_cast<int64_t>(program.stmts.size()));
   for (const Move& m : spec.moves) stats.record("statement", family_name(m));
+  for (const HookMove& m : spec.hooks) stats.record("hook statement", hook_move_name(m));
   coverage().add(program);
   const std::string script = foreign()->script(program, "fuzz counterexample");
   // A disagreement counts once a fresh process of the foreign engine gives it too (seen once in
@@ -97,6 +99,13 @@ void against_foreign_engine() {
     stats.record("not repeated by a fresh process", foreign()->name());
   }
   for (const auto& [id, n] : c.deviations) stats.record("explained by", id);
+  if (options().hooks) {
+    const auto fires =
+        std::count_if(both.expected.lines.begin(), both.expected.lines.end(),
+                      [](const std::string& l) { return l.find(" fire h") != l.npos; });
+    stats.record("hooks", fires > 0 ? "programs with a hook firing" : "programs without");
+    for (int64_t k = 0; k < fires; ++k) stats.record("hooks", "firings in the expected records");
+  }
   if (!c.ok()) {
     last_mismatch() = program;
     // A disagreement on a grad() result's values goes before the independent answers (Note

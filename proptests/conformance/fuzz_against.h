@@ -23,6 +23,8 @@ struct AgainstOptions {
   std::string findings_dir;
   // Reduce the crash groups at the end of the run (crash_report); off, they are only logged.
   bool reduce = true;
+  // Programs with hook statements too (hook_gen.h, Note [Conformance hooks]): --hooks.
+  bool hooks = false;
 };
 
 // Starts the foreign engine (its interpreter: $AG_PEER_PYTHON or found, see foreign_engine.h)

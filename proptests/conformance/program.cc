@@ -170,6 +170,7 @@ bool parse_view_op(const std::string& head, ViewOp* op) {
   return false;
 }
 const char* const kCustomNames[] = {"Mul", "Two", "Split"};
+const char* const kHookNames[] = {"hook", "prehook", "posthook", "post_accumulate_hook"};
 
 Stmt parse_stmt(const std::string& line) {
   Stmt s;
@@ -250,6 +251,19 @@ Stmt parse_stmt(const std::string& line) {
   } else if (head == "set_grad") {
     s.kind = StmtKind::kSetGrad;
     s.args = positional_values(0);
+  } else if (std::find(std::begin(kHookNames), std::end(kHookNames), head) !=
+             std::end(kHookNames)) {
+    s.kind = StmtKind::kHook;
+    s.hook_kind = parse_enum<HookKind>(head, kHookNames, "hook");
+    s.args = positional_values(0);
+    s.hook = std::stoi(f.get("h"));
+    if (const auto* v = f.find("scale")) s.scale = std::stod(*v);
+  } else if (head == "remove_hook") {
+    s.kind = StmtKind::kRemoveHook;
+    s.hook = std::stoi(f.get("h"));
+  } else if (head == "retain_grad") {
+    s.kind = StmtKind::kRetainGrad;
+    s.args = positional_values(0);
   } else {
     s.kind = StmtKind::kOp;
     Instr& in = s.instr;
@@ -284,6 +298,7 @@ const char* view_op_name(ViewOp op) { return ops::op_name(view_row(op).id); }
 std::vector<const char*> view_int_names(ViewOp op) { return view_row(op).ints; }
 ops::OpId view_op_id(ViewOp op) { return view_row(op).id; }
 const char* custom_name(CustomKind kind) { return kCustomNames[static_cast<int>(kind)]; }
+const char* hook_kind_name(HookKind kind) { return kHookNames[static_cast<int>(kind)]; }
 int num_results(CustomKind kind) { return kind == CustomKind::kMul ? 1 : 2; }
 
 bool makes_views(const Stmt& s) {
@@ -413,6 +428,19 @@ std::string to_text(const Stmt& s) {
       break;
     case StmtKind::kSetGrad:
       os << "set_grad";
+      args();
+      break;
+    case StmtKind::kHook:
+      os << hook_kind_name(s.hook_kind);
+      args();
+      os << " h=" << s.hook;
+      if (s.hook_kind == HookKind::kTensor) os << " scale=" << format_double(s.scale);
+      break;
+    case StmtKind::kRemoveHook:
+      os << "remove_hook h=" << s.hook;
+      break;
+    case StmtKind::kRetainGrad:
+      os << "retain_grad";
       args();
       break;
   }

@@ -18,8 +18,29 @@
 //     v5 v6 = custom Two v3 v1
 //     v7 v8 = grad outputs=v6 inputs=v0,v3 grad_outputs=v1 retain_graph=1 create_graph=1
 //     backward tensors=v5 grad_tensors=- inputs=v0,v0 retain_graph=- create_graph=0 ; grads v0 v1
+//     hook v3 h=0 scale=0.5
+//     remove_hook h=0
 // After " ; " come the extra records the statement asks for: `flags` (requires_grad and is_leaf
 // of the in-place target's aliases) and `grads` (the .grad of those values).
+//
+// Note [Conformance hooks]
+// Hooks (engine/hooks.h, Note [Hooks]) are statements: each registered hook has a program-wide
+// number, h=K, which names it in the records of its firings and in remove_hook. Every hook logs
+// what it is handed, one record line per firing in firing order ("sN fire hK ...", records.h),
+// so the order and the values of the firings are compared; a hook that fires in one engine only
+// is a mismatch, except where DEVIATIONS.md says PyTorch runs a node the engine does not
+// (extra-executions: the single root's node, nodes reaching a requested sibling output) or that
+// a node's edges differ (rebased-base-node-edges: a post-hook on the base of a write through a
+// view). The generated programs have hooks only where asked for (hook_gen.h: corpus/hooks.txt,
+// `fuzz --against pytorch --hooks`); programs/hooks/*.txt are hand-written ones. The statements,
+// with their PyTorch spelling (torch_runtime.py's tensor_hook etc. log the firings):
+//     hook v3 h=0 scale=1            h0 = v3.register_hook(tensor_hook(0, 1.0))  (logs, keeps)
+//     hook v3 h=1 scale=-2           ... returns the gradient times -2
+//     prehook v3 h=2                 h2 = v3.grad_fn.register_prehook(pre_hook(2))
+//     posthook v3 h=3                h3 = v3.grad_fn.register_hook(post_hook(3))
+//     post_accumulate_hook v0 h=4    h4 = v0.register_post_accumulate_grad_hook(...)
+//     remove_hook h=1                h1.remove()
+//     retain_grad v3                 v3.retain_grad()
 //
 // The view ops of ops/ops.h (select, slice with a step, narrow, permute, t, expand, unsqueeze,
 // squeeze, diagonal, unfold, as_strided, alias, split, chunk, unbind, contiguous) are kViewOp
@@ -55,6 +76,17 @@ enum class StmtKind {
   kBackward,         // backward(outputs, grad_outputs, inputs=inputs, ...)
   kReadGrad,         // v = args[0].grad (may be none)
   kSetGrad,          // args[0].grad = args[1], or none when args has one element
+  kHook,             // hook `hook` (`hook_kind`) on args[0] (Note [Conformance hooks])
+  kRemoveHook,       // the handle of hook `hook`.remove()
+  kRetainGrad,       // args[0].retain_grad()
+};
+
+// What a kHook statement registers (Note [Conformance hooks]).
+enum class HookKind {
+  kTensor,          // args[0].register_hook: logs the gradient, returns it times `scale` (1: None)
+  kPre,             // args[0].grad_fn.register_prehook: logs grad_outputs
+  kPost,            // args[0].grad_fn.register_hook: logs grad_inputs and grad_outputs
+  kPostAccumulate,  // args[0].register_post_accumulate_grad_hook: logs the leaf's .grad
 };
 
 enum class InplaceKind { kAdd, kMul, kCopy };
@@ -112,6 +144,11 @@ struct Stmt {
   bool create_graph = false;
   bool allow_unused = false;
 
+  // kHook, kRemoveHook: the hook's number; kHook: what it is, and a tensor hook's factor.
+  int hook = -1;
+  HookKind hook_kind = HookKind::kTensor;
+  double scale = 1.0;
+
   // Extra records after the statement.
   std::vector<int> record_flags;  // requires_grad/is_leaf of these values
   std::vector<int> record_grads;  // .grad of these values
@@ -129,6 +166,7 @@ const char* view_op_name(ViewOp op);
 std::vector<const char*> view_int_names(ViewOp op);
 ops::OpId view_op_id(ViewOp op);
 const char* custom_name(CustomKind kind);
+const char* hook_kind_name(HookKind kind);  // the text form's head: hook, prehook, ...
 int num_results(CustomKind kind);
 // Whether the statement's results are views of args[0]: kView, and kViewOp but contiguous (a copy
 // unless its input is contiguous already, when it returns the input itself).

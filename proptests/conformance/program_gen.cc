@@ -849,7 +849,7 @@ rc::Gen<T> full_size(rc::Gen<T> g) {
 
 }  // namespace
 
-rc::Gen<ConformanceSpec> program_spec_gen() {
+rc::Gen<ConformanceSpec> program_spec_gen(bool hooks) {
   const auto move = rc::gen::exec([] {
     Move m;
     m.family = *full_size(rc::gen::inRange(0, 1000));
@@ -860,10 +860,11 @@ rc::Gen<ConformanceSpec> program_spec_gen() {
     m.param = *full_size(rc::gen::inRange(0, 1 << 14));
     return m;
   });
-  return rc::gen::exec([move] {
+  return rc::gen::exec([move, hooks] {
     ConformanceSpec spec;
     spec.ops = *proptests::program_gen();
     spec.moves = *rc::gen::scale(0.3, rc::gen::container<std::vector<Move>>(move));
+    if (hooks) spec.hooks = *hook_moves_gen();
     return spec;
   });
 }
@@ -877,13 +878,15 @@ ConformanceProgram build_program(const ConformanceSpec& spec) {
     }
     if (i < steps) b.op_step(spec.ops.steps[i], i);
   }
-  return b.take();
+  ConformanceProgram program = b.take();
+  add_hooks(program, spec.hooks);
+  return program;
 }
 
-ConformanceProgram generate_program(uint64_t seed, int id) {
+ConformanceProgram generate_program(uint64_t seed, int id, bool hooks) {
   const uint64_t mixed =
       seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(id) * 0xBF58476D1CE4E5B9ull;
-  return build_program(program_spec_gen()(rc::Random(mixed), id % 101).value());
+  return build_program(program_spec_gen(hooks)(rc::Random(mixed), id % 101).value());
 }
 
 std::string program_title(uint64_t seed, int id) {

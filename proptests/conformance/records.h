@@ -13,6 +13,10 @@
 //                                           not a copy or a view: as Python's `is`)
 //   s4 flags v3 rg=1 leaf=0                 requires_grad/is_leaf of a value aliasing the target
 //   s4 grad v0 [2,3] rg=0 leaf=1 = ...      a value's .grad ("none": no .grad)
+//   s4 fire h2 [2,3] = 0.5 ...              hook 2 fired during statement 4, handed these values
+//   s4 fire h3 none | [2] = 1 1 / [2] = ..  ("none": None; a node hook's slots joined by " | ",
+//                                           a post-hook's grad_inputs / grad_outputs), in firing
+//                                           order, right after "s4 ok" (Note [Conformance hooks])
 //   s4 needs s2 [1,0]                       a custom Function (created by statement 2) ran its
 //                                           backward during statement 4 and got needs 1, 0
 //   end v3 rg=1 leaf=0 d=1.25 a=2.5 n=6     every value at the end of the program: flags and a

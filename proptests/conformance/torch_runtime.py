@@ -271,7 +271,7 @@ def whole(src, target):
 
 # ---- custom Functions (the same formulas as custom_functions.cc) --------------------------------
 
-_run = {"stmt": -1, "needs": [], "values": []}  # values: the program's, as the statement starts
+_run = {"stmt": -1, "needs": [], "values": [], "fires": []}  # values: the program's, as the statement starts
 
 
 def _log_needs(ctx):
@@ -322,6 +322,48 @@ class Split(torch.autograd.Function):
     def backward(ctx, g0, g1):
         needs = _log_needs(ctx)
         return mul_scalar(g0, 2.0) if needs[0] else None
+
+
+# ---- hooks (Note [Conformance hooks], program.h) -------------------------------------------------
+# Each logs what it is handed, one record line per firing: "fire hK [2,3] = ..." ("none" for a
+# None gradient; a node hook's slots joined by " | ", a post-hook's grad_inputs and grad_outputs
+# by " / ").
+
+
+def _handed(t):
+    return "none" if t is None else _shape(t) + " =" + "".join(" " + _num(x) for x in _values(t))
+
+
+def _handed_all(ts):
+    return " | ".join(_handed(t) for t in ts) or "empty"
+
+
+def _fire(hook, handed):
+    _run["fires"].append("fire h%d %s" % (hook, handed))
+
+
+def tensor_hook(hook, scale):
+    """A hook for Tensor.register_hook: logs the gradient, returns it times `scale` (1: None)."""
+    def fn(grad):
+        _fire(hook, _handed(grad))
+        return None if scale == 1 or grad is None else mul_scalar(grad, scale)
+    return fn
+
+
+def pre_hook(hook):
+    """A hook for Node.register_prehook: logs grad_outputs."""
+    return lambda grad_outputs: _fire(hook, _handed_all(grad_outputs))
+
+
+def post_hook(hook):
+    """A hook for Node.register_hook: logs grad_inputs and grad_outputs."""
+    return lambda grad_inputs, grad_outputs: _fire(
+        hook, _handed_all(grad_inputs) + " / " + _handed_all(grad_outputs))
+
+
+def post_accumulate_hook(hook):
+    """A hook for Tensor.register_post_accumulate_grad_hook: logs the leaf's .grad."""
+    return lambda leaf: _fire(hook, _handed(leaf.grad))
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -424,7 +466,7 @@ def run_program(stmts):
                 ns[r] = None
             lines.append(sid + " skip")
             continue
-        _run["stmt"], _run["needs"] = i, []
+        _run["stmt"], _run["needs"], _run["fires"] = i, [], []
         _run["values"] = [ns.get(n) for n in names]
         try:
             exec(s.code, ns)
@@ -442,6 +484,7 @@ def run_program(stmts):
                          (" # " + message if _explain else ""))
             continue
         lines.append(sid + " ok")
+        lines.extend(sid + " " + fire for fire in _run["fires"])
         for r in s.results:
             lines.append("%s %s %s" % (sid, r, _state(ns, names, ns[r], r, s.values)))
         if s.target:

@@ -275,8 +275,28 @@ std::string torch_shared_code(const Stmt& s) {
       return results(s) + " = " + name(a[0]) + ".grad";
     case StmtKind::kSetGrad:
       return name(a[0]) + ".grad = " + (a.size() > 1 ? name(a[1]) : "None");
+    case StmtKind::kRemoveHook:
+      return "h" + std::to_string(s.hook) + ".remove()";
+    case StmtKind::kRetainGrad:
+      return name(a[0]) + ".retain_grad()";
     default:
       break;
+  }
+  return "";
+}
+
+std::string torch_hook_code(const Stmt& s, const std::string& hook_fn) {
+  const std::string handle = "h" + std::to_string(s.hook) + " = ";
+  const std::string t = name(s.args.at(0));
+  switch (s.hook_kind) {
+    case HookKind::kTensor:
+      return handle + t + ".register_hook(" + hook_fn + ")";
+    case HookKind::kPre:
+      return handle + t + ".grad_fn.register_prehook(" + hook_fn + ")";
+    case HookKind::kPost:
+      return handle + t + ".grad_fn.register_hook(" + hook_fn + ")";
+    case HookKind::kPostAccumulate:
+      return handle + t + ".register_post_accumulate_grad_hook(" + hook_fn + ")";
   }
   return "";
 }
@@ -306,6 +326,18 @@ std::string torch_code(const Stmt& s) {
       if (!s.allow_unused) note_deviation("unused-input-checked-first", "");
       return results(s) + " = grad(" + py_names(s.outputs) + ", " + py_names(s.inputs) + ", " +
              py_names(s.grad_outputs) + autograd_flags(s) + ")";
+    case StmtKind::kHook: {
+      // torch_runtime.py's hooks, which log their firings.
+      const std::string id = std::to_string(s.hook);
+      const char* const fns[] = {"tensor_hook(", "pre_hook(", "post_hook(",
+                                 "post_accumulate_hook("};
+      return torch_hook_code(s,
+                             fns[static_cast<int>(s.hook_kind)] + id +
+                                 (s.hook_kind == HookKind::kTensor
+                                      ? ", " + torch_float(s.scale, TorchSpelling::kRuntimeHelpers)
+                                      : "") +
+                                 ")");
+    }
     case StmtKind::kBackward:
       // Deviation [backward-grad-tensors-copied] (torch_runtime.backward)
       note_deviation("backward-grad-tensors-copied", "");

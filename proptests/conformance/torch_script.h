@@ -28,7 +28,11 @@ std::string torch_float(double x, TorchSpelling spelling);
 std::string torch_op_expr(const Instr& instr, TorchSpelling spelling);
 
 // The code of a statement that both spellings write alike (view, detach, requires_grad_, a custom
-// Function's apply, reading and setting .grad); empty for the others.
+// Function's apply, reading and setting .grad, removing a hook, retain_grad); empty for the others.
 std::string torch_shared_code(const Stmt& stmt);
+
+// A kHook statement's registration, "h3 = v2.grad_fn.register_prehook(FN)", with the hook
+// function's expression `hook_fn` (torch_runtime.py's logging ones, or a standalone script's).
+std::string torch_hook_code(const Stmt& stmt, const std::string& hook_fn);
 
 }  // namespace ag::proptests

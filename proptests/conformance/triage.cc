@@ -35,6 +35,12 @@ std::string stmt_name(const Stmt& s) {
       return "grad_of";
     case StmtKind::kSetGrad:
       return "set_grad";
+    case StmtKind::kHook:
+      return hook_kind_name(s.hook_kind);
+    case StmtKind::kRemoveHook:
+      return "remove_hook";
+    case StmtKind::kRetainGrad:
+      return "retain_grad";
   }
   return "?";
 }

@@ -53,7 +53,8 @@ const char* bug_class_name(BugClass c) {
   return "?";
 }
 
-bool generated(BugClass c) { return c != BugClass::kHooks && c != BugClass::kModeInconsistency; }
+// Hooks: only with the fuzz driver's --hooks (program_gen.h).
+bool generated(BugClass c) { return c != BugClass::kModeInconsistency; }
 
 std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
   std::set<BugClass> found;
@@ -94,6 +95,11 @@ std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
       case StmtKind::kReadGrad:
       case StmtKind::kSetGrad:
         found.insert(BugClass::kGradState);
+        break;
+      case StmtKind::kHook:
+      case StmtKind::kRemoveHook:
+      case StmtKind::kRetainGrad:
+        found.insert(BugClass::kHooks);
         break;
       case StmtKind::kLeaf:
       case StmtKind::kSetRequiresGrad:

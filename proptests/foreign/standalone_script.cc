@@ -192,6 +192,24 @@ std::string code(const Stmt& s, LeafValues leaves) {
              (all_none(s.grad_outputs) ? "" : ", " + py_values(s.grad_outputs)) + inputs +
              autograd_flags(s) + ")";
     }
+    case StmtKind::kHook: {
+      // A hook that prints what it is handed (and scales a tensor's gradient).
+      const std::string id = "'h" + std::to_string(s.hook) + "'";
+      switch (s.hook_kind) {
+        case HookKind::kTensor:
+          return torch_hook_code(s, "lambda g: print(" + id + ", g) or (None if g is None or " +
+                                        torch_float(s.scale, TorchSpelling::kPlainTorch) +
+                                        " == 1 else g * " +
+                                        torch_float(s.scale, TorchSpelling::kPlainTorch) + ")");
+        case HookKind::kPre:
+          return torch_hook_code(s, "lambda gs: print(" + id + ", gs)");
+        case HookKind::kPost:
+          return torch_hook_code(s, "lambda gi, go: print(" + id + ", gi, go)");
+        case HookKind::kPostAccumulate:
+          return torch_hook_code(s, "lambda t: print(" + id + ", t.grad)");
+      }
+      break;
+    }
     default: {
       // View, detach, requires_grad_, a custom Function's apply, .grad: as the fuzzed script.
       std::string shared = torch_shared_code(s);

@@ -1,0 +1,160 @@
+#include "engine/forward_ad.h"
+
+#include <mutex>
+#include <vector>
+
+#include "engine/engine_ops.h"
+#include "engine/error.h"
+
+namespace ag {
+namespace {
+
+// The live levels' ids, outermost first. A level's id is never reused, so a tangent kept under the
+// id of a level that has ended is never read again.
+constexpr int kMaxLevels = 8;
+std::mutex levels_mutex;  // guards entering and ending levels
+std::atomic<uint64_t> level_ids[kMaxLevels];
+uint64_t next_level_id = 1;
+
+thread_local uint32_t suspended_levels = 0;  // bit i: level i
+
+uint64_t id_of(int level) {
+  AG_CHECK(level >= 0 && level < forward_ad::num_levels(), "forward AD: level ", level,
+           " is not live (", forward_ad::num_levels(), " live levels)");
+  return level_ids[level].load(std::memory_order_relaxed);
+}
+
+int resolve(int level, const char* op) {
+  const int n = forward_ad::num_levels();
+  AG_CHECK(n > 0, op,
+           ": no dual level is live; make dual tensors inside a DualLevel (as "
+           "torch.autograd.forward_ad.dual_level)");
+  return level < 0 ? n - 1 : level;
+}
+
+Tensor own_tangent(const TensorImpl& impl, uint64_t id) {
+  if (impl.tangents == nullptr) return Tensor();
+  for (const LevelTangent& lt : *impl.tangents) {
+    if (lt.level_id == id) return Tensor(lt.tangent);
+  }
+  return Tensor();
+}
+
+}  // namespace
+
+DualLevel::DualLevel() {
+  std::lock_guard<std::mutex> lock(levels_mutex);
+  const int n = forward_ad::detail::live_levels.load(std::memory_order_relaxed);
+  AG_CHECK(n < kMaxLevels, "forward AD: at most ", kMaxLevels, " dual levels may be live");
+  level_ids[n].store(next_level_id++, std::memory_order_relaxed);
+  index_ = n;
+  forward_ad::detail::live_levels.store(n + 1, std::memory_order_release);
+}
+
+DualLevel::~DualLevel() {
+  std::lock_guard<std::mutex> lock(levels_mutex);
+  // Levels end innermost first (they are scopes); ending this one ends any inside it too.
+  forward_ad::detail::live_levels.store(index_, std::memory_order_release);
+}
+
+Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
+  level = resolve(level, "make_dual");
+  AG_CHECK(primal.defined() && tangent.defined(), "make_dual: expected defined tensors");
+  AG_CHECK(tangent.shape() == primal.shape(), "make_dual: the tangent's shape ",
+           to_string(tangent.shape()), " is not the primal's ", to_string(primal.shape()),
+           " (PyTorch: Trying to set a forward gradient that has a different size than that of "
+           "the original Tensor)");
+  AG_CHECK(tangent.dtype() == primal.dtype() && tangent.device() == primal.device(),
+           "make_dual: the tangent (", tangent.describe(),
+           ") must have the primal's dtype and device (", primal.describe(), ")");
+  Tensor dual;
+  {
+    forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own
+    dual = engine_ops::alias(primal);
+  }
+  forward_ad::set_tangent(dual, level, tangent, "make_dual");
+  return dual;
+}
+
+UnpackedDual unpack_dual(const Tensor& tensor, int level) {
+  level = resolve(level, "unpack_dual");
+  UnpackedDual out;
+  out.tangent = forward_ad::tangent(tensor, level);
+  forward_ad::SuspendLevel reading_primal(level);
+  out.primal = engine_ops::alias(tensor);
+  return out;
+}
+
+namespace forward_ad {
+
+int num_levels() { return detail::live_levels.load(std::memory_order_acquire); }
+
+Tensor tangent(const Tensor& t, int level) {
+  if (!t.defined() || level >= num_levels()) return Tensor();
+  const uint64_t id = id_of(level);
+  const TensorImpl& impl = *t.impl();
+  Tensor own = own_tangent(impl, id);
+  if (own.defined() || impl.view_base == nullptr) return own;
+  // A view reads its root base's tangent through its own layout, over the base's elements in
+  // row-major order (Note [Views of any stride], ops/views.h): the base's tangent is contiguous.
+  const Tensor base = own_tangent(*impl.view_base, id);
+  if (!base.defined()) return Tensor();
+  return base.alias_with_layout(t.shape(), impl.view_strides,
+                                base.storage_offset() + impl.view_offset);
+}
+
+void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op) {
+  AG_CHECK(tangent.shape() == t.shape() && tangent.dtype() == t.dtype() &&
+               tangent.device() == t.device(),
+           op, ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
+           t.describe(), ")");
+  const uint64_t id = id_of(level);
+  TensorImpl& impl = *t.impl();
+  // A root's tangent is read through its views' layouts, which need it contiguous; a view's is
+  // kept as it is, so that a write into it reaches the tangent it views (a view op's rule gives
+  // the view of its input's tangent).
+  const bool root = impl.view_base == nullptr;
+  const Tensor kept = !root || tangent.is_contiguous() ? tangent : engine_ops::clone(tangent);
+  if (impl.tangents == nullptr) impl.tangents = std::make_unique<std::vector<LevelTangent>>();
+  std::vector<LevelTangent>& list = *impl.tangents;
+  // Drop tangents of levels that have ended.
+  for (size_t i = list.size(); i-- > 0;) {
+    bool live_id = false;
+    for (int l = 0; l < num_levels(); ++l) live_id = live_id || list[i].level_id == id_of(l);
+    if (!live_id || list[i].level_id == id) list.erase(list.begin() + static_cast<long>(i));
+  }
+  list.push_back({id, kept.impl()});
+}
+
+void copy_tangents(const Tensor& from, const Tensor& to) {
+  for (int level = 0; level < num_levels(); ++level) {
+    const Tensor t = tangent(from, level);
+    if (t.defined()) set_tangent(to, level, t, "forward AD");
+  }
+}
+
+Tensor tangent_to_write(const Tensor& t, int level) {
+  Tensor existing = tangent(t, level);
+  if (existing.defined()) return existing;
+  SuspendLevel zeros_carry_none(level);
+  const TensorImpl& impl = *t.impl();
+  if (impl.view_base == nullptr) {
+    set_tangent(t, level, engine_ops::zeros_like(t), "forward AD");
+  } else {
+    const Tensor base(impl.view_base);
+    set_tangent(base, level, engine_ops::zeros_like(base), "forward AD");
+  }
+  return tangent(t, level);
+}
+
+SuspendLevel::SuspendLevel(int level)
+    : level_(level), was_suspended_(suspended_levels >> level & 1u) {
+  suspended_levels |= 1u << level;
+}
+SuspendLevel::~SuspendLevel() {
+  if (!was_suspended_) suspended_levels &= ~(1u << level_);
+}
+bool suspended(int level) { return suspended_levels >> level & 1u; }
+
+}  // namespace forward_ad
+}  // namespace ag

@@ -1,0 +1,110 @@
+#pragma once
+
+// Forward-mode AD: dual levels and the tangents tensors carry in them (Note [Forward mode]). The
+// tangent of an op's result is computed when the op runs, by its jvp rule (ops/jvp.h); the
+// transforms built on both modes (jvp, vjp, jacfwd, jacrev, hvp, hessian) are engine/functional.h.
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+#include "engine/grad_mode.h"
+#include "engine/tensor.h"
+
+namespace ag {
+
+// Note [Forward mode]
+// As torch.autograd.forward_ad: inside a DualLevel, make_dual(primal, tangent) gives a tensor
+// that carries `tangent` at that level, and every op on tensors that carry tangents gives its
+// result the tangent its jvp rule computes (the directional derivative of the op along its
+// inputs' tangents), right when the op runs: there is no graph and no second pass. A tensor that
+// carries no tangent at a level has a zero one there, and an op none of whose inputs carry one
+// computes none.
+//
+// Levels nest (forward-over-forward, which PyTorch's forward_ad refuses and torch.func allows):
+// each level is its own tangent. A jvp rule runs with its own level suspended on this thread, so
+// the ops it computes carry the outer levels' tangents (the tangent of a tangent) but not their
+// own: a rule reads its inputs' primal values, as PyTorch's do (self_p). The ops of a rule are the
+// engine's differentiable ops, so tangents have a reverse-mode history too: a gradient of a
+// tangent (reverse-over-forward) and a tangent of a gradient (forward-over-reverse: backward's
+// formulas are ops too, so a gradient taken inside a level carries its tangent) both come out of
+// the two modes as they are.
+//
+// Views: a tangent is kept by the tensor it was given to (make_dual's result, an op's result).
+// A view that has none of its own reads its root base's tangent through its own layout, so after
+// an in-place op gives a base a tangent, every view of it has the view of that tangent; an
+// in-place op on a view without a tangent first gives its root base a zero one, then writes the
+// view's part of it, as PyTorch does. Tangents of a level that has ended are never read again;
+// they are dropped when their tensor is (or its tangent at a later level is set).
+//
+// The fast paths of backward that write into gradients in place or fuse sums (Note [Summing
+// gradients in place], Note [Sums fused into formulas], Note [Formulas in the incoming gradient])
+// bypass the ops, and so would drop tangents: they are off while any level is live
+// (values_unobserved()).
+class DualLevel {
+ public:
+  DualLevel();   // enters a new innermost level
+  ~DualLevel();  // ends it; levels end innermost first
+  DualLevel(const DualLevel&) = delete;
+  DualLevel& operator=(const DualLevel&) = delete;
+  int index() const { return index_; }  // 0 for the outermost live level
+
+ private:
+  int index_;
+};
+
+// A view of `primal` (sharing its storage and version; backward through it reaches `primal`) that
+// carries `tangent` at `level` (default: the innermost live one). The tangent must have primal's
+// shape, dtype and device; it is kept as it is when contiguous, else copied.
+Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level = -1);
+struct UnpackedDual {
+  Tensor primal;   // a view of the tensor that carries no tangent at the level
+  Tensor tangent;  // the tensor's tangent at the level, undefined if it carries none
+};
+UnpackedDual unpack_dual(const Tensor& tensor, int level = -1);
+
+namespace forward_ad {
+
+namespace detail {
+inline std::atomic<int> live_levels{0};
+}  // namespace detail
+
+// Whether any dual level is live: what every op reads first (one relaxed load).
+inline bool live() { return detail::live_levels.load(std::memory_order_relaxed) != 0; }
+int num_levels();
+
+// The tangent `t` carries at live level `level` (its own, or its root base's seen through its
+// layout), or an undefined tensor.
+Tensor tangent(const Tensor& t, int level);
+// Gives `t` its own tangent at `level`; checks its shape, dtype and device against t's, naming
+// `op`.
+void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op);
+// Gives `to` (another tensor object over the same values) the tangents `from` carries at every
+// live level (a saved value's, Note [Forward mode]).
+void copy_tangents(const Tensor& from, const Tensor& to);
+// `t`'s tangent at `level`, made first where it has none: a zero tangent for its root base (or for
+// t itself), which an in-place op then writes into (Note [Forward mode]: views).
+Tensor tangent_to_write(const Tensor& t, int level);
+
+// While alive, `level` is suspended on this thread: ops compute no tangent for it (a jvp rule
+// runs so, Note [Forward mode]).
+class SuspendLevel {
+ public:
+  explicit SuspendLevel(int level);
+  ~SuspendLevel();
+  SuspendLevel(const SuspendLevel&) = delete;
+  SuspendLevel& operator=(const SuspendLevel&) = delete;
+
+ private:
+  int level_;
+  bool was_suspended_;
+};
+bool suspended(int level);
+
+}  // namespace forward_ad
+
+// Note [Forward mode]: backward's in-place shortcuts change or reuse a tensor that no recorded
+// op will read, which holds only when neither mode watches: grad mode off and no dual level live.
+inline bool values_unobserved() { return !grad_enabled() && !forward_ad::live(); }
+
+}  // namespace ag

@@ -1,0 +1,148 @@
+#include "engine/functional.h"
+
+#include "engine/autograd.h"
+#include "engine/error.h"
+#include "engine/forward_ad.h"
+#include "ops/ops.h"
+
+namespace ag::func {
+namespace {
+
+// The unit tensor with a 1 at flat position k, like `like`.
+Tensor unit(const Tensor& like, int64_t k) {
+  std::vector<double> values(static_cast<size_t>(like.numel()), 0.0);
+  values[static_cast<size_t>(k)] = 1.0;
+  return ops::from_vector(values, like.shape(), like.dtype(), like.device());
+}
+
+// The leaf a vjp differentiates with respect to: the primal itself seen through an alias when it
+// requires grad (so the result stays differentiable in it), else a fresh leaf that requires grad;
+// either way with the primal's tangents (Note [Transforms]: forward-over-reverse).
+Tensor differentiable_stand_in(const Tensor& p) {
+  if (p.requires_grad()) return ops::alias(p);
+  Tensor leaf = p.detach();
+  leaf.set_requires_grad(true);
+  if (forward_ad::live()) forward_ad::copy_tangents(p, leaf);
+  return leaf;
+}
+
+// `columns` (each of shape `inner`), stacked along a new last dim and reshaped to inner ++ outer.
+Tensor assemble(const TensorList& columns, const Shape& inner, const Shape& outer) {
+  Shape shape = inner;
+  shape.insert(shape.end(), outer.begin(), outer.end());
+  if (columns.empty()) return ops::zeros(shape);
+  return ops::reshape(ops::stack(columns, -1), shape);
+}
+
+}  // namespace
+
+JvpResult jvp(const Function& f, const TensorList& primals, const TensorList& tangents) {
+  AG_CHECK(primals.size() == tangents.size(), "jvp: expected one tangent per primal, got ",
+           tangents.size(), " for ", primals.size());
+  DualLevel level;
+  TensorList duals;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    duals.push_back(make_dual(primals[i], tangents[i], level.index()));
+  }
+  JvpResult out;
+  for (const Tensor& o : f(duals)) {
+    UnpackedDual u = unpack_dual(o, level.index());
+    out.tangents.push_back(u.tangent.defined() ? u.tangent : ops::zeros_like(u.primal));
+    out.outputs.push_back(std::move(u.primal));
+  }
+  return out;
+}
+
+VjpResult vjp(const Function& f, const TensorList& primals) {
+  TensorList leaves;
+  for (const Tensor& p : primals) leaves.push_back(differentiable_stand_in(p));
+  VjpResult out;
+  out.outputs = f(leaves);
+  const TensorList outputs = out.outputs;
+  out.vjp = [leaves, outputs](const TensorList& cotangents) {
+    AG_CHECK(cotangents.size() == outputs.size(), "vjp: expected one cotangent per output, got ",
+             cotangents.size(), " for ", outputs.size());
+    bool create_graph = false;
+    for (const Tensor& t : leaves) create_graph = create_graph || !t.is_leaf();
+    for (const Tensor& t : cotangents) create_graph = create_graph || t.requires_grad();
+    TensorList grads = grad(outputs, leaves,
+                            GradArgs()
+                                .grad_outputs(cotangents)
+                                .allow_unused()
+                                .retain_graph(true)
+                                .create_graph(create_graph));
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) grads[i] = ops::zeros_like(leaves[i]);
+    }
+    return grads;
+  };
+  return out;
+}
+
+std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
+  const VjpResult v = vjp(f, primals);
+  std::vector<TensorList> jac(v.outputs.size());
+  for (size_t o = 0; o < v.outputs.size(); ++o) {
+    std::vector<TensorList> rows(primals.size());  // rows[i][k]: d outputs[o][k] / d primals[i]
+    TensorList cotangents;
+    for (const Tensor& out : v.outputs) cotangents.push_back(ops::zeros_like(out));
+    for (int64_t k = 0; k < v.outputs[o].numel(); ++k) {
+      cotangents[o] = unit(v.outputs[o], k);
+      const TensorList g = v.vjp(cotangents);
+      for (size_t i = 0; i < primals.size(); ++i) rows[i].push_back(g[i]);
+    }
+    for (size_t i = 0; i < primals.size(); ++i) {
+      Shape shape = v.outputs[o].shape();
+      shape.insert(shape.end(), primals[i].shape().begin(), primals[i].shape().end());
+      jac[o].push_back(rows[i].empty() ? ops::zeros(shape, primals[i].dtype())
+                                       : ops::reshape(ops::stack(rows[i], 0), shape));
+    }
+  }
+  return jac;
+}
+
+std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals) {
+  std::vector<std::vector<TensorList>> columns;  // columns[o][i]: one per element of primals[i]
+  TensorList outputs;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    for (int64_t k = 0; k < primals[i].numel(); ++k) {
+      TensorList tangents;
+      for (size_t j = 0; j < primals.size(); ++j) {
+        tangents.push_back(j == i ? unit(primals[i], k) : ops::zeros_like(primals[j]));
+      }
+      const JvpResult r = jvp(f, primals, tangents);
+      if (columns.empty())
+        columns.assign(r.outputs.size(), std::vector<TensorList>(primals.size()));
+      outputs = r.outputs;
+      for (size_t o = 0; o < r.tangents.size(); ++o) columns[o][i].push_back(r.tangents[o]);
+    }
+  }
+  if (outputs.empty()) outputs = f(primals);  // every primal is empty: no column was computed
+  std::vector<TensorList> jac(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    for (size_t i = 0; i < primals.size(); ++i) {
+      const TensorList none;
+      jac[o].push_back(
+          assemble(columns.empty() ? none : columns[o][i], outputs[o].shape(), primals[i].shape()));
+    }
+  }
+  return jac;
+}
+
+Tensor hvp(const Function& f, const Tensor& x, const Tensor& v) {
+  const Function gradient = [&f](const TensorList& xs) {
+    const VjpResult r = vjp(f, xs);
+    AG_CHECK(r.outputs.size() == 1 && r.outputs[0].numel() == 1,
+             "hvp: the function must return one single-element tensor");
+    return r.vjp({ops::ones_like(r.outputs[0])});
+  };
+  return jvp(gradient, {x}, {v}).tangents[0];
+}
+
+Tensor hessian(const Function& f, const Tensor& x) {
+  TensorList columns;
+  for (int64_t k = 0; k < x.numel(); ++k) columns.push_back(hvp(f, x, unit(x, k)));
+  return assemble(columns, x.shape(), x.shape());
+}
+
+}  // namespace ag::func

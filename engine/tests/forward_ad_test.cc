@@ -1,0 +1,143 @@
+// Forward mode (Note [Forward mode], engine/forward_ad.h): dual tensors, tangents through views and
+// in-place ops, nested levels, errors; each value pinned to PyTorch 2.15 where PyTorch has the
+// case (torch.autograd.forward_ad; the script is in the comment above each test).
+
+#include "engine/forward_ad.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/autograd.h"
+#include "engine/error.h"
+#include "engine/function.h"
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag {
+namespace {
+
+using testing::expect_error;
+
+Tensor vec(std::vector<double> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return ops::from_vector(v, {n}, DType::kFloat64);
+}
+
+// p = [1, 2, 3]; t = [.5, -1, 2]; d = make_dual(p, t)
+// unpack_dual(d).tangent is t; d._base is p
+TEST(ForwardAd, MakeDualKeepsTheTangentAndViewsThePrimal) {
+  DualLevel level;
+  const Tensor p = vec({1, 2, 3}), t = vec({.5, -1, 2});
+  const Tensor d = make_dual(p, t);
+  EXPECT_TRUE(unpack_dual(d).tangent.is_same(t));
+  EXPECT_TRUE(d.is_view());
+  EXPECT_TRUE(d.base().is_same(p));
+  EXPECT_EQ(unpack_dual(d).primal.to_vector(), p.to_vector());
+  EXPECT_FALSE(unpack_dual(p).tangent.defined());
+}
+
+// v = d[1:]; unpack_dual(v).tangent == [-1, 2]; v.mul_(3.0): d's tangent (and t) [.5, -3, 6]
+TEST(ForwardAd, AWriteThroughAViewOfADualWritesItsTangent) {
+  DualLevel level;
+  const Tensor p = vec({1, 2, 3}), t = vec({.5, -1, 2});
+  const Tensor d = make_dual(p, t);
+  Tensor v = ops::slice(d, 0, 1, 3, 1);
+  EXPECT_EQ(unpack_dual(v).tangent.to_vector(), (std::vector<double>{-1, 2}));
+  ops::mul_(v, ops::mul(ops::ones_like(v), 3.0));
+  EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{.5, -3, 6}));
+  EXPECT_EQ(t.to_vector(), (std::vector<double>{.5, -3, 6}));
+}
+
+// base = zeros(4); base[1:].copy_(d): base's tangent [0, .5, -1, 2];
+// q = ones(3); q.mul_(d): q's tangent [.5, -1, 2]
+TEST(ForwardAd, AnInPlaceOpWithADualOperandGivesItsTargetATangent) {
+  DualLevel level;
+  const Tensor d = make_dual(vec({1, 2, 3}), vec({.5, -1, 2}));
+  Tensor base = ops::zeros({4}, DType::kFloat64);
+  Tensor slice = ops::slice(base, 0, 1, 4, 1);
+  ops::copy_(slice, d);
+  EXPECT_EQ(unpack_dual(base).tangent.to_vector(), (std::vector<double>{0, .5, -1, 2}));
+  EXPECT_EQ(unpack_dual(slice).tangent.to_vector(), (std::vector<double>{.5, -1, 2}));
+  Tensor q = ops::ones({3}, DType::kFloat64);
+  ops::mul_(q, d);
+  EXPECT_EQ(unpack_dual(q).tangent.to_vector(), (std::vector<double>{.5, -1, 2}));
+}
+
+// exp(d).sum(): tangent sum(exp(p) * t); detach() carries no tangent
+TEST(ForwardAd, OpsCarryTangentsAndDetachDropsThem) {
+  DualLevel level;
+  const Tensor d = make_dual(vec({1, 2, 3}), vec({.5, -1, 2}));
+  const Tensor s = ops::sum(ops::exp(d));
+  const double expected = std::exp(1) * .5 - std::exp(2) + std::exp(3) * 2;
+  EXPECT_NEAR(unpack_dual(s).tangent.item(), expected, 1e-12);
+  EXPECT_FALSE(unpack_dual(d.detach()).tangent.defined());
+  EXPECT_FALSE(unpack_dual(ops::detach(d)).tangent.defined());
+}
+
+// make_dual(p, ones(2)): "Trying to set a forward gradient that has a different size ..."; and
+// outside a level: "Trying to create a dual Tensor for forward AD but no level exists"
+TEST(ForwardAd, BadTangentsAndMissingLevelsRaise) {
+  const Tensor p = vec({1, 2, 3});
+  expect_error([&] { (void)make_dual(p, vec({1, 2, 3})); }, {"no dual level is live"});
+  DualLevel level;
+  expect_error([&] { (void)make_dual(p, vec({1, 2})); }, {"different size"});
+  expect_error([&] { (void)make_dual(p, ops::ones({3}, DType::kFloat32)); }, {"dtype"});
+}
+
+// Levels end with their scope: a dual's tangent is not read after its level.
+TEST(ForwardAd, TangentsEndWithTheirLevel) {
+  Tensor d;
+  {
+    DualLevel level;
+    d = make_dual(vec({1, 2}), vec({3, 4}));
+  }
+  DualLevel next;
+  EXPECT_FALSE(unpack_dual(d).tangent.defined());
+  EXPECT_FALSE(unpack_dual(ops::mul(d, d)).tangent.defined());
+}
+
+// Forward over forward (nested levels): d2/dx2 sin(x) = -sin(x), from the inner tangent's outer
+// tangent.
+TEST(ForwardAd, NestedLevelsGiveSecondDerivatives) {
+  DualLevel outer;
+  const Tensor x = make_dual(vec({0.3, 1.2}), vec({1, 1}), outer.index());
+  DualLevel inner;
+  const Tensor xx = make_dual(x, vec({1, 1}), inner.index());
+  const Tensor y = ops::sin(xx);
+  const Tensor dy = unpack_dual(y, inner.index()).tangent;  // cos(x), carrying -sin(x)
+  ASSERT_TRUE(dy.defined());
+  const Tensor d2y = unpack_dual(dy, outer.index()).tangent;
+  ASSERT_TRUE(d2y.defined());
+  EXPECT_NEAR(d2y.to_vector()[0], -std::sin(0.3), 1e-12);
+  EXPECT_NEAR(d2y.to_vector()[1], -std::sin(1.2), 1e-12);
+}
+
+// Forward over reverse: the gradient taken inside a level carries H u. f = sum(x^3): H = 6x.
+TEST(ForwardAd, AGradientTakenInsideALevelCarriesTheHessianVectorProduct) {
+  Tensor x = vec({1, -2, 0.5});
+  x.set_requires_grad(true);
+  DualLevel level;
+  const Tensor xd = make_dual(x, vec({1, 2, 3}));
+  const Tensor f = ops::sum(ops::mul(ops::mul(xd, xd), xd));
+  const Tensor g = grad({f}, {xd})[0];
+  EXPECT_EQ(g.to_vector(), (std::vector<double>{3, 12, 0.75}));
+  EXPECT_EQ(unpack_dual(g).tangent.to_vector(), (std::vector<double>{6, -24, 9}));
+}
+
+struct Twice : Function<Twice> {
+  static constexpr const char* name = "Twice";
+  static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }
+  static TensorList backward(BackwardCtx&, const TensorList& g) { return {ops::mul(g[0], 2.0)}; }
+};
+
+// A custom Function declares no jvp: PyTorch raises "jvp is not implemented".
+TEST(ForwardAd, ACustomFunctionRefusesATangent) {
+  DualLevel level;
+  const Tensor d = make_dual(vec({1, 2}), vec({3, 4}));
+  expect_error([&] { (void)Twice::apply({d}); }, {"jvp"});
+  EXPECT_EQ(Twice::apply({vec({1, 2})})[0].to_vector(), (std::vector<double>{2, 4}));
+}
+
+}  // namespace
+}  // namespace ag

@@ -1,0 +1,96 @@
+// Function transforms (Note [Transforms], engine/functional.h), pinned to torch.func in PyTorch
+// 2.15 (the script is in the comment above each test) and checked against each other.
+
+#include "engine/functional.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/tests/test_util.h"
+#include "ops/ops.h"
+
+namespace ag::func {
+namespace {
+
+Tensor vec(std::vector<double> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return ops::from_vector(v, {n}, DType::kFloat64);
+}
+
+void expect_near(const Tensor& t, const std::vector<double>& expected, double tol = 1e-12) {
+  const std::vector<double> got = t.to_vector();
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol) << "at " << i;
+}
+
+// W = [[.5, -1, .25], [1.5, .75, -.5]]; x = [.3, -.7, 1.1]; f = lambda x: tanh(W @ x) * x[:2]
+const Function kTanhProduct = [](const TensorList& in) -> TensorList {
+  const Tensor w = ops::from_vector({.5, -1, .25, 1.5, .75, -.5}, {2, 3}, DType::kFloat64);
+  return {ops::mul(ops::tanh(ops::matmul(w, in[0])), ops::slice(in[0], 0, 0, 2))};
+};
+// torch.func.jacfwd(f)(x)
+const std::vector<double> kTanhProductJacobian = {0.8610558368673188,   -0.10350953333107558,
+                                                  0.025877383332768896, -0.7270401053684874,
+                                                  -0.918119775033626,   0.24234670178949583};
+
+TEST(Transforms, JacfwdAndJacrevGiveTorchFuncsJacobian) {
+  const Tensor x = vec({.3, -.7, 1.1});
+  const Tensor fwd = jacfwd(kTanhProduct, {x})[0][0];
+  const Tensor rev = jacrev(kTanhProduct, {x})[0][0];
+  EXPECT_EQ(fwd.shape(), (Shape{2, 3}));
+  EXPECT_EQ(rev.shape(), (Shape{2, 3}));
+  expect_near(fwd, kTanhProductJacobian);
+  expect_near(rev, kTanhProductJacobian);
+  EXPECT_FALSE(x.requires_grad());  // the transforms leave their inputs as they were
+}
+
+TEST(Transforms, JvpAndVjpAreTheJacobianTimesAVector) {
+  const Tensor x = vec({.3, -.7, 1.1}), u = vec({1, -2, .5}), w = vec({.25, 3});
+  const JvpResult j = jvp(kTanhProduct, {x}, {u});
+  const VjpResult v = vjp(kTanhProduct, {x});
+  const std::vector<double>& J = kTanhProductJacobian;
+  std::vector<double> ju(2, 0.0), wj(3, 0.0);
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      ju[r] += J[r * 3 + c] * u.to_vector()[c];
+      wj[c] += w.to_vector()[r] * J[r * 3 + c];
+    }
+  }
+  expect_near(j.tangents[0], ju);
+  expect_near(v.vjp({w})[0], wj);
+  expect_near(j.outputs[0], v.outputs[0].to_vector());
+}
+
+// g = lambda x: (sin(x) * x).sum() + x[0] * x[1] * x[2]; torch.func.hessian(g)(x) and
+// torch.func.jvp(torch.func.grad(g), (x,), (v,)) with v = [1, 2, -1]
+const Function kCubic = [](const TensorList& in) -> TensorList {
+  const Tensor& x = in[0];
+  const Tensor prod =
+      ops::mul(ops::mul(ops::select(x, 0, 0), ops::select(x, 0, 1)), ops::select(x, 0, 2));
+  return {ops::add(ops::sum(ops::mul(ops::sin(x), x)), prod)};
+};
+
+TEST(Transforms, HessianAndHvpByForwardOverReverseGiveTorchFuncs) {
+  const Tensor x = vec({.3, -.7, 1.1});
+  const Tensor h = hessian(kCubic, x);
+  EXPECT_EQ(h.shape(), (Shape{3, 3}));
+  expect_near(h, {1.8220169162528101, 1.1, -0.7, 1.1, 1.0787319935025934, 0.3, -0.7, 0.3,
+                  -0.07313585321642452});
+  expect_near(hvp(kCubic, x, vec({1, 2, -1})),
+              {4.7220169162528105, 2.9574639870051866, -0.026864146783575515});
+}
+
+// A transform of a transform: the jacobian of the gradient (jacfwd over vjp) is the hessian.
+TEST(Transforms, TransformsCompose) {
+  const Tensor x = vec({.3, -.7, 1.1});
+  const Function gradient = [](const TensorList& in) {
+    const VjpResult r = vjp(kCubic, in);
+    return r.vjp({ops::ones_like(r.outputs[0])});
+  };
+  expect_near(jacfwd(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
+  expect_near(jacrev(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
+}
+
+}  // namespace
+}  // namespace ag::func

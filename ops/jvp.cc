@@ -1,0 +1,134 @@
+// Jvp rules' machinery (Note [Jvp rules], ops/jvp.h): the three standard rules, and the tangents
+// of a result and of an in-place write.
+#include "ops/jvp.h"
+
+#include "engine/error.h"
+#include "ops/ops.h"
+
+namespace ag::ops {
+namespace {
+
+// The tangents the inputs carry at `level`; false if none carries one.
+bool input_tangents(std::initializer_list<const Tensor*> inputs, int level, TensorList* out) {
+  bool any = false;
+  out->clear();
+  for (const Tensor* t : inputs) {
+    out->push_back(t->defined() ? forward_ad::tangent(*t, level) : Tensor());
+    any = any || out->back().defined();
+  }
+  return any;
+}
+
+// The rule's value at one level, checked against the result.
+Tensor run_rule(const OpSpec& spec, const JvpContext& ctx, int level) {
+  AG_CHECK(spec.jvp() != nullptr, spec.name(),
+           ": forward-mode AD: the op has no jvp rule (Note [Jvp rules], ops/jvp.h), so a "
+           "tangent cannot pass through it");
+  forward_ad::SuspendLevel rule_reads_primals(level);  // Note [Forward mode]
+  Tensor t = spec.jvp()(ctx);
+  if (t.defined() && t.shape() != ctx.result().shape()) t = broadcast_to(t, ctx.result().shape());
+  return t;
+}
+
+}  // namespace
+
+Tensor JvpContext::tangent_or_zeros(const Input& input) const {
+  const Tensor& t = tangent(input);
+  return t.defined() ? t : zeros_like(primal(input));
+}
+
+Tensor JvpContext::call(const TensorList& args) const {
+  AG_CHECK(spec_.forward().call != nullptr, spec_.name(),
+           ": forward-mode AD: the op's jvp rule calls its forward, which it has not");
+  return spec_.forward().call(OpArgs(args, attrs_));
+}
+
+Tensor jvp_from_formulas(const JvpContext& c) {
+  const OpSpec& spec = c.spec();
+  // The slots the formulas read, by slot number, from the primal values (Note [Derivative spec]).
+  std::vector<Tensor> slots(spec.num_slots());
+  for (size_t j = 0; j < slots.size(); ++j) {
+    const Slot& s = spec.slot(j);
+    slots[j] = s.kind == Slot::Kind::kInput    ? c.primal(Input(s.position, s.name))
+               : s.kind == Slot::Kind::kResult ? c.result()
+                                               : c.forward_value(s.position);
+  }
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const Tensor& in = c.primal(Input(static_cast<int>(i), ""));
+    shapes.push_back(in.defined() ? in.shape() : Shape());
+  }
+  Tensor sum;
+  for (size_t i = 0; i < spec.num_inputs(); ++i) {
+    const Tensor& t = c.tangent(Input(static_cast<int>(i), ""));
+    if (!t.defined() || !spec.differentiable(i)) continue;
+    // A diagonal Jacobian: the gradient formula applied to the tangent is this input's part.
+    const BackwardContext ctx(spec, t, i, shapes, c.all_attrs(), slots.data());
+    Tensor part = spec.formula(i)(ctx);
+    sum = sum.defined() ? add(sum, part) : part;
+  }
+  return sum;
+}
+
+Tensor jvp_linear(const JvpContext& c) {
+  TensorList args;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const Input in(static_cast<int>(i), "");
+    const Tensor& p = c.primal(in);
+    args.push_back(!p.defined() || !c.spec().differentiable(i) ? p : c.tangent_or_zeros(in));
+  }
+  return c.call(args);
+}
+
+Tensor jvp_bilinear(const JvpContext& c) {
+  const Input a(0, "a"), b(1, "b");
+  Tensor sum;
+  if (c.tangent(a).defined()) sum = c.call({c.tangent(a), c.primal(b)});
+  if (c.tangent(b).defined()) {
+    Tensor part = c.call({c.primal(a), c.tangent(b)});
+    sum = sum.defined() ? add(sum, part) : part;
+  }
+  return sum;
+}
+
+void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                      const Tensor& result, const OpAttrs& attrs,
+                      std::initializer_list<Tensor> from_forward) {
+  if (!spec.has_derivative()) return;  // detach, the comparisons: a constant
+  TensorList tangents;
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    if (forward_ad::suspended(level) || !input_tangents(inputs, level, &tangents)) continue;
+    const JvpContext ctx(spec, inputs, tangents, result, attrs, from_forward);
+    Tensor t = run_rule(spec, ctx, level);
+    if (t.defined()) forward_ad::set_tangent(result, level, t, spec.name().c_str());
+  }
+}
+
+TensorList tangents_of_write(const OpSpec& spec, const Tensor& self, const Tensor& other) {
+  TensorList out;
+  if (!forward_ad::live()) return out;
+  TensorList tangents;
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    out.emplace_back();
+    // Named, so that the list's array lives as long as the context that keeps the list.
+    const std::initializer_list<const Tensor*> inputs = {&self, &other};
+    if (forward_ad::suspended(level) || !input_tangents(inputs, level, &tangents)) continue;
+    // No in-place op's rule reads its result; self stands in for it.
+    const OpAttrs attrs = spec.forward().attrs;
+    const JvpContext ctx(spec, inputs, tangents, self, attrs, {});
+    out.back() = run_rule(spec, ctx, level);
+    if (!out.back().defined()) out.back() = zeros_like(self);
+  }
+  return out;
+}
+
+void finish_tangents_of_write(const Tensor& self, const TensorList& tangents) {
+  for (size_t level = 0; level < tangents.size(); ++level) {
+    if (!tangents[level].defined()) continue;
+    Tensor target = forward_ad::tangent_to_write(self, static_cast<int>(level));
+    forward_ad::SuspendLevel writing_the_tangent(static_cast<int>(level));
+    copy_(target, tangents[level]);
+  }
+}
+
+}  // namespace ag::ops
