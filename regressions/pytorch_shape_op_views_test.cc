@@ -56,10 +56,9 @@ TEST(BroadcastTo, AWriteThroughItReachesItsInputOrIsRefusedWhereItExpands) {
   expect_values(x, {2, 3, 4});
 }
 
-// Open, not fixed yet: add_ into an expanded view of a tensor that does not require grad does
-// not raise PyTorch's "more than one element of the written-to tensor refers to a single memory
-// location" here.
-TEST(BroadcastTo, DISABLED_AWriteIsRefusedWhereItExpands) {
+// torch.broadcast_to(torch.tensor([1., 2., 3.]), (2, 3)).add_(1) raises "unsupported operation:
+// more than one element of the written-to tensor refers to a single memory location".
+TEST(BroadcastTo, AWriteIsRefusedWhereItExpands) {
   Tensor x = values({1, 2, 3}, {3});
   Tensor wide = ops::broadcast_to(x, {2, 3});
   EXPECT_NE(error_of([&] {
@@ -130,9 +129,9 @@ TEST(GradientViews, SumOverADimsGradientExpandsTheIncomingOne) {
   EXPECT_TRUE(shares_storage(k, go13));
 }
 
-// Open, not fixed yet: view() of this [2, 3] gradient of strides (1, 0) does not raise here;
-// PyTorch's raises ("view size is not compatible with input tensor's size and stride").
-TEST(GradientViews, DISABLED_ViewOfAnExpandedGradientRaises) {
+// view() of this [2, 3] gradient of strides (1, 0) raises, as PyTorch's ("view size is not
+// compatible with input tensor's size and stride"): its two dims are no one chunk.
+TEST(GradientViews, ViewOfAnExpandedGradientRaises) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor h = grad_of(ops::sum(x, 1), x, leaf({1, 2}, {2}));
   EXPECT_NE(error_of([&] { ops::view(h, {6}); }).find("view size is not compatible"),
