@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/forward_ad.h"
 #include "engine/hooks.h"
 #include "engine/node.h"
 
@@ -141,6 +142,22 @@ std::string hooks_text(const NodeView& v) {
   return os.str();
 }
 
+// Note [Forward mode]: the tangents the tensors carry at each live dual level, one line each:
+//   tangent: output 0 float64[3] at level 0
+std::string tangents_text(const char* what, const TensorList& tensors) {
+  std::ostringstream os;
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor t = forward_ad::tangent(tensors[i], level);
+      if (t.defined()) {
+        os << "  tangent: " << what << " " << i << " " << t.describe() << " at level " << level
+           << "\n";
+      }
+    }
+  }
+  return os.str();
+}
+
 }  // namespace
 
 std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
@@ -151,6 +168,7 @@ std::string describe_graph(const TensorList& outputs, const TensorList& inputs,
      << (inputs.empty() ? std::string("as backward() into every leaf")
                         : "as grad() w.r.t. " + std::to_string(inputs.size()) + " input(s)")
      << "; options: " << to_string(options) << "\n";
+  os << tangents_text("output", outputs) << tangents_text("input", inputs);
   for (const NodeView& v : view.nodes) {
     os << "  #" << v.node->sequence_nr() << " " << v.node->name() << "  topo "
        << v.node->topological_nr() << "  " << v.status;

@@ -67,6 +67,11 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
   AG_CHECK(tangent.dtype() == primal.dtype() && tangent.device() == primal.device(),
            "make_dual: the tangent (", tangent.describe(),
            ") must have the primal's dtype and device (", primal.describe(), ")");
+  // PyTorch refuses it too (found by the conformance corpus: the engine replaced the tangent).
+  AG_CHECK(!forward_ad::tangent(primal, level).defined(),
+           "make_dual: Making a dual Tensor based on a Tensor that already has a forward gradient "
+           "at the same level ",
+           level, " is not supported");
   Tensor dual;
   {
     forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own
@@ -77,6 +82,8 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
 }
 
 UnpackedDual unpack_dual(const Tensor& tensor, int level) {
+  // As PyTorch's unpack_dual outside any level: the tensor itself, and no tangent.
+  if (level < 0 && forward_ad::num_levels() == 0) return {tensor, Tensor()};
   level = resolve(level, "unpack_dual");
   UnpackedDual out;
   out.tangent = forward_ad::tangent(tensor, level);

@@ -61,6 +61,7 @@ struct UnpackedDual {
   Tensor primal;   // a view of the tensor that carries no tangent at the level
   Tensor tangent;  // the tensor's tangent at the level, undefined if it carries none
 };
+// With no level live (and none named), as PyTorch: {tensor itself, undefined}.
 UnpackedDual unpack_dual(const Tensor& tensor, int level = -1);
 
 namespace forward_ad {

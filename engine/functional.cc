@@ -57,8 +57,12 @@ VjpResult vjp(const Function& f, const TensorList& primals) {
   TensorList leaves;
   for (const Tensor& p : primals) leaves.push_back(differentiable_stand_in(p));
   VjpResult out;
-  out.outputs = f(leaves);
-  const TensorList outputs = out.outputs;
+  const TensorList outputs = f(leaves);
+  // As torch.func.vjp's: the outputs are differentiable in the caller's primals only, so with
+  // none that requires grad they carry no history (found by the conformance corpus).
+  bool caller_grad = false;
+  for (const Tensor& p : primals) caller_grad = caller_grad || p.requires_grad();
+  for (const Tensor& o : outputs) out.outputs.push_back(caller_grad ? o : ops::detach(o));
   out.vjp = [leaves, outputs](const TensorList& cotangents) {
     AG_CHECK(cotangents.size() == outputs.size(), "vjp: expected one cotangent per output, got ",
              cotangents.size(), " for ", outputs.size());

@@ -5,6 +5,7 @@
 
 #include "engine/autograd.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "ops/ops.h"
 
 namespace ag {
@@ -37,6 +38,31 @@ std::vector<std::vector<double>> analytical_row(const Tensor& out, int64_t j,
   return row;
 }
 
+// J u for the inputs that require grad, u[k] their directions, from one call of fn on duals.
+std::vector<double> forward_jvp(const DifferentiableFn& fn, const TensorList& inputs,
+                                const TensorList& u) {
+  DualLevel level;
+  TensorList duals;
+  size_t k = 0;
+  for (const Tensor& in : inputs) duals.push_back(in.requires_grad() ? make_dual(in, u[k++]) : in);
+  const Tensor out = fn(duals);
+  const Tensor t = unpack_dual(out).tangent;
+  return t.defined() ? t.to_vector() : std::vector<double>(static_cast<size_t>(out.numel()), 0.0);
+}
+
+// Records the first failure of `value` against `expected` in `result`.
+void compare(GradcheckResult& result, const GradcheckOptions& options, double value,
+             double expected, const std::string& what) {
+  const double err = std::abs(value - expected);
+  result.max_abs_error = std::max(result.max_abs_error, err);
+  if (!(err <= options.atol + options.rtol * std::abs(expected)) && result.passed) {
+    result.passed = false;
+    std::ostringstream os;
+    os << "gradcheck: " << what << ": " << value << " vs " << expected;
+    result.report = os.str();
+  }
+}
+
 }  // namespace
 
 GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
@@ -53,10 +79,16 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
   std::vector<std::vector<std::vector<double>>> analytical;  // [j][input][element]
   for (int64_t j = 0; j < m; ++j) analytical.push_back(analytical_row(out, j, inputs));
 
+  // Forward mode's direction per input that requires grad, and J u by finite differences and by
+  // the reverse Jacobian.
+  TensorList u;
+  std::vector<double> numerical_ju(static_cast<size_t>(m), 0.0), analytical_ju = numerical_ju;
   size_t k = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     if (!in.requires_grad()) continue;
+    u.push_back(ops::uniform(in.shape(), -1, 1, 31 + i, DType::kFloat64));
+    const std::vector<double> ui = u.back().to_vector();
     double* x = in.data<double>();
     for (int64_t e = 0; e < in.numel(); ++e) {
       const double saved = x[e];
@@ -71,6 +103,8 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
       for (int64_t j = 0; j < m; ++j) {
         const double numerical = (plus[j] - minus[j]) / (2 * options.eps);
         const double a = analytical[j][k][e];
+        numerical_ju[j] += numerical * ui[e];
+        analytical_ju[j] += a * ui[e];
         const double err = std::abs(a - numerical);
         result.max_abs_error = std::max(result.max_abs_error, err);
         // Written so that a NaN on either side fails, as torch.allclose does without equal_nan.
@@ -85,6 +119,15 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs,
       }
     }
     ++k;
+  }
+  if (options.check_forward_ad && !u.empty()) {
+    const std::vector<double> ju = forward_jvp(fn, inputs, u);
+    for (int64_t j = 0; j < m; ++j) {
+      compare(result, options, ju[j], numerical_ju[j],
+              "forward mode's (J u)[" + std::to_string(j) + "] vs finite differences'");
+      compare(result, options, ju[j], analytical_ju[j],
+              "forward mode's (J u)[" + std::to_string(j) + "] vs reverse mode's");
+    }
   }
   return result;
 }

@@ -11,6 +11,10 @@ struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;
   double rtol = 1e-3;
+  // Also checks forward mode (Note [Forward mode], engine/forward_ad.h) as PyTorch's
+  // check_forward_ad with fast_mode: the tangent J u of one random direction u from a dual level
+  // against the finite-difference Jacobian times u, and against the reverse-mode Jacobian times u.
+  bool check_forward_ad = false;
 };
 
 struct GradcheckResult {

@@ -69,11 +69,12 @@ namespace ag {
 // in-place op rewrites a retaining non-first output of a multi-output node (DEVIATIONS.md,
 // retains-grad-moved-by-output-nr); the engine moves the tensor's own.
 //
-// One difference more: a write through a view. PyTorch's CopySlices runs the in-place op's backward
-// itself and scatters its gradient for the view's old value into the base's, so the view's old
-// node is off the path; here the in-place node's edge goes through that node (Note [In-place
-// ops on views], ops/views.h), which runs: hooks registered on the view before the write run
-// (with the gradient of its old value) where PyTorch's do not. Gradients are the same.
+// A write through a view: PyTorch's CopySlices runs the in-place op's backward itself and
+// scatters its gradient for the view's old value into the base's, so the view's old node is off
+// the path. Here the in-place node reads self through the view's node (Note [In-place ops on
+// views], ops/views.h), which sends the same gradient to the same place; when that node has
+// hooks, through a fresh view of the base instead (ops/inplace.cc self_of_write), so hooks
+// registered on the view before the write do not run, as in PyTorch.
 //
 // A captured gradient is taken after 1 and 2 when the node does not run, and before them when it
 // does (PyTorch's evaluate_function: a needed node runs its tensor hooks later, in

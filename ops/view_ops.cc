@@ -30,9 +30,9 @@ Tensor view_gradient(const Ctx& c) {
 // Note [View gradients into a waiting sum]
 // A view's gradient is input-shaped: the incoming gradient at the view's elements, zeros
 // elsewhere. Where several views of one tensor each send it a gradient (every time step x[:, t]
-// of an RNN's input, the 1,000 rows of a split), the separate sum would cost a fill of zeros and
-// a pass over the whole input per view. With a gradient already waiting for the input (Note [Sums
-// fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
+// of an RNN's input, 1,000 rows selected one by one), the separate sum would cost a fill of zeros
+// and a pass over the whole input per view. With a gradient already waiting for the input (Note
+// [Sums fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
 // incoming gradient into it at the view's elements alone, which is all the sum would change:
 // a select of one step of [256, 64, 256] touches 1/64 of it. select, slice and diagonal have the
 // hook: each reaches an element of its input at most once. unfold has none: its windows can
@@ -391,50 +391,6 @@ Tensor alias(const Tensor& a) {
 Tensor contiguous(const Tensor& a) {
   check_defined("contiguous", a, "input");
   return a.is_contiguous() ? a : clone(a);
-}
-
-std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
-  check_defined("split", a, "input");
-  dim = view_dim("split", dim, a);
-  const int64_t size = a.shape()[dim];
-  AG_CHECK(split_size > 0 || (split_size == 0 && size == 0),
-           "split: split_size can only be 0 if "
-           "dimension size is 0, but got split_size ",
-           split_size, " for ", a.describe());
-  std::vector<Tensor> out;
-  const int64_t pieces =
-      split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
-  for (int64_t i = 0; i < pieces; ++i) {
-    const int64_t start = i * split_size;
-    out.push_back(narrow(a, dim, start, std::min(split_size, size - start)));
-  }
-  mark_multi_output_views(out);
-  return out;
-}
-
-std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
-  check_defined("chunk", a, "input");
-  AG_CHECK(chunks > 0, "chunk: chunk expects `chunks` to be greater than 0, got: ", chunks);
-  dim = view_dim("chunk", dim, a);
-  const int64_t size = a.shape()[dim];
-  if (size == 0) {
-    // As PyTorch's chunk: `chunks` empty pieces of an empty dim (split_with_sizes), where split
-    // would make one.
-    std::vector<Tensor> out;
-    for (int64_t i = 0; i < chunks; ++i) out.push_back(narrow(a, dim, 0, 0));
-    mark_multi_output_views(out);
-    return out;
-  }
-  return split(a, (size + chunks - 1) / chunks, dim);
-}
-
-std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
-  check_defined("unbind", a, "input");
-  dim = view_dim("unbind", dim, a);
-  std::vector<Tensor> out;
-  for (int64_t i = 0; i < a.shape()[dim]; ++i) out.push_back(select(a, dim, i));
-  mark_multi_output_views(out);
-  return out;
 }
 
 // The three linear ops that move gradients between a view and its base; each one's gradient is

@@ -99,7 +99,7 @@ namespace ag::ops {
 // `in_base` (Note [Views of any stride]).
 void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base);
 // Marks the outputs of one split, chunk or unbind, made with grad mode on, as kMultiOutputNode
-// (Note [How a view was made]).
+// (Note [How a view was made]; Note [Several views, one node], ops/split.cc).
 void mark_multi_output_views(const std::vector<Tensor>& views);
 // Where `t` reads its storage: its sizes, strides and storage offset.
 inline Layout layout_of(const Tensor& t) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/ops.h"
+#include "paper/workloads/tiny_graph.h"
 
 namespace ag::paper {
 namespace {
@@ -33,8 +34,8 @@ TEST(HookWorkloads, CheckpointedMlpPeaksBelowThePlainRun) {
 }
 
 TEST(HookWorkloads, IdentityHooksChangeNoGradient) {
-  const HookedChainInputs in = make_hooked_chain_inputs(50);
-  EXPECT_EQ(hooked_chain_grad(in, true).to_vector(), hooked_chain_grad(in, false).to_vector());
+  const ScalarChainInputs in = make_scalar_chain_inputs(50);
+  EXPECT_EQ(scalar_chain_grad(in, true).to_vector(), scalar_chain_grad(in, false).to_vector());
 }
 
 EngineOptions with_guards(bool on) {

@@ -46,9 +46,14 @@ done
 awk -F'\t' '$1 == "rnn_time_slices" && $3 == "bytes saved for backward" { v[$2 ~ /^PyTorch/] = $4 }
      END { exit !(0 in v && 1 in v && v[0] == v[1]) }' "$out/figures.tsv" ||
   { echo "FAILED: the RNN's bytes saved differ from PyTorch's"; fail=1; }
-# Issue 45: PyTorch's steps, and its pack calls equal to ours with guarded saves, call for call.
+# Issue 45: the peers' steps (libtorch's hooked chain and no-hook rows too), and PyTorch's pack
+# calls equal to ours with guarded saves, call for call.
 has residual_mlp "PyTorch " "step time [quiet]"
 has hooked_chain "PyTorch " "step time [quiet]"
+has hooked_chain "libtorch " "step time [quiet]"
+has no_hooks_tiny_graph "libtorch " "time per call"
+has no_hooks_scalar_chain "libtorch " "time per call"
+has no_hooks_hessian_tanh_final_backward "PyTorch " "step time [quiet]"
 for w in pack_dropout pack_residual_mlp pack_hessian_mlp; do
   awk -F'\t' -v w="$w" '$1 == w && $3 == "pack calls" { v[$2 ~ /^PyTorch/ ? "p" : $2] = $4 }
        END { exit !("p" in v && v["p"] == v["guard_saves on"]) }' "$out/figures.tsv" ||

@@ -56,6 +56,12 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'residual_mlp\tours checkpointed\tpeak bytes' \
            $'hooked_chain\tours hooked\tstep time [quiet]' \
            $'hooked_chain\tours without hooks\tstep time [quiet]' \
+           $'hooked_chain\tours hooked\tstep time [busy: bursty]' \
+           $'residual_mlp\tours checkpointed\tstep time [busy: spin]' \
+           $'no_hooks_tiny_graph\tpruning on\ttime per call [busy: spin]' \
+           $'no_hooks_scalar_chain\tpruning on\ttime per call [quiet]' \
+           $'no_hooks_hessian_relu\tours\tstep time [quiet]' \
+           $'no_hooks_hessian_tanh_final_backward\tours\tstep time [busy: bursty]' \
            $'pack_dropout\tguard_saves on\tpack calls' \
            $'pack_residual_mlp\tguard_saves off\tpack calls' \
            $'pack_hessian_mlp\tguard_saves on\tbytes packed'; do

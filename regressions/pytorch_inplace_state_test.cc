@@ -174,7 +174,7 @@ TEST(MultiOutputViews, AStaleSplitOutputsHistoryCannotBeRead) {
   EXPECT_TRUE(v.requires_grad());
   expect_error(
       [&] { (void)v.grad_fn(); },
-      {"output 0 of 'slice'", "its base or another view of its base has been modified in place",
+      {"output 0 of 'split'", "its base or another view of its base has been modified in place",
        "one of several views that one function returned"});
 }
 

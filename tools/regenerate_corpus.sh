@@ -7,6 +7,9 @@
 #   tools/regenerate_corpus.sh --hooks [--python PY]   corpus/hooks.txt alone: 300 programs with
 #       hooks from seed 45 and the hand-written programs/hooks/*.txt (Note [Conformance hooks],
 #       proptests/conformance/program.h); about 5 minutes
+#   tools/regenerate_corpus.sh --forward [--python PY]   corpus/forward.txt alone: forward-mode
+#       programs (dual levels, make_dual/unpack_dual, torch.func transforms) from seed 46 and the
+#       hand-written programs/forward/*.txt (Note [Conformance forward mode], program.h)
 # PY: $AG_PEER_PYTHON, else the peers' venv (tools/setup.sh --peers), else python3. Takes about
 # 20 minutes on 2 cores. Rerun it whenever the generator, the scripts' runtime or the engine's
 # semantics change; commit the corpus with the change.
@@ -17,6 +20,9 @@ cd "$root"
 hooks=()
 if [[ "${1:-}" == "--hooks" ]]; then
   hooks=(--hooks --seed 45 --programs 300)
+  shift
+elif [[ "${1:-}" == "--forward" ]]; then
+  hooks=(--forward --seed 46 --programs 300)
   shift
 fi
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/autograd.h"
+#include "engine/forward_ad.h"
 #include "engine/node.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
@@ -134,6 +135,25 @@ TEST(DescribeGraph, MarksTheGradientsACallDoesNotCompute) {
 
   const std::string dot = describe_graph_dot({g.out}, {g.x}, EngineOptions());
   EXPECT_TRUE(has(dot, "style=dotted")) << dot;
+}
+
+}  // namespace
+}  // namespace ag
+
+namespace ag {
+namespace {
+
+// Note [Forward mode]: the tangents an output and an input carry, one line each per level.
+TEST(DescribeGraph, ShowsTangents) {
+  DualLevel level;
+  Tensor x = ops::from_vector({1, 2, 3}, {3}, DType::kFloat64);
+  x.set_requires_grad(true);
+  const Tensor d = make_dual(x, ops::ones({3}, DType::kFloat64));
+  const Tensor y = ops::sum(ops::mul(d, d));
+  const std::string text = describe_graph({y}, {d});
+  EXPECT_NE(text.find("tangent: output 0 float64[] at level 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("tangent: input 0 float64[3] at level 0"), std::string::npos) << text;
+  EXPECT_EQ(describe_graph({ops::sum(x)}).find("tangent:"), std::string::npos);
 }
 
 }  // namespace

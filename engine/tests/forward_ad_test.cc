@@ -85,6 +85,26 @@ TEST(ForwardAd, BadTangentsAndMissingLevelsRaise) {
   expect_error([&] { (void)make_dual(p, ops::ones({3}, DType::kFloat32)); }, {"dtype"});
 }
 
+// Outside any level: fwAD.unpack_dual(p) is (p, None), p itself (found by the conformance corpus,
+// programs/forward/forward.txt: the engine raised).
+TEST(ForwardAd, UnpackDualOutsideALevelGivesTheTensorAndNoTangent) {
+  const Tensor p = vec({1, 2, 3});
+  const UnpackedDual u = unpack_dual(p);
+  EXPECT_TRUE(u.primal.is_same(p));
+  EXPECT_FALSE(u.tangent.defined());
+}
+
+// d = make_dual(p, t); fwAD.make_dual(d * 2, t): "Making a dual Tensor based on a Tensor that
+// already has a forward gradient at the same level 0 is not supported." (found by the
+// conformance corpus: the engine replaced the tangent)
+TEST(ForwardAd, MakeDualOfATensorThatHasATangentRaises) {
+  DualLevel level;
+  const Tensor t = vec({.5, -1, 2});
+  const Tensor d = make_dual(vec({1, 2, 3}), t);
+  expect_error([&] { (void)make_dual(ops::mul(d, 2.0), t); }, {"already has a forward gradient"});
+  expect_error([&] { (void)make_dual(d, t); }, {"already has a forward gradient"});
+}
+
 // Levels end with their scope: a dual's tangent is not read after its level.
 TEST(ForwardAd, TangentsEndWithTheirLevel) {
   Tensor d;

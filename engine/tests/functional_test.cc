@@ -45,6 +45,17 @@ TEST(Transforms, JacfwdAndJacrevGiveTorchFuncsJacobian) {
   EXPECT_FALSE(x.requires_grad());  // the transforms leave their inputs as they were
 }
 
+// out, fn = torch.func.vjp(f, x) with x not requiring grad: out.requires_grad is False, out.is_leaf
+// (found by the conformance corpus: the engine's output kept the vjp's own history)
+TEST(Transforms, VjpOutputsCarryNoHistoryOfTheirOwn) {
+  const Tensor x = vec({.3, -.7, 1.1});
+  const VjpResult v = vjp(kTanhProduct, {x});
+  EXPECT_FALSE(v.outputs[0].requires_grad());
+  EXPECT_TRUE(v.outputs[0].is_leaf());
+  expect_near(v.vjp({vec({1, 0})})[0],
+              {kTanhProductJacobian[0], kTanhProductJacobian[1], kTanhProductJacobian[2]});
+}
+
 TEST(Transforms, JvpAndVjpAreTheJacobianTimesAVector) {
   const Tensor x = vec({.3, -.7, 1.1}), u = vec({1, -2, .5}), w = vec({.25, 3});
   const JvpResult j = jvp(kTanhProduct, {x}, {u});

@@ -185,8 +185,8 @@ TensorList inputs_for(const Case& c) {
   return inputs;
 }
 
-using Check = GradcheckResult (*)(const DifferentiableFn&, const TensorList&,
-                                  const GradcheckOptions&);
+using Check = std::function<GradcheckResult(const DifferentiableFn&, const TensorList&,
+                                            const GradcheckOptions&)>;
 
 void check_all(Check check) {
   for (const Case& c : cases()) {
@@ -201,6 +201,13 @@ void check_all(Check check) {
 
 TEST(OpGradients, FirstOrder) { check_all(gradcheck); }
 TEST(OpGradients, SecondOrder) { check_all(gradgradcheck); }
+// Every op's jvp rule (Note [Jvp rules], ops/jvp.h) against finite differences and reverse mode.
+TEST(OpGradients, ForwardMode) {
+  GradcheckOptions options;
+  options.check_forward_ad = true;
+  check_all([&options](const DifferentiableFn& fn, const TensorList& inputs,
+                       const GradcheckOptions&) { return gradcheck(fn, inputs, options); });
+}
 
 // PyTorch: d/dx x^0 is 0 everywhere, also at x = 0 (not 0 * 0^-1 = NaN).
 TEST(OpGradients, PowScalarZeroExponentAtZero) {

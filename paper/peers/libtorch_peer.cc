@@ -4,7 +4,10 @@
 //
 // Tasks (seconds per call, forward included, as ours):
 //   tiny_graph ITERS            torch::autograd::grad({a * b}, {a, b}, {ones}) on 2x2 float32
-//   scalar_chain LENGTH ITERS   grad({y.sum()}, {x}), y = x * 1.0001 LENGTH times, x of 4 elements
+//   scalar_chain LENGTH ITERS [HOOKED]
+//                               grad({y.sum()}, {x}), y = x * 1.0001 LENGTH times, x of 4 elements;
+//                               HOOKED=1: an identity hook on every intermediate y (Note
+//                               [libtorch's cheapest identity hook])
 //
 //   libtorch_peer --threads N
 #include <ATen/ATen.h>
@@ -38,11 +41,21 @@ double tiny_graph(int iters) {
   return seconds_per_call(iters, [&] { torch::autograd::grad({a * b}, {a, b}, {gradient}); });
 }
 
-double scalar_chain(int length, int iters) {
+// Note [libtorch's cheapest identity hook]
+// TensorBase::register_hook takes a function of the gradient returning a Tensor or void; a void
+// one is wrapped to return an undefined tensor. CppFunctionTensorPreHook (torch/csrc/autograd/
+// cpp_hook.cpp) keeps the gradient as it is when a hook returns an undefined tensor and skips
+// check_single_result, the shape, dtype and device checks it runs on a returned gradient. So a
+// void lambda, which neither copies the gradient's handle nor has it checked, is libtorch's
+// cheapest identity, and the one ours is compared with (ours returns an undefined tensor too).
+double scalar_chain(int length, int iters, bool hooked) {
   const at::Tensor x = torch::rand({4}, at::TensorOptions().requires_grad(true));
   return seconds_per_call(iters, [&] {
     at::Tensor y = x;
-    for (int i = 0; i < length; ++i) y = y * 1.0001;
+    for (int i = 0; i < length; ++i) {
+      y = y * 1.0001;
+      if (hooked) y.register_hook([](const at::Tensor&) {});
+    }
     torch::autograd::grad({y.sum()}, {x});
   });
 }
@@ -93,8 +106,8 @@ int main(int argc, char** argv) {
       double value;
       if (f[0] == "tiny_graph" && f.size() == 2) {
         value = tiny_graph(std::stoi(f[1]));
-      } else if (f[0] == "scalar_chain" && f.size() == 3) {
-        value = scalar_chain(std::stoi(f[1]), std::stoi(f[2]));
+      } else if (f[0] == "scalar_chain" && (f.size() == 3 || f.size() == 4)) {
+        value = scalar_chain(std::stoi(f[1]), std::stoi(f[2]), f.size() == 4 && f[3] == "1");
       } else {
         throw std::runtime_error("unknown task or arguments: " + line);
       }

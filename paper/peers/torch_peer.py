@@ -90,16 +90,19 @@ def tiny_graph(iters):
     return seconds_per_call(lambda: torch.autograd.grad(a * b, [a, b], gradient), int(iters))
 
 
+def chain_grad(x, length, hooked):
+    """grad(y.sum(), [x]), y = x * 1.0001 `length` times; with an identity hook on every y."""
+    y = x
+    for _ in range(length):
+        y = y * 1.0001
+        if hooked:
+            y.register_hook(lambda g: None)
+    return torch.autograd.grad(y.sum(), [x])
+
+
 def scalar_chain(length, iters):
     x = torch.rand(4, requires_grad=True)
-
-    def call():
-        y = x
-        for _ in range(int(length)):
-            y = y * 1.0001
-        torch.autograd.grad(y.sum(), [x])
-
-    return seconds_per_call(call, int(iters))
+    return seconds_per_call(lambda: chain_grad(x, int(length), False), int(iters))
 
 
 _models = {}
@@ -384,15 +387,7 @@ def checkpoint_mlp(layers, batch, width, p, checkpointed, min_seconds, threads="
 
 def hooked_chain(length, hooked, min_seconds, threads="0"):
     x = torch.rand(4, requires_grad=True)
-
-    def call():
-        y = x
-        for _ in range(int(length)):
-            y = y * 1.0001
-            if hooked == "1":
-                y.register_hook(lambda g: None)
-        torch.autograd.grad(y.sum(), [x])
-
+    call = lambda: chain_grad(x, int(length), hooked == "1")  # noqa: E731
     return with_threads(threads, lambda: seconds_per_call_over(call, float(min_seconds)))
 
 

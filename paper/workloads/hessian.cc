@@ -143,4 +143,13 @@ LayerProductTimes measure_layer_products(const HessianConfig& c, int reps) {
   return {med[0], med[1], med[2]};
 }
 
+std::vector<std::string> hessian_peer_task(std::vector<std::string> head,
+                                           const HessianConfig& config, bool final_backward,
+                                           double stretch) {
+  head.insert(head.end(), {config.activation == Activation::kRelu ? "relu" : "tanh",
+                           final_backward ? "1" : "0", std::to_string(config.batch),
+                           std::to_string(config.hidden), std::to_string(stretch)});
+  return head;
+}
+
 }  // namespace ag::paper

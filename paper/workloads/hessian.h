@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "engine/device.h"
 #include "engine/options.h"
@@ -84,5 +86,12 @@ struct LayerProductTimes {
   }
 };
 LayerProductTimes measure_layer_products(const HessianConfig& config, int reps);
+
+// A peer's hessian step task (paper/peers/torch_peer.py, jax_peer.py): `head` ({"hessian",
+// "autograd"}, ...), then the step's activation, final backward, batch and width, and the stretch
+// of steps in seconds (Note [A stretch of steps]).
+std::vector<std::string> hessian_peer_task(std::vector<std::string> head,
+                                           const HessianConfig& config, bool final_backward,
+                                           double stretch);
 
 }  // namespace ag::paper

@@ -116,10 +116,7 @@ std::string under(const std::string& metric, const Condition& condition) {
 // takes part in the first `rounds` rounds only (0: all).
 Contender peer_step(const PeerImpl& impl, const HessianConfig& hc, bool fb, double stretch,
                     std::initializer_list<std::string> extra = {}, int rounds = 0) {
-  std::vector<std::string> task = impl.task;
-  task.insert(task.end(),
-              {hc.activation == Activation::kRelu ? "relu" : "tanh", fb ? "1" : "0",
-               std::to_string(hc.batch), std::to_string(hc.hidden), std::to_string(stretch)});
+  std::vector<std::string> task = hessian_peer_task(impl.task, hc, fb, stretch);
   task.insert(task.end(), extra);
   return {impl.name,
           [&impl, task]() -> std::optional<double> {

@@ -63,27 +63,6 @@ int64_t residual_mlp_peak_bytes(const ResidualMlp& mlp, bool checkpointed) {
   return peak_bytes() - before;
 }
 
-HookedChainInputs make_hooked_chain_inputs(int length) {
-  HookedChainInputs in;
-  in.x = ops::uniform({4}, 0, 1, 3);
-  in.x.set_requires_grad(true);
-  in.length = length;
-  return in;
-}
-
-Tensor hooked_chain_grad(const HookedChainInputs& in, bool hooked) {
-  Tensor y = in.x;
-  for (int i = 0; i < in.length; ++i) {
-    y = y * 1.0001;
-    if (hooked) y.register_hook([](const Tensor&) { return Tensor(); });
-  }
-  return grad({ops::sum(y)}, {in.x})[0];
-}
-
-double hooked_chain_call(const HookedChainInputs& in, bool hooked) {
-  return static_cast<double>(hooked_chain_grad(in, hooked).data<float>()[0]);
-}
-
 PackCount count_packs(const EngineOptions& options, const std::function<void()>& forward) {
   PackCount count;
   OptionsGuard guard(options);

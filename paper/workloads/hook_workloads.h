@@ -6,9 +6,8 @@
 // sum(h * h) w.r.t. every W, each block run plainly or under ag::checkpoint (Note [Activation
 // checkpointing]).
 //
-// A chain of multiplications (tiny_graph.h's scalar chain): y = x * 1.0001 repeated `length`
-// times on x of 4 elements, grad(y.sum(), {x}), with an identity hook (register_hook returning an
-// undefined tensor: the gradient goes on unchanged) on every intermediate y, or without.
+// The hooked chain of multiplications is tiny_graph.h's scalar chain (scalar_chain_grad with
+// identity_hooks).
 //
 // Pack calls: how many values one forward hands to a counting saved-tensor hook (pack counts
 // them and returns the value; unpack returns it), and their bytes, under the options in force.
@@ -53,15 +52,6 @@ TensorList residual_mlp_grads(const ResidualMlp& mlp, bool checkpointed);
 double residual_mlp_step(const ResidualMlp& mlp, bool checkpointed);
 // The allocator's peak bytes during one step, above the live bytes before it.
 int64_t residual_mlp_peak_bytes(const ResidualMlp& mlp, bool checkpointed);
-
-struct HookedChainInputs {
-  Tensor x;  // [4], requires grad
-  int length = 1000;
-};
-HookedChainInputs make_hooked_chain_inputs(int length);
-// grad(y.sum(), {x}) through the chain, with an identity hook on every intermediate or without.
-Tensor hooked_chain_grad(const HookedChainInputs& in, bool hooked);
-double hooked_chain_call(const HookedChainInputs& in, bool hooked);  // a checksum
 
 struct PackCount {
   int64_t calls = 0;

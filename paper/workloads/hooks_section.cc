@@ -1,9 +1,10 @@
 // Issue 45: hooks, saved-tensor hooks and activation checkpointing (paper/workloads/
 // hook_workloads.h). A 20-layer residual MLP step, plain and checkpointed per layer, ours beside
 // PyTorch's torch.utils.checkpoint, with our peak bytes; a 1000-mul chain with an identity tensor
-// hook on every intermediate, ours beside PyTorch's Python hooks; and the pack calls that the
-// guards save, counted by a saved-tensor hook, ours beside PyTorch's. Quiet only, interleaved,
-// at the run's thread count for both.
+// hook on every intermediate, ours beside libtorch's C++ hooks and PyTorch's Python hooks; the
+// rows that must cost nothing with no hook registered (hooks_baseline.h); and the pack calls that
+// the guards save, counted by a saved-tensor hook, ours beside PyTorch's. Timed under every
+// measuring condition, interleaved, at the run's thread count for all.
 #include <cmath>
 #include <iostream>
 
@@ -13,29 +14,39 @@
 #include "paper/harness/interleave.h"
 #include "paper/workloads/hessian.h"
 #include "paper/workloads/hook_workloads.h"
+#include "paper/workloads/hooks_baseline.h"
+#include "paper/workloads/overhead_rounds.h"
 #include "paper/workloads/sections.h"
 #include "paper/workloads/timing.h"
+#include "paper/workloads/tiny_graph.h"
 
 namespace ag::paper {
 namespace {
 
 const char* kMlp = "residual_mlp";
 const char* kChain = "hooked_chain";
-const std::string kStepTime = "step time [quiet]";
-constexpr double kTarget = 1.5;  // issue 45: a checkpointed step at most 1.5x the plain one
+const std::string kStepTime = "step time";
+constexpr double kTarget = 1.5;      // issue 45: a checkpointed step at most 1.5x the plain one
+constexpr double kHookTarget = 0.5;  // issue 45: ours hooked at most 0.5x libtorch hooked
+const std::string kFirstQuartile = "per round, first quartile";
+const std::string kThirdQuartile = "per round, third quartile";
 
-// One timed variant: ours, or the peer's task (without the stretch and threads fields).
+std::string under(const std::string& metric, const Condition& condition) {
+  return metric + " [" + condition.name + "]";
+}
+
+// One timed variant: ours, or a peer's whole task (seconds per step).
 struct Variant {
   std::string workload, name;
-  std::function<double()> ours;   // one step, returning a checksum; empty for a peer task
-  std::vector<std::string> task;  // the peer's task; empty for ours
+  std::function<double()> ours;  // one step, returning a checksum; empty for a peer's
+  PeerProcess* peer = nullptr;
+  std::vector<std::string> task;  // the peer's task
 };
 
-// Every variant in interleaved rounds, quiet, at the run's thread count; adds each median (ms)
-// as kStepTime and returns the rounds.
-Rounds measure(const Context& context, const std::vector<Variant>& variants, int rounds,
-               double stretch) {
-  PeerProcess* torch = context.peers->torch.get();
+// Every variant in interleaved rounds under `condition`, at the run's thread count; adds each
+// median (ms) as kStepTime [condition] (and plain kStepTime when quiet) and returns the rounds.
+Rounds measure(const Context& context, const std::vector<Variant>& variants,
+               const Condition& condition, int rounds, double stretch) {
   std::vector<Contender> contenders;
   for (const Variant& v : variants) {
     if (v.ours) {
@@ -47,26 +58,37 @@ Rounds measure(const Context& context, const std::vector<Variant>& variants, int
                               return std::optional<double>(ms);
                             }});
     } else {
-      std::vector<std::string> task = v.task;
-      task.push_back(std::to_string(stretch));
-      task.push_back("0");  // the peer's process count: the run's
-      contenders.push_back({v.name, [torch, task]() -> std::optional<double> {
-                              if (!torch || !torch->available()) return std::nullopt;
-                              const auto s = torch->value(task);
+      contenders.push_back({v.name, [&v]() -> std::optional<double> {
+                              if (!v.peer || !v.peer->available()) return std::nullopt;
+                              const auto s = v.peer->value(v.task);
                               return s ? std::optional<double>(*s * 1e3) : std::nullopt;
                             }});
     }
   }
   const Rounds measured = interleaved_rounds(rounds, contenders);
   const std::vector<std::optional<double>> med = measured.medians();
-  std::cout << " ";
+  std::cout << "  " << variants.front().workload << ", " << condition.name << ":";
   for (size_t c = 0; c < variants.size(); ++c) {
     if (!med[c]) continue;
-    context.results->add(variants[c].workload, variants[c].name, kStepTime, *med[c], "ms");
+    context.results->add(variants[c].workload, variants[c].name, under(kStepTime, condition),
+                         *med[c], "ms");
+    if (condition.quiet())
+      context.results->add(variants[c].workload, variants[c].name, kStepTime, *med[c], "ms");
     std::cout << " " << variants[c].name << " " << format(*med[c]) << " ms;";
   }
   std::cout << std::endl;
   return measured;
+}
+
+// Adds the middle half of variant a's time over variant b's, round by round, as `what` per round
+// [condition] quartiles of workload's `variant` row.
+void add_middle_half(const Context& context, const Rounds& rounds, size_t a, size_t b,
+                     const std::string& workload, const std::string& variant,
+                     const Condition& condition) {
+  const auto [q1, q3] = rounds.middle_half(a, b);
+  if (std::isnan(q1)) return;
+  context.results->add(workload, variant, under(kFirstQuartile, condition), q1, "x");
+  context.results->add(workload, variant, under(kThirdQuartile, condition), q3, "x");
 }
 
 // "83,623,936 B (79.8 MiB)"; "2,412 B" below a MiB.
@@ -86,12 +108,14 @@ std::string calls_text(double v) {
 }  // namespace
 
 void hooks_section(const Context& context, Report& report) {
-  progress(7, "hooks, saved-tensor hooks and checkpointing (issue 45), and PyTorch");
+  progress(7, "hooks, saved-tensor hooks and checkpointing (issue 45), and the peers");
   Results& results = *context.results;
   const Peers& peers = *context.peers;
   PeerProcess* torch = peers.torch.get();
+  PeerProcess* libtorch = peers.libtorch.get();
   const bool have_peer = torch && torch->available();
   const std::string peer = torch ? torch->short_name() : "PyTorch";
+  const std::string cpp = peer_name(libtorch, "C++");
   const std::string peer_plain = peer + " plain", peer_checkpointed = peer + " checkpointed";
   ResidualMlpConfig mc;
   int chain_length = 1000;
@@ -102,8 +126,10 @@ void hooks_section(const Context& context, Report& report) {
     hc.batch = 16;
     hc.hidden = 32;
   }
-  const int rounds = context.quick ? 2 : 11;
+  const int rounds = context.quick ? 2 : 11, busy_rounds = context.quick ? 2 : 7;
   const double stretch = context.quick ? 0 : kStretchSeconds;  // Note [A stretch of steps]
+  // libtorch's chain task counts calls, not seconds: about kStretchSeconds of its calls.
+  const int libtorch_chain_calls = context.quick ? 1 : 12;
   auto text = [](int v) { return std::to_string(v); };
   const std::vector<std::string> mlp_args = {text(mc.layers), text(mc.batch), text(mc.width),
                                              format(mc.p)};
@@ -111,26 +137,41 @@ void hooks_section(const Context& context, Report& report) {
     head.insert(head.end(), tail.begin(), tail.end());
     return head;
   };
+  // A PyTorch task's last fields: the stretch, and the peer's thread count (0: the run's).
+  const std::vector<std::string> torch_tail = {std::to_string(stretch), "0"};
 
-  // Quiet: the load average while measuring goes into the report's header.
-  const Load quiet(context.conditions.front());
-
-  // 1. The checkpointed MLP step.
+  // 1. The checkpointed MLP step and 2. the hooked chain, under every condition.
   const ResidualMlp mlp = make_residual_mlp(mc);
-  std::cout << "  residual MLP step:";
   const std::vector<Variant> mlp_variants = {
-      {kMlp, "ours plain", [&] { return residual_mlp_step(mlp, false); }, {}},
-      {kMlp, "ours checkpointed", [&] { return residual_mlp_step(mlp, true); }, {}},
-      {kMlp, peer_plain, {}, task({"checkpoint_mlp"}, task(mlp_args, {"0"}))},
-      {kMlp, peer_checkpointed, {}, task({"checkpoint_mlp"}, task(mlp_args, {"1"}))}};
-  const Rounds mlp_rounds = measure(context, mlp_variants, rounds, stretch);
-  const auto [ours_q1, ours_q3] = mlp_rounds.middle_half(1, 0);
-  results.add(kMlp, "ours", "checkpointed / plain, first quartile", ours_q1, "x");
-  results.add(kMlp, "ours", "checkpointed / plain, third quartile", ours_q3, "x");
-  if (have_peer) {
-    const auto [q1, q3] = mlp_rounds.middle_half(3, 2);
-    results.add(kMlp, peer, "checkpointed / plain, first quartile", q1, "x");
-    results.add(kMlp, peer, "checkpointed / plain, third quartile", q3, "x");
+      {kMlp, "ours plain", [&] { return residual_mlp_step(mlp, false); }, nullptr, {}},
+      {kMlp, "ours checkpointed", [&] { return residual_mlp_step(mlp, true); }, nullptr, {}},
+      {kMlp,
+       peer_plain,
+       {},
+       torch,
+       task({"checkpoint_mlp"}, task(mlp_args, task({"0"}, torch_tail)))},
+      {kMlp,
+       peer_checkpointed,
+       {},
+       torch,
+       task({"checkpoint_mlp"}, task(mlp_args, task({"1"}, torch_tail)))}};
+  const ScalarChainInputs chain = make_scalar_chain_inputs(chain_length);
+  const std::string n = text(chain_length), calls = text(libtorch_chain_calls);
+  const std::vector<Variant> chain_variants = {
+      {kChain, "ours hooked", [&] { return scalar_chain_call(chain, true); }, nullptr, {}},
+      {kChain, "ours without hooks", [&] { return scalar_chain_call(chain, false); }, nullptr, {}},
+      {kChain, cpp + " hooked", {}, libtorch, {"scalar_chain", n, calls, "1"}},
+      {kChain, cpp + " without hooks", {}, libtorch, {"scalar_chain", n, calls, "0"}},
+      {kChain, peer + " hooked", {}, torch, task({"hooked_chain", n, "1"}, torch_tail)},
+      {kChain, peer + " without hooks", {}, torch, task({"hooked_chain", n, "0"}, torch_tail)}};
+  for (const Condition& condition : context.conditions) {
+    const Load load(condition);
+    const int n_rounds = condition.quiet() ? rounds : busy_rounds;
+    const Rounds mlp_rounds = measure(context, mlp_variants, condition, n_rounds, stretch);
+    add_middle_half(context, mlp_rounds, 1, 0, kMlp, "ours checkpointed / plain", condition);
+    add_middle_half(context, mlp_rounds, 3, 2, kMlp, peer + " checkpointed / plain", condition);
+    const Rounds chain_rounds = measure(context, chain_variants, condition, n_rounds, stretch);
+    add_middle_half(context, chain_rounds, 0, 2, kChain, "ours / " + cpp + ", hooked", condition);
   }
   for (const bool checkpointed : {false, true}) {
     int64_t peak = 0;
@@ -139,20 +180,13 @@ void hooks_section(const Context& context, Report& report) {
     results.add(kMlp, checkpointed ? "ours checkpointed" : "ours plain", "peak bytes",
                 static_cast<double>(peak), "B");
   }
-
   double gradient_bytes = 0;
   for (const Tensor& w : mlp.weights()) gradient_bytes += static_cast<double>(w.nbytes());
   results.add(kMlp, "ours", "bytes of the gradients returned", gradient_bytes, "B");
 
-  // 2. The hooked chain.
-  const HookedChainInputs chain = make_hooked_chain_inputs(chain_length);
-  std::cout << "  " << chain_length << "-mul chain:";
-  const std::vector<Variant> chain_variants = {
-      {kChain, "ours hooked", [&] { return hooked_chain_call(chain, true); }, {}},
-      {kChain, "ours without hooks", [&] { return hooked_chain_call(chain, false); }, {}},
-      {kChain, peer + " hooked", {}, {"hooked_chain", text(chain_length), "1"}},
-      {kChain, peer + " without hooks", {}, {"hooked_chain", text(chain_length), "0"}}};
-  measure(context, chain_variants, rounds, stretch);
+  // The rows that must cost nothing with no hook registered.
+  std::ostringstream baseline;
+  no_hooks_rows(context, rounds, busy_rounds, stretch, baseline);
 
   // 3. Pack calls of one forward, the guards on and off, and PyTorch's.
   struct PackWorkload {
@@ -198,19 +232,24 @@ void hooks_section(const Context& context, Report& report) {
   // The report.
   std::ostringstream& s = report.body;
   s << peers.describe() << "\n";
-  s << "Quiet only, every variant of a table in the same interleaved rounds (median of " << rounds
-    << "), both engines at this run's thread count; in a round each variant runs steps back to "
-       "back for at least "
+  s << "Every variant of a table in the same interleaved rounds (median of " << rounds
+    << " quiet and " << busy_rounds
+    << " under each load), all engines at this run's thread count; in a round each variant runs "
+       "steps back to back for at least "
     << stretch
     << " s and counts the mean per step (Note [A stretch of steps], paper/workloads/timing.h). "
        "The machine is shared: other processes slow every variant alike, so compare the ratios, "
        "and the middle half of the ratios taken round by round.\n\n";
 
-  auto ms = [&](const std::string& workload, const std::string& variant) {
-    return results.get(workload, variant, kStepTime);
+  auto ms = [&](const std::string& workload, const std::string& variant,
+                const Condition& condition) {
+    return results.get(workload, variant, under(kStepTime, condition));
   };
-  const double ours_plain = ms(kMlp, "ours plain"), ours_ckpt = ms(kMlp, "ours checkpointed");
-  const double peer_p = ms(kMlp, peer_plain), peer_c = ms(kMlp, peer_checkpointed);
+  auto middle = [&](const std::string& workload, const std::string& variant,
+                    const Condition& condition) {
+    return ratio_range(results.get(workload, variant, under(kFirstQuartile, condition)),
+                       results.get(workload, variant, under(kThirdQuartile, condition)));
+  };
   s << "### Checkpointed MLP step\n\n"
     << mc.layers << " residual blocks h = h + tanh(dropout(tanh(h W1), p = " << format(mc.p)
     << ", a fixed seed per block) W2), W1 [" << mc.width << ", " << 4 * mc.width << "], W2 ["
@@ -223,22 +262,22 @@ void hooks_section(const Context& context, Report& report) {
     << " (its dropout from the global generator, whose state checkpoint saves and restores). "
        "Issue 45's target: a checkpointed step at most "
     << format(kTarget) << "x the plain one.\n\n";
-  Table t({"engine", "plain step", "checkpointed step", "checkpointed / plain",
+  Table t({"condition", "engine", "plain step", "checkpointed step", "checkpointed / plain",
            "middle half of rounds", "target <= " + format(kTarget) + "x"});
-  auto verdict = [](double r) {
-    return std::isnan(r) ? std::string("n/a") : r <= kTarget ? "met" : "missed";
-  };
-  t.row({"ours", with_unit(ours_plain, "ms"), with_unit(ours_ckpt, "ms"),
-         ratio(ours_ckpt, ours_plain),
-         ratio_range(results.get(kMlp, "ours", "checkpointed / plain, first quartile"),
-                     results.get(kMlp, "ours", "checkpointed / plain, third quartile")),
-         verdict(ours_ckpt / ours_plain)});
-  t.row({peer, have_peer ? with_unit(peer_p, "ms") : peers.missing(torch),
-         have_peer ? with_unit(peer_c, "ms") : peers.missing(torch), ratio(peer_c, peer_p),
-         ratio_range(results.get(kMlp, peer, "checkpointed / plain, first quartile"),
-                     results.get(kMlp, peer, "checkpointed / plain, third quartile")),
-         "-"});
-  t.row({"ours / " + peer, ratio(ours_plain, peer_p), ratio(ours_ckpt, peer_c), "-", "-", "-"});
+  for (const Condition& condition : context.conditions) {
+    const double ours_plain = ms(kMlp, "ours plain", condition);
+    const double ours_ckpt = ms(kMlp, "ours checkpointed", condition);
+    const double peer_p = ms(kMlp, peer_plain, condition);
+    const double peer_c = ms(kMlp, peer_checkpointed, condition);
+    t.row({condition.name, "ours", with_unit(ours_plain, "ms"), with_unit(ours_ckpt, "ms"),
+           ratio(ours_ckpt, ours_plain), middle(kMlp, "ours checkpointed / plain", condition),
+           verdict_at_most(ours_ckpt / ours_plain, kTarget)});
+    t.row({condition.name, peer, have_peer ? with_unit(peer_p, "ms") : peers.missing(torch),
+           have_peer ? with_unit(peer_c, "ms") : peers.missing(torch), ratio(peer_c, peer_p),
+           middle(kMlp, peer + " checkpointed / plain", condition), "-"});
+    t.row({condition.name, "ours / " + peer, ratio(ours_plain, peer_p), ratio(ours_ckpt, peer_c),
+           "-", "-", "-"});
+  }
   s << t.str() << "\n";
   const double peak_plain = results.get(kMlp, "ours plain", "peak bytes");
   const double peak_ckpt = results.get(kMlp, "ours checkpointed", "peak bytes");
@@ -258,20 +297,56 @@ void hooks_section(const Context& context, Report& report) {
 
   s << "### Identity tensor hooks on a " << chain_length << "-mul chain\n\n"
     << "grad(y.sum(), {x}), y = x * 1.0001 repeated " << chain_length
-    << " times, x of 4 elements; hooked: an identity hook on every intermediate y (ours: a C++ "
-       "std::function returning an undefined tensor, so the gradient goes on unchanged; "
-    << peer << "'s: a Python lambda returning None, called through the interpreter for each of the "
-    << chain_length << " gradients). Forward included.\n\n";
-  Table c({"variant", "ours", peer, "ours / " + peer});
-  for (const std::string& v : {std::string("hooked"), std::string("without hooks")}) {
-    const double o = ms(kChain, "ours " + v), p = ms(kChain, peer + " " + v);
-    c.row({v, with_unit(o, "ms"), have_peer ? with_unit(p, "ms") : peers.missing(torch),
-           ratio(o, p)});
+    << " times, x of 4 elements (seed 000's scalar chain); hooked: an identity hook on every "
+       "intermediate y. Ours: a C++ std::function returning an undefined tensor, so the gradient "
+       "goes on unchanged. "
+    << cpp
+    << ": register_hook with a C++ lambda returning void, which libtorch wraps to return an "
+       "undefined tensor: its cheapest identity, which keeps the gradient without the checks a "
+       "returned gradient gets (Note [libtorch's cheapest identity hook], "
+       "paper/peers/libtorch_peer.cc); its task times "
+    << libtorch_chain_calls << " calls back to back per repetition. " << peer
+    << ": a Python lambda returning None, called through the interpreter for each of the "
+    << chain_length << " gradients. Forward included. Issue 45's target: ours hooked at most "
+    << format(kHookTarget) << "x " << cpp << "'s time with the same hooks.\n\n";
+  Table c({"condition", "ours hooked", cpp + " hooked (ours / its)", "middle half of rounds",
+           "target <= " + format(kHookTarget) + "x", "ours without hooks",
+           cpp + " without hooks (ours / its)", "hooked / without: ours",
+           "hooked / without: " + cpp});
+  auto cell = [&](double its, double ours, const PeerProcess* p) {
+    return peer_cell(std::isnan(its) ? std::nullopt : std::optional<double>(its), ours, "ms",
+                     peers.missing(p));
+  };
+  for (const Condition& condition : context.conditions) {
+    const double oh = ms(kChain, "ours hooked", condition);
+    const double ow = ms(kChain, "ours without hooks", condition);
+    const double ch = ms(kChain, cpp + " hooked", condition);
+    const double cw = ms(kChain, cpp + " without hooks", condition);
+    c.row({condition.name, with_unit(oh, "ms"), cell(ch, oh, libtorch),
+           middle(kChain, "ours / " + cpp + ", hooked", condition),
+           verdict_at_most(oh / ch, kHookTarget), with_unit(ow, "ms"), cell(cw, ow, libtorch),
+           ratio(oh, ow), ratio(ch, cw)});
   }
-  c.row({"hooked / without hooks",
-         ratio(ms(kChain, "ours hooked"), ms(kChain, "ours without hooks")),
-         ratio(ms(kChain, peer + " hooked"), ms(kChain, peer + " without hooks")), "-"});
   s << c.str() << "\n";
+  s << "The same rounds, beside " << peer << " from Python:\n\n";
+  Table py({"condition", "ours hooked", peer + " hooked (ours / its)", "ours without hooks",
+            peer + " without hooks (ours / its)", "hooked / without: ours",
+            "hooked / without: " + peer});
+  for (const Condition& condition : context.conditions) {
+    const double oh = ms(kChain, "ours hooked", condition);
+    const double ow = ms(kChain, "ours without hooks", condition);
+    const double ph = ms(kChain, peer + " hooked", condition);
+    const double pw = ms(kChain, peer + " without hooks", condition);
+    py.row({condition.name, with_unit(oh, "ms"), cell(ph, oh, torch), with_unit(ow, "ms"),
+            cell(pw, ow, torch), ratio(oh, ow), ratio(ph, pw)});
+  }
+  s << py.str() << "\n";
+  for (const Condition& condition : context.conditions) {
+    if (!condition.quiet()) s << "- " << condition.name << ": " << condition.description << "\n";
+  }
+  if (context.conditions.size() > 1) s << "\n";
+
+  s << baseline.str();
 
   s << "### Pack calls that the guards save\n\n"
     << "One forward under a counting saved-tensor hook (ours: SavedTensorsHooks, whose pack "

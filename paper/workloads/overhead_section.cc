@@ -5,22 +5,14 @@
 #include <iostream>
 #include <optional>
 
-#include "paper/harness/affinity.h"
 #include "paper/harness/environment.h"
-#include "paper/harness/interleave.h"
 #include "paper/harness/published.h"
+#include "paper/workloads/overhead_rounds.h"
 #include "paper/workloads/sections.h"
 #include "paper/workloads/tiny_graph.h"
 
 namespace ag::paper {
 namespace {
-
-EngineOptions pruning(bool on) {
-  EngineOptions o;
-  o.prune_by_topo_nr = on;
-  o.prune_by_reachability = on;
-  return o;
-}
 
 struct Instructions {
   double per_call[2] = {std::nan(""), std::nan("")};  // pruning off, on
@@ -65,79 +57,6 @@ Instructions count_instructions(const Context& context) {
   return in;
 }
 
-std::string peer_name(const PeerProcess* peer, const char* language) {
-  return (peer ? peer->short_name() : std::string(language[0] == 'P' ? "PyTorch" : "libtorch")) +
-         " (" + language + ")";
-}
-
-// The quiet rounds' spread of the C++ peer's time over ours (ours below it, paired by round).
-const char* kBelowFirstQuartile = "times ours per round, first quartile";
-const char* kBelowThirdQuartile = "times ours per round, third quartile";
-
-// One overhead workload's contenders: ours off and on, then the Python and C++ peers.
-struct OverheadWorkload {
-  std::string workload, unit;
-  double scale;  // seconds -> unit
-  std::function<double(const EngineOptions&)> ours;
-  std::vector<std::string> peer_task;
-};
-
-// Measures `w` under every condition (busy ones: ours with pruning on and the peers) and adds
-// "time per call [condition]" figures, plus the plain "time per call" of the quiet condition.
-// Returns how the quiet rounds were placed (Note [One CPU for single-threaded rounds]).
-std::string measure(const Context& context, const OverheadWorkload& w, int rounds) {
-  Peers& peers = *context.peers;
-  std::string placement;
-  for (const Condition& condition : context.conditions) {
-    const Load load(condition);
-    std::vector<Contender> contenders;
-    for (bool on : {false, true}) {
-      if (!condition.quiet() && !on) continue;
-      contenders.push_back({on ? "pruning on" : "pruning off",
-                            [&w, on] { return std::optional<double>(w.ours(pruning(on))); }});
-    }
-    std::vector<pid_t> peer_pids;
-    for (PeerProcess* peer : {peers.torch.get(), peers.libtorch.get()}) {
-      if (!peer || !peer->available()) continue;
-      peer_pids.push_back(peer->pid());
-      contenders.push_back({peer_name(peer, peer == peers.torch.get() ? "Python" : "C++"),
-                            [peer, &w]() -> std::optional<double> {
-                              const auto v = peer->value(w.peer_task);
-                              return v ? std::optional<double>(*v * w.scale) : std::nullopt;
-                            }});
-    }
-    std::optional<PinnedToOneCpu> pinned;
-    if (condition.quiet()) {
-      pinned.emplace(peer_pids);
-      placement = pinned->pinned() ? "ours and the peers pinned to one CPU, the same for all"
-                                   : "not pinned to one CPU (" + pinned->error() + ")";
-    }
-    const Rounds measured = interleaved_rounds(rounds, contenders);
-    pinned.reset();
-    const std::vector<std::optional<double>> med = measured.medians();
-    // How many times below the C++ peer ours is, round by round: the spread of the ratio.
-    const std::optional<size_t> ours_at = position(contenders, "pruning on");
-    const std::optional<size_t> cpp_at =
-        position(contenders, peer_name(peers.libtorch.get(), "C++"));
-    if (condition.quiet() && ours_at && cpp_at) {
-      const auto [q1, q3] = measured.middle_half(*cpp_at, *ours_at);
-      context.results->add(w.workload, contenders[*cpp_at].name, kBelowFirstQuartile, q1, "x");
-      context.results->add(w.workload, contenders[*cpp_at].name, kBelowThirdQuartile, q3, "x");
-    }
-    std::cout << "  " << w.workload << ", " << condition.name << ":";
-    for (size_t c = 0; c < contenders.size(); ++c) {
-      if (!med[c]) continue;
-      context.results->add(w.workload, contenders[c].name, "time per call [" + condition.name + "]",
-                           *med[c], w.unit);
-      if (condition.quiet())
-        context.results->add(w.workload, contenders[c].name, "time per call", *med[c], w.unit);
-      std::cout << " " << contenders[c].name << " " << format(*med[c]) << " " << w.unit << ";";
-    }
-    std::cout << std::endl;
-  }
-  return placement;
-}
-
 }  // namespace
 
 void overhead_section(const Context& context, Report& report) {
@@ -159,8 +78,8 @@ void overhead_section(const Context& context, Report& report) {
       1e3,
       [&](const EngineOptions& o) { return time_scalar_chain_ms(chain, o, chain_iters); },
       {"scalar_chain", "1000", std::to_string(context.quick ? 2 : chain_iters / 5)}};
-  const std::string tiny_placement = measure(context, tiny, tiny_rounds);
-  const std::string chain_placement = measure(context, scalar, chain_rounds);
+  const std::string tiny_placement = measure_overhead(context, tiny, tiny_rounds);
+  const std::string chain_placement = measure_overhead(context, scalar, chain_rounds);
   const Instructions instr = count_instructions(context);
   if (!std::isnan(instr.per_call[0])) {
     results.add("tiny_graph", "pruning off", "instructions per call", instr.per_call[0], "instr");

@@ -29,11 +29,17 @@ ScalarChainInputs make_scalar_chain_inputs(int length) {
   return in;
 }
 
-double scalar_chain_call(const ScalarChainInputs& in) {
+Tensor scalar_chain_grad(const ScalarChainInputs& in, bool identity_hooks) {
   Tensor y = in.x;
-  for (int i = 0; i < in.length; ++i) y = y * 1.0001;
-  TensorList g = grad({ops::sum(y)}, {in.x});
-  return static_cast<double>(g[0].data<float>()[0]);
+  for (int i = 0; i < in.length; ++i) {
+    y = y * 1.0001;
+    if (identity_hooks) y.register_hook([](const Tensor&) { return Tensor(); });
+  }
+  return grad({ops::sum(y)}, {in.x})[0];
+}
+
+double scalar_chain_call(const ScalarChainInputs& in, bool identity_hooks) {
+  return static_cast<double>(scalar_chain_grad(in, identity_hooks).data<float>()[0]);
 }
 
 double time_tiny_graph_us(const EngineOptions& options, int iters) {

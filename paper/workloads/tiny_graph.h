@@ -2,7 +2,9 @@
 //  - tiny graph: grad(a*b, {a, b}, {ones}) on 2x2 float32 (the seed's `torch.autograd.grad(a*b,
 //    [a, b], gradient)`), forward included;
 //  - scalar chain: y = x * s * s * ... (n multiplications by a scalar), grad(y.sum(), {x}), x of 4
-//    elements, forward included (each call builds a fresh graph, as it must without retain_graph).
+//    elements, forward included (each call builds a fresh graph, as it must without retain_graph);
+//    issue 45 runs it also with an identity hook (register_hook returning an undefined tensor: the
+//    gradient goes on unchanged) on every intermediate y.
 #pragma once
 
 #include "engine/options.h"
@@ -22,7 +24,10 @@ struct ScalarChainInputs {
   int length = 1000;
 };
 ScalarChainInputs make_scalar_chain_inputs(int length);
-double scalar_chain_call(const ScalarChainInputs& in);
+// grad(y.sum(), {x}) through the chain, with an identity hook on every intermediate or without.
+Tensor scalar_chain_grad(const ScalarChainInputs& in, bool identity_hooks = false);
+// One call; returns the gradient's first element (a checksum).
+double scalar_chain_call(const ScalarChainInputs& in, bool identity_hooks = false);
 
 // Mean time of one call over `iters` calls under `options` (callers repeat these, interleaving
 // option sets, and take medians).

@@ -437,16 +437,7 @@ Outcome Model::multi_view(const std::vector<int>& names, int of, const MultiCall
     parts_of_node->emplace_back(
         at.sizes, positions(*apply_view(contiguous_layout(impls_[base].shape), part).layout));
   }
-  if (u.tracked && sem_.multi_output_views_are_separate_nodes) {
-    for (size_t k = 0; k < outs.size(); ++k) {
-      Node n;
-      n.kind = OpKind::kStridedView;
-      n.attrs.shape = (*parts_of_node)[k].first;
-      n.attrs.index = std::make_shared<std::vector<int64_t>>((*parts_of_node)[k].second);
-      n.inputs = {u};
-      impls_[outs[k]].grad_fn = add_node(std::move(n));
-    }
-  } else if (u.tracked) {  // PyTorch's SplitBackward0 / UnbindBackward0: one output per view
+  if (u.tracked) {  // PyTorch's SplitBackward0 / UnbindBackward0: one output per view
     Node n;
     n.kind = OpKind::kSplit;
     n.attrs.parts = std::move(parts_of_node);

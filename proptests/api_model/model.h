@@ -113,15 +113,9 @@ struct Semantics {
   // i; PyTorch calls that a partial overlap and refuses it (DEVIATIONS.md
   // inplace-overlapping-views).
   bool same_run_is_no_overlap = true;
-  // split, chunk and unbind record one node per output (a narrow or select each); PyTorch
-  // records one node with an output per view (SplitBackward0, UnbindBackward0), which runs,
-  // handing a sibling output's hooks None, whenever one of its outputs gets a gradient.
-  bool multi_output_views_are_separate_nodes = true;
 
   static Semantics engine() { return {}; }
-  static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false, false};
-  }
+  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
 };
 
 // Note [Retained gradients]

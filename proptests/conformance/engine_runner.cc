@@ -9,12 +9,14 @@
 
 #include "engine/autograd.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "engine/removable_handle.h"
 #include "ops/ops.h"
 #include "proptests/conformance/custom_functions.h"
 #include "proptests/conformance/text.h"
+#include "proptests/conformance/transform_runner.h"
 
 namespace ag::proptests {
 namespace {
@@ -137,6 +139,8 @@ class Runner {
     // Likewise a leaf and its AccumulateGrad keep each other while it has post-accumulate-grad
     // hooks (engine/hooks.h, NodeHooks::Table::leaf).
     for (const auto& [hook, handle] : handles_) handle.remove();
+    // A level still live ends with the program (torch_runtime.py exits it likewise).
+    while (!levels_.empty()) levels_.pop_back();
     return std::move(records_);
   }
 
@@ -312,6 +316,26 @@ class Runner {
       case StmtKind::kRetainGrad:
         args[0].retain_grad();
         return;
+      case StmtKind::kDualLevel:
+        if (s.flag) {
+          levels_.push_back(std::make_unique<DualLevel>());
+        } else {
+          // PyTorch: exit_dual_level() with no level live raises.
+          AG_CHECK(!levels_.empty(), "no dual level to exit");
+          levels_.pop_back();
+        }
+        return;
+      case StmtKind::kMakeDual:
+        set_results({make_dual(args[0], args[1])});
+        return;
+      case StmtKind::kUnpackDual: {
+        const UnpackedDual u = unpack_dual(args[0]);
+        set_results({u.primal, u.tangent});
+        return;
+      }
+      case StmtKind::kTransform:
+        set_results(run_transform(s, args));
+        return;
     }
   }
 
@@ -357,7 +381,8 @@ class Runner {
   TensorList values_;
   Records records_;
   std::shared_ptr<FiringLog> firings_ = std::make_shared<FiringLog>();
-  std::map<int, RemovableHandle> handles_;  // hook number -> its handle
+  std::map<int, RemovableHandle> handles_;          // hook number -> its handle
+  std::vector<std::unique_ptr<DualLevel>> levels_;  // the live dual levels, innermost last
 };
 
 }  // namespace

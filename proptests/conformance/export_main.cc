@@ -27,6 +27,7 @@
 #include "proptests/conformance/corpus.h"
 #include "proptests/conformance/engine_runner.h"
 #include "proptests/conformance/foreign_engine.h"
+#include "proptests/conformance/forward_gen.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
 #include "proptests/conformance/triage.h"
@@ -43,9 +44,10 @@ struct Args {
   std::string scripts;
   bool check = false;
   int show = -1;
-  std::string file;     // --file: show this program (text form) instead of a generated one
-  bool reduce = false;  // --reduce: show the smallest program that mismatches the same way
-  bool hooks = false;   // --hooks: corpus/hooks.txt only (Note [Conformance hooks])
+  std::string file;      // --file: show this program (text form) instead of a generated one
+  bool reduce = false;   // --reduce: show the smallest program that mismatches the same way
+  bool hooks = false;    // --hooks: corpus/hooks.txt only (Note [Conformance hooks])
+  bool forward = false;  // --forward: corpus/forward.txt only (Note [Conformance forward mode])
   std::string engine = "pytorch";
   ForeignOptions foreign;
 };
@@ -54,7 +56,7 @@ struct Args {
   std::fprintf(stderr,
                "export: %s\nusage: export [--programs N] [--seed S] [--shards K] [--write | --out "
                "DIR]\n              [--scripts DIR] [--check] [--show ID | --file F] [--python PY] "
-               "[--against ENGINE]\n              [--hooks]\n",
+               "[--against ENGINE]\n              [--hooks | --forward]\n",
                error.c_str());
   std::exit(2);
 }
@@ -77,6 +79,10 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--hooks") {
       a.hooks = true;
+      continue;
+    }
+    if (flag == "--forward") {
+      a.forward = true;
       continue;
     }
     if (i + 1 >= argc) usage("missing value for " + flag);
@@ -125,11 +131,11 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }
 
 // The hand-written programs, from the runfiles or the workspace.
-// The hand-written programs of programs/*.txt (or of programs/hooks/*.txt with `hooks`).
-std::vector<CorpusEntry> handwritten_programs(bool hooks) {
+// The hand-written programs of programs/*.txt (or of programs/`subdir`/*.txt: hooks, forward).
+std::vector<CorpusEntry> handwritten_programs(const std::string& subdir = "") {
   std::vector<CorpusEntry> out;
-  std::filesystem::path dir =
-      hooks ? "proptests/conformance/programs/hooks" : "proptests/conformance/programs";
+  std::filesystem::path dir = "proptests/conformance/programs";
+  if (!subdir.empty()) dir /= subdir;
   if (!std::filesystem::exists(dir)) {
     if (const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY"))
       dir = std::filesystem::path(ws) / dir;
@@ -156,7 +162,8 @@ int show(const Args& a, ForeignEngine& foreign) {
     p = parse_program(std::string(std::istreambuf_iterator<char>(in), {}));
     title = a.file;
   } else {
-    p = generate_program(a.seed, a.show, a.hooks);
+    p = a.forward ? generate_forward_program(a.seed, a.show)
+                  : generate_program(a.seed, a.show, a.hooks);
   }
   if (a.reduce) p = reduce_mismatch(p, foreign);
   const std::string script = foreign.script(p, title);
@@ -189,36 +196,63 @@ int show(const Args& a, ForeignEngine& foreign) {
   return c.ok() ? 0 : 1;
 }
 
-// corpus/hooks.txt: `programs` generated programs with hooks (hook_gen.h) and the hand-written
-// programs/hooks/*.txt, with the records the foreign engine wrote for them.
-int export_hooks(const Args& a, ForeignEngine& foreign, const std::string& version) {
+// One file of generated programs of a kind and its hand-written ones: corpus/hooks.txt (hooks,
+// hook_gen.h) or corpus/forward.txt (dual levels and transforms, forward_gen.h).
+struct ExtraCorpus {
+  std::string name;     // hooks, forward: the file's name and programs/ subdirectory
+  std::string what;     // "programs with hooks"
+  std::string counted;  // "hook firings": what `count` counts in a program's records
+  int (*count)(const ConformanceProgram& program, const Records& records);
+  ConformanceProgram (*generate)(uint64_t seed, int id);
+};
+
+const ExtraCorpus& extra_corpus(bool hooks) {
+  static const ExtraCorpus kHooks{
+      "hooks", "programs with hooks", "hook firings",
+      [](const ConformanceProgram&, const Records& r) {
+        return static_cast<int>(std::count_if(r.lines.begin(), r.lines.end(), [](const auto& l) {
+          return l.find(" fire h") != l.npos;
+        }));
+      },
+      [](uint64_t seed, int id) { return generate_program(seed, id, true); }};
+  static const ExtraCorpus kForward{"forward", "forward-mode programs",
+                                    "tangents and transform results recorded", tangents_recorded,
+                                    generate_forward_program};
+  return hooks ? kHooks : kForward;
+}
+
+// corpus/NAME.txt: `programs` generated programs of the kind and the hand-written
+// programs/NAME/*.txt, with the records the foreign engine wrote for them.
+int export_extra(const Args& a, const ExtraCorpus& kind, ForeignEngine& foreign,
+                 const std::string& version) {
   std::string text;
   Triage triage;
-  int firing = 0;  // programs with a hook firing in the expected records
+  int counted = 0;  // `kind.count` over the expected records
   auto add = [&](const std::string& id, const ConformanceProgram& p, const std::string& title) {
     const BothEngines checked = run_both_engines(p, foreign, foreign.script(p, title));
     text += format_entry(id, p, checked.expected);
-    firing += std::any_of(checked.expected.lines.begin(), checked.expected.lines.end(),
-                          [](const std::string& l) { return l.find(" fire h") != l.npos; });
+    counted += kind.count(p, checked.expected);
     if (a.check) triage.add(id, p, checked.comparison);
   };
   for (int id = 0; id < a.programs; ++id) {
-    add(std::to_string(id), generate_program(a.seed, id, true), program_title(a.seed, id));
+    add(std::to_string(id), kind.generate(a.seed, id), program_title(a.seed, id));
+    if ((id + 1) % 50 == 0) std::fprintf(stderr, "\r%d programs", id + 1);
   }
-  for (const CorpusEntry& e : handwritten_programs(true)) add(e.id, e.program, "program " + e.id);
-  std::fprintf(stderr, "%d programs with hooks, %d of them with a hook firing\n", a.programs,
-               firing);
+  for (const CorpusEntry& e : handwritten_programs(kind.name)) {
+    add(e.id, e.program, "program " + e.id);
+  }
+  std::fprintf(stderr, "\n%d %s, %d %s\n", a.programs, kind.what.c_str(), counted,
+               kind.counted.c_str());
   if (!a.out.empty()) {
     const std::filesystem::path dir = user_path(a.out);
     std::filesystem::create_directories(dir);
-    write_file(dir / "hooks.txt",
-               "# Conformance corpus with hooks: " + std::to_string(a.programs) +
-                   " programs (seed " + std::to_string(a.seed) +
-                   ") and the hand-written programs/hooks/*.txt, with the records " + version +
-                   " wrote for them.\n# Regenerate: tools/regenerate_corpus.sh --hooks  (export "
-                   "--write --hooks --seed " +
-                   std::to_string(a.seed) + " --programs " + std::to_string(a.programs) + ")\n" +
-                   text);
+    const std::string seed = std::to_string(a.seed), n = std::to_string(a.programs);
+    write_file(dir / (kind.name + ".txt"),
+               "# Conformance corpus of " + kind.what + ": " + n + " programs (seed " + seed +
+                   ") and the hand-written programs/" + kind.name + "/*.txt, with the records " +
+                   version + " wrote for them.\n# Regenerate: tools/regenerate_corpus.sh --" +
+                   kind.name + "  (export --write --" + kind.name + " --seed " + seed +
+                   " --programs " + n + ")\n" + text);
   }
   if (a.check) {
     std::printf("%s", triage.report().c_str());
@@ -231,7 +265,7 @@ int run_export(const Args& a) {
   std::unique_ptr<ForeignEngine> foreign = make_foreign_engine(a.engine, a.foreign);
   const std::string version = foreign->version();
   if (a.show >= 0 || !a.file.empty()) return show(a, *foreign);
-  if (a.hooks) return export_hooks(a, *foreign, version);
+  if (a.hooks || a.forward) return export_extra(a, extra_corpus(a.hooks), *foreign, version);
   std::fprintf(stderr, "export: %d programs, seed %llu, expected records from %s\n", a.programs,
                static_cast<unsigned long long>(a.seed), version.c_str());
   if (!a.scripts.empty()) {
@@ -269,7 +303,7 @@ int run_export(const Args& a) {
                views, partial, writes, 100.0 * writes / a.programs);
   // The hand-written programs (programs/*.txt).
   std::string handwritten;
-  for (const CorpusEntry& e : handwritten_programs(false)) {
+  for (const CorpusEntry& e : handwritten_programs()) {
     const BothEngines checked =
         run_both_engines(e.program, *foreign, foreign->script(e.program, "program " + e.id));
     handwritten += format_entry(e.id, e.program, checked.expected);

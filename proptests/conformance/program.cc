@@ -170,6 +170,34 @@ bool parse_view_op(const std::string& head, ViewOp* op) {
   return false;
 }
 const char* const kCustomNames[] = {"Mul", "Two", "Split"};
+const char* const kTransformNames[] = {"jvp", "vjp", "jacrev", "jacfwd", "hessian", "hvp"};
+
+// A transform's body in the text form: each instruction as a kOp statement without results,
+// ',' for ' ', ';' between instructions (Note [Conformance forward mode]).
+std::string body_text(const std::vector<Instr>& body) {
+  std::string out;
+  for (const Instr& in : body) {
+    std::string one = proptests::op_name(in.op);
+    for (int a : in.args) one += " v" + std::to_string(a);
+    one += instr_params(in);
+    std::replace(one.begin(), one.end(), ' ', ',');
+    out += (out.empty() ? "" : ";") + one;
+  }
+  return out;
+}
+
+Stmt parse_stmt(const std::string& line);
+
+std::vector<Instr> parse_body(const std::string& text) {
+  std::vector<Instr> body;
+  for (std::string one : split(text, ';')) {
+    std::replace(one.begin(), one.end(), ',', ' ');
+    const Stmt s = parse_stmt(one);
+    if (s.kind != StmtKind::kOp) throw std::runtime_error("a body holds ops only: '" + one + "'");
+    body.push_back(s.instr);
+  }
+  return body;
+}
 const char* const kHookNames[] = {"hook", "prehook", "posthook", "post_accumulate_hook"};
 
 Stmt parse_stmt(const std::string& line) {
@@ -264,6 +292,23 @@ Stmt parse_stmt(const std::string& line) {
   } else if (head == "retain_grad") {
     s.kind = StmtKind::kRetainGrad;
     s.args = positional_values(0);
+  } else if (head == "dual_level") {
+    s.kind = StmtKind::kDualLevel;
+    if (f.positional.at(0) != "enter" && f.positional.at(0) != "exit")
+      throw std::runtime_error("dual_level enter or exit");
+    s.flag = f.positional.at(0) == "enter";
+  } else if (head == "make_dual") {
+    s.kind = StmtKind::kMakeDual;
+    s.args = positional_values(0);
+  } else if (head == "unpack_dual") {
+    s.kind = StmtKind::kUnpackDual;
+    s.args = positional_values(0);
+  } else if (head == "func") {
+    s.kind = StmtKind::kTransform;
+    s.transform = parse_enum<TransformKind>(f.positional.at(0), kTransformNames, "transform");
+    s.num_primals = std::stoi(f.get("n"));
+    s.args = positional_values(1);
+    s.body = parse_body(f.get("body"));
   } else {
     s.kind = StmtKind::kOp;
     Instr& in = s.instr;
@@ -299,6 +344,22 @@ std::vector<const char*> view_int_names(ViewOp op) { return view_row(op).ints; }
 ops::OpId view_op_id(ViewOp op) { return view_row(op).id; }
 const char* custom_name(CustomKind kind) { return kCustomNames[static_cast<int>(kind)]; }
 const char* hook_kind_name(HookKind kind) { return kHookNames[static_cast<int>(kind)]; }
+const char* transform_name(TransformKind kind) { return kTransformNames[static_cast<int>(kind)]; }
+int num_results(TransformKind kind, int num_primals) {
+  switch (kind) {
+    case TransformKind::kJvp:
+      return 2;
+    case TransformKind::kVjp:
+      return 1 + num_primals;
+    case TransformKind::kJacrev:
+    case TransformKind::kJacfwd:
+      return num_primals;
+    case TransformKind::kHessian:
+    case TransformKind::kHvp:
+      return 1;
+  }
+  return 0;
+}
 int num_results(CustomKind kind) { return kind == CustomKind::kMul ? 1 : 2; }
 
 bool makes_views(const Stmt& s) {
@@ -442,6 +503,22 @@ std::string to_text(const Stmt& s) {
     case StmtKind::kRetainGrad:
       os << "retain_grad";
       args();
+      break;
+    case StmtKind::kDualLevel:
+      os << "dual_level " << (s.flag ? "enter" : "exit");
+      break;
+    case StmtKind::kMakeDual:
+      os << "make_dual";
+      args();
+      break;
+    case StmtKind::kUnpackDual:
+      os << "unpack_dual";
+      args();
+      break;
+    case StmtKind::kTransform:
+      os << "func " << transform_name(s.transform) << " n=" << s.num_primals;
+      args();
+      os << " body=" << body_text(s.body);
       break;
   }
   if (!s.record_flags.empty()) {

@@ -52,6 +52,29 @@
 //     v10 = expand v0 [4,2,3]                    v0.expand([4, 2, 3])
 //     v11 = as_strided v2 [2,2] stride=[1,2] offset=1
 //     v12 v13 v14 = unbind v2 dim=1              v12, v13, v14 = v2.unbind(1)
+//
+// Note [Conformance forward mode]
+// Dual levels, dual tensors and the function transforms (engine/forward_ad.h, Note [Forward
+// mode]; engine/functional.h, Note [Transforms]) are statements too. A level is entered and
+// exited by statements of its own (PyTorch refuses nested levels, so the generated programs have
+// one at a time; a level still live at the end of a program is exited after it). unpack_dual
+// records the tangent's values, or "none" where the tensor carries none. The generated ones
+// (forward_gen.h: corpus/forward.txt) are ordinary generated programs whose leaves are made dual
+// (later statements read the dual instead), so every statement the generator makes runs on duals;
+// programs/forward/*.txt are hand-written ones. With their PyTorch spelling:
+//     dual_level enter               fwAD.enter_dual_level()
+//     dual_level exit                fwAD.exit_dual_level()
+//     v5 = make_dual v2 v4           v5 = fwAD.make_dual(v2, v4)
+//     v6 v7 = unpack_dual v5         v6, v7 = fwAD.unpack_dual(v5)
+// A transform statement applies a torch.func transform to a function given as a body of pure ops
+// (the op list's, in program.h's text form with ',' for ' ' and ';' between ops) over its
+// arguments a0, a1, ... (the body's values continue the numbering; the last is the result), to
+// the primals args[0..n) (detached: the transforms' own results are compared, not their history):
+//     v9 v10 = func jvp n=1 v1 v2 body=sin,v0;sum,v1        out, tangent (args: primals, tangents)
+//     v9 v10 = func vjp n=1 v1 v2 body=...                  out, grads (args: primals, cotangent)
+//     v9 = func jacrev n=1 v1 body=...                      one Jacobian per primal (and jacfwd)
+//     v9 = func hessian n=1 v1 body=...                     a scalar body's Hessian
+//     v9 = func hvp n=1 v1 v2 body=...                      jvp(grad(f), (x,), (v,))[1]
 
 #include <cstdint>
 #include <string>
@@ -79,7 +102,14 @@ enum class StmtKind {
   kHook,             // hook `hook` (`hook_kind`) on args[0] (Note [Conformance hooks])
   kRemoveHook,       // the handle of hook `hook`.remove()
   kRetainGrad,       // args[0].retain_grad()
+  kDualLevel,        // enter (flag) or exit a dual level (Note [Conformance forward mode])
+  kMakeDual,         // v = make_dual(args[0], args[1])
+  kUnpackDual,       // primal, tangent = unpack_dual(args[0])
+  kTransform,        // results = a torch.func transform `transform` of `body` at args
 };
+
+// What a kTransform statement applies (Note [Conformance forward mode]).
+enum class TransformKind { kJvp, kVjp, kJacrev, kJacfwd, kHessian, kHvp };
 
 // What a kHook statement registers (Note [Conformance hooks]).
 enum class HookKind {
@@ -149,6 +179,12 @@ struct Stmt {
   HookKind hook_kind = HookKind::kTensor;
   double scale = 1.0;
 
+  // kTransform: the transform, the number of primals (the first args) and the function's body,
+  // whose instructions' args number the function's arguments, then the body's own values.
+  TransformKind transform = TransformKind::kJvp;
+  int num_primals = 0;
+  std::vector<proptests::Instr> body;
+
   // Extra records after the statement.
   std::vector<int> record_flags;  // requires_grad/is_leaf of these values
   std::vector<int> record_grads;  // .grad of these values
@@ -166,7 +202,10 @@ const char* view_op_name(ViewOp op);
 std::vector<const char*> view_int_names(ViewOp op);
 ops::OpId view_op_id(ViewOp op);
 const char* custom_name(CustomKind kind);
-const char* hook_kind_name(HookKind kind);  // the text form's head: hook, prehook, ...
+const char* hook_kind_name(HookKind kind);       // the text form's head: hook, prehook, ...
+const char* transform_name(TransformKind kind);  // jvp, vjp, jacrev, jacfwd, hessian, hvp
+// The number of results of a transform statement with `num_primals` primals.
+int num_results(TransformKind kind, int num_primals);
 int num_results(CustomKind kind);
 // Whether the statement's results are views of args[0]: kView, and kViewOp but contiguous (a copy
 // unless its input is contiguous already, when it returns the input itself).

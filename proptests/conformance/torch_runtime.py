@@ -38,6 +38,7 @@ if sys.argv[1:] == ["--serve"]:
     os.environ["TORCH_SHOW_CPP_STACKTRACES"] = "1"
 
 import torch  # noqa: E402 - after the variable above
+import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
 
 warnings.filterwarnings("ignore")
@@ -247,6 +248,35 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
         torch.autograd.backward(tensors, grad_tensors, inputs=inputs, **kwargs)
     finally:
         _begin_call([])
+
+
+# ---- torch.func transforms (Note [Conformance forward mode], program.h) -------------------------
+
+
+def transform(kind, f, args, n):
+    """The results of a transform statement: `kind` of f at the primals args[:n] (detached: the
+    transforms' results are compared, not their history), as transform_runner.cc's."""
+    args = [a.detach() for a in args]
+    primals = args[:n]
+    if kind == "jvp":
+        out, tangent = torch.func.jvp(f, tuple(primals), tuple(args[n:2 * n]))
+        return [out, tangent]
+    if kind == "vjp":
+        out, fn = torch.func.vjp(f, *primals)
+        return [out] + list(fn(args[n]))
+    if kind in ("jacrev", "jacfwd"):
+        return list(getattr(torch.func, kind)(f, argnums=tuple(range(n)))(*primals))
+    if kind == "hessian":
+        return [torch.func.hessian(f)(primals[0])]
+    if kind == "hvp":  # forward-over-reverse, as ag::func::hvp
+        return [torch.func.jvp(torch.func.grad(f), (primals[0],), (args[1],))[1]]
+    raise ValueError("unknown transform " + kind)
+
+
+def _exit_dual_levels():
+    """Exits a dual level still live at the end of a program (the engine's ends with it)."""
+    while fwAD._current_level >= 0:
+        fwAD.exit_dual_level()
 
 
 # ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
@@ -518,7 +548,10 @@ _explain = False  # raise lines carry the exception's message (--explain; not co
 
 def run(stmts):
     """A script's entry point: runs its program and keeps the records for the caller."""
-    _collected.append(run_program(stmts))
+    try:
+        _collected.append(run_program(stmts))
+    finally:
+        _exit_dual_levels()
 
 
 def run_script(text):

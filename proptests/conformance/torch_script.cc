@@ -25,7 +25,7 @@ std::string py_names(const std::vector<int>& vs) {
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 bool multi_output(const Stmt& s) {
-  return s.kind == StmtKind::kGrad ||
+  return s.kind == StmtKind::kGrad || s.kind == StmtKind::kTransform ||
          (s.kind == StmtKind::kViewOp &&
           (s.view_op == ViewOp::kSplit || s.view_op == ViewOp::kChunk ||
            s.view_op == ViewOp::kUnbind));
@@ -109,6 +109,24 @@ std::string quoted(const std::vector<int>& vs) {
   std::string s = "[";
   for (size_t i = 0; i < vs.size(); ++i) s += (i ? ", \"" : "\"") + name(vs[i]) + "\"";
   return s + "]";
+}
+
+// A transform statement: its body as a Python function `body` (one line per instruction, joined
+// by "\\n" escapes inside the statement's string), then torch_runtime.py's transform().
+std::string transform_code(const Stmt& s) {
+  std::string code = "def body(";
+  for (int i = 0; i < s.num_primals; ++i) code += (i ? ", " : "") + name(i);
+  code += "):\\n";
+  int next = s.num_primals;
+  for (const Instr& in : s.body) {
+    code +=
+        "    " + name(next++) + " = " + torch_op_expr(in, TorchSpelling::kRuntimeHelpers) + "\\n";
+  }
+  code += "    return " + name(next - 1) + "\\n";
+  std::string args;
+  for (size_t i = 0; i < s.args.size(); ++i) args += (i ? ", " : "") + name(s.args[i]);
+  return code + results(s) + " = transform('" + transform_name(s.transform) + "', body, [" + args +
+         "], " + std::to_string(s.num_primals) + ")";
 }
 
 }  // namespace
@@ -279,6 +297,14 @@ std::string torch_shared_code(const Stmt& s) {
       return "h" + std::to_string(s.hook) + ".remove()";
     case StmtKind::kRetainGrad:
       return name(a[0]) + ".retain_grad()";
+    case StmtKind::kDualLevel:
+      return s.flag ? "fwAD.enter_dual_level()" : "fwAD.exit_dual_level()";
+    case StmtKind::kMakeDual:
+      return results(s) + " = fwAD.make_dual(" + name(a[0]) + ", " + name(a[1]) + ")";
+    case StmtKind::kUnpackDual:
+      return results(s) + " = fwAD.unpack_dual(" + name(a[0]) + ")";
+    case StmtKind::kTransform:
+      return transform_code(s);
     default:
       break;
   }

@@ -41,6 +41,14 @@ std::string stmt_name(const Stmt& s) {
       return "remove_hook";
     case StmtKind::kRetainGrad:
       return "retain_grad";
+    case StmtKind::kDualLevel:
+      return s.flag ? "dual_level enter" : "dual_level exit";
+    case StmtKind::kMakeDual:
+      return "make_dual";
+    case StmtKind::kUnpackDual:
+      return "unpack_dual";
+    case StmtKind::kTransform:
+      return std::string("func ") + transform_name(s.transform);
   }
   return "?";
 }
