@@ -728,29 +728,6 @@ Excuse rebased_base_node_edges(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Open bug: a post-hook on a view that split, chunk or unbind made is handed fewer grad_outputs
-// here than in PyTorch (its node's other outputs' None slots) once the view's base was written.
-Excuse multi_output_view_post_hook(const Pair& p) {
-  if (p.e.size() < 3 || p.a.size() < 3 || p.e[1] != "fire" || p.a[1] != "fire" ||
-      p.e[0] != p.a[0] || p.e[2] != p.a[2] || p.a.size() >= p.e.size()) {
-    return Excuse::kNone;
-  }
-  const int hook = std::atoi(p.e[2].c_str() + 1);
-  for (const Stmt& s : p.c.program().stmts) {
-    if (s.kind != StmtKind::kHook || s.hook != hook || s.hook_kind != HookKind::kPost) continue;
-    const Stmt* made = p.c.producer(p.c.tensor(s.args[0]));
-    const bool multi = made && made->kind == StmtKind::kViewOp &&
-                       (made->view_op == ViewOp::kSplit || made->view_op == ViewOp::kChunk ||
-                        made->view_op == ViewOp::kUnbind);
-    // The expected line goes on with " | none" slots where the actual one ends.
-    const bool none_slots =
-        std::all_of(p.e.begin() + static_cast<std::ptrdiff_t>(p.a.size()), p.e.end(),
-                    [](const std::string& t) { return t == "|" || t == "none"; });
-    return multi && none_slots ? Excuse::kStop : Excuse::kNone;
-  }
-  return Excuse::kNone;
-}
-
 // In order: the first rule that excuses a pair names it. A PyTorch bug that changed the
 // program's state for good comes first.
 const Rule kRules[] = {
@@ -767,7 +744,6 @@ const Rule kRules[] = {
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"strided-op-results", strided_op_results},
     {"rebased-base-node-edges", rebased_base_node_edges},
-    {"multi-output-view-post-hook", multi_output_view_post_hook},
     {"pytorch-internal-error", pytorch_internal_error},
 };
 

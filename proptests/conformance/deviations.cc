@@ -60,10 +60,6 @@ const std::vector<Explanation>& explanations() {
        "post-hooks are handed other grad_inputs"},
       {"retains-grad-moved-by-output-nr", kDeviation, kComparing,
        "PyTorch's in-place op on a retaining non-first output moves output 0's retains-grad hook"},
-      // Open bugs.
-      {"multi-output-view-post-hook", kOpenBug, kComparing,
-       "a post-hook on a split/chunk/unbind view whose base was written is handed fewer "
-       "grad_outputs"},
   };
   return list;
 }
