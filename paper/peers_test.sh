@@ -59,6 +59,12 @@ for w in pack_dropout pack_residual_mlp pack_hessian_mlp; do
        END { exit !("p" in v && v["p"] == v["guard_saves on"]) }' "$out/figures.tsv" ||
     { echo "FAILED: PyTorch's pack calls for $w differ from ours with guarded saves"; fail=1; }
 done
+# Issue 46: torch.func's jvp(grad), forward_ad's jvp and the forward alone, jacfwd and jacrev.
+for w in forward_hvp_relu forward_hvp_tanh; do
+  has "$w" "PyTorch " "step time [quiet]"
+done
+has forward_jvp_tanh "PyTorch " "step time [quiet]"
+has jacobian_16 "PyTorch " "step time [quiet]"
 grep -q "MKL\|OpenBLAS" "$out/seed_001_needs_input_grad.md" ||
   { echo "FAILED: the report does not name PyTorch's BLAS"; fail=1; }
 if [[ $fail -ne 0 ]]; then

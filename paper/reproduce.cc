@@ -1,5 +1,5 @@
 // `bazel run -c opt //paper:reproduce [-- --quick] [--busy all|bursty,compile,spin] [--out DIR]
-// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003|044|045]`
+// [--peers | --no-peers] [--no-callgrind] [--no-plots] [--only 000|001|002|003|044|045|046]`
 //
 // Runs every workload of the paper with each optimization off and on, and the peers (PyTorch
 // from Python and from C++, torch.func, JAX; paper/peers/README.md) in the same invocation, every
@@ -12,6 +12,8 @@
 //                          slices) beside PyTorch
 //   DIR/issue_045_hooks.md issue 45's hooks, saved-tensor hooks and activation checkpointing
 //                          beside PyTorch
+//   DIR/issue_046_forward.md issue 46's forward mode (forward-over-reverse y_xx, jvp, jacfwd,
+//                          jacrev) beside PyTorch's forward_ad and torch.func
 //   DIR/*.png              curves (via paper/plot.py, run with /usr/bin/python3 + matplotlib)
 // DIR defaults to paper/results in the source tree (under `bazel run`), else ./paper/results.
 // Ratios are always between figures of this one run. --quick runs a small version of everything
@@ -51,7 +53,7 @@ struct Options {
   bool callgrind = true;
   bool plots = true;
   std::string busy;  // --busy: "" (quiet only), "all", or a comma-separated list of loads
-  std::string only;  // run just this seed's workloads ("000", "001", "002", "003"), or "044", "045"
+  std::string only;  // run just this seed's workloads ("000" ... "003"), or "044", "045", "046"
   fs::path out;
 };
 
@@ -113,7 +115,8 @@ int reproduce(const Options& options) {
   context.results = &results;
 
   auto wanted = [&](const char* seed) { return options.only.empty() || options.only == seed; };
-  std::vector<Report> reports(6);  // by seed, then issues 44 and 45; one the run skips stays empty
+  // By seed, then issues 44, 45 and 46; one the run skips stays empty.
+  std::vector<Report> reports(7);
   reports[0].file = "seed_000_topological_nr.md";
   reports[0].title = "Seed 000: topological number and discovery pruning (PR 52180, issue 12635)";
   reports[1].file = "seed_001_needs_input_grad.md";
@@ -127,6 +130,8 @@ int reproduce(const Options& options) {
       "Issue 44: views in loops (an RNN over time slices; cat, stack, split of 1,000 slices)";
   reports[5].file = "issue_045_hooks.md";
   reports[5].title = "Issue 45: hooks, saved-tensor hooks and activation checkpointing";
+  reports[6].file = "issue_046_forward.md";
+  reports[6].title = "Issue 46: forward mode (forward-over-reverse y_xx, jvp, jacfwd, jacrev)";
   if (wanted("000")) {
     reports[0].body << peers.describe() << "\n";
     unrolled_loop_section(context, reports[0]);
@@ -147,6 +152,9 @@ int reproduce(const Options& options) {
   }
   if (wanted("045")) {
     hooks_section(context, reports[5]);
+  }
+  if (wanted("046")) {
+    forward_section(context, reports[6]);
   }
 
   progress(kSteps, "writing results");
@@ -195,7 +203,7 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: reproduce [--quick] [--busy [all|bursty,compile,spin]] [--out DIR] "
                    "[--peers | --no-peers] [--no-callgrind] [--no-plots] [--only "
-                   "000|001|002|003|044|045]\n";
+                   "000|001|002|003|044|045|046]\n";
       return 2;
     }
   }

@@ -19,7 +19,7 @@ check() {  # check DESCRIPTION COMMAND...
 }
 for f in figures.tsv seed_000_topological_nr.md seed_001_needs_input_grad.md \
          seed_002_alias_db.md seed_003_guarded_saves.md issue_044_views.md \
-         issue_045_hooks.md; do
+         issue_045_hooks.md issue_046_forward.md; do
   check "$f written and non-empty" test -s "$out/$f"
 done
 check "figures.tsv header" grep -q $'^workload\tvariant\tmetric\tvalue\tunit\tdevice$' "$out/figures.tsv"
@@ -64,11 +64,18 @@ for row in $'unrolled_loop\tpruning off\tlast/first block' $'unrolled_loop\tprun
            $'no_hooks_hessian_tanh_final_backward\tours\tstep time [busy: bursty]' \
            $'pack_dropout\tguard_saves on\tpack calls' \
            $'pack_residual_mlp\tguard_saves off\tpack calls' \
-           $'pack_hessian_mlp\tguard_saves on\tbytes packed'; do
+           $'pack_hessian_mlp\tguard_saves on\tbytes packed' \
+           $'forward_hvp_relu\tours forward-over-reverse\tstep time [quiet]' \
+           $'forward_hvp_tanh\tours nested grads\tstep time [busy: spin]' \
+           $'forward_jvp_tanh\tours jvp\tstep time [quiet]' \
+           $'forward_jvp_tanh\tours forward\tstep time [busy: bursty]' \
+           $'jacobian_16\tours jacfwd\tstep time [quiet]' \
+           $'jacobian_16\tours jacrev\tstep time [busy: spin]'; do
   check "figures.tsv has a row starting '${row//$'\t'/ | }'" grep -qF -- "$row" "$out/figures.tsv"
 done
 # Each table is a Markdown table with the published figures (or the peers) beside ours.
-for f in "$out"/seed_*.md "$out/issue_044_views.md" "$out/issue_045_hooks.md"; do
+for f in "$out"/seed_*.md "$out/issue_044_views.md" "$out/issue_045_hooks.md" \
+         "$out/issue_046_forward.md"; do
   check "$(basename "$f") has a table" grep -q '^| --- |' "$f"
   check "$(basename "$f") names the peer or says it is missing" grep -q -E 'PyTorch' "$f"
   check "$(basename "$f") says the peers were skipped" grep -q 'Peers: skipped in --quick runs' "$f"
@@ -77,6 +84,7 @@ done
 check "seed 001 has busy rows" grep -q '| busy: spin |' "$out/seed_001_needs_input_grad.md"
 check "seed 000 has busy rows" grep -q '| busy: bursty |' "$out/seed_000_topological_nr.md"
 check "issue 44 has busy rows" grep -q '| busy: spin |' "$out/issue_044_views.md"
+check "issue 46 has busy rows" grep -q '| busy: spin |' "$out/issue_046_forward.md"
 check "load generators started" test "$(grep -c '^  load: busy: ' "$out.log")" -ge 8
 check "load generators stopped with a report" \
   test "$(grep -c -E '^load_generator: (bursty|spin): [0-9]+ ' "$out.log")" -ge 8
@@ -88,11 +96,11 @@ cpus=$(nproc)
 check "cores used within (0, $cpus]" awk -F'\t' -v cpus="$cpus" '$3 ~ /^cores used/ { n++; if (!($4 > 0 && $4 <= cpus * 1.1)) bad = 1 } END { exit bad || n != 12 }' "$out/figures.tsv"
 check "seed 001 has the one-core table" grep -q '^#### One core each' "$out/seed_001_needs_input_grad.md"
 # Progress lines for every workload.
-check "progress lines" test "$(grep -c '^\[reproduce [0-9]/8\]' "$out.log")" -eq 8
+check "progress lines" test "$(grep -c '^\[reproduce [0-9]/9\]' "$out.log")" -eq 9
 
 if [[ $fail -ne 0 ]]; then
   echo "--- reproduce output ---"
   cat "$out.log"
   exit 1
 fi
-echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 6 tables"
+echo "reproduce --quick produced $(($(wc -l < "$out/figures.tsv") - 1)) figures and 7 tables"

@@ -43,6 +43,16 @@ Tasks (times in seconds):
                                            saved_tensors_hooks' pack: dropout (seed 003's
                                            ((x + 2) * m).sum()), residual_mlp LAYERS BATCH WIDTH P,
                                            hessian_mlp BATCH HIDDEN (seed 001's ReLU MLP)
+    mlp_jvp ACTIVATION BATCH HIDDEN DUAL MIN_SECONDS [THREADS]
+                                           issue 46: seed 001's MLP forward of x (not requiring
+                                           grad; the weights do, as a module's); DUAL=1 makes x
+                                           dual (tangent ones) in torch.autograd.forward_ad's
+                                           dual_level and unpacks the output's tangent; per step
+                                           as rnn's
+    jacobian IMPL WIDTH MIN_SECONDS [THREADS]
+                                           issue 46: torch.func.IMPL (jacfwd or jacrev, both by
+                                           vmap) of tanh(W2 tanh(W1 x)), x of WIDTH float32
+                                           elements, W1 and W2 [WIDTH, WIDTH]; per step as rnn's
 """
 
 import os
@@ -417,9 +427,36 @@ def pack_calls(workload, *args):
     return count
 
 
+def mlp_jvp(activation, batch, hidden, dual, min_seconds, threads="0"):
+    model, x = mlp(activation, int(batch), int(hidden))
+    x = x.detach()
+    tangent = torch.ones_like(x)
+    fwAD = torch.autograd.forward_ad
+
+    def step():
+        if dual == "0":
+            return model(x)
+        with fwAD.dual_level():
+            return fwAD.unpack_dual(model(fwAD.make_dual(x, tangent))).tangent
+
+    return with_threads(threads, lambda: seconds_per_call_over(step, float(min_seconds)))
+
+
+def jacobian(impl, width, min_seconds, threads="0"):
+    width = int(width)
+    torch.manual_seed(0)
+    bound = 1.0 / width ** 0.5
+    w1 = (torch.rand(width, width) * 2 - 1) * bound
+    w2 = (torch.rand(width, width) * 2 - 1) * bound
+    x = torch.rand(width) * 2 - 1
+    jac = {"jacfwd": torch.func.jacfwd, "jacrev": torch.func.jacrev}[impl](
+        lambda v: torch.tanh(w2 @ torch.tanh(w1 @ v)))
+    return with_threads(threads, lambda: seconds_per_call_over(lambda: jac(x), float(min_seconds)))
+
+
 serve(describe(), {"tiny_graph": tiny_graph, "scalar_chain": scalar_chain, "hessian": hessian,
                    "unrolled_loop": unrolled_loop, "jit_pass": jit_pass,
                    "saved_bytes": saved_bytes, "rnn": rnn, "rnn_saved_bytes": rnn_saved_bytes,
                    "rnn_checksum": rnn_checksum, "join": join, "join_checksum": join_checksum,
                    "checkpoint_mlp": checkpoint_mlp, "hooked_chain": hooked_chain,
-                   "pack_calls": pack_calls})
+                   "pack_calls": pack_calls, "mlp_jvp": mlp_jvp, "jacobian": jacobian})

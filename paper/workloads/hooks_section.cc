@@ -19,77 +19,15 @@
 #include "paper/workloads/sections.h"
 #include "paper/workloads/timing.h"
 #include "paper/workloads/tiny_graph.h"
+#include "paper/workloads/variant_rounds.h"
 
 namespace ag::paper {
 namespace {
 
 const char* kMlp = "residual_mlp";
 const char* kChain = "hooked_chain";
-const std::string kStepTime = "step time";
 constexpr double kTarget = 1.5;      // issue 45: a checkpointed step at most 1.5x the plain one
 constexpr double kHookTarget = 0.5;  // issue 45: ours hooked at most 0.5x libtorch hooked
-const std::string kFirstQuartile = "per round, first quartile";
-const std::string kThirdQuartile = "per round, third quartile";
-
-std::string under(const std::string& metric, const Condition& condition) {
-  return metric + " [" + condition.name + "]";
-}
-
-// One timed variant: ours, or a peer's whole task (seconds per step).
-struct Variant {
-  std::string workload, name;
-  std::function<double()> ours;  // one step, returning a checksum; empty for a peer's
-  PeerProcess* peer = nullptr;
-  std::vector<std::string> task;  // the peer's task
-};
-
-// Every variant in interleaved rounds under `condition`, at the run's thread count; adds each
-// median (ms) as kStepTime [condition] (and plain kStepTime when quiet) and returns the rounds.
-Rounds measure(const Context& context, const std::vector<Variant>& variants,
-               const Condition& condition, int rounds, double stretch) {
-  std::vector<Contender> contenders;
-  for (const Variant& v : variants) {
-    if (v.ours) {
-      contenders.push_back({v.name, [&context, &v, stretch] {
-                              double ms = 0;
-                              ops::run_with_threads(context.threads, [&] {
-                                ms = seconds_per_call_over(stretch, v.ours) * 1e3;
-                              });
-                              return std::optional<double>(ms);
-                            }});
-    } else {
-      contenders.push_back({v.name, [&v]() -> std::optional<double> {
-                              if (!v.peer || !v.peer->available()) return std::nullopt;
-                              const auto s = v.peer->value(v.task);
-                              return s ? std::optional<double>(*s * 1e3) : std::nullopt;
-                            }});
-    }
-  }
-  const Rounds measured = interleaved_rounds(rounds, contenders);
-  const std::vector<std::optional<double>> med = measured.medians();
-  std::cout << "  " << variants.front().workload << ", " << condition.name << ":";
-  for (size_t c = 0; c < variants.size(); ++c) {
-    if (!med[c]) continue;
-    context.results->add(variants[c].workload, variants[c].name, under(kStepTime, condition),
-                         *med[c], "ms");
-    if (condition.quiet())
-      context.results->add(variants[c].workload, variants[c].name, kStepTime, *med[c], "ms");
-    std::cout << " " << variants[c].name << " " << format(*med[c]) << " ms;";
-  }
-  std::cout << std::endl;
-  return measured;
-}
-
-// Adds the middle half of variant a's time over variant b's, round by round, as `what` per round
-// [condition] quartiles of workload's `variant` row.
-void add_middle_half(const Context& context, const Rounds& rounds, size_t a, size_t b,
-                     const std::string& workload, const std::string& variant,
-                     const Condition& condition) {
-  const auto [q1, q3] = rounds.middle_half(a, b);
-  if (std::isnan(q1)) return;
-  context.results->add(workload, variant, under(kFirstQuartile, condition), q1, "x");
-  context.results->add(workload, variant, under(kThirdQuartile, condition), q3, "x");
-}
 
 // "83,623,936 B (79.8 MiB)"; "2,412 B" below a MiB.
 std::string bytes_text(double bytes) {
@@ -167,10 +105,11 @@ void hooks_section(const Context& context, Report& report) {
   for (const Condition& condition : context.conditions) {
     const Load load(condition);
     const int n_rounds = condition.quiet() ? rounds : busy_rounds;
-    const Rounds mlp_rounds = measure(context, mlp_variants, condition, n_rounds, stretch);
+    const Rounds mlp_rounds = measure_variants(context, mlp_variants, condition, n_rounds, stretch);
     add_middle_half(context, mlp_rounds, 1, 0, kMlp, "ours checkpointed / plain", condition);
     add_middle_half(context, mlp_rounds, 3, 2, kMlp, peer + " checkpointed / plain", condition);
-    const Rounds chain_rounds = measure(context, chain_variants, condition, n_rounds, stretch);
+    const Rounds chain_rounds =
+        measure_variants(context, chain_variants, condition, n_rounds, stretch);
     add_middle_half(context, chain_rounds, 0, 2, kChain, "ours / " + cpp + ", hooked", condition);
   }
   for (const bool checkpointed : {false, true}) {
@@ -243,12 +182,12 @@ void hooks_section(const Context& context, Report& report) {
 
   auto ms = [&](const std::string& workload, const std::string& variant,
                 const Condition& condition) {
-    return results.get(workload, variant, under(kStepTime, condition));
+    return results.get(workload, variant, metric_under(kStepTime, condition));
   };
   auto middle = [&](const std::string& workload, const std::string& variant,
                     const Condition& condition) {
-    return ratio_range(results.get(workload, variant, under(kFirstQuartile, condition)),
-                       results.get(workload, variant, under(kThirdQuartile, condition)));
+    return ratio_range(results.get(workload, variant, metric_under(kFirstQuartile, condition)),
+                       results.get(workload, variant, metric_under(kThirdQuartile, condition)));
   };
   s << "### Checkpointed MLP step\n\n"
     << mc.layers << " residual blocks h = h + tanh(dropout(tanh(h W1), p = " << format(mc.p)

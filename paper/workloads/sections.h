@@ -27,7 +27,7 @@ struct Context {
 
 // Prints "[reproduce i/n] what".
 void progress(int index, const std::string& what);
-inline constexpr int kSteps = 8;
+inline constexpr int kSteps = 9;
 
 void unrolled_loop_section(const Context& context, Report& report);  // seed 000
 void overhead_section(const Context& context, Report& report);       // seed 000, issue 2
@@ -37,6 +37,8 @@ void jit_pass_section(const Context& context, Report& report);       // seed 002
 void jit_traced_tables(const Context& context, Report& report);      // seed 002, traced programs
 void graph_section(const Context& context, Report& report);          // seed 001's graph, drawn
 void views_section(const Context& context, Report& report);          // issue 44, views in loops
-void hooks_section(const Context& context, Report& report);  // issue 45, hooks and checkpointing
+void hooks_section(const Context& context, Report& report);    // issue 45, hooks and checkpointing
+void forward_section(const Context& context, Report& report);  // issue 46, forward mode
+void forward_section(const Context& context, Report& report);  // issue 46, forward mode
 
 }  // namespace ag::paper

@@ -13,9 +13,9 @@
 //   custom Function    a custom Function's apply;
 //   backward(inputs=)  a backward() with inputs;
 //   .grad state        reading or setting a tensor's .grad;
-//   hooks              a tensor or Node hook (conformance programs have none yet: 0);
+//   hooks              a tensor or Node hook (generated with the fuzz driver's --hooks);
 //   mode inconsistency one program run in two of PyTorch's modes (not generated yet: 0).
-// The last two are listed so that a summary says they were not searched.
+// The last is listed so that a summary says it was not searched.
 
 #include <array>
 #include <cstdint>
@@ -39,7 +39,7 @@ enum class BugClass {
 constexpr size_t kNumBugClasses = 8;
 
 const char* bug_class_name(BugClass c);  // "views x in-place", ...
-// Whether conformance programs can exercise the class at all (hooks and modes: not yet).
+// Whether conformance programs can exercise the class at all (modes: not yet).
 bool generated(BugClass c);
 
 // The classes `program` exercises, in enum order.

@@ -77,7 +77,6 @@ TEST(BugClass, CoverageCountsEveryClassOfEveryProgram) {
   const std::string report = coverage.report();
   EXPECT_NE(report.find("of 3:"), std::string::npos) << report;
   EXPECT_NE(report.find("custom Function                 2\n"), std::string::npos) << report;
-  // Hooks are generated (hook_gen.h); mode inconsistencies are not yet.
   EXPECT_NE(report.find("hooks                           0\n"), std::string::npos) << report;
   EXPECT_NE(report.find("mode inconsistency              0  (not generated)"), std::string::npos)
       << report;
