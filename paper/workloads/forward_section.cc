@@ -134,15 +134,6 @@ void forward_section(const Context& context, Report& report) {
   }
 
   // The report.
-  auto ms = [&](const std::string& workload, const std::string& variant,
-                const Condition& condition) {
-    return results.get(workload, variant, metric_under(kStepTime, condition));
-  };
-  auto middle = [&](const std::string& workload, const std::string& variant,
-                    const Condition& condition) {
-    return ratio_range(results.get(workload, variant, metric_under(kFirstQuartile, condition)),
-                       results.get(workload, variant, metric_under(kThirdQuartile, condition)));
-  };
   auto peer_ms = [&](double v) {
     return std::isnan(v) ? peers.missing(torch) : with_unit(v, "ms");
   };
@@ -177,17 +168,17 @@ void forward_section(const Context& context, Report& report) {
   for (const Condition& condition : context.conditions) {
     for (const HvpStep& step : hvp_steps) {
       const std::string w = hvp_workload(step.activation);
-      const double f = ms(w, "ours forward-over-reverse", condition);
-      const double n = ms(w, "ours nested grads", condition);
-      const double p = ms(w, peer_hvp, condition);
-      h.row({condition.name, activation_name(step.activation), with_unit(f, "ms"),
-             with_unit(n, "ms"),
-             ratio(f, n) + " (" + middle(w, "ours forward-over-reverse / nested grads", condition) +
-                 ")",
-             target(f / n, kNestedTarget), peer_ms(p),
-             ratio(f, p) + " (" + middle(w, "ours forward-over-reverse / " + peer_hvp, condition) +
-                 ")",
-             target(f / p, kPeerTarget)});
+      const double f = step_ms(results, w, "ours forward-over-reverse", condition);
+      const double n = step_ms(results, w, "ours nested grads", condition);
+      const double p = step_ms(results, w, peer_hvp, condition);
+      h.row(
+          {condition.name, activation_name(step.activation), with_unit(f, "ms"), with_unit(n, "ms"),
+           ratio(f, n) + " (" +
+               middle_half(results, w, "ours forward-over-reverse / nested grads", condition) + ")",
+           target(f / n, kNestedTarget), peer_ms(p),
+           ratio(f, p) + " (" +
+               middle_half(results, w, "ours forward-over-reverse / " + peer_hvp, condition) + ")",
+           target(f / p, kPeerTarget)});
     }
   }
   s << h.str() << "\n";
@@ -205,12 +196,15 @@ void forward_section(const Context& context, Report& report) {
            "target <= " + format(kJvpTarget) + "x", peer_forward, peer_jvp,
            "ours jvp / its (middle half)", "target <= " + format(kPeerTarget) + "x"});
   for (const Condition& condition : context.conditions) {
-    const double f = ms(kJvp, "ours forward", condition), v = ms(kJvp, "ours jvp", condition);
-    const double pf = ms(kJvp, peer_forward, condition), pv = ms(kJvp, peer_jvp, condition);
+    const double f = step_ms(results, kJvp, "ours forward", condition),
+                 v = step_ms(results, kJvp, "ours jvp", condition);
+    const double pf = step_ms(results, kJvp, peer_forward, condition),
+                 pv = step_ms(results, kJvp, peer_jvp, condition);
     j.row({condition.name, with_unit(f, "ms"), with_unit(v, "ms"),
-           ratio(v, f) + " (" + middle(kJvp, "ours jvp / forward", condition) + ")",
+           ratio(v, f) + " (" + middle_half(results, kJvp, "ours jvp / forward", condition) + ")",
            target(v / f, kJvpTarget), peer_ms(pf), peer_ms(pv),
-           ratio(v, pv) + " (" + middle(kJvp, "ours jvp / " + peer_jvp, condition) + ")",
+           ratio(v, pv) + " (" + middle_half(results, kJvp, "ours jvp / " + peer_jvp, condition) +
+               ")",
            target(v / pv, kPeerTarget)});
   }
   s << j.str() << "\n";
@@ -230,9 +224,11 @@ void forward_section(const Context& context, Report& report) {
     for (const auto& [name, ours, its] :
          {std::tuple<std::string, std::string, std::string>{"jacfwd", "ours jacfwd", peer_jacfwd},
           {"jacrev", "ours jacrev", peer_jacrev}}) {
-      const double o = ms(kJacobian, ours, condition), p = ms(kJacobian, its, condition);
+      const double o = step_ms(results, kJacobian, ours, condition),
+                   p = step_ms(results, kJacobian, its, condition);
       c.row({condition.name, name, with_unit(o, "ms"), peer_ms(p),
-             ratio(o, p) + " (" + middle(kJacobian, ours + " / " + its, condition) + ")",
+             ratio(o, p) + " (" + middle_half(results, kJacobian, ours + " / " + its, condition) +
+                 ")",
              target(o / p, kPeerTarget)});
     }
   }

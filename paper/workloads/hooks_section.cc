@@ -180,15 +180,6 @@ void hooks_section(const Context& context, Report& report) {
        "The machine is shared: other processes slow every variant alike, so compare the ratios, "
        "and the middle half of the ratios taken round by round.\n\n";
 
-  auto ms = [&](const std::string& workload, const std::string& variant,
-                const Condition& condition) {
-    return results.get(workload, variant, metric_under(kStepTime, condition));
-  };
-  auto middle = [&](const std::string& workload, const std::string& variant,
-                    const Condition& condition) {
-    return ratio_range(results.get(workload, variant, metric_under(kFirstQuartile, condition)),
-                       results.get(workload, variant, metric_under(kThirdQuartile, condition)));
-  };
   s << "### Checkpointed MLP step\n\n"
     << mc.layers << " residual blocks h = h + tanh(dropout(tanh(h W1), p = " << format(mc.p)
     << ", a fixed seed per block) W2), W1 [" << mc.width << ", " << 4 * mc.width << "], W2 ["
@@ -204,16 +195,17 @@ void hooks_section(const Context& context, Report& report) {
   Table t({"condition", "engine", "plain step", "checkpointed step", "checkpointed / plain",
            "middle half of rounds", "target <= " + format(kTarget) + "x"});
   for (const Condition& condition : context.conditions) {
-    const double ours_plain = ms(kMlp, "ours plain", condition);
-    const double ours_ckpt = ms(kMlp, "ours checkpointed", condition);
-    const double peer_p = ms(kMlp, peer_plain, condition);
-    const double peer_c = ms(kMlp, peer_checkpointed, condition);
+    const double ours_plain = step_ms(results, kMlp, "ours plain", condition);
+    const double ours_ckpt = step_ms(results, kMlp, "ours checkpointed", condition);
+    const double peer_p = step_ms(results, kMlp, peer_plain, condition);
+    const double peer_c = step_ms(results, kMlp, peer_checkpointed, condition);
     t.row({condition.name, "ours", with_unit(ours_plain, "ms"), with_unit(ours_ckpt, "ms"),
-           ratio(ours_ckpt, ours_plain), middle(kMlp, "ours checkpointed / plain", condition),
+           ratio(ours_ckpt, ours_plain),
+           middle_half(results, kMlp, "ours checkpointed / plain", condition),
            verdict_at_most(ours_ckpt / ours_plain, kTarget)});
     t.row({condition.name, peer, have_peer ? with_unit(peer_p, "ms") : peers.missing(torch),
            have_peer ? with_unit(peer_c, "ms") : peers.missing(torch), ratio(peer_c, peer_p),
-           middle(kMlp, peer + " checkpointed / plain", condition), "-"});
+           middle_half(results, kMlp, peer + " checkpointed / plain", condition), "-"});
     t.row({condition.name, "ours / " + peer, ratio(ours_plain, peer_p), ratio(ours_ckpt, peer_c),
            "-", "-", "-"});
   }
@@ -257,12 +249,12 @@ void hooks_section(const Context& context, Report& report) {
                      peers.missing(p));
   };
   for (const Condition& condition : context.conditions) {
-    const double oh = ms(kChain, "ours hooked", condition);
-    const double ow = ms(kChain, "ours without hooks", condition);
-    const double ch = ms(kChain, cpp + " hooked", condition);
-    const double cw = ms(kChain, cpp + " without hooks", condition);
+    const double oh = step_ms(results, kChain, "ours hooked", condition);
+    const double ow = step_ms(results, kChain, "ours without hooks", condition);
+    const double ch = step_ms(results, kChain, cpp + " hooked", condition);
+    const double cw = step_ms(results, kChain, cpp + " without hooks", condition);
     c.row({condition.name, with_unit(oh, "ms"), cell(ch, oh, libtorch),
-           middle(kChain, "ours / " + cpp + ", hooked", condition),
+           middle_half(results, kChain, "ours / " + cpp + ", hooked", condition),
            verdict_at_most(oh / ch, kHookTarget), with_unit(ow, "ms"), cell(cw, ow, libtorch),
            ratio(oh, ow), ratio(ch, cw)});
   }
@@ -272,10 +264,10 @@ void hooks_section(const Context& context, Report& report) {
             peer + " without hooks (ours / its)", "hooked / without: ours",
             "hooked / without: " + peer});
   for (const Condition& condition : context.conditions) {
-    const double oh = ms(kChain, "ours hooked", condition);
-    const double ow = ms(kChain, "ours without hooks", condition);
-    const double ph = ms(kChain, peer + " hooked", condition);
-    const double pw = ms(kChain, peer + " without hooks", condition);
+    const double oh = step_ms(results, kChain, "ours hooked", condition);
+    const double ow = step_ms(results, kChain, "ours without hooks", condition);
+    const double ph = step_ms(results, kChain, peer + " hooked", condition);
+    const double pw = step_ms(results, kChain, peer + " without hooks", condition);
     py.row({condition.name, with_unit(oh, "ms"), cell(ph, oh, torch), with_unit(ow, "ms"),
             cell(pw, ow, torch), ratio(oh, ow), ratio(ph, pw)});
   }

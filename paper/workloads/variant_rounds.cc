@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ops/cpu/parallel.h"
+#include "paper/harness/markdown.h"
 #include "paper/workloads/timing.h"
 
 namespace ag::paper {
@@ -55,6 +56,17 @@ void add_middle_half(const Context& context, const Rounds& rounds, size_t a, siz
   if (std::isnan(q1)) return;
   context.results->add(workload, variant, metric_under(kFirstQuartile, condition), q1, "x");
   context.results->add(workload, variant, metric_under(kThirdQuartile, condition), q3, "x");
+}
+
+double step_ms(const Results& results, const std::string& workload, const std::string& variant,
+               const Condition& condition) {
+  return results.get(workload, variant, metric_under(kStepTime, condition));
+}
+
+std::string middle_half(const Results& results, const std::string& workload,
+                        const std::string& variant, const Condition& condition) {
+  return ratio_range(results.get(workload, variant, metric_under(kFirstQuartile, condition)),
+                     results.get(workload, variant, metric_under(kThirdQuartile, condition)));
 }
 
 }  // namespace ag::paper

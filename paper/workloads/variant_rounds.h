@@ -39,4 +39,11 @@ void add_middle_half(const Context& context, const Rounds& rounds, size_t a, siz
                      const std::string& workload, const std::string& variant,
                      const Condition& condition);
 
+// Read back for a report: what measure_variants added for a variant under `condition` (ms), and
+// the middle half that add_middle_half added for a row ("0.05x - 0.07x").
+double step_ms(const Results& results, const std::string& workload, const std::string& variant,
+               const Condition& condition);
+std::string middle_half(const Results& results, const std::string& workload,
+                        const std::string& variant, const Condition& condition);
+
 }  // namespace ag::paper
