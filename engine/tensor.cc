@@ -122,7 +122,7 @@ void Tensor::refresh_view_history() const { engine_ops::refresh_view(*this); }
 Tensor Tensor::detach() const {
   return Tensor(Ref<TensorImpl>::make(
       impl_->shape, impl_->dtype, impl_->storage, impl_->offset,
-      impl_->strides ? std::make_unique<const Shape>(*impl_->strides) : nullptr));
+      impl_->strides ? std::make_unique<const Strides>(*impl_->strides) : nullptr));
 }
 
 Tensor& Tensor::detach_() {
@@ -157,7 +157,7 @@ Tensor Tensor::alias_with_layout(const Shape& shape, const Shape& strides, int64
   }
   return Tensor(
       Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, offset,
-                            contiguous ? nullptr : std::make_unique<const Shape>(strides)));
+                            contiguous ? nullptr : std::make_unique<const Strides>(strides)));
 }
 
 std::string Tensor::describe() const {

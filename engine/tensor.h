@@ -45,13 +45,20 @@ enum class CreationMeta : uint8_t {
 // one costs nothing over its shape, and that null is the contiguity test the kernels' fast paths
 // read; strides() computes them. The kernels take strided operands (ops/backend.h, dense()).
 //
+// A strided tensor's strides (TensorImpl::strides), pooled as the TensorImpl itself (Note [Pooled
+// tensor metadata]): a view with strides of its own (expand, a gradient expanded by sum's
+// backward, transpose) allocates nothing once warm.
+struct Strides final : Shape, PooledObject<Strides> {
+  explicit Strides(const Shape& strides) : Shape(strides) {}
+};
+
 // The state behind a Tensor handle: data (sizes and strides over a Storage) plus autograd
 // metadata. Handles share one TensorImpl; views and detach() share the Storage instead.
 // Reference-counted in place and pooled (Note [Intrusive reference counts], Note [Pooled tensor
 // metadata]).
 struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   TensorImpl(const Shape& shape, DType dtype, Ref<Storage> storage, int64_t offset = 0,
-             std::unique_ptr<const Shape> strides = nullptr)
+             std::unique_ptr<const Strides> strides = nullptr)
       : shape(shape),
         dtype(dtype),
         storage(std::move(storage)),
@@ -81,7 +88,7 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   const Device device;
   // Null when contiguous (Note [Strided tensors]), so that making and freeing a contiguous
   // tensor costs one pointer; else one stride per dim, in elements.
-  const std::unique_ptr<const Shape> strides;
+  const std::unique_ptr<const Strides> strides;
 
   // A leaf's flag (set_requires_grad), or true once an op gave this tensor a grad_fn. A view
   // also requires grad while its base does (Tensor::requires_grad()). Written through

@@ -59,7 +59,9 @@ class Backend {
   // contiguous.
   virtual void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
                             const Tensor& dst) = 0;
-  // Device-independent, on top of copy() and strided_copy() (ops/backend.cc).
+  // Device-independent, on top of copy() and strided_copy() (ops/backend.cc). A new contiguous
+  // tensor of `a` broadcast to `shape`, for kernels that read same-shape operands (where,
+  // masked_fill); the op broadcast_to is a view (ops/view_ops.cc).
   Tensor broadcast_to(const Tensor& a, const Shape& shape);
   // out = op(a) @ op(b) (+ bias broadcast over rows when given); op transposes when asked.
   // Batched when a and b are 3-D.

@@ -50,11 +50,10 @@ const DeclareJvp copy_inplace_jvp{CopyInplace::spec, jvp_from_formulas};
 void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   const Layout la = layout_of(a);
   AG_CHECK(!has_internal_overlap(la), op,
-           ": unsupported operation: more than one element of the "
-           "written-to tensor (",
-           a.describe(), ", strides ", to_string(la.strides),
-           ") refers to a single memory location. Please clone() the tensor before performing "
-           "the operation.");
+           ": unsupported operation: more than one element of the written-to tensor refers to a "
+           "single memory location. Please clone() the tensor before performing the operation. "
+           "(written-to: ",
+           a.describe(), ", strides ", to_string(la.strides), ")");
   if (a.impl()->storage.get() != b.impl()->storage.get() || a.is_same(b)) return;
   const Layout lb = layout_of(b);
   if (a.numel() == 0 || b.numel() == 0 || !is_non_overlapping_and_dense(la) ||

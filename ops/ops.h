@@ -71,9 +71,12 @@ Tensor sum(const Tensor& a);
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim = false);
-// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a's shape): `a` itself
-// when it has the shape already, except for the 0-dim shape, which is sum(a), as in PyTorch.
+// Sums `a` down to `shape` (the inverse of broadcasting `shape` up to a's shape), as PyTorch's
+// sum_to: `a` itself when it has the shape already, except for the 0-dim shape, which is sum(a);
+// a view of the sum (kept at a's rank) where it drops leading dims.
 Tensor sum_to(const Tensor& a, const Shape& shape);
+// expand under its own name, as in PyTorch: a view of `a` (also at a's own shape: a new view),
+// with stride 0 where it broadcasts (ops/view_ops.cc).
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
 
 // Views (ops/view_ops.cc): each shares storage and version with its input, with PyTorch's

@@ -1,4 +1,4 @@
-// Reductions and broadcasting: each one's gradient is the other.
+// Reductions: sum, mean and sum_to; their gradients expand the incoming one (broadcast_to).
 #include "engine/error.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
@@ -22,12 +22,14 @@ struct OfSelf {
   static constexpr Input self{0, "self"};
 };
 
-// Sum's gradient: PyTorch's expand() of the gradient to the input's shape. To the same shape it
-// is the view op expand (ops/view_ops.cc), a view of g, never g itself, so grad() never hands the
-// caller's grad_outputs back through a sum; to a larger one it is written out (broadcast_to),
-// which the kernels that read it then take as a contiguous operand.
-Tensor expand_gradient(const Tensor& g, const Shape& shape) {
-  return g.shape() == shape ? expand(g, shape) : broadcast_to(g, shape);
+// Sum's gradient: PyTorch's expand() of the gradient to the input's shape, a view of it (stride 0
+// where it expands), also to the same shape: a new view, never g itself, so grad() never hands
+// the caller's grad_outputs back through a sum.
+Tensor expand_gradient(const Tensor& g, const Shape& shape) { return broadcast_to(g, shape); }
+
+// sum_dim's gradient, PyTorch's sum_backward: unsqueezed at the dim without keepdim, expanded.
+Tensor sum_dim_gradient(const Tensor& g, const Shape& in, int64_t dim, bool keepdim) {
+  return expand_gradient(keepdim ? g : unsqueeze(g, dim), in);
 }
 
 struct Sum : OfSelf {
@@ -46,11 +48,8 @@ const OpSpec SumDim::spec{"sum_dim",
                           {{self,
                             {},
                             [](const Ctx& c) {
-                              const Shape& in = c.input_shape(self);
                               const auto& [dim, keepdim] = c.attrs<DimAttrs>();
-                              Tensor g = c.grad();
-                              if (!keepdim) g = reshape(g, keepdim_shape(in, dim));
-                              return expand_gradient(g, in);
+                              return sum_dim_gradient(c.grad(), c.input_shape(self), dim, keepdim);
                             }}},
                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();
@@ -58,26 +57,64 @@ const OpSpec SumDim::spec{"sum_dim",
                            }}};
 const DeclareJvp sum_dim_jvp{SumDim::spec, jvp_linear};
 
+// Note [mean's gradient is a new tensor]
+// PyTorch's mean_backward divides the expanded gradient (sum_backward(grad) / n): a new,
+// contiguous tensor, not a view of the incoming gradient as sum's. So mean is an op of its own
+// (not sum's node and a scaling after it, whose gradient would be sum's view): its gradient
+// scales the expanded gradient, which writes a new tensor. Both scale by 1/n, forward and
+// backward, as the engine always has.
+double inverse_count(int64_t n) { return 1.0 / static_cast<double>(n); }
+
+struct Mean : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec Mean::spec{"mean",
+                        {{self,
+                          {},
+                          [](const Ctx& c) {
+                            const Shape& in = c.input_shape(self);
+                            return mul(expand_gradient(c.grad(), in), inverse_count(ag::numel(in)));
+                          }}},
+                        unary_forward<mean>()};
+const DeclareJvp mean_jvp{Mean::spec, jvp_linear};
+
+struct MeanDim : OfSelf {
+  static const OpSpec spec;
+};
+const OpSpec MeanDim::spec{"mean_dim",
+                           {{self,
+                             {},
+                             [](const Ctx& c) {
+                               const Shape& in = c.input_shape(self);
+                               const auto& [dim, keepdim] = c.attrs<DimAttrs>();
+                               return mul(sum_dim_gradient(c.grad(), in, dim, keepdim),
+                                          inverse_count(in[dim]));
+                             }}},
+                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+                              const auto& [dim, keepdim] = a.attrs<DimAttrs>();
+                              return mean(a[self], dim, keepdim);
+                            }}};
+const DeclareJvp mean_dim_jvp{MeanDim::spec, jvp_linear};
+
+// PyTorch's sum(dims, keepdim=True) inside sum_to: the result keeps a's rank.
 struct SumTo : OfSelf {
   static const OpSpec spec;
 };
 const OpSpec SumTo::spec{
     "sum_to",
-    {{self, {}, [](const Ctx& c) { return broadcast_to(c.grad(), c.input_shape(self)); }}},
+    {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     {AliasKind::kPure, ShapeAttrs{},
      [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
 const DeclareJvp sum_to_jvp{SumTo::spec, jvp_linear};
 
-// The formula returns the gradient at the broadcast shape; OpNode sums it back (sum_to).
-struct BroadcastTo : OfSelf {
-  static const OpSpec spec;
-};
-const OpSpec BroadcastTo::spec{"broadcast_to",
-                               {{self, {}, [](const Ctx& c) { return c.grad(); }}},
-                               {AliasKind::kPure, ShapeAttrs{}, [](const OpArgs& a) {
-                                  return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape);
-                                }}};
-const DeclareJvp broadcast_to_jvp{BroadcastTo::spec, jvp_linear};
+// a summed over `dim` (kept, of size 1), or squeezed there without keepdim.
+Tensor summed_over(const Tensor& a, int64_t dim, bool keepdim) {
+  Tensor out = backend_for(a.device()).sum_to(a, keepdim_shape(a.shape(), dim));
+  if (keepdim) return out;
+  Shape squeezed = a.shape();
+  squeezed.erase(squeezed.begin() + dim);
+  return out.alias_with_shape(squeezed);
+}
 
 }  // namespace
 
@@ -90,19 +127,14 @@ Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
   check_defined("sum", a, "input");
   dim = normalize_dim("sum", dim, a);
   if (a.dim() == 0) return sum(a);  // Note [Dims of a 0-dim tensor]: the whole tensor
-  Shape kept = keepdim_shape(a.shape(), dim);
-  Tensor out = backend_for(a.device()).sum_to(a, kept);
-  if (!keepdim) {
-    Shape squeezed = a.shape();
-    squeezed.erase(squeezed.begin() + dim);
-    out = out.alias_with_shape(squeezed);
-  }
-  return record(SumDim::spec, {&a}, out, DimAttrs{dim, keepdim});
+  return record(SumDim::spec, {&a}, summed_over(a, dim, keepdim), DimAttrs{dim, keepdim});
 }
 
 Tensor mean(const Tensor& a) {
   AG_CHECK(a.defined() && a.numel() > 0, "mean: input ", a.describe(), " has no elements");
-  return mul(sum(a), 1.0 / static_cast<double>(a.numel()));
+  Backend& be = backend_for(a.device());
+  Tensor out = be.unary(UnaryKind::kMulScalar, be.sum_all(a), inverse_count(a.numel()));
+  return record(Mean::spec, {&a}, std::move(out));
 }
 
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
@@ -111,25 +143,25 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   if (a.dim() == 0) return mean(a);  // Note [Dims of a 0-dim tensor]: the whole tensor
   const int64_t n = a.shape()[d];
   AG_CHECK(n > 0, "mean: dim ", dim, " of ", a.describe(), " is empty");
-  return mul(sum(a, dim, keepdim), 1.0 / static_cast<double>(n));
+  Tensor out = backend_for(a.device())
+                   .unary(UnaryKind::kMulScalar, summed_over(a, d, keepdim), inverse_count(n));
+  return record(MeanDim::spec, {&a}, std::move(out), DimAttrs{d, keepdim});
 }
 
+// As PyTorch's at::sum_to: the 0-dim shape is a.sum(), a new tensor even when `a` is 0-dim; `a`
+// itself at its own shape; else a's sum over the leading dims and the dims `shape` has as 1, kept
+// (sum_to's node), and where it drops leading dims, a view of that sum at `shape`.
 Tensor sum_to(const Tensor& a, const Shape& shape) {
   check_defined("sum_to", a, "input");
-  // As PyTorch's sum_to: the 0-dim shape is a.sum(), a new tensor even when `a` is 0-dim.
   if (shape.empty()) return sum(a);
   if (a.shape() == shape) return a;
   check_broadcastable_to("sum_to", shape, a.shape());
-  return record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, shape),
-                [&] { return ShapeAttrs{shape}; });
-}
-
-Tensor broadcast_to(const Tensor& a, const Shape& shape) {
-  check_defined("broadcast_to", a, "input");
-  if (a.shape() == shape) return a;
-  check_broadcastable_to("broadcast_to", a.shape(), shape);
-  return record(BroadcastTo::spec, {&a}, backend_for(a.device()).broadcast_to(a, shape),
-                [&] { return ShapeAttrs{shape}; });
+  const size_t leading = a.shape().size() - shape.size();
+  Shape kept(leading, 1);
+  kept.insert(kept.end(), shape.begin(), shape.end());
+  Tensor out = record(SumTo::spec, {&a}, backend_for(a.device()).sum_to(a, kept),
+                      [&] { return ShapeAttrs{kept}; });
+  return leading == 0 ? out : view(out, shape);
 }
 
 }  // namespace ag::ops

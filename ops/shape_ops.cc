@@ -156,11 +156,10 @@ Tensor view(const Tensor& a, const Shape& shape) {
   check_defined("view", a, "input");
   Shape resolved = infer_shape(a, shape);
   Tensor out;
-  AG_CHECK(try_view(a, resolved, &out), "view: view size ", to_string(resolved),
-           " is not compatible with input tensor's size and stride (", a.describe(), ", strides ",
-           to_string(a.strides()),
-           "): at least one dimension spans across two contiguous "
-           "subspaces. Use .reshape(...) instead.");
+  AG_CHECK(try_view(a, resolved, &out),
+           "view: view size is not compatible with input tensor's size and stride (at least one "
+           "dimension spans across two contiguous subspaces). Use .reshape(...) instead. (size ",
+           to_string(resolved), " of ", a.describe(), ", strides ", to_string(a.strides()), ")");
   return out;
 }
 

@@ -111,6 +111,15 @@ const OpSpec kExpand{
      [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
 const DeclareJvp expand_jvp{kExpand, jvp_linear};
 
+// broadcast_to is expand under its own name (PyTorch's broadcast_to calls expand): a view, also
+// to the input's own shape (a new view, not the input), whose attribute is the result's shape.
+const OpSpec kBroadcastTo{
+    "broadcast_to",
+    {{self, {}, [](const Ctx& c) { return sum_to(c.grad(), c.input_shape(self)); }}},
+    {AliasKind::kView, ShapeAttrs{},
+     [](const OpArgs& a) { return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
+const DeclareJvp broadcast_to_jvp{kBroadcastTo, jvp_linear};
+
 // transpose's attributes are its two dims (the JIT's text form spells them `dim0`, `dim1`); its
 // gradient is the same transpose of the incoming gradient, a view of it as PyTorch's.
 const OpSpec kTranspose{"transpose",
@@ -276,6 +285,15 @@ Tensor expand(const Tensor& a, const Shape& sizes) {
   const Layout checked = expand_layout(layout_of(a), sizes);  // resolves -1
   return make_view(kExpand, a, checked.sizes,
                    [&](const Layout& in) { return expand_layout(in, checked.sizes); });
+}
+
+Tensor broadcast_to(const Tensor& a, const Shape& shape) {
+  check_defined("broadcast_to", a, "input");
+  check_broadcastable_to("broadcast_to", a.shape(), shape);
+  const Shape sizes = expand_layout(layout_of(a), shape).sizes;  // resolves -1
+  return make_view_with(
+      kBroadcastTo, a, [&](const Layout&) { return ShapeAttrs{sizes}; },
+      [&](const Layout& in) { return expand_layout(in, sizes); });
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {

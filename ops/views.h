@@ -8,15 +8,15 @@
 namespace ag::ops {
 
 // Note [In-place ops on views]
-// The view ops (ops/view_ops.cc, reshape, view) return views: tensors sharing their input's
-// storage. An in-place op writes through a view into its base too, so the base's history must
-// change as well, or gradients flowing through the base would miss the op (PyTorch does this
-// with CopySlices). The base's new history (rebased_base) takes the base's gradient and sends the
-// part where the view reads the base to the view after the op, the rest to the base's history
-// before the write (Note [Views of any stride]); a view that reads its whole base in order (a
-// reshape) sends all of it to the view. The view then becomes a function of its base again,
-// view = as_strided(base) (PyTorch's AsStridedBackward0), so that gradients split between a view
-// and its base as in PyTorch (a gradient for the view is not one for the base).
+// The view ops (ops/view_ops.cc, broadcast_to among them, reshape, view) return views: tensors
+// sharing their input's storage. An in-place op writes through a view into its base too, so the
+// base's history must change as well, or gradients flowing through the base would miss the op
+// (PyTorch does this with CopySlices). The base's new history (rebased_base) takes the base's
+// gradient and sends the part where the view reads the base to the view after the op, the rest to
+// the base's history before the write (Note [Views of any stride]); a view that reads its whole
+// base in order (a reshape) sends all of it to the view. The view then becomes a function of its
+// base again, view = as_strided(base) (PyTorch's AsStridedBackward0), so that gradients split
+// between a view and its base as in PyTorch (a gradient for the view is not one for the base).
 // rebase_history_after_inplace() records both right after the op. Other views of the same base
 // (siblings) are now stale: their grad_fn predates the write. Each view remembers the storage
 // version its history reflects; refresh_view() notices the mismatch the next time the view's
@@ -32,7 +32,9 @@ namespace ag::ops {
 // Note [Views of any stride]
 // A view keeps where it reads its root base (TensorImpl::view_strides, view_offset): strides and
 // an offset over the base's elements in row-major order, which is the layout of the base's
-// gradient. Every view op is a function from its input's layout to its result's (ops/
+// gradient. A view may read an element twice (expand, broadcast_to: stride 0), and an in-place
+// op on such a view is refused (Note [Overlapping writes], ops/inplace.cc), as in PyTorch.
+// Every view op is a function from its input's layout to its result's (ops/
 // view_layout.h), and applying it to the input's layout over the root gives the result's: so a
 // view of a view of a view is one layout over the root, however it was made. With it, the three
 // histories that views need are each one linear op over a base-shaped gradient: a view's
@@ -46,11 +48,14 @@ namespace ag::ops {
 //
 // Note [View flags follow the base]
 // As PyTorch's differentiable views, a view requires grad while its base does: one made under
-// no_grad (grad()'s results are often such views of a grad_outputs tensor), and one made before
-// requires_grad_() on its base. Such a view without a history of its own is a leaf, but not one
-// with an AccumulateGrad (gradient_edge() gives none): gradients through it reach nobody, and
-// grad() with respect to it finds it unused. A view made with grad mode off cannot be modified
-// in place with grad mode on when the write would be recorded (Note [How a view was made]).
+// no_grad (grad()'s results are often such views of a grad_outputs tensor: the gradients of sum,
+// sum over a dim and sum_to expand it, with stride 0, as PyTorch's formulas; broadcast_to's and
+// expand's sum it back, a view of that sum where it drops leading dims; mean's is a new tensor),
+// and one made before requires_grad_() on its base. Such a view without a history of its own is
+// a leaf, but not one with an AccumulateGrad (gradient_edge() gives none): gradients through it
+// reach nobody, and grad() with respect to it finds it unused. A view made with grad mode off
+// cannot be modified in place with grad mode on when the write would be recorded (Note [How a
+// view was made]).
 //
 // Note [How a view was made]
 // A view made by a view op with grad mode on has a history that a write can rewrite (Note

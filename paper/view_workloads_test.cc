@@ -74,11 +74,15 @@ TEST(ViewWorkloads, RnnGradientsMatchBackpropagationThroughTime) {
   reset_counters();
   const TensorList g = rnn_step(in, c);
   // Note [Formulas in the incoming gradient] (ops/spec.h): every write but the first (whose base,
-  // zeros, needs no gradient) zeroes its step in the incoming gradient. Note [View gradients into
-  // a waiting sum] (ops/view_ops.cc): every x[:, t] but the first to arrive adds into x's
-  // gradient, and every out[:, t] written after the first adds copy_'s zeros into the gradient
-  // of out's earlier history.
-  EXPECT_EQ(counters().formulas_in_place, c.steps - 1);
+  // zeros, needs no gradient) has a CopySlices formula for its base. The last write's, the first
+  // to run, receives sum's gradient, an expand of the scalar (stride 0, as PyTorch's), which it
+  // cannot zero a step of in place: it copies it into the one [batch, steps, width] gradient of
+  // the backward, and every earlier write's formula zeroes its step in that tensor. Note [View
+  // gradients into a waiting sum] (ops/view_ops.cc): every x[:, t] but the first to arrive adds
+  // into x's gradient, and every out[:, t] written after the first adds copy_'s zeros into the
+  // gradient of out's earlier history.
+  EXPECT_EQ(counters().formula_count("copy_slices:base"), c.steps - 1);
+  EXPECT_EQ(counters().formulas_in_place, c.steps - 2);
   EXPECT_EQ(counters().fused_sums, 2 * (c.steps - 1));
   ASSERT_EQ(g.size(), 3u);
   const Reference r =

@@ -22,6 +22,13 @@ bool isPure(const Node& n) {
   return s != nullptr && s->spec != nullptr && !s->has_side_effects && s->written_inputs.empty();
 }
 
+// A view of its first input, by its spec's alias kind (broadcast_to, expand, the other view ops):
+// every element it reads is one of its input's.
+bool isViewOfInput0(const Node& n) {
+  const OpSchema* s = n.schema();
+  return s != nullptr && s->output_aliases_input == 0 && s->written_inputs.empty();
+}
+
 bool isGraphOutput(const Value* v) {
   for (const Use& u : v->uses()) {
     if (u.user->kind() == kinds::kReturn) return true;
@@ -93,7 +100,7 @@ int64_t eliminateCommonSubexpressions(Graph& graph,
     std::optional<double> value;
     if (n.kind() == "aten::ones_like") value = 1.0;
     if (n.kind() == "aten::zeros_like") value = 0.0;
-    if (n.kind() == "aten::broadcast_to") {
+    if (isViewOfInput0(n)) {
       const auto it = fill_values.find(n.input(0)->id());
       if (it != fill_values.end()) value = it->second;
     }

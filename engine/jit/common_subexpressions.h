@@ -13,8 +13,11 @@
 //    EliminateCommonSubexpression), every op of the set being a function of its inputs and
 //    attributes (dropout's mask is drawn from its seed, an attribute); or
 //  - both are fills: ones_like and zeros_like make a tensor of one value of their input's shape,
-//    dtype and device, whatever the input holds, and broadcast_to of a fill is a fill of the new
-//    shape. Fills of the same value, shape, dtype and device hold the same elements.
+//    dtype and device, whatever the input holds, and a view of a fill (an op whose spec's alias
+//    kind makes its result a view of its input: broadcast_to, sum's expanded gradient, expand,
+//    reshape...) is a fill of the view's shape. Fills of the same value, shape, dtype and device
+//    hold the same elements. Merging a view with a fill changes what shares storage, which only
+//    a write could observe: graphs with in-place ops are left alone, and outputs are fresh.
 // Merged values hold the same bits, so the graph's results do not change.
 //
 // What it leaves alone: graphs with in-place ops or groups (a write would make two equal values

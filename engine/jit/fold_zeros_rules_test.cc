@@ -239,10 +239,19 @@ TEST(FoldZerosRules, LinearOneOperandOpsFoldAZeroOperand) {
     expectRule(std::string(c.kind) + " of zeros", c.kind, c.zero, true);
     expectRule(std::string(c.kind) + " of x", c.kind, c.nonzero, false);
   }
-  // mean is traced as the sum scaled: the sum and the scaling fold.
+}
+
+// mean is an op of its own (Note [mean's gradient is a new tensor], ops/reduce.cc), linear too.
+TEST(FoldZerosRules, MeanFoldsAZeroOperand) {
   expectRule(
-      "mean of zeros", "aten::mul_scalar", [](auto& in) { return ops::mean(zerosOf(in[X]), 0); },
+      "mean of zeros", "aten::mean", [](auto& in) { return ops::mean(zerosOf(in[X])); }, true);
+  expectRule(
+      "mean of x", "aten::mean", [](auto& in) { return ops::mean(in[X]); }, false);
+  expectRule(
+      "mean_dim of zeros", "aten::mean_dim", [](auto& in) { return ops::mean(zerosOf(in[X]), 0); },
       true);
+  expectRule(
+      "mean_dim of x", "aten::mean_dim", [](auto& in) { return ops::mean(in[X], 0); }, false);
 }
 
 // A captured tensor is a constant: zero only if every element is.

@@ -522,24 +522,6 @@ bool agrees_with_expected(const Pair& p, const Tokens& fixed) {
   return lines_agree(join(p.e), join(fixed), Tolerance{}, ignored);
 }
 
-// Whether value v is a result of grad() that PyTorch may have made as a view of a grad_outputs
-// tensor (or of another result) that requires grad by statement `before`: made without
-// create_graph, or requires_grad_() was called on one of them since.
-bool grad_result_viewing_requires_grad(const Context& c, int v, int before) {
-  const Stmt* made = c.producer(c.tensor(v));
-  if (!made || made->kind != StmtKind::kGrad) return false;
-  const int made_at = static_cast<int>(made - c.program().stmts.data());
-  if (!made->create_graph) return true;
-  std::set<int> related;
-  for (int u : made->grad_outputs) related.insert(c.tensor(u));
-  for (int u : made->results) related.insert(c.tensor(u));
-  for (int i = made_at + 1; i < before && i < static_cast<int>(c.program().stmts.size()); ++i) {
-    const Stmt& s = c.program().stmts[i];
-    if (s.kind == StmtKind::kSetRequiresGrad && related.count(c.tensor(s.args[0]))) return true;
-  }
-  return false;
-}
-
 // Whether the lines agree once the actual one's rg= and leaf= are the expected one's, and differ
 // in one of them.
 bool differ_in_flags_alone(const Pair& p) {
@@ -554,74 +536,6 @@ bool differ_in_flags_alone(const Pair& p) {
     }
   }
   return replaced && agrees_with_expected(p, fixed);
-}
-
-// Whether value v is a grad() result or computed from one (PyTorch's elementwise ops, also those
-// of the custom Functions, keep an expanded or transposed gradient's strides, and detach() keeps
-// them as they are).
-bool computed_from_grad_result(const Context& c, int v) {
-  const Stmt* made = c.producer(c.tensor(v));
-  if (!made) return false;
-  if (made->kind == StmtKind::kGrad) return true;
-  const bool keeps_strides = made->kind == StmtKind::kOp || made->kind == StmtKind::kDetach ||
-                             made->kind == StmtKind::kCustom;
-  const std::vector<int> in = reads(*made);
-  return keeps_strides && std::any_of(in.begin(), in.end(), [&](int u) {
-           return u < v && computed_from_grad_result(c, u);
-         });
-}
-
-// Gradients that PyTorch makes as views of the incoming gradient (expand's for sum, sum over a
-// dim, mean, sum_to and the sum back of a broadcast, also in the custom Functions' backward) are
-// new tensors here (copying-shape-ops); transpose's is a view in both.
-// A view requires grad while its base does, so such a grad() result requires grad in PyTorch
-// and not here where its base, a grad_outputs tensor, requires grad: at once without
-// create_graph, or after requires_grad_() on it; and the other way round, PyTorch's reshape of
-// an expanded gradient (not contiguous) is a copy where here it is a view of a result that
-// requires grad after requires_grad_(). Only lines that differ in rg= and leaf= alone (an op's
-// result that requires grad has a history), about such a result (or the result of a statement
-// reading one), in a program that used one of those ops.
-// And PyTorch's view() of such a gradient, or of a tensor computed from one, may raise (an
-// expanded or transposed tensor is not contiguous: "view size is not compatible with input
-// tensor's size and stride"); every tensor here is contiguous.
-Excuse copied_gradient_views(const Pair& p) {
-  const auto& stmts = p.c.program().stmts;
-  const int upto = std::min(p.index, static_cast<int>(stmts.size()));
-  const bool copies = std::any_of(stmts.begin(), stmts.begin() + upto, [](const Stmt& s) {
-    using proptests::Op;
-    if (s.kind == StmtKind::kCustom) return true;  // Mul's and Two's backward sum_to
-    if (s.kind != StmtKind::kOp) return false;
-    switch (s.instr.op) {
-      case Op::kSum:
-      case Op::kSumDim:
-      case Op::kMean:
-      case Op::kMeanDim:
-      case Op::kSumTo:
-      case Op::kBroadcastTo:
-        return true;
-      default:  // an op of two operands may broadcast them: its gradient sums back
-        return s.instr.args.size() >= 2;
-    }
-  });
-  if (!copies) return Excuse::kNone;
-  if (p.s && p.s->kind == StmtKind::kView && p.status("raise", "ok") &&
-      computed_from_grad_result(p.c, p.s->args[0])) {
-    return Excuse::kStop;
-  }
-  int v = -1;
-  if (p.result_line()) v = value_of(p.e[1]);
-  if (p.e.size() > 2 && p.e[1] == "flags") v = value_of(p.e[2]);
-  if (p.e.size() > 2 && p.e[0] == "end" && p.e[2] != "grad") v = value_of(p.e[1]);
-  if (v < 0 || !differ_in_flags_alone(p)) return Excuse::kNone;
-  // The value, or what the statement that made it read (a view of such a result, say).
-  std::vector<int> values = {v};
-  const Stmt* made = p.result_line() && p.s ? p.s : p.c.producer(p.c.tensor(v));
-  if (made && made->kind != StmtKind::kGrad) values = reads(*made);
-  const bool viewing = std::any_of(values.begin(), values.end(), [&](int u) {
-    return grad_result_viewing_requires_grad(p.c, u, p.index);
-  });
-  if (!viewing) return Excuse::kNone;
-  return p.result_line() ? Excuse::kStop : Excuse::kSkipBoth;
 }
 
 // Whether requires_grad_() was called on `tensor` after statement `from` and before `to`.
@@ -821,7 +735,6 @@ const Rule kRules[] = {
     {"unused-input-zeros", unused_input_zeros},
     {"extra-executions", extra_executions},
     {"version-check-per-formula", version_check_per_formula},
-    {"copied-gradient-views", copied_gradient_views},
     {"held-grad-tensors", held_grad_tensors},
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},

@@ -22,9 +22,6 @@ constexpr AppliedWhere kComparing = AppliedWhere::kComparing;
 const std::vector<Explanation>& explanations() {
   static const std::vector<Explanation> list = {
       // Deviations, applied where the scripts are rendered.
-      {"copying-shape-ops", kDeviation, kRendering,
-       "transpose and broadcast_to return new tensors, not views (broadcast_to: the input "
-       "itself when it has the shape already)"},
       {"engine-random-numbers", kDeviation, kRendering,
        "leaf values and dropout masks come from the engine's counter-based generator"},
       {"inplace-overlapping-views", kDeviation, kRendering,
@@ -41,8 +38,6 @@ const std::vector<Explanation>& explanations() {
        "grad() gives zeros for a reached input that gets no gradient (a sibling output)"},
       {"version-check-per-formula", kDeviation, kComparing,
        "a node checks the versions of the saved tensors its formulas read in this call"},
-      {"copied-gradient-views", kDeviation, kComparing,
-       "transpose's and expand's gradients are new tensors, not views of the incoming gradient"},
       {"held-grad-tensors", kDeviation, kComparing,
        "a .grad is never a view of a backward() gradient that shares storage with another .grad"},
       {"overlapping-operand-saved", kDeviation, kComparing,

@@ -81,9 +81,9 @@ struct Info {
   bool requires_grad = false;
   bool is_leaf = true;
   bool from_leaf_stmt = false;
-  // A grad() result, or a grad_outputs tensor of grad(): PyTorch's backward formulas may make
-  // results views of each other and of grad_outputs (transpose, sum, expand), where the engine's
-  // copy (DEVIATIONS.md, copying-shape-ops). The generator writes into none of them.
+  // A grad() result, or a grad_outputs tensor of grad(): the backward formulas may make results
+  // views of each other and of grad_outputs (transpose, sum, expand), in both engines, which the
+  // generator does not track. It writes into none of them.
   bool no_writes = false;
   int storage = 0;           // values with the same number share storage (views, detach, aliases)
   int64_t storage_size = 0;  // elements of that storage (at least: as_strided stays inside)
@@ -234,12 +234,17 @@ class Builder {
       }
       for (int a : in.args) info.requires_grad = info.requires_grad || info_[a].requires_grad;
       info.is_leaf = !info.requires_grad;
-      // Views, and the ops that return their input itself when it has the shape already.
-      const bool same_tensor =
-          (in.op == Op::kBroadcastTo || in.op == Op::kSumTo) && info_[in.args[0]].shape == in.shape;
-      const bool shared = in.op == Op::kReshape || in.op == Op::kTranspose || same_tensor;
+      // Views (broadcast_to is expand), and sum_to, which returns its input itself when it has
+      // the shape already (else a new sum, or a view of one).
+      const bool same_tensor = in.op == Op::kSumTo && info_[in.args[0]].shape == in.shape;
+      const bool view = in.op == Op::kBroadcastTo;
+      const bool shared = in.op == Op::kReshape || in.op == Op::kTranspose || view || same_tensor;
       info.storage = shared ? info_[in.args[0]].storage : storages_++;
       info.storage_size = shared ? storage_size_of(info.storage) : numel(info.shape);
+      if (view) {
+        info.base = in.args[0];
+        info.may_overlap = info_[in.args[0]].may_overlap || info_[in.args[0]].shape != in.shape;
+      }
       info_.push_back(info);
       Stmt s;
       s.kind = StmtKind::kOp;

@@ -282,24 +282,6 @@ def _exit_dual_levels():
 # ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
 
 
-def sum_to(a, shape):
-    """ops::sum_to, which is PyTorch's sum_to_size (`a` itself when it has the shape already,
-    a.sum() for the 0-dim shape), except that its result is a new tensor where PyTorch's is a view
-    of its reduction, when it drops leading dims (copying-shape-ops)."""
-    if list(a.shape) == list(shape) and len(shape) > 0:
-        return a
-    out = a.sum_to_size(shape)
-    return out.clone() if out._base is not None else out
-
-
-def broadcast_to(a, shape):
-    """ops::broadcast_to: a new tensor, not a view; `a` itself when it has the shape already
-    (copying-shape-ops)."""
-    if list(a.shape) == list(shape):
-        return a
-    return torch.broadcast_to(a, shape).clone(memory_format=torch.contiguous_format)
-
-
 def whole(src, target):
     """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
     one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of
@@ -339,8 +321,8 @@ class Mul(torch.autograd.Function):
     def backward(ctx, g):
         needs = _log_needs(ctx)
         a, b = ctx.saved_tensors
-        return (sum_to(g * b, a.shape) if needs[0] else None,
-                sum_to(g * a, b.shape) if needs[1] else None)
+        return ((g * b).sum_to_size(a.shape) if needs[0] else None,
+                (g * a).sum_to_size(b.shape) if needs[1] else None)
 
 
 class Two(torch.autograd.Function):
@@ -354,8 +336,8 @@ class Two(torch.autograd.Function):
     def backward(ctx, g0, g1):
         needs = _log_needs(ctx)
         a, b = ctx.saved_tensors
-        return (sum_to(g0 * b + g1, a.shape) if needs[0] else None,
-                sum_to(g0 * a + g1, b.shape) if needs[1] else None)
+        return ((g0 * b + g1).sum_to_size(a.shape) if needs[0] else None,
+                (g0 * a + g1).sum_to_size(b.shape) if needs[1] else None)
 
 
 class Split(torch.autograd.Function):

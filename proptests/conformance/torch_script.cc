@@ -176,15 +176,9 @@ std::string torch_op_expr(const Instr& in, TorchSpelling spelling) {
       return std::string(in.op == Op::kSumDim ? "torch.sum(" : "torch.mean(") + a[0] + ", " +
              std::to_string(in.dim0) + keepdim + ")";
     case Op::kSumTo:
-      if (!helpers) return a[0] + ".sum_to_size(" + py_list(in.shape) + ")";
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops", "sum_to(" + a[0] + ", " + py_list(in.shape) + ")");
+      return a[0] + ".sum_to_size(" + py_list(in.shape) + ")";
     case Op::kBroadcastTo:
-      if (!helpers)
-        return "torch.broadcast_to(" + a[0] + ", " + py_list(in.shape) + ").contiguous()";
-      // Deviation [copying-shape-ops]
-      return note_deviation("copying-shape-ops",
-                            "broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")");
+      return "torch.broadcast_to(" + a[0] + ", " + py_list(in.shape) + ")";
     case Op::kReshape:
       return "torch.reshape(" + a[0] + ", " + py_list(in.shape) + ")";
     case Op::kTranspose:

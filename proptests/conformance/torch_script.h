@@ -15,9 +15,9 @@ std::string torch_script(const ConformanceProgram& program, const std::string& t
 // One statement's PyTorch code, e.g. "v3 = torch.mm(v1, v2)".
 std::string torch_code(const Stmt& stmt);
 
-// How a program's ops are spelled: with torch_runtime.py's helpers (add_scalar, sum_to, copying
-// shape ops, the engine's dropout; the fuzzed script), or in plain PyTorch that runs without them
-// (torch.ops.aten.add.Scalar, sum_to_size, .contiguous(); the standalone crash scripts).
+// How a program's ops are spelled: with torch_runtime.py's helpers (add_scalar, the engine's
+// dropout; the fuzzed script), or in plain PyTorch that runs without them
+// (torch.ops.aten.add.Scalar; the standalone crash scripts).
 enum class TorchSpelling { kRuntimeHelpers, kPlainTorch };
 
 // A float literal: nan and inf bare for torch_runtime.py, float('nan') in plain PyTorch.

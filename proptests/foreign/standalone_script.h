@@ -6,8 +6,8 @@
 //   leaves         torch.tensor of the program's values (the engine's counter-based generator),
 //                  or torch.rand when the values do not matter (LeafValues::kRandom);
 //   scalar ops     torch.ops.aten.add.Scalar / mul.Scalar, as the fuzzed script calls them;
-//   transpose      torch.transpose(...).contiguous(); sum_to: Tensor.sum_to_size;
-//                  broadcast_to: torch.broadcast_to(...).contiguous();
+//   shape ops      torch.transpose, torch.broadcast_to (views, as the engine's);
+//                  sum_to: Tensor.sum_to_size;
 //   in-place ops   Tensor.add_/mul_/copy_ of the operand itself (no overlap copy);
 //   grad/backward  torch.autograd.grad/backward with the defaults left out;
 //   custom         the Function's class (Mul, Two, Split), defined once before its first use,
