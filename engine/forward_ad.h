@@ -34,8 +34,8 @@ namespace ag {
 // A view that has none of its own reads its root base's tangent through its own layout, so after
 // an in-place op gives a base a tangent, every view of it has the view of that tangent; an
 // in-place op on a view without a tangent first gives its root base a zero one, then writes the
-// view's part of it, as PyTorch does. Tangents of a level that has ended are never read again;
-// they are dropped when their tensor is (or its tangent at a later level is set).
+// view's part of it, as PyTorch does. A level's end drops every tangent it gave (Note [Tangents
+// end with their level], forward_ad.cc).
 //
 // The fast paths of backward that write into gradients in place or fuse sums (Note [Summing
 // gradients in place], Note [Sums fused into formulas], Note [Formulas in the incoming gradient])
