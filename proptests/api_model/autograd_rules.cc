@@ -575,6 +575,9 @@ void Model::fire_node_hooks(const BackwardWalk& p, Outcome& out) const {
       }
       fire.values.push_back(std::move(v));
     }
+    if (node.kind == OpKind::kAddScalar && !sem_.scalar_add_has_one_input) {
+      fire.values.emplace_back();  // the number's
+    }
     fire.values.insert(fire.values.end(), gos.begin(), gos.end());
     out.hooks[id] = std::move(fire);
     out.events.insert("node post-hook: fired");

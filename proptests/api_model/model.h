@@ -127,9 +127,14 @@ struct Semantics {
   // node hooks on such a node (Note [Model node hooks]).
   bool written_base_is_not_copy_slices = true;
 
+  // torch.add(t, 0.5) records the number as a second input without an edge (a wrapped
+  // number), whose gradient a post-hook is handed as None; the engine's add of a scalar has one
+  // input.
+  bool scalar_add_has_one_input = true;
+
   static Semantics engine() { return {}; }
   static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false, false, false};
+    return {false, false, false, false, false, false, false, false, false, false, false};
   }
 };
 
