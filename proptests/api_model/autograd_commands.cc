@@ -3,12 +3,19 @@
 #include <set>
 
 #include "engine/autograd.h"
+#include "engine/node.h"
 #include "ops/ops.h"
 #include "proptests/api_model/command_gens.h"
 #include "proptests/api_model/command_util.h"
 
 namespace ag::proptests {
 namespace {
+
+// A handle the generator's pick() may return (Note [Model view kinds]): shrinking may leave a
+// command naming another tensor than the one it was made for.
+bool pickable(const Model& m, int n) {
+  return m.has(n) && !m.unreadable(m.impl_of(n)) && !m.edgeless(m.impl_of(n));
+}
 
 class SetRequiresGrad final : public ApiCommand {
  public:
@@ -60,7 +67,7 @@ class RegisterHook final : public ApiCommand {
     const int id = id_;
     const double f = factor_;
     sut.hook_handles[id] = sut.tensors.at(x_).register_hook([log, id, f](const Tensor& g) {
-      log->push_back({id, g.defined(), g.defined() ? g.to_vector() : std::vector<double>()});
+      log->push_back({id, {hook_value(g)}});
       return !g.defined() || f == 1.0 ? Tensor() : ops::mul(g, f);
     });
   }
@@ -72,6 +79,80 @@ class RegisterHook final : public ApiCommand {
  private:
   int id_, x_;
   double factor_;
+};
+
+// Note [Model node hooks]: t.grad_fn.register_prehook(fn) or register_hook(fn); fn logs what it
+// is handed and returns it (grad_outputs, or grad_inputs) times its factor, or nothing.
+class RegisterNodeHook final : public ApiCommand {
+ public:
+  RegisterNodeHook(int id, int x, HookKind kind, double factor)
+      : id_(id), x_(x), kind_(kind), factor_(factor) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((m.has(x_) && id_ >= m.next_hook() && m.node_hooks_allowed(m.impl_of(x_))));
+  }
+  Outcome step(Model& m) const override { return m.register_node_hook(id_, x_, kind_, factor_); }
+  void exec(Sut& sut, const Model&) const override {
+    auto log = sut.hook_log;
+    const int id = id_;
+    const double f = factor_;
+    auto scaled = [f](const TensorList& ts) {
+      TensorList out;
+      if (f == 1.0) return out;  // keep them
+      for (const Tensor& t : ts) out.push_back(t.defined() ? ops::mul(t, f) : Tensor());
+      return out;
+    };
+    const std::shared_ptr<ag::Node> fn = sut.tensors.at(x_).grad_fn();
+    if (kind_ == HookKind::kPre) {
+      sut.hook_handles[id] = fn->register_prehook([log, id, scaled](const TensorList& gos) {
+        log->push_back({id, hook_values(gos)});
+        return scaled(gos);
+      });
+      return;
+    }
+    sut.hook_handles[id] =
+        fn->register_hook([log, id, scaled](const TensorList& gis, const TensorList& gos) {
+          std::vector<HookValue> values = hook_values(gis);
+          for (HookValue& v : hook_values(gos)) values.push_back(std::move(v));
+          log->push_back({id, std::move(values)});
+          return scaled(gis);
+        });
+  }
+  std::string text() const override {
+    const bool pre = kind_ == HookKind::kPre;
+    return "h" + std::to_string(id_) + " = " + tname(x_) + ".grad_fn." +
+           (pre ? "register_prehook(prehook(" : "register_hook(posthook(") + std::to_string(id_) +
+           ", " + (factor_ == 1.0 ? "None" : num(factor_)) + "))";
+  }
+
+ private:
+  int id_, x_;
+  HookKind kind_;
+  double factor_;
+};
+
+// t.register_post_accumulate_grad_hook(fn): fn logs the leaf's .grad.
+class RegisterPostAccumulateHook final : public ApiCommand {
+ public:
+  RegisterPostAccumulateHook(int id, int x) : id_(id), x_(x) {}
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE((pickable(m, x_) && id_ >= m.next_hook()));
+  }
+  Outcome step(Model& m) const override { return m.register_post_accumulate_grad_hook(id_, x_); }
+  void exec(Sut& sut, const Model&) const override {
+    auto log = sut.hook_log;
+    const int id = id_;
+    sut.hook_handles[id] =
+        sut.tensors.at(x_).register_post_accumulate_grad_hook([log, id](const Tensor& leaf) {
+          log->push_back({id, {hook_value(leaf.grad())}});
+        });
+  }
+  std::string text() const override {
+    return "h" + std::to_string(id_) + " = " + tname(x_) +
+           ".register_post_accumulate_grad_hook(acchook(" + std::to_string(id_) + "))";
+  }
+
+ private:
+  int id_, x_;
 };
 
 class RemoveHook final : public ApiCommand {
@@ -136,9 +217,9 @@ std::string retain_str(int retain) { return retain < 0 ? "None" : retain ? "True
 
 void check_args(const Model& m, const CallArgs& a) {
   RC_PRE(!a.roots.empty());
-  for (int n : a.roots) RC_PRE(m.has(n));
-  for (int n : a.grad_tensors) RC_PRE((n < 0 || m.has(n)));
-  for (int n : a.inputs) RC_PRE(m.has(n));
+  for (int n : a.roots) RC_PRE(pickable(m, n));
+  for (int n : a.grad_tensors) RC_PRE((n < 0 || pickable(m, n)));
+  for (int n : a.inputs) RC_PRE(pickable(m, n));
   // The model predicts histories of second derivatives, not third ones.
   RC_PRE((!a.create_graph || !m.reaches_grad_node(a.roots)));
 }
@@ -286,7 +367,7 @@ std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
       case 0:
         root = pick(m, scalar_rg);
         break;
-      case 1:  // so that a tensor retaining grad gets one
+      case 1:  // so that a tensor retaining grad, or a hook, gets one
         root = pick(m, [&](int n) { return scalar_rg(n) && m.reaches_retained(n); });
         if (root < 0) root = pick(m, [&](int n) { return rg(n) && m.reaches_retained(n); });
         break;
@@ -393,6 +474,24 @@ CommandPtr make_register_hook(const Model& m) {
   if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
   return std::make_shared<RegisterHook>(m.next_hook(), x, *rc::gen::element(1.0, 2.0, -0.5));
+}
+
+CommandPtr make_node_hook(const Model& m) {
+  auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
+  if (*rc::gen::inRange(0, 3) == 0) {  // post-accumulate-grad: mostly a leaf that requires grad
+    int x = -1;
+    if (*rc::gen::inRange(0, 8) > 0) {
+      x = pick(m, [&](int n) { return rg(n) && m.is_leaf(m.impl_of(n)); });
+    }
+    if (x < 0) x = pick_any(m);
+    if (x < 0) return nullptr;
+    return std::make_shared<RegisterPostAccumulateHook>(m.next_hook(), x);
+  }
+  const int x = pick(m, [&](int n) { return m.node_hooks_allowed(m.impl_of(n)); });
+  if (x < 0) return nullptr;
+  const HookKind kind = *rc::gen::element(HookKind::kPre, HookKind::kPost);
+  return std::make_shared<RegisterNodeHook>(m.next_hook(), x, kind,
+                                            *rc::gen::element(1.0, 2.0, -0.5));
 }
 
 CommandPtr make_set_grad(const Model& m) {

@@ -170,8 +170,19 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
       if (p.to_leaf[e.node]) p.to_leaf[n] = 1;
     }
   }
+  std::set<int> hooked_nodes;  // with pre- or post-hooks
   for (const auto& [id, h] : hooks_) {
-    if (!h.removed) p.scale[h.edge] = factor_at(h.edge);
+    if (h.removed) continue;
+    if (h.kind == HookKind::kTensor) p.scale[h.edge] = factor_at(h.edge);
+    if (h.on_node()) hooked_nodes.insert(h.edge.node);
+  }
+  // Note [Model node hooks]: what a node's hooks scale, its grad_outputs before it runs or its
+  // grad_inputs after, scales every path through it alike.
+  for (int n : hooked_nodes) {
+    const double f = node_factor(n, HookKind::kPre) * node_factor(n, HookKind::kPost);
+    for (int s = 0; s < static_cast<int>(program_.node(n).out_shapes.size()); ++s) {
+      p.scale[{n, s}] = factor_at({n, s}) * f;
+    }
   }
   p.needed.assign(size, 0);
   p.own_only.assign(size, 0);
@@ -475,7 +486,15 @@ void Model::write_retained(const BackwardWalk& p, const RetainedWrite& w, bool c
 double Model::factor_at(const Ref& e, int before) const {
   double f = 1.0;
   for (const auto& [id, h] : hooks_) {
-    if (id < before && !h.removed && h.edge == e) f *= h.factor;
+    if (id < before && !h.removed && h.kind == HookKind::kTensor && h.edge == e) f *= h.factor;
+  }
+  return f;
+}
+
+double Model::node_factor(int n, HookKind kind, int before) const {
+  double f = 1.0;
+  for (const auto& [id, h] : hooks_) {
+    if (id < before && !h.removed && h.kind == kind && h.edge.node == n) f *= h.factor;
   }
   return f;
 }
@@ -483,14 +502,14 @@ double Model::factor_at(const Ref& e, int before) const {
 // Note [Model hooks]: a hook fires where a retained .grad at its edge would be written.
 void Model::fire_hooks(const BackwardWalk& p, Outcome& out) const {
   for (const auto& [id, h] : hooks_) {
-    if (h.removed) continue;
+    if (h.removed || h.kind != HookKind::kTensor) continue;
     const Flow flow = flow_into(p, h.edge);
     if (flow == Flow::kNone) {
       // Its node runs its hooks (some slot of it gets a gradient): None for this slot.
       const int slots = static_cast<int>(program_.node(h.edge.node).out_shapes.size());
       for (int s = 0; s < slots; ++s) {
         if (flow_into(p, {h.edge.node, s}) != Flow::kNone) {
-          out.hooks[id] = HookFire{};
+          out.hooks[id] = {{HookValue{}}};
           out.events.insert("hook: handed None");
           break;
         }
@@ -498,8 +517,89 @@ void Model::fire_hooks(const BackwardWalk& p, Outcome& out) const {
       continue;
     }
     const BackwardWalk q = flow == Flow::kRoots ? roots_at(p, h.edge) : p;
-    out.hooks[id] = {true, program_.vjp(q.def(h.edge, factor_at(h.edge, id)))};
+    out.hooks[id] = {{{true, program_.vjp(q.def(h.edge, factor_at(h.edge, id)))}}};
     out.events.insert(h.factor == 1.0 ? "hook: fired (keeps)" : "hook: fired (scales)");
+  }
+}
+
+// Note [Model node hooks]: a node's pre- and post-hooks run iff the node runs.
+void Model::fire_node_hooks(const BackwardWalk& p, Outcome& out) const {
+  // Whether the node's backward computes the gradient along edge e (PyTorch: per node, or every
+  // edge for backward() without inputs; the engine: per edge, Note [Retained gradients]).
+  auto computes = [&](const Ref& e) {
+    if (p.all || sem_.runs_only_paths_to_requested_edges) return p.edge_needed(e);
+    return p.needed[e.node] || p.is_target_node(e.node);
+  };
+  for (const auto& [id, h] : hooks_) {
+    if (h.removed || !h.on_node() || !p.runs(h.edge.node)) continue;
+    const int n = h.edge.node;
+    const Node& node = program_.node(n);
+    // grad_outputs: what reached each slot, after its tensor hooks and the earlier pre-hooks.
+    const double pre = node_factor(n, HookKind::kPre, h.kind == HookKind::kPre ? id : 1 << 30);
+    std::vector<HookValue> gos;
+    std::vector<std::vector<double>> incoming;
+    for (int s = 0; s < static_cast<int>(node.out_shapes.size()); ++s) {
+      const Ref e{n, s};
+      const Flow flow = flow_into(p, e);
+      HookValue v;
+      if (flow != Flow::kNone) {
+        const BackwardWalk q = flow == Flow::kRoots ? roots_at(p, e) : p;
+        v = {true, program_.vjp(q.def(e, factor_at(e)))};
+        for (double& x : v.grad) x *= pre;
+      }
+      incoming.push_back(v.defined ? v.grad : std::vector<double>());
+      gos.push_back(std::move(v));
+    }
+    if (h.kind == HookKind::kPre) {
+      out.hooks[id] = {gos};
+      out.events.insert("node pre-hook: fired");
+      continue;
+    }
+    // grad_inputs: what the node's backward returns per input, after the earlier post-hooks.
+    // PyTorch's custom Functions (the replay's, as the engine's) compute what needs_input_grad
+    // asks for.
+    const bool function = node.kind == OpKind::kCustomMul || node.kind == OpKind::kCustomTwo ||
+                          node.kind == OpKind::kMulScalar;  // the replay's mul_scalar
+    const double post = node_factor(n, HookKind::kPost, id);
+    const std::vector<std::vector<double>> gis = program_.input_vjp(n, incoming);
+    HookFire fire;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Use& in = node.inputs[i];
+      const bool defined = function && !sem_.custom_functions_see_per_call_needs
+                               ? in.tracked
+                               : in.tracked && computes(in.ref);
+      HookValue v;
+      if (defined) {
+        v = {true, gis[i]};
+        for (double& x : v.grad) x *= post;
+      }
+      fire.values.push_back(std::move(v));
+    }
+    if (node.kind == OpKind::kAddScalar && !sem_.scalar_add_has_one_input) {
+      fire.values.emplace_back();  // the number's
+    }
+    fire.values.insert(fire.values.end(), gos.begin(), gos.end());
+    out.hooks[id] = std::move(fire);
+    out.events.insert("node post-hook: fired");
+  }
+}
+
+// After the leaves' accumulation: a leaf's AccumulateGrad runs in backward() (never in grad())
+// where the leaf is reached and wanted, also when it no longer requires grad (then nothing was
+// accumulated); its hooks are handed the leaf, whose .grad they log.
+void Model::fire_post_accumulate_hooks(const BackwardWalk& p, Outcome& out) const {
+  for (const auto& [id, h] : hooks_) {
+    if (h.removed || h.kind != HookKind::kPostAccumulate) continue;
+    const bool runs =
+        p.all ? p.runs(h.edge.node) : p.is_target(h.edge) && p.reached_edges.count(h.edge) > 0;
+    if (!runs) continue;
+    const int g = impls_[h.impl].grad;
+    if (g >= 0 && impls_[g].dead) {
+      out.hooks_known = false;
+      continue;
+    }
+    out.hooks[id] = {{g < 0 ? HookValue{} : HookValue{true, values_of(g)}}};
+    out.events.insert("post-accumulate-grad hook: fired");
   }
 }
 
@@ -570,6 +670,7 @@ Outcome Model::backward(const CallArgs& args) {
   out.needs = custom_needs(
       program_, [&](int n) { return p.runs(n); }, [&](const Ref& e) { return p.edge_needed(e); });
   fire_hooks(p, out);
+  fire_node_hooks(p, out);
   out.hooks_known = !order_dependent;
   Watch watch;
   std::vector<int> grad_nodes;
@@ -589,6 +690,7 @@ Outcome Model::backward(const CallArgs& args) {
     const int now = impls_[x].grad;
     watch.emplace_back(impls_[now].storage, version_of(now));
   }
+  fire_post_accumulate_hooks(p, out);
   write_all_retained(p, retained, written, args.create_graph, out, &watch, &grad_nodes);
   for (int n : grad_nodes) program_.set_watch(n, watch);
   release(p, args, true);
@@ -644,6 +746,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
       program_, [&](int n) { return p.needed[n] != 0; },
       [&](const Ref& e) { return p.edge_needed(e); });
   fire_hooks(p, out);
+  fire_node_hooks(p, out);
   Watch watch;
   std::vector<int> grad_nodes;
   std::map<Ref, int> returned;  // a tensor named twice gets the same gradient object twice

@@ -19,6 +19,8 @@ CommandPtr make_custom(const Model& m);
 CommandPtr make_set_requires_grad(const Model& m);
 CommandPtr make_retain_grad(const Model& m);
 CommandPtr make_register_hook(const Model& m);  // register_hook, or remove() of an earlier one
+// t.grad_fn.register_prehook / register_hook, t.register_post_accumulate_grad_hook.
+CommandPtr make_node_hook(const Model& m);
 CommandPtr make_set_grad(const Model& m);
 CommandPtr make_take_grad(const Model& m);
 CommandPtr make_backward(const Model& m);

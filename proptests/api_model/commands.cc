@@ -39,7 +39,8 @@ void check_needs(const Outcome& expected, const std::string& call) {
   }
 }
 
-// Note [Model hooks]: which hooks fired, what each was handed, and their order per edge.
+// Note [Model hooks], Note [Model node hooks]: which hooks fired, what each was handed, and
+// their order (Model::runs_before).
 void check_hooks(const Model& m, const Outcome& expected, const std::vector<FiredHook>& log,
                  const std::string& call) {
   std::map<int, size_t> at;  // id -> position in the log
@@ -55,21 +56,29 @@ void check_hooks(const Model& m, const Outcome& expected, const std::vector<Fire
   for (const auto& [id, want] : expected.hooks) {
     const std::string who = "hook h" + std::to_string(id);
     if (!at.count(id)) RC_FAIL(who + " did not fire; the model says it does\n  in: " + call);
-    const FiredHook& got = log[at[id]];
-    if (got.defined != want.defined) {
-      RC_FAIL(who + (got.defined ? " was handed a gradient" : " was handed None") +
-              "; the model says the opposite\n  in: " + call);
+    const std::vector<HookValue>& got = log[at[id]].values;
+    if (got.size() != want.values.size()) {
+      RC_FAIL(who + " was handed " + std::to_string(got.size()) + " tensors, model " +
+              std::to_string(want.values.size()) + "\n  in: " + call);
     }
-    for (size_t i = 0; i < want.grad.size(); ++i) {
-      if (i >= got.grad.size() || !close(got.grad[i], want.grad[i])) {
-        RC_FAIL(who + " element " + std::to_string(i) + " is " +
-                (i < got.grad.size() ? std::to_string(got.grad[i]) : "missing") + ", model " +
-                std::to_string(want.grad[i]) + "\n  in: " + call);
+    for (size_t j = 0; j < got.size(); ++j) {
+      const HookValue &g = got[j], &w = want.values[j];
+      const std::string what = who + " value " + std::to_string(j);
+      if (g.defined != w.defined) {
+        RC_FAIL(what + (g.defined ? " is a tensor" : " is None") +
+                "; the model says the opposite\n  in: " + call);
+      }
+      for (size_t i = 0; i < w.grad.size(); ++i) {
+        if (i >= g.grad.size() || !close(g.grad[i], w.grad[i])) {
+          RC_FAIL(what + " element " + std::to_string(i) + " is " +
+                  (i < g.grad.size() ? std::to_string(g.grad[i]) : "missing") + ", model " +
+                  std::to_string(w.grad[i]) + "\n  in: " + call);
+        }
       }
     }
-    for (const auto& [id2, want2] : expected.hooks) {  // registration order at one edge
-      if (id2 < id && m.hooks().at(id2).edge == m.hooks().at(id).edge && at[id2] > at[id]) {
-        RC_FAIL(who + " ran before h" + std::to_string(id2) + " at the same edge\n  in: " + call);
+    for (const auto& [id2, want2] : expected.hooks) {
+      if (m.runs_before(id2, id) && at[id2] > at[id]) {
+        RC_FAIL(who + " ran before h" + std::to_string(id2) + "\n  in: " + call);
       }
     }
   }
@@ -160,7 +169,8 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {9, 9},
                                                                      {9, 10},
                                                                      {8, 11},
-                                                                     {6, 12}})) {
+                                                                     {6, 12},
+                                                                     {5, 13}})) {
                                case 0:
                                  c = make_leaf(s);
                                  break;
@@ -196,6 +206,9 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                  break;
                                case 12:
                                  c = make_register_hook(s);
+                                 break;
+                               case 13:
+                                 c = make_node_hook(s);
                                  break;
                                default:
                                  c = make_grad(s);

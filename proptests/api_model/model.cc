@@ -133,6 +133,9 @@ bool Model::reaches_retained(int root_name) const {
   for (const ImplState& t : impls_) {
     if (t.retains_grad && !t.dead) nodes.insert(t.grad_fn.node);
   }
+  for (const auto& [id, h] : hooks_) {
+    if (!h.removed) nodes.insert(h.edge.node);
+  }
   std::vector<int> stack;
   std::vector<char> seen(program_.size(), 0);
   if (impls_[impl_of(root_name)].grad_fn.node >= 0) {
@@ -590,6 +593,49 @@ Outcome Model::register_hook(int id, int name, double factor) {
     return Outcome::raise("cannot register a hook on a tensor that doesn't require gradient");
   hooks_[id] = {i, edge(i), factor};  // edge(): a stale view's history regenerated first
   return {};
+}
+
+Outcome Model::register_node_hook(int id, int name, HookKind kind, double factor) {
+  next_hook_ = std::max(next_hook_, id + 1);
+  const int i = impl_of(name);
+  // The generator picks a tensor with a grad_fn (node_hooks_allowed); reading it regenerates a
+  // stale view's history first.
+  hooks_[id] = {i, {edge(i).node, 0}, factor, false, kind};
+  return {};
+}
+
+Outcome Model::register_post_accumulate_grad_hook(int id, int name) {
+  next_hook_ = std::max(next_hook_, id + 1);
+  const int i = impl_of(name);
+  if (!requires_grad(i))
+    return Outcome::raise("cannot register a hook on a tensor that doesn't require gradient");
+  if (!is_leaf(i))
+    return Outcome::raise("post accumulate grad hooks cannot be registered on non-leaf tensors");
+  hooks_[id] = {i, edge(i), 1.0, false, HookKind::kPostAccumulate};
+  return {};
+}
+
+bool Model::node_hooks_allowed(int i) const {
+  const ImplState& t = impls_[i];
+  if (t.dead || unreadable(i) || edgeless(i) || !requires_grad(i)) return false;
+  if (t.view_base >= 0 && version_of(i) != t.seen_version && regenerates(i)) {
+    return true;  // reading grad_fn regenerates it: a view node (refresh_view)
+  }
+  if (t.grad_fn.node < 0) return false;
+  // The engine records mean as sum then mul by 1/n (ops/reduce.cc): its grad_fn is the mul's
+  // node, where PyTorch's is one MeanBackward node (README.md).
+  const OpKind kind = program_.node(t.grad_fn.node).kind;
+  if (kind == OpKind::kInplaceOnView && sem_.written_base_is_not_copy_slices) return false;
+  return kind != OpKind::kMatmul && kind != OpKind::kLinear && kind != OpKind::kGrad &&
+         kind != OpKind::kMean && kind != OpKind::kMeanDim;
+}
+
+bool Model::runs_before(int a, int b) const {
+  const HookState &x = hooks_.at(a), &y = hooks_.at(b);
+  if (a == b || x.edge.node != y.edge.node) return false;
+  auto phase = [](HookKind k) { return k == HookKind::kTensor ? 0 : k == HookKind::kPre ? 1 : 2; };
+  if (phase(x.kind) != phase(y.kind)) return phase(x.kind) < phase(y.kind);
+  return a < b && (x.kind != HookKind::kTensor || x.edge == y.edge);
 }
 
 Outcome Model::remove_hook(int id) {

@@ -114,8 +114,28 @@ struct Semantics {
   // inplace-overlapping-views).
   bool same_run_is_no_overlap = true;
 
+  // A custom Function's needs_input_grad is per call (input i needed iff its edge leads to a
+  // requested input), so its backward computes only those gradients and a post-hook sees None
+  // for the others. PyTorch's is per graph: whether input i required grad when the forward ran
+  // (the replay's CMul, Two and mul_scalar honour it, as the engine's do).
+  bool custom_functions_see_per_call_needs = true;
+
+  // A base written through a view gets a node of the engine's own shape (rebased_base, Note
+  // [In-place ops on views] in ops/views.h: it sends the written part on to the in-place op's
+  // node through the view), where PyTorch's CopySlices has the base's edge and the op's other
+  // inputs' edges. A post-hook there sees other grad_inputs, so the state machine registers no
+  // node hooks on such a node (Note [Model node hooks]).
+  bool written_base_is_not_copy_slices = true;
+
+  // torch.add(t, 0.5) records the number as a second input without an edge (a wrapped
+  // number), whose gradient a post-hook is handed as None; the engine's add of a scalar has one
+  // input.
+  bool scalar_add_has_one_input = true;
+
   static Semantics engine() { return {}; }
-  static Semantics pytorch() { return {false, false, false, false, false, false, false, false}; }
+  static Semantics pytorch() {
+    return {false, false, false, false, false, false, false, false, false, false, false};
+  }
 };
 
 // Note [Retained gradients]
@@ -153,6 +173,30 @@ struct Semantics {
 // captures, hands its hooks None for an output slot that got no gradient. The engine's per-call
 // needs count a node with hooks as wanting its gradients (plan()'s to_leaf), as PyTorch's run.
 
+// Note [Model node hooks]
+// t.grad_fn.register_prehook(fn) and t.grad_fn.register_hook(fn) put fn on the node t's history
+// is then (a stale view's regenerated first; only nodes PyTorch records as one node with the
+// model's inputs: not matmul, linear, or the engine's composite mean, nor, for the engine, a base
+// written through a view: written_base_is_not_copy_slices); they stay there when t's
+// history moves, until remove(). Both run iff the node runs in the call (BackwardWalk::runs:
+// not where it only captures, and, in PyTorch, also a backward(inputs=[t]) input's own node), in
+// Note [Hooks]'s order (engine/hooks.h): the node's tensor hooks per slot, then its pre-hooks,
+// then its post-hooks, each kind in registration order (Model::runs_before). A pre-hook is handed
+// grad_outputs, one per output slot: the gradient that reached the slot after its tensor hooks
+// (None where none did: flow_into), times the factors of the earlier pre-hooks. A post-hook is
+// handed grad_inputs, one per input of the op (ApiProgram::input_vjp of grad_outputs after all
+// pre-hooks, times the earlier post-hooks' factors; None for an input that was not tracked or
+// whose gradient the call does not compute: per node in PyTorch, per edge in the engine; a custom
+// Function in PyTorch computes what its static needs_input_grad asks for), then grad_outputs.
+// A pre- or post-hook that returns its tensors times f scales every path through the node, so
+// p.scale of each of the node's slots takes f; a grad() result captured at the node is taken
+// before them.
+// t.register_post_accumulate_grad_hook(fn) (t a leaf that requires grad, else it raises) puts fn
+// on the leaf's AccumulateGrad: it runs after the leaf's tensor hooks where backward() runs that
+// node (never in grad()), also when the leaf no longer requires grad (nothing accumulated), and
+// logs the leaf's .grad as the call leaves it. The engine's per-call needs count a node with any
+// hook as wanting its gradients (plan()'s to_leaf), as PyTorch runs every node of backward().
+
 // Note [Model view kinds]
 // As PyTorch's CreationMeta (Note [How a view was made], ops/views.h): a view made by a view op
 // in grad mode (kViewOp) has a history that a write through it, or into its base, rewrites. The
@@ -168,17 +212,29 @@ struct Semantics {
 
 enum class Expect { kOk, kRaise, kMaybe };
 
-// One hook call a backward()/grad() makes: the gradient it is handed (undefined: None).
-struct HookFire {
+// One tensor a hook is handed (undefined: None).
+struct HookValue {
   bool defined = false;
   std::vector<double> grad;
 };
 
+// One hook call a backward()/grad() makes: what it is handed. A tensor hook: its gradient; a
+// node pre-hook: grad_outputs (one per output slot); a post-hook: grad_inputs (one per input of
+// the op) then grad_outputs; a post-accumulate-grad hook: the leaf's .grad.
+struct HookFire {
+  std::vector<HookValue> values;
+};
+
+// Note [Model hooks] and Note [Model node hooks].
+enum class HookKind : uint8_t { kTensor, kPre, kPost, kPostAccumulate };
+
 struct HookState {
   int impl = -1;
-  Ref edge;
+  Ref edge;             // a node hook: its node, slot 0; a post-accumulate one: the accumulator
   double factor = 1.0;  // 1: the hook returns nothing
   bool removed = false;
+  HookKind kind = HookKind::kTensor;
+  bool on_node() const { return kind == HookKind::kPre || kind == HookKind::kPost; }
 };
 
 // One gradient grad() returns.
@@ -251,7 +307,8 @@ class Model {
   // Whether a backward/grad from these roots with create_graph would differentiate through a
   // create_graph gradient (the model does not predict histories of third derivatives).
   bool reaches_grad_node(const std::vector<int>& root_names) const;
-  // Whether a backward from this handle reaches the edge of a tensor that retains grad.
+  // Whether a backward from this handle reaches the edge of a tensor that retains grad, or a
+  // node with a live hook.
   bool reaches_retained(int root_name) const;
   const ApiProgram& program() const { return program_; }
   // The values an op (any kind but kLeaf and kGrad; in-place kinds: the written self) would
@@ -274,8 +331,18 @@ class Model {
   Outcome set_requires_grad(int name, bool requires_grad);
   Outcome retain_grad(int name);
   Outcome register_hook(int id, int name, double factor);  // Note [Model hooks]
+  // t.grad_fn.register_prehook / register_hook (Note [Model node hooks]).
+  Outcome register_node_hook(int id, int name, HookKind kind, double factor);
+  Outcome register_post_accumulate_grad_hook(int id, int name);
+  // Whether t.grad_fn is a node whose PyTorch counterpart is one node with the model's inputs
+  // (not matmul or linear, which PyTorch may record as several; not a create_graph gradient).
+  bool node_hooks_allowed(int impl) const;
   Outcome remove_hook(int id);
   const std::map<int, HookState>& hooks() const { return hooks_; }
+  // Whether hook a must run before hook b when both run in one call (Note [Hooks],
+  // engine/hooks.h): at one node, tensor hooks (in registration order per slot), then pre-hooks,
+  // then post- or post-accumulate-grad hooks, each kind in registration order.
+  bool runs_before(int a, int b) const;
   int next_hook() const { return next_hook_; }
   // Whether a live hook was registered on this impl.
   bool has_hooks(int impl) const;
@@ -337,6 +404,13 @@ class Model {
   // The product of the factors of the live hooks at edge e (with ids below `before`).
   double factor_at(const Ref& e, int before = 1 << 30) const;
   void fire_hooks(const BackwardWalk& plan, Outcome& out) const;
+  // Note [Model node hooks]: pre- and post-hooks of the nodes that run.
+  void fire_node_hooks(const BackwardWalk& plan, Outcome& out) const;
+  // Post-accumulate-grad hooks of the leaves whose AccumulateGrad runs (after accumulation).
+  void fire_post_accumulate_hooks(const BackwardWalk& plan, Outcome& out) const;
+  // The product of the factors of node n's live pre-hooks (kPre) or post-hooks (kPost), with
+  // ids below `before`.
+  double node_factor(int n, HookKind kind, int before = 1 << 30) const;
   void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
   // Note [Retained gradients].
   void retain(int impl);

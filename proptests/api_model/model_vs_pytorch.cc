@@ -131,16 +131,20 @@ std::string retaining_names(const Model& m) {
   return out;
 }
 
-// "    chk_hooks(line, {id: [values] or None, ...}, [[ids at one edge], ...])"
+// "    chk_hooks(line, {id: [value or None, ...], ...}, [[a, b], ...])": what each hook is handed
+// (HookFire, model.h) and the pairs that must run in that order (Model::runs_before).
 std::string hook_checks(const Model& m, const Outcome& out, int line) {
-  std::string want, groups;
-  std::map<Ref, std::string> at;
+  std::string want, order;
   for (const auto& [id, f] : out.hooks) {
-    want += std::to_string(id) + ": " + (f.defined ? py_list(f.grad) : "None") + ", ";
-    at[m.hooks().at(id).edge] += std::to_string(id) + ", ";
+    want += std::to_string(id) + ": [";
+    for (const HookValue& v : f.values) want += (v.defined ? py_list(v.grad) : "None") + ", ";
+    want += "], ";
+    for (const auto& [id2, f2] : out.hooks) {
+      if (m.runs_before(id, id2))
+        order += "[" + std::to_string(id) + ", " + std::to_string(id2) + "], ";
+    }
   }
-  for (const auto& [e, ids] : at) groups += "[" + ids + "], ";
-  return "    chk_hooks(" + std::to_string(line) + ", {" + want + "}, [" + groups + "])\n";
+  return "    chk_hooks(" + std::to_string(line) + ", {" + want + "}, [" + order + "])\n";
 }
 
 // A version Python checks exactly, or as a change from when it first saw the storage.
@@ -293,15 +297,6 @@ def put_back(t, g):
     except RuntimeError:
         raise Deviation('retained .grad of an unreadable view cannot be put back')
 
-hook_log = []
-def hook(i, f):
-    """A tensor hook (Note [Model hooks]): logs what it is handed, returns it times f (None:
-    keeps it)."""
-    def fn(g):
-        hook_log.append((i, None if g is None else g.detach().flatten().tolist()))
-        return None if g is None or f is None else mul_scalar(g, f)
-    return fn
-
 def chk_hooks(line, want, groups):
     got = {}
     for i, g in hook_log:
@@ -310,18 +305,21 @@ def chk_hooks(line, want, groups):
         got[i] = g
     if set(got) != set(want):
         raise Mismatch(f"line {line}: hooks fired {sorted(got)}, model {sorted(want)}")
+    def same(g, w):
+        if (g is None) != (w is None):
+            return False
+        return w is None or (len(g) == len(w) and all(close(x, y) for x, y in zip(g, w)))
     for i, w in want.items():
         g = got[i]
-        if (g is None) != (w is None) or (
-                w is not None and (len(g) != len(w) or not all(close(x, y) for x, y in zip(g, w)))):
+        if len(g) != len(w) or not all(same(a, b) for a, b in zip(g, w)):
             raise Mismatch(f"line {line}: hook h{i} was handed {g}, model {w}")
     order = [i for i, _ in hook_log]
     for grp in groups:
         pos = [order.index(i) for i in grp if i in got]
         if pos != sorted(pos):
-            raise Mismatch(f"line {line}: hooks {grp} at one edge ran out of order: {order}")
+            raise Mismatch(f"line {line}: hooks {grp} ran out of order: {order}")
     results['hooks fired'] += len(hook_log)
-    results['hooks handed None'] += sum(1 for _, g in hook_log if g is None)
+    results['hooks handed None'] += sum(1 for _, g in hook_log for v in g if v is None)
 
 offsets = {}
 deviations = {}

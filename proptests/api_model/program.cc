@@ -330,6 +330,36 @@ std::vector<double> ApiProgram::vjp(const GradDef& def) const {
   return vjp_at<double>(*this, def, recorded_values(*this, end), {}).v;
 }
 
+std::vector<std::vector<double>> ApiProgram::input_vjp(
+    int n, const std::vector<std::vector<double>>& gos) const {
+  using D = Dual<double>;
+  const Node& node = *nodes_[n];
+  std::vector<Val<D>> in;
+  for (const Use& u : node.inputs) in.push_back(to_dual(Val<double>{u.shape, u.snapshot}));
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::vector<double> g(in[i].v.size(), 0.0);
+    for (size_t e = 0; e < g.size(); ++e) {
+      in[i].v[e].d = 1.0;
+      std::vector<Val<D>> y;
+      if (reads_result(node.kind)) {  // as eval_node: the formula reads the result
+        y = {{in[0].shape, {}}};
+        for (const D& x : in[0].v) y[0].v.push_back(result_op(node.kind, x, D(0.0)));
+      } else {
+        y = apply_op<D>(node.kind, node.attrs, in);
+      }
+      in[i].v[e].d = 0.0;
+      for (size_t s = 0; s < y.size() && s < gos.size(); ++s) {
+        for (size_t k = 0; k < gos[s].size() && k < y[s].v.size(); ++k) {
+          g[e] += gos[s][k] * y[s].v[k].d;
+        }
+      }
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 int ApiProgram::vjp_depth(const GradDef& def) const {
   int inner = 0;
   if (def.target.node < end_of(def)) {

@@ -153,6 +153,12 @@ class ApiProgram {
   // d(sum_r roots[r] * gos[r]) / d(target) at the recorded values (Note [Expected gradients]).
   std::vector<double> vjp(const GradDef& def) const;
 
+  // What node n's backward hands each of its inputs at the values it recorded, given the
+  // gradient of each of its outputs (empty: none, taken as zeros): d(sum_s out_s * gos[s]) /
+  // d(input i), one per input, whether or not it is tracked (Note [Model node hooks]).
+  std::vector<std::vector<double>> input_vjp(int n,
+                                             const std::vector<std::vector<double>>& gos) const;
+
   // The Dual levels evaluating `def` needs; at most kMaxDepth can be evaluated.
   int vjp_depth(const GradDef& def) const;
   static constexpr int kMaxDepth = 2;

@@ -41,9 +41,10 @@ class CMul(torch.autograd.Function):
         return p * q
 
     @staticmethod
-    def backward(ctx, g):
+    def backward(ctx, g):  # as the engine's: only what needs_input_grad asks for
         p, q = ctx.saved_tensors
-        return g * q, g * p
+        need = ctx.needs_input_grad
+        return g * q if need[0] else None, g * p if need[1] else None
 
 
 class Two(torch.autograd.Function):
@@ -55,7 +56,52 @@ class Two(torch.autograd.Function):
     @staticmethod
     def backward(ctx, gu, gw):
         p, q = ctx.saved_tensors
-        return gu * q + gw, gu * p + gw
+        need = ctx.needs_input_grad
+        return gu * q + gw if need[0] else None, gu * p + gw if need[1] else None
+
+
+# Hooks (the API model's Note [Model hooks] and Note [Model node hooks]): each logs what it is
+# handed, as (id, [tensor values or None, ...]), and returns it times f (f None: keeps it).
+hook_log = []
+
+
+def _values(ts):
+    return [None if t is None else t.detach().flatten().tolist() for t in ts]
+
+
+def _scaled(ts, f):
+    return None if f is None else tuple(None if t is None else mul_scalar(t, f) for t in ts)
+
+
+def hook(i, f):
+    """A tensor hook: handed the gradient."""
+    def fn(g):
+        hook_log.append((i, _values([g])))
+        return None if g is None or f is None else mul_scalar(g, f)
+    return fn
+
+
+def prehook(i, f):
+    """A node pre-hook: handed grad_outputs."""
+    def fn(grad_outputs):
+        hook_log.append((i, _values(grad_outputs)))
+        return _scaled(grad_outputs, f)
+    return fn
+
+
+def posthook(i, f):
+    """A node post-hook: handed grad_inputs and grad_outputs; returns grad_inputs times f."""
+    def fn(grad_inputs, grad_outputs):
+        hook_log.append((i, _values(grad_inputs) + _values(grad_outputs)))
+        return _scaled(grad_inputs, f)
+    return fn
+
+
+def acchook(i):
+    """A post-accumulate-grad hook: handed the leaf; logs its .grad."""
+    def fn(leaf):
+        hook_log.append((i, _values([leaf.grad])))
+    return fn
 
 
 def show(names):

@@ -22,6 +22,16 @@ bool close(double a, double b) {
   return std::abs(a - b) <= 1e-8 * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
+HookValue hook_value(const Tensor& t) {
+  return t.defined() ? HookValue{true, t.to_vector()} : HookValue{};
+}
+
+std::vector<HookValue> hook_values(const TensorList& ts) {
+  std::vector<HookValue> out;
+  for (const Tensor& t : ts) out.push_back(hook_value(t));
+  return out;
+}
+
 Sut::~Sut() {
   for (auto& [name, t] : tensors) {
     if (t.defined()) t.set_grad(Tensor());

@@ -15,12 +15,15 @@
 
 namespace ag::proptests {
 
-// One call of a tensor hook the runner registered: its id and the gradient it was handed.
+// One call of a hook the runner registered: its id and what it was handed (HookFire, model.h).
 struct FiredHook {
   int id;
-  bool defined;
-  std::vector<double> grad;
+  std::vector<HookValue> values;
 };
+
+// What a hook logs of the tensors it is handed.
+HookValue hook_value(const Tensor& t);
+std::vector<HookValue> hook_values(const TensorList& ts);
 
 struct Sut {
   std::map<int, Tensor> tensors;   // name -> the tensor bound to it
