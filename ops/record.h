@@ -92,6 +92,14 @@ void attach_output(std::shared_ptr<OpNode> node, const Tensor& result);
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward);
 
+// record() while a dual level is live, in the order of PyTorch's generated code: the result's
+// history (if any), then its tangents, then the saves of the result. So a rule that reads the
+// result reads it with its history (a tangent made from the result requires grad), and the saved
+// result carries its tangent for formulas run inside the level (Note [Forward mode]).
+Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                            Tensor result, OpAttrs attrs,
+                            std::initializer_list<Tensor> from_forward);
+
 // Whether record() builds a node for these inputs. Most calls build none (grad mode off, or no
 // input requires grad), so grad mode is tested inline before the call.
 inline bool records_node(std::initializer_list<const Tensor*> inputs) {
@@ -108,7 +116,7 @@ inline bool records_node(std::initializer_list<const Tensor*> inputs) {
                                             Tensor result) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, NoAttrs());
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, NoAttrs(), {});
+    return record_with_tangents(spec, inputs, std::move(result), NoAttrs(), {});
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), NoAttrs(), {});
 }
@@ -122,7 +130,7 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, make_attrs());
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, make_attrs(), from_forward);
+    return record_with_tangents(spec, inputs, std::move(result), make_attrs(), from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), make_attrs(), from_forward);
 }
@@ -132,7 +140,7 @@ template <typename MakeAttrs, typename = decltype(OpAttrs(std::declval<MakeAttrs
                                             std::initializer_list<Tensor> from_forward = {}) {
   if (TraceHook* hook = trace_hook()) hook->record_op(spec, inputs, result, attrs);
   if (__builtin_expect(forward_ad::live(), 0))
-    compute_tangents(spec, inputs, result, attrs, from_forward);
+    return record_with_tangents(spec, inputs, std::move(result), std::move(attrs), from_forward);
   if (!records_node(inputs)) return result;
   return record_node(spec, inputs, std::move(result), std::move(attrs), from_forward);
 }

@@ -301,19 +301,46 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
   return node;
 }
 
-void attach_output(std::shared_ptr<OpNode> node, const Tensor& result) {
+namespace {
+
+// attach_output's first half: `result` becomes the node's output.
+OpNode& set_output(std::shared_ptr<OpNode> node, const Tensor& result) {
   OpNode& n = *node;
   TensorImpl& out = *result.impl();
   out.set_requires_grad(true);  // an in-place op may move a leaf into the graph
   out.grad_fn = std::move(node);
   out.output_nr = n.add_input_metadata(TensorMeta::of(result));
+  return n;
+}
+
+// Its second: saves the result where the node's formulas read it.
+void save_output(OpNode& n, const Tensor& result) {
   const int j = n.spec().slot_index(Result());
   if (j >= 0 && n.keeps_slot(j)) n.save(j, result, true);
+}
+
+}  // namespace
+
+void attach_output(std::shared_ptr<OpNode> node, const Tensor& result) {
+  save_output(set_output(std::move(node), result), result);
 }
 
 Tensor record_node(const OpSpec& spec, std::initializer_list<const Tensor*> inputs, Tensor result,
                    OpAttrs attrs, std::initializer_list<Tensor> from_forward) {
   attach_output(make_node(spec, inputs, std::move(attrs), from_forward), result);
+  return result;
+}
+
+Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
+                            Tensor result, OpAttrs attrs,
+                            std::initializer_list<Tensor> from_forward) {
+  // PyTorch's order: the output's history, its forward gradient, then the output saved (with
+  // that gradient, which a formula run inside the level reads: forward-over-reverse).
+  OpNode* node = nullptr;
+  if (records_node(inputs))
+    node = &set_output(make_node(spec, inputs, attrs, from_forward), result);
+  compute_tangents(spec, inputs, result, attrs, from_forward);
+  if (node != nullptr) save_output(*node, result);
   return result;
 }
 
