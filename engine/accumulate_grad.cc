@@ -76,7 +76,9 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!old.defined()) {
     write_grad(leaf, values_unobserved() && held_only_here(grad) ? std::move(grad)
                                                                  : engine_ops::clone(grad));
-  } else if (values_unobserved()) {
+  } else if (!grad_enabled()) {
+    // In place whether or not a dual level is live, as PyTorch's `variable_grad += new_grad`:
+    // add_ is an op, so .grad's tangent follows it (Note [Forward mode]).
     engine_ops::add_in_place(old, grad);
   } else {
     write_grad(leaf, engine_ops::add(old, grad));

@@ -18,8 +18,8 @@ namespace ag {
 //   gradient is kept as is only when nothing else refers to it or to its storage and it carries
 //   no history; otherwise .grad is a copy (a recorded clone under create_graph).
 // - Later gradients of a leaf are added in place when grad mode is off (no create_graph), so a
-//   .grad handle the caller holds sees the update. Under create_graph the sum is a new,
-//   differentiable tensor.
+//   .grad handle the caller holds sees the update (a dual level live or not: the sum is add_).
+//   Under create_graph the sum is a new, differentiable tensor.
 // - An interior tensor's .grad is always replaced: first a copy, then old + new.
 // - AccumulateGrad reads its leaf's state when it runs, not when the graph was built: a leaf that
 //   no longer requires grad gets nothing, and one that an in-place op has since given a history

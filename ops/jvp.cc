@@ -92,16 +92,41 @@ Tensor jvp_bilinear(const JvpContext& c) {
   return sum;
 }
 
+namespace {
+
+// Whether `a` and `b` share storage.
+bool shares_storage(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.impl()->storage.get() == b.impl()->storage.get();
+}
+
+}  // namespace
+
 void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
                       const Tensor& result, const OpAttrs& attrs,
                       std::initializer_list<Tensor> from_forward) {
   if (!spec.has_derivative()) return;  // detach, the comparisons: a constant
+  // A view op's result views its input, and its tangent the input's tangent (jvp_linear).
+  bool view_of_input = false;
+  for (const Tensor* in : inputs) view_of_input = view_of_input || shares_storage(*in, result);
   TensorList tangents;
   for (int level = 0; level < forward_ad::num_levels(); ++level) {
     if (forward_ad::suspended(level) || !input_tangents(inputs, level, &tangents)) continue;
     const JvpContext ctx(spec, inputs, tangents, result, attrs, from_forward);
     Tensor t = run_rule(spec, ctx, level);
-    if (t.defined()) forward_ad::set_tangent(result, level, t, spec.name().c_str());
+    if (!t.defined()) continue;
+    // Any other op's result gets a tangent of its own, as PyTorch's (whose formula computes a new
+    // tensor: `self_t + other_t` with a zero tensor for an input without one). A rule may return
+    // an input's tangent itself or a view of it (add's formula passes the gradient on, broadcast
+    // expands it), which a later in-place write into either tangent would change in both.
+    if (!view_of_input) {
+      for (const Tensor& in : tangents) {
+        if (!shares_storage(in, t)) continue;
+        forward_ad::SuspendLevel copy_carries_none(level);
+        t = clone(t);
+        break;
+      }
+    }
+    forward_ad::set_tangent(result, level, t, spec.name().c_str());
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine/call.h"
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "ops/checks.h"
@@ -76,6 +77,26 @@ std::vector<Tensor> as_outputs_of_one_node(std::vector<Tensor> views, const Tens
   return views;
 }
 
+// Under forward-mode AD the views' tangents are the same split of the input's tangent, made with
+// grad mode as the caller has it: PyTorch's formula (`self_t.split(...)`) records a node when the
+// tangent requires grad, where the narrows and selects made them with grad mode off, as leaves.
+template <typename SplitAgain>
+std::vector<Tensor> with_recorded_tangents(std::vector<Tensor> views, const Tensor& a,
+                                           const char* name, SplitAgain split_again) {
+  if (!forward_ad::live() || !grad_enabled()) return views;
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    if (forward_ad::suspended(level)) continue;
+    const Tensor t = forward_ad::tangent(a, level);
+    if (!t.defined() || !t.requires_grad()) continue;
+    forward_ad::SuspendLevel rule_reads_primals(level);  // Note [Forward mode]
+    const std::vector<Tensor> pieces = split_again(t);
+    for (size_t i = 0; i < views.size(); ++i) {
+      forward_ad::set_tangent(views[i], level, pieces.at(i), name);
+    }
+  }
+  return views;
+}
+
 }  // namespace
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
@@ -97,7 +118,9 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
       out.push_back(narrow(a, dim, start, std::min(split_size, size - start)));
     }
   }
-  return as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split");
+  return with_recorded_tangents(
+      as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split"), a, "split",
+      [&](const Tensor& t) { return split(t, split_size, dim); });
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
@@ -114,7 +137,9 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
     NoGradGuard views_only;
     for (int64_t i = 0; i < chunks; ++i) out.push_back(narrow(a, dim, 0, 0));
   }
-  return as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split_with_sizes");
+  return with_recorded_tangents(
+      as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split_with_sizes"), a,
+      "chunk", [&](const Tensor& t) { return chunk(t, chunks, dim); });
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
@@ -126,7 +151,9 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
     NoGradGuard views_only;
     for (int64_t i = 0; i < a.shape()[dim]; ++i) out.push_back(select(a, dim, i));
   }
-  return as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/true, "unbind");
+  return with_recorded_tangents(
+      as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/true, "unbind"), a, "unbind",
+      [&](const Tensor& t) { return unbind(t, dim); });
 }
 
 }  // namespace ag::ops

@@ -80,14 +80,17 @@ Tensor squeeze_gradient(const Ctx& c) {
 Tensor alias_gradient(const Ctx& c) { return c.grad(); }
 
 // The spec of a view op `name` whose function takes (tensor, args...) as `forward` reads them,
-// with the gradient `gradient` and its fusion hook `fuse` (or nullptr).
-#define AG_VIEW_SPEC(Name, name, gradient, fuse, forward)                                       \
+// with the gradient `gradient` and its fusion hook `fuse` (or nullptr); its jvp rule is
+// jvp_linear (AG_VIEW_SPEC) or its own (AG_VIEW_SPEC_OWN_JVP).
+#define AG_VIEW_SPEC_OWN_JVP(Name, name, gradient, fuse, forward)                               \
   const OpSpec Name{                                                                            \
       name, {{self, {}, gradient, fuse}}, {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) { \
                                              [[maybe_unused]] const Shape& x =                  \
                                                  a.attrs<ViewAttrs>().args;                     \
                                              return forward;                                    \
-                                           }}};                                                 \
+                                           }}};
+#define AG_VIEW_SPEC(Name, name, gradient, fuse, forward)   \
+  AG_VIEW_SPEC_OWN_JVP(Name, name, gradient, fuse, forward) \
   const DeclareJvp Name##_jvp{Name, jvp_linear};
 AG_VIEW_SPEC(kSelect, "select", view_gradient, add_view_gradient_into, select(a[self], x[0], x[1]))
 AG_VIEW_SPEC(kSlice, "slice", view_gradient, add_view_gradient_into,
@@ -100,7 +103,10 @@ AG_VIEW_SPEC(kSqueeze, "squeeze", squeeze_gradient, nullptr,
 AG_VIEW_SPEC(kDiagonal, "diagonal", view_gradient, add_view_gradient_into,
              diagonal(a[self], x[0], x[1], x[2]))
 AG_VIEW_SPEC(kUnfold, "unfold", view_gradient, nullptr, unfold(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kAlias, "alias", alias_gradient, nullptr, alias(a[self]))
+AG_VIEW_SPEC_OWN_JVP(kAlias, "alias", alias_gradient, nullptr, alias(a[self]))
+// As PyTorch's (`result: self_t`): the alias carries its input's very tangent, where the other
+// view ops carry a view of it (found by the conformance corpus, corpus/forward.txt).
+const DeclareJvp kAlias_jvp{kAlias, [](const JvpContext& c) { return c.tangent(self); }};
 #undef AG_VIEW_SPEC
 
 // expand's gradient sums over the expanded dims, as PyTorch's (at::sum_to).

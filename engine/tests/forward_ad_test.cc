@@ -173,6 +173,76 @@ TEST(ForwardAd, AGradientTakenInsideALevelCarriesTheHessianVectorProduct) {
   EXPECT_EQ(unpack_dual(g).tangent.to_vector(), (std::vector<double>{6, -24, 9}));
 }
 
+// The conformance corpus' forward-mode programs (corpus/forward.txt) found the four below.
+
+// p = tensor([.5, -1.], requires_grad=True); d = make_dual(p, [1., 2.]); y = sigmoid(d)
+// unpack_dual(y).tangent: requires_grad True, is_leaf False (PyTorch sets y's history before it
+// computes y's tangent, whose formula reads y); y's tangent [0.2350037122015945,
+// 0.3932238664829637]
+TEST(ForwardAd, ATangentComputedFromAResultWithAHistoryRequiresGrad) {
+  Tensor p = vec({.5, -1});
+  p.set_requires_grad(true);
+  DualLevel level;
+  const Tensor y = ops::sigmoid(make_dual(p, vec({1, 2})));
+  const Tensor yt = unpack_dual(y).tangent;
+  EXPECT_TRUE(yt.requires_grad());
+  EXPECT_FALSE(yt.is_leaf());
+  EXPECT_NEAR(yt.to_vector()[0], 0.2350037122015945, 1e-15);
+  EXPECT_NEAR(yt.to_vector()[1], 0.3932238664829637, 1e-15);
+}
+
+// t = tensor([1., 2., 3.]); d = make_dual(zeros(3), t)
+// y = torch.add(ones(3), d): unpack_dual(y).tangent is not t; t.mul_(10): y's tangent [1, 2, 3]
+// z = torch.add(ones(2, 3), d); z.mul_(2.0): t stays [10, 20, 30], z's tangent [[20, 40, 60]] * 2
+// w = d + 0.5 (add.Scalar): its tangent is not t either
+TEST(ForwardAd, AnOpsTangentIsItsOwnNotItsInputs) {
+  DualLevel level;
+  Tensor t = vec({1, 2, 3});
+  const Tensor d = make_dual(ops::zeros({3}, DType::kFloat64), t);
+  const Tensor y = ops::add(ops::ones({3}, DType::kFloat64), d);
+  EXPECT_FALSE(unpack_dual(y).tangent.is_same(t));
+  EXPECT_FALSE(unpack_dual(ops::add(d, 0.5)).tangent.is_same(t));
+  ops::mul_(t, ops::mul(ops::ones({3}, DType::kFloat64), 10.0));
+  EXPECT_EQ(unpack_dual(y).tangent.to_vector(), (std::vector<double>{1, 2, 3}));
+  Tensor z = ops::add(ops::ones({2, 3}, DType::kFloat64), d);  // a broadcast tangent
+  ops::mul_(z, ops::mul(ops::ones({2, 3}, DType::kFloat64), 2.0));
+  EXPECT_EQ(t.to_vector(), (std::vector<double>{10, 20, 30}));
+  EXPECT_EQ(unpack_dual(z).tangent.to_vector(), (std::vector<double>{20, 40, 60, 20, 40, 60}));
+}
+
+// x = tensor([1., 2.], requires_grad=True); g = tensor([.25, .5]); x.grad = g
+// with fwAD.dual_level(): (x * 3).sum().backward()
+// x.grad is g, and g == [3.25, 3.5]: accumulated in place, a level live or not
+TEST(ForwardAd, BackwardInsideALevelAccumulatesIntoGradInPlace) {
+  Tensor x = vec({1, 2});
+  x.set_requires_grad(true);
+  const Tensor g = vec({.25, .5});
+  x.set_grad(g);
+  DualLevel level;
+  backward(ops::sum(ops::mul(x, 3.0)));
+  EXPECT_TRUE(x.grad().is_same(g));
+  EXPECT_EQ(g.to_vector(), (std::vector<double>{3.25, 3.5}));
+}
+
+// tl = tensor([1., 2., 3., 4.], requires_grad=True); d = make_dual(tensor([1., 2., 3., 4.]), tl *
+// 1) unpack_dual(d.split(2)[0]).tangent: requires_grad True, is_leaf False (SplitBackward0); so for
+// d.unbind(0)[1] (UnbindBackward0, 2.0) and d.chunk(2)[1] (SplitBackward0, [3., 4.])
+TEST(ForwardAd, TheTangentsOfSplitsPiecesHaveAHistory) {
+  Tensor tl = vec({1, 2, 3, 4});
+  tl.set_requires_grad(true);
+  DualLevel level;
+  const Tensor d = make_dual(vec({1, 2, 3, 4}), ops::mul(tl, 1.0));
+  const Tensor split = unpack_dual(ops::split(d, 2)[0]).tangent;
+  EXPECT_TRUE(split.requires_grad());
+  EXPECT_FALSE(split.is_leaf());
+  const Tensor unbound = unpack_dual(ops::unbind(d, 0)[1]).tangent;
+  EXPECT_FALSE(unbound.is_leaf());
+  EXPECT_EQ(unbound.item(), 2.0);
+  const Tensor chunk = unpack_dual(ops::chunk(d, 2)[1]).tangent;
+  EXPECT_FALSE(chunk.is_leaf());
+  EXPECT_EQ(chunk.to_vector(), (std::vector<double>{3, 4}));
+}
+
 struct Twice : Function<Twice> {
   static constexpr const char* name = "Twice";
   static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }
