@@ -76,7 +76,10 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!old.defined()) {
     write_grad(leaf, values_unobserved() && held_only_here(grad) ? std::move(grad)
                                                                  : engine_ops::clone(grad));
-  } else if (values_unobserved()) {
+  } else if (!grad_enabled()) {
+    // In place also while a dual level is live, as PyTorch's AccumulateGrad (a held .grad sees
+    // the sum, its version moves): through ops::add_, so a tangent rides along (Note [Forward
+    // mode]).
     engine_ops::add_in_place(old, grad);
   } else {
     write_grad(leaf, engine_ops::add(old, grad));
