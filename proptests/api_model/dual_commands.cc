@@ -40,8 +40,7 @@ class MakeDual final : public ApiCommand {
   }
   Outcome step(Model& m) const override { return m.make_dual(name_, of_, shape_, tangent_); }
   void exec(Sut& sut, const Model&) const override {
-    const Tensor tangent =
-        ops::from_vector(tangent_, to_engine_shape(shape_), DType::kFloat64);
+    const Tensor tangent = ops::from_vector(tangent_, to_engine_shape(shape_), DType::kFloat64);
     sut.tensors[name_] = ag::make_dual(sut.tensors.at(of_), tangent);
   }
   std::string text() const override {

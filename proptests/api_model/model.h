@@ -216,6 +216,23 @@ struct Semantics {
 // grad requires grad, is a leaf and has no AccumulateGrad (`edgeless`): gradients through it reach
 // nobody; the generator uses it only as the self of an in-place op and reads it.
 
+// Note [Model dual levels]
+// Forward mode as torch.autograd.forward_ad: at most one dual level is live (entering a second
+// raises); exiting drops every tangent. make_dual(t, tangent) raises outside a level, for a
+// tangent of another shape, and for a t that has a tangent already; its result is a view of t
+// (ViewBackward0 where t requires grad: Model::view of t's own shape) carrying the tangent.
+// Every other tangent is predicted, never read from the engine: an op's (ImplState::tangent)
+// is J u at the inputs' values, by one Dual level over the op's definition (ApiProgram::jvp, a
+// missing tangent being zero; grad mode plays no part); a view's is the same view of its input's
+// tangent (element by memory position); detach() drops it; a leaf has none. What the model
+// does not follow is Tangent::kUnknown and never checked: tensors made by backward()/grad()
+// while tangents live, and every tensor sharing storage with a .grad then (gradients of dual
+// values carry tangents, and a .grad summed in place with one takes it). In-place writes into
+// storage a tangent-carrying tensor reads, or with such an operand, and custom Functions with a
+// dual operand are not generated inside a level (the generator's restriction: PyTorch's rule that
+// an in-place op with a dual operand gives a non-dual self a zero tangent first, and a view's
+// tangent follows its base's writes, are not modelled).
+
 enum class Expect { kOk, kRaise, kMaybe };
 
 // One tensor a hook is handed (undefined: None).
@@ -373,7 +390,8 @@ class Model {
   Outcome enter_dual_level();
   Outcome exit_dual_level();
   // fwAD.make_dual(t, tangent), the tangent a fresh tensor of `tangent_shape`.
-  Outcome make_dual(int name, int of, const Dims& tangent_shape, const std::vector<double>& tangent);
+  Outcome make_dual(int name, int of, const Dims& tangent_shape,
+                    const std::vector<double>& tangent);
   Outcome unpack_dual(int name) const;
 
   // What the runner's check leaves behind after every call: it reads each live tensor's
