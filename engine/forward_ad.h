@@ -40,7 +40,8 @@ namespace ag {
 // The fast paths of backward that write into gradients in place or fuse sums (Note [Summing
 // gradients in place], Note [Sums fused into formulas], Note [Formulas in the incoming gradient])
 // bypass the ops, and so would drop tangents: they are off while any level is live
-// (values_unobserved()).
+// (values_unobserved()). AccumulateGrad's sum into an existing .grad stays in place inside a
+// level, as PyTorch's (a held .grad sees it): it goes through ops::add_, which carries tangents.
 class DualLevel {
  public:
   DualLevel();   // enters a new innermost level

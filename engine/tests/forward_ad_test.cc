@@ -243,6 +243,26 @@ TEST(ForwardAd, TheTangentsOfSplitsPiecesHaveAHistory) {
   EXPECT_EQ(chunk.to_vector(), (std::vector<double>{3, 4}));
 }
 
+// Inside a level, backward() still sums into an existing .grad in place, as PyTorch's
+// AccumulateGrad: a held .grad sees the sum and its version moves; a dual gradient gives the
+// .grad a tangent (x = [1, 2]; y = sum(xd * xd), xd's tangent u = [1, -1]: x.grad = 2x, its
+// tangent 2u).
+TEST(ForwardAd, BackwardInsideALevelSumsIntoTheGradInPlace) {
+  Tensor x = vec({1, 2});
+  x.set_requires_grad(true);
+  backward(ops::sum(x));
+  const Tensor held = x.grad();
+  const uint32_t version = held.version();
+  DualLevel level;
+  const Tensor xd = make_dual(x, vec({1, -1}));
+  backward(ops::sum(ops::mul(xd, xd)));
+  EXPECT_TRUE(x.grad().is_same(held));
+  EXPECT_EQ(held.version(), version + 1);
+  EXPECT_EQ(held.to_vector(), (std::vector<double>{3, 5}));
+  ASSERT_TRUE(unpack_dual(held).tangent.defined());
+  EXPECT_EQ(unpack_dual(held).tangent.to_vector(), (std::vector<double>{2, -2}));
+}
+
 struct Twice : Function<Twice> {
   static constexpr const char* name = "Twice";
   static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }

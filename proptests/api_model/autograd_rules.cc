@@ -798,6 +798,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
 }
 
 void Model::end_call() {
+  grads_may_carry_tangents();  // Note [Model dual levels]
   for (int i = 0; i < num_impls(); ++i) {
     if (impls_[i].retains_grad && !impls_[i].dead) refresh_view(i);
   }

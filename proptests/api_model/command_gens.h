@@ -26,4 +26,7 @@ CommandPtr make_take_grad(const Model& m);
 CommandPtr make_backward(const Model& m);
 CommandPtr make_grad(const Model& m);
 
+// dual_commands.cc: enter/exit a dual level, make_dual, unpack_dual (Note [Model dual levels]).
+CommandPtr make_dual_call(const Model& m);
+
 }  // namespace ag::proptests

@@ -170,7 +170,8 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {9, 10},
                                                                      {8, 11},
                                                                      {6, 12},
-                                                                     {5, 13}})) {
+                                                                     {5, 13},
+                                                                     {14, 14}})) {
                                case 0:
                                  c = make_leaf(s);
                                  break;
@@ -209,6 +210,9 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                  break;
                                case 13:
                                  c = make_node_hook(s);
+                                 break;
+                               case 14:
+                                 c = make_dual_call(s);
                                  break;
                                default:
                                  c = make_grad(s);

@@ -162,6 +162,9 @@ int Model::new_impl(Dims shape, int storage) {
   t.strides = contiguous_layout(shape).strides;
   t.shape = std::move(shape);
   t.storage = storage;
+  // Note [Model dual levels]: made by a call the model does not follow tangents through (a
+  // backward, grad()) while tangents live; the calls that do set it.
+  if (dual_live_ && any_tangent()) t.tangent_kind = Tangent::kUnknown;
   impls_.push_back(std::move(t));
   return num_impls() - 1;
 }
@@ -287,6 +290,7 @@ void Model::kill_storage(int storage) {
 
 Outcome Model::leaf(int name, const Dims& shape, const std::vector<double>& values, bool rg) {
   const int i = new_impl(shape, new_storage(values));
+  set_no_tangent(i);
   impls_[i].leaf_requires_grad = rg;
   bind(name, i);
   return {};
@@ -364,6 +368,7 @@ Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector
     }
     impls_[result].grad_fn = add_node(std::move(n));
   }
+  op_tangents({result}, kind, attrs, impls);
   bind(name, result);
   return {};
 }
@@ -384,6 +389,7 @@ Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
     n.inputs = {use_of(base, true)};
     const int i = new_impl(shape, new_storage(values_of(base)));
     if (n.inputs[0].tracked) impls_[i].grad_fn = add_node(std::move(n));
+    copy_tangent(i, base);
     bind(name, i);
     return {};
   }
@@ -396,6 +402,7 @@ Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
     n.inputs = {std::move(u)};
     impls_[i].grad_fn = add_node(std::move(n));
   }
+  copy_tangent(i, base);
   bind(name, i);
   return {};
 }
@@ -418,6 +425,7 @@ Outcome Model::view_op(int name, int of, const ViewCall& call, bool no_grad) {
     n.inputs = {std::move(u)};
     impls_[i].grad_fn = add_node(std::move(n));
   }
+  view_tangent(i, base);
   bind(name, i);
   return {};
 }
@@ -450,6 +458,7 @@ Outcome Model::multi_view(const std::vector<int>& names, int of, const MultiCall
       impls_[outs[k]].grad_fn = {node, static_cast<int>(k)};
     }
   }
+  for (int i : outs) view_tangent(i, base);
   for (size_t k = 0; k < outs.size(); ++k) bind(names[k], outs[k]);
   return {};
 }
@@ -461,7 +470,9 @@ Outcome Model::alias(int name, int of) {
 
 Outcome Model::detach(int name, int of) {
   const int i = impl_of(of);
-  bind(name, new_alias(i, layout(i)));
+  const int d = new_alias(i, layout(i));
+  set_no_tangent(d);  // detach() drops the tangent (Note [Model dual levels])
+  bind(name, d);
   return {};
 }
 
@@ -562,6 +573,14 @@ Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int
     const int node = program_.add(std::move(n));
     for (size_t k = 0; k < results.size(); ++k) {
       impls_[results[k]].grad_fn = {node, static_cast<int>(k)};
+    }
+  }
+  // The generator gives a custom Function no operand with a tangent (it has no jvp).
+  for (int r : results) {
+    set_no_tangent(r);
+    if (impls_[impl_of(p)].tangent_kind != Tangent::kNone ||
+        impls_[impl_of(q)].tangent_kind != Tangent::kNone) {
+      impls_[r].tangent_kind = Tangent::kUnknown;
     }
   }
   for (size_t k = 0; k < results.size(); ++k) bind(out_names[k], results[k]);
@@ -667,6 +686,142 @@ Outcome Model::set_grad(int name, int value) {
 Outcome Model::take_grad(int name, int of) {
   bind(name, impls_[impl_of(of)].grad);
   return {};
+}
+
+// ---- Note [Model dual levels] -------------------------------------------------------------
+
+bool Model::any_tangent() const {
+  for (const ImplState& t : impls_) {
+    if (t.tangent_kind != Tangent::kNone) return true;
+  }
+  return false;
+}
+
+bool Model::dual_storage(int impl) const {
+  for (const ImplState& t : impls_) {
+    if (t.storage == impls_[impl].storage && t.tangent_kind != Tangent::kNone) return true;
+  }
+  return false;
+}
+
+void Model::set_no_tangent(int impl) {
+  impls_[impl].tangent_kind = Tangent::kNone;
+  impls_[impl].tangent.clear();
+}
+
+void Model::copy_tangent(int to, int from) {
+  impls_[to].tangent_kind = impls_[from].tangent_kind;
+  impls_[to].tangent = impls_[from].tangent;  // row-major: a reshape keeps the order
+}
+
+void Model::view_tangent(int view, int of) {
+  if (impls_[of].tangent_kind != Tangent::kKnown) {
+    copy_tangent(view, of);
+    return;
+  }
+  // The view reads of's tangent as it reads of's elements: element by memory position.
+  std::map<int64_t, double> at;
+  const std::vector<int64_t> from = positions(layout(of));
+  for (size_t k = 0; k < from.size(); ++k) at.emplace(from[k], impls_[of].tangent[k]);
+  std::vector<double> t;
+  for (int64_t p : positions(layout(view))) t.push_back(at.at(p));
+  impls_[view].tangent_kind = Tangent::kKnown;
+  impls_[view].tangent = std::move(t);
+}
+
+void Model::op_tangents(const std::vector<int>& results, OpKind kind, const OpAttrs& attrs,
+                        const std::vector<int>& operand_impls) {
+  Tangent kind_out = Tangent::kNone;
+  std::vector<Use> uses;
+  std::vector<std::vector<double>> tangents;
+  for (int o : operand_impls) {
+    const ImplState& t = impls_[o];
+    if (t.tangent_kind == Tangent::kUnknown) kind_out = Tangent::kUnknown;
+    if (t.tangent_kind == Tangent::kKnown && kind_out == Tangent::kNone) kind_out = Tangent::kKnown;
+    Use u;
+    u.shape = t.shape;
+    u.snapshot = values_of(o);
+    uses.push_back(std::move(u));
+    tangents.push_back(t.tangent_kind == Tangent::kKnown ? t.tangent : std::vector<double>());
+  }
+  for (int r : results) set_no_tangent(r);
+  if (kind_out == Tangent::kNone) return;
+  if (kind_out == Tangent::kUnknown) {
+    for (int r : results) impls_[r].tangent_kind = Tangent::kUnknown;
+    return;
+  }
+  // But values_of() reads the operands after the op; op() writes none of them.
+  const std::vector<std::vector<double>> out = ApiProgram::jvp(kind, attrs, uses, tangents);
+  for (size_t k = 0; k < results.size(); ++k) {
+    impls_[results[k]].tangent_kind = Tangent::kKnown;
+    impls_[results[k]].tangent = out[k];
+  }
+}
+
+void Model::grads_may_carry_tangents() {
+  if (!dual_live_ || !any_tangent()) return;
+  std::set<int> storages;
+  for (const ImplState& t : impls_) {
+    if (t.grad >= 0) storages.insert(impls_[t.grad].storage);
+  }
+  for (ImplState& t : impls_) {
+    if (storages.count(t.storage)) {
+      t.tangent_kind = Tangent::kUnknown;
+      t.tangent.clear();
+    }
+  }
+}
+
+Outcome Model::enter_dual_level() {
+  if (dual_live_) return Outcome::raise("Nested forward mode AD is not supported at the moment");
+  dual_live_ = true;
+  return {};
+}
+
+Outcome Model::exit_dual_level() {
+  if (!dual_live_) return Outcome::raise("Dual level must be a positive number");
+  dual_live_ = false;
+  for (int i = 0; i < num_impls(); ++i) set_no_tangent(i);
+  return {};
+}
+
+Outcome Model::make_dual(int name, int of, const Dims& tangent_shape,
+                         const std::vector<double>& tangent) {
+  reserve(name);
+  if (!dual_live_) {
+    return Outcome::raise("Trying to create a dual Tensor for forward AD but no level exists");
+  }
+  const int base = impl_of(of);
+  if (tangent_shape != impls_[base].shape) {
+    return Outcome::raise("Trying to set a forward gradient that has a different size");
+  }
+  if (impls_[base].tangent_kind != Tangent::kNone) {
+    return Outcome::raise(
+        "Making a dual Tensor based on a Tensor that already has a forward gradient");
+  }
+  // PyTorch's _make_dual: a view of the primal (ViewBackward0 where it requires grad).
+  const Dims shape = impls_[base].shape;  // a copy: view() adds impls
+  Outcome out = view(name, of, shape, true);
+  if (out.expect != Expect::kOk) return out;
+  const int i = impl_of(name);
+  impls_[i].tangent_kind = Tangent::kKnown;
+  impls_[i].tangent = tangent;
+  out.events.insert("forward: make_dual");
+  return out;
+}
+
+Outcome Model::unpack_dual(int name) const {
+  Outcome out;
+  const ImplState& t = impls_[impl_of(name)];
+  out.tangent_checked = t.tangent_kind != Tangent::kUnknown;
+  if (dual_live_ && t.tangent_kind == Tangent::kKnown) {
+    out.tangent.defined = true;
+    out.tangent.grad = t.tangent;
+  }
+  if (out.tangent_checked) {
+    out.events.insert(out.tangent.defined ? "forward: tangent compared" : "forward: None compared");
+  }
+  return out;
 }
 
 }  // namespace ag::proptests

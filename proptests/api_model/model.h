@@ -50,6 +50,9 @@ struct StorageState {
 // How a view was made (PyTorch's CreationMeta, Note [Model view kinds]).
 enum class Made : uint8_t { kViewOp, kNoGrad, kMultiOutput };
 
+// A tensor's tangent at the live dual level (Note [Model dual levels]).
+enum class Tangent : uint8_t { kNone, kKnown, kUnknown };
+
 struct ImplState {
   Dims shape;
   Dims strides;  // with offset: its layout over its storage
@@ -69,6 +72,9 @@ struct ImplState {
   bool dead = false;     // Note [Uncertain state]
   // retain_grad() on this non-leaf, or backward(inputs=[it]): Note [Retained gradients].
   bool retains_grad = false;
+  // Note [Model dual levels]: its tangent at the live level (row-major values when kKnown).
+  Tangent tangent_kind = Tangent::kNone;
+  std::vector<double> tangent;
 };
 
 // Where the engine's rules differ from PyTorch's on purpose (or for now), one switch each; the
@@ -210,6 +216,23 @@ struct Semantics {
 // grad requires grad, is a leaf and has no AccumulateGrad (`edgeless`): gradients through it reach
 // nobody; the generator uses it only as the self of an in-place op and reads it.
 
+// Note [Model dual levels]
+// Forward mode as torch.autograd.forward_ad: at most one dual level is live (entering a second
+// raises); exiting drops every tangent. make_dual(t, tangent) raises outside a level, for a
+// tangent of another shape, and for a t that has a tangent already; its result is a view of t
+// (ViewBackward0 where t requires grad: Model::view of t's own shape) carrying the tangent.
+// Every other tangent is predicted, never read from the engine: an op's (ImplState::tangent)
+// is J u at the inputs' values, by one Dual level over the op's definition (ApiProgram::jvp, a
+// missing tangent being zero; grad mode plays no part); a view's is the same view of its input's
+// tangent (element by memory position); detach() drops it; a leaf has none. What the model
+// does not follow is Tangent::kUnknown and never checked: tensors made by backward()/grad()
+// while tangents live, and every tensor sharing storage with a .grad then (gradients of dual
+// values carry tangents, and a .grad summed in place with one takes it). In-place writes into
+// storage a tangent-carrying tensor reads, or with such an operand, and custom Functions with a
+// dual operand are not generated inside a level (the generator's restriction: PyTorch's rule that
+// an in-place op with a dual operand gives a non-dual self a zero tangent first, and a view's
+// tangent follows its base's writes, are not modelled).
+
 enum class Expect { kOk, kRaise, kMaybe };
 
 // One tensor a hook is handed (undefined: None).
@@ -254,8 +277,14 @@ struct Outcome {
   std::set<std::string> events;            // coverage labels for the runner (RC_TAG)
   std::map<int, HookFire> hooks;           // hook id -> what it is handed (Note [Model hooks])
   bool hooks_known = true;                 // false: the incoming gradients depend on the order
+  // unpack_dual(t): the tangent it must return (None: undefined).
+  bool tangent_checked = false;
+  HookValue tangent;
   static Outcome raise(std::string why) {
-    return {Expect::kRaise, std::move(why), {}, {}, {}, {}, {}, true};
+    Outcome out;
+    out.expect = Expect::kRaise;
+    out.rule = std::move(why);
+    return out;
   }
 };
 
@@ -350,6 +379,21 @@ class Model {
   Outcome take_grad(int name, int of);
   Outcome backward(const CallArgs& args);
   Outcome grad(const CallArgs& args, const std::vector<int>& result_names);
+  // Note [Model dual levels].
+  bool dual_live() const { return dual_live_; }
+  Tangent tangent_kind(int name) const { return impls_[impl_of(name)].tangent_kind; }
+  // Whether some live tensor may carry a tangent.
+  bool any_tangent() const;
+  // Whether the impl's storage is read by a tensor that carries (or may carry) a tangent: the
+  // generator makes no in-place writes into it while a level is live.
+  bool dual_storage(int impl) const;
+  Outcome enter_dual_level();
+  Outcome exit_dual_level();
+  // fwAD.make_dual(t, tangent), the tangent a fresh tensor of `tangent_shape`.
+  Outcome make_dual(int name, int of, const Dims& tangent_shape,
+                    const std::vector<double>& tangent);
+  Outcome unpack_dual(int name) const;
+
   // What the runner's check leaves behind after every call: it reads each live tensor's
   // is_leaf, which brings a stale view's history up to date, in PyTorch as in the engine. That
   // moves a retains-grad hook along (Note [Retained gradients]), so retaining views are brought
@@ -423,6 +467,14 @@ class Model {
                           const std::set<int>& written, bool create_graph, Outcome& out,
                           Watch* watch, std::vector<int>* grad_nodes);
   void forget_retained(Outcome& out, const std::vector<RetainedWrite>& writes);
+  // Note [Model dual levels]: the tangents of an op's results (J u, by dual numbers from the
+  // op's definition), of a view (the same view of its input's tangent), and after a backward.
+  void op_tangents(const std::vector<int>& results, OpKind kind, const OpAttrs& attrs,
+                   const std::vector<int>& operand_impls);
+  void view_tangent(int view, int of);
+  void copy_tangent(int to, int from);
+  void set_no_tangent(int impl);
+  void grads_may_carry_tangents();
 
   Semantics sem_;
   std::vector<StorageState> storages_;
@@ -432,6 +484,7 @@ class Model {
   ApiProgram program_;
   std::map<int, HookState> hooks_;  // by id
   int next_hook_ = 0;
+  bool dual_live_ = false;  // Note [Model dual levels]
 };
 
 }  // namespace ag::proptests

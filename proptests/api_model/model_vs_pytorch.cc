@@ -170,6 +170,12 @@ std::string state_checks(const Model& m, int line) {
     if (s.dead) continue;
     const std::string t = tname(name);
     chk(t, impl);
+    // Note [Model dual levels]: every tangent the model knows, inside a level.
+    if (m.dual_live() && s.tangent_kind != Tangent::kUnknown && !m.unreadable(impl) &&
+        !m.edgeless(impl)) {
+      os << "    chk_tan(" << line << ", '" << t << "', " << t << ", "
+         << (s.tangent_kind == Tangent::kKnown ? py_list(s.tangent) : "None") << ")\n";
+    }
     if (s.grad < 0) {
       os << "    nograd(" << line << ", '" << t << "', " << t << ")\n";
     } else if (!m.impl(s.grad).dead) {
@@ -297,6 +303,32 @@ def put_back(t, g):
     except RuntimeError:
         raise Deviation('retained .grad of an unreadable view cannot be put back')
 
+def chk_tan(line, what, t, want):
+    got = fwAD.unpack_dual(t).tangent
+    if want is None:
+        if got is not None:
+            raise Mismatch(f"line {line}: {what} has a tangent, model None")
+        return
+    if got is None:
+        raise Mismatch(f"line {line}: {what} has no tangent, model {want}")
+    g = got.reshape(-1).tolist()
+    if len(g) != len(want) or any(not close(a, b) for a, b in zip(g, want)):
+        raise Mismatch(f"line {line}: {what}'s tangent is {g}, model {want}")
+    results['tangents checked in state'] += 1
+
+def chk_tangent(line, got, want):
+    results['tangents compared'] += 1
+    if want is None:
+        if got is not None:
+            raise Mismatch(f"line {line}: the tangent is a tensor, model None")
+        return
+    if got is None:
+        raise Mismatch(f"line {line}: the tangent is None, model {want}")
+    g = got.reshape(-1).tolist()
+    if len(g) != len(want) or any(not close(a, b) for a, b in zip(g, want)):
+        raise Mismatch(f"line {line}: the tangent is {g}, model {want}")
+    results['tangents with values'] += 1
+
 def chk_hooks(line, want, groups):
     got = {}
     for i, g in hook_log:
@@ -324,7 +356,8 @@ def chk_hooks(line, want, groups):
 offsets = {}
 deviations = {}
 results = {'ok': 0, 'mismatch': 0, 'deviation': 0, 'calls compared': 0, 'hooks fired': 0,
-           'hooks handed None': 0}
+           'hooks handed None': 0, 'tangents compared': 0, 'tangents with values': 0,
+           'tangents checked in state': 0}
 def run(seq, lines):
     offsets.clear()
     try:
@@ -339,6 +372,13 @@ def run(seq, lines):
         print('---- mismatch:', e)
         for i, l in enumerate(lines):
             print(f'{i:3d}  {l}')
+    finally:
+        # A sequence may end (or stop) inside a dual level: the next starts outside any.
+        try:
+            while True:
+                fwAD.exit_dual_level()
+        except RuntimeError:
+            pass
 )PY";
 
 int main_impl(int argc, char** argv) {
@@ -396,6 +436,10 @@ int main_impl(int argc, char** argv) {
       }
       body << "    expect(" << line << ", raised, '" << want << "', '" << rule << "')\n";
       if (out.expect == Expect::kOk && out.hooks_known) body << hook_checks(m, out, line);
+      if (out.expect == Expect::kOk && out.tangent_checked) {
+        body << "    chk_tangent(" << line << ", tangent, "
+             << (out.tangent.defined ? py_list(out.tangent.grad) : "None") << ")\n";
+      }
       body << after_call(m, text);
       for (int impl : out.dropped) {
         for (const auto& [name, i] : m.handles()) {

@@ -286,6 +286,33 @@ std::vector<Val<double>> ApiProgram::forward(OpKind kind, const OpAttrs& attrs,
   return apply_op<double>(kind, attrs, in);
 }
 
+std::vector<std::vector<double>> ApiProgram::jvp(OpKind kind, const OpAttrs& attrs,
+                                                 const std::vector<Use>& inputs,
+                                                 const std::vector<std::vector<double>>& tangents) {
+  std::vector<Val<Dual<double>>> in;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Val<Dual<double>> v{inputs[k].shape, {}};
+    for (size_t i = 0; i < inputs[k].snapshot.size(); ++i) {
+      const double t = tangents[k].empty() ? 0.0 : tangents[k][i];
+      v.v.push_back(Dual<double>(inputs[k].snapshot[i], t));
+    }
+    in.push_back(std::move(v));
+  }
+  std::vector<Val<Dual<double>>> y;
+  if (reads_result(kind)) {  // the row's derivative reads the result (as input_vjp does)
+    y = {{in[0].shape, {}}};
+    for (const Dual<double>& x : in[0].v) y[0].v.push_back(result_op(kind, x, Dual<double>(0.0)));
+  } else {
+    y = apply_op<Dual<double>>(kind, attrs, in);
+  }
+  std::vector<std::vector<double>> out;
+  for (const Val<Dual<double>>& v : y) {
+    out.emplace_back();
+    for (const Dual<double>& x : v.v) out.back().push_back(x.d);
+  }
+  return out;
+}
+
 int ApiProgram::add(Node node) {
   if (node.kind == OpKind::kGrad) {
     node.depth = vjp_depth(node.grad);

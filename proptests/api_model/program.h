@@ -167,6 +167,11 @@ class ApiProgram {
   // kGrad).
   static std::vector<Val<double>> forward(OpKind kind, const OpAttrs& attrs,
                                           const std::vector<Use>& inputs);
+  // The directional derivative of that forward at the inputs' snapshots along `tangents` (one
+  // per input, row-major; empty: zero), per output: one Dual level (Note [Model dual levels]).
+  static std::vector<std::vector<double>> jvp(OpKind kind, const OpAttrs& attrs,
+                                              const std::vector<Use>& inputs,
+                                              const std::vector<std::vector<double>>& tangents);
 
  private:
   std::vector<std::shared_ptr<const Node>> nodes_;

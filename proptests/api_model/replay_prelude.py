@@ -7,8 +7,14 @@ import sys
 
 import torch
 import torch.nn.functional as F
+import torch.autograd.forward_ad as fwAD
 
 torch.set_default_dtype(torch.float64)
+
+
+def tan(shape, values):
+    # a fresh tangent for fwAD.make_dual
+    return torch.tensor(values, dtype=torch.float64).reshape(shape).clone()
 
 
 def leaf(shape, values, requires_grad):
@@ -26,6 +32,11 @@ class _MulScalar(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g * ctx.s, None
+
+    @staticmethod
+    def jvp(ctx, t, _):
+        # forward mode (fwAD): the engine's x * s carries a tangent
+        return t * ctx.s
 
 
 def mul_scalar(x, s):

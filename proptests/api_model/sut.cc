@@ -127,6 +127,35 @@ class SameRelation {
 
 }  // namespace
 
+namespace {
+
+// Note [Model dual levels]: inside a level, the tensor's tangent (None or values) is the model's.
+void check_tangent(const std::string& what, const Tensor& t, const Model& m, int impl,
+                   const std::string& after) {
+  const ImplState& s = m.impl(impl);
+  if (!m.dual_live() || s.tangent_kind == Tangent::kUnknown) return;
+  const HookValue got = hook_value(forward_ad::tangent(t, 0));
+  const bool want = s.tangent_kind == Tangent::kKnown;
+  if (got.defined != want) {
+    RC_FAIL(what + (got.defined ? " has a tangent" : " has no tangent") +
+            "; the model says the opposite\n  after: " + after);
+  }
+  if (!want) return;
+  if (got.grad.size() != s.tangent.size()) {
+    RC_FAIL(what + ": the tangent has " + std::to_string(got.grad.size()) + " elements, model " +
+            std::to_string(s.tangent.size()) + "\n  after: " + after);
+  }
+  for (size_t i = 0; i < s.tangent.size(); ++i) {
+    if (!close(got.grad[i], s.tangent[i])) {
+      RC_FAIL(what + ": tangent element " + std::to_string(i) + " is " +
+              std::to_string(got.grad[i]) + ", model " + std::to_string(s.tangent[i]) +
+              "\n  after: " + after);
+    }
+  }
+}
+
+}  // namespace
+
 void Sut::check(const Model& m, const std::string& after) {
   SameRelation storage("storage", after), object("the tensor object", after);
   for (const auto& [name, impl] : m.handles()) {
@@ -134,6 +163,7 @@ void Sut::check(const Model& m, const std::string& after) {
     if (s.dead) continue;
     const Tensor& t = tensors.at(name);
     check_tensor(label(name), t, m, impl, after, version_offsets);
+    check_tangent(label(name), t, m, impl, after);
     storage.add(label(name), t.impl()->storage.get(), s.storage);
     object.add(label(name), t.impl().get(), impl);
     const Tensor g = t.grad();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/forward_ad.h"
 #include "engine/removable_handle.h"
 #include "engine/tensor.h"
 #include "proptests/api_model/model.h"
@@ -36,6 +37,8 @@ struct Sut {
   // The hooks registered (by the model's id) and what they were handed in the current call.
   std::map<int, RemovableHandle> hook_handles;
   std::shared_ptr<std::vector<FiredHook>> hook_log = std::make_shared<std::vector<FiredHook>>();
+  // The live dual level (Note [Model dual levels]); last, so it ends before the tensors go.
+  std::unique_ptr<DualLevel> dual_level;
 
   Sut() = default;
   Sut(const Sut&) = delete;

@@ -243,6 +243,9 @@ int partner(const Model& m, const std::function<bool(int)>& ok) {
 CommandPtr make_op(const Model& m) {
   // Now and then a view whose grad_fn cannot be read (Note [Model view kinds]): it must raise.
   int x = *rc::gen::inRange(0, 12) == 0 ? pick_unreadable(m) : -1;
+  if (x < 0 && m.dual_live() && *rc::gen::inRange(0, 2) == 0) {  // often a dual, in a level
+    x = pick(m, [&](int n) { return m.tangent_kind(n) == Tangent::kKnown; });
+  }
   if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
   const int name = m.next_name();
@@ -555,6 +558,9 @@ ViewCall gen_view_call(const Dims& s) {
 CommandPtr make_view(const Model& m) {
   // Now and then a view whose grad_fn cannot be read (the call must raise in grad mode).
   int x = *rc::gen::inRange(0, 10) == 0 ? pick_unreadable(m) : -1;
+  if (x < 0 && m.dual_live() && *rc::gen::inRange(0, 2) == 0) {  // often a dual, in a level
+    x = pick(m, [&](int n) { return m.tangent_kind(n) == Tangent::kKnown; });
+  }
   if (x < 0) x = pick_any(m);
   if (x < 0) return nullptr;
   const bool no_grad = *rc::gen::inRange(0, 6) == 0;
@@ -657,6 +663,9 @@ class InPlace final : public ApiCommand {
     RC_PRE(!(shared && !m.impl(b).layout_known));
     RC_PRE(!m.root_overlaps(a));
     RC_PRE(!m.edgeless(b));  // Note [Model view kinds]: read only as self
+    // Note [Model dual levels]: no write into a tensor with a tangent (or its storage), and
+    // none with an operand that has one, while a level is live.
+    RC_PRE(!(m.dual_live() && (m.dual_storage(a) || m.dual_storage(b))));
     if (shared && broadcasts_to(m.shape(other_), m.shape(self_)) &&
         m.overlap_error(kind_, a, b) == nullptr) {
       const std::vector<int64_t> written = positions(m.layout(a));
@@ -765,6 +774,8 @@ class Custom final : public ApiCommand {
   void checkPreconditions(const Model& m) const override {
     for (int o : outs()) RC_PRE(fresh(m, o));
     RC_PRE((m.has(p_) && m.has(q_) && m.shape(p_) == m.shape(q_)));
+    // Note [Model dual levels]: the Functions have no jvp.
+    RC_PRE((m.tangent_kind(p_) == Tangent::kNone && m.tangent_kind(q_) == Tangent::kNone));
     for (const Val<double>& v : m.preview(kind_, {}, {p_, q_})) RC_PRE(tame(v.v));
   }
   Outcome step(Model& m) const override { return m.custom(kind_, outs(), p_, q_); }
