@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "paper/workloads/torchscript_ir.h"
 
@@ -76,6 +78,25 @@ TEST(TracedWorkloadsTest, CompiledTanhStepComputesTheRepeatedProductsOnce) {
   EXPECT_EQ(products(apart), 71u);
   EXPECT_EQ(products(merged), 65u);
   EXPECT_EQ(merged.step(), apart.step());
+}
+
+// The forward-over-reverse y_xx compiled (what the forward-mode section compares with JAX's jit)
+// equals the nested grads' y_xx; ReLU's, zeros by construction, is folded to a constant.
+TEST(TracedWorkloadsTest, CompiledForwardOverReverseEqualsNestedGrads) {
+  for (const Activation a : {Activation::kTanh, Activation::kRelu}) {
+    HessianConfig c = small();
+    c.activation = a;
+    const Mlp mlp = make_mlp(c);
+    const Tensor x = make_hessian_input(c);
+    const JitHessianStep nested(mlp, x, false);
+    const JitHessianStep forward(mlp, x, false, jit::CompileOptions(), YxxBy::kForwardOverReverse);
+    const double want = nested.step();
+    EXPECT_NEAR(forward.step(), want, 1e-4 * (1 + std::abs(want)));
+    if (a == Activation::kRelu) {
+      EXPECT_EQ(want, 0.0);
+      EXPECT_GT(forward.function().zeros_folded(), 0);
+    }
+  }
 }
 
 TEST(TracedWorkloadsTest, TracedGraphsConvertToTorchScriptIr) {

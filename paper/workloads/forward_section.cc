@@ -1,8 +1,8 @@
 // Issue 46: forward mode (paper/workloads/forward_workloads.h). Seed 001's y_xx by
-// forward-over-reverse beside our nested grads and torch.func's jvp(grad); the jvp of seed 001's
-// MLP forward beside the forward alone and PyTorch's forward_ad; jacfwd and jacrev of a 16 -> 16
-// net beside torch.func's. Every table's variants in the same interleaved rounds, under every
-// measuring condition, at the run's thread count for all.
+// forward-over-reverse beside our nested grads, torch.func's jvp(grad) and jax.hessian; the jvp of
+// seed 001's MLP forward beside the forward alone and PyTorch's forward_ad; jacfwd and jacrev of a
+// 16 -> 16 net beside torch.func's. Every table's variants in the same interleaved rounds, under
+// every measuring condition, at the run's thread count for all.
 #include <cmath>
 #include <sstream>
 
@@ -12,6 +12,7 @@
 #include "paper/workloads/hooks_baseline.h"
 #include "paper/workloads/sections.h"
 #include "paper/workloads/timing.h"
+#include "paper/workloads/traced_workloads.h"
 #include "paper/workloads/variant_rounds.h"
 
 namespace ag::paper {
@@ -20,9 +21,11 @@ namespace {
 constexpr double kPeerTarget = 0.8;    // issue 46: ours at most 0.8x the peer's, every row
 constexpr double kJvpTarget = 1.3;     // issue 46: a jvp at most 1.3x the forward alone
 constexpr double kNestedTarget = 1.0;  // issue 46: forward-over-reverse faster than nested grads
+constexpr double kJaxTarget = 1.0;     // issue 46: ours at most jax.hessian's, jit
 constexpr int kJacobianWidth = 16;
 const char* kJvp = "forward_jvp_tanh";
 const char* kJacobian = "jacobian_16";
+const char* kCompiled = "ours forward-over-reverse, compiled";
 
 std::string hvp_workload(Activation a) {
   return std::string("forward_hvp_") + (a == Activation::kRelu ? "relu" : "tanh");
@@ -38,6 +41,8 @@ void forward_section(const Context& context, Report& report) {
   const Peers& peers = *context.peers;
   PeerProcess* torch = peers.torch.get();
   const std::string peer = torch ? torch->short_name() : "PyTorch";
+  PeerProcess* jax = peers.jax.get();
+  const std::string peer_jax = (jax ? jax->short_name() : std::string("JAX")) + " jax.hessian, jit";
   HessianConfig base;
   if (context.quick) {
     base.batch = 16;
@@ -57,12 +62,17 @@ void forward_section(const Context& context, Report& report) {
     HessianConfig config;
     Mlp mlp;
     Tensor x;
+    std::unique_ptr<JitHessianStep> compiled;  // the same y_xx as one jit::CompiledFunction
   };
   std::vector<HvpStep> hvp_steps;
   for (const Activation a : {Activation::kRelu, Activation::kTanh}) {
     HessianConfig hc = base;
     hc.activation = a;
-    hvp_steps.push_back({a, hc, make_mlp(hc), make_hessian_input(hc)});
+    hvp_steps.push_back({a, hc, make_mlp(hc), make_hessian_input(hc), nullptr});
+  }
+  for (HvpStep& step : hvp_steps) {
+    step.compiled = std::make_unique<JitHessianStep>(step.mlp, step.x, false, jit::CompileOptions(),
+                                                     YxxBy::kForwardOverReverse);
   }
   std::vector<std::vector<Variant>> hvp_variants;
   for (const HvpStep& step : hvp_steps) {
@@ -82,7 +92,13 @@ void forward_section(const Context& context, Report& report) {
           peer_hvp,
           {},
           torch,
-          hessian_peer_task({"hessian", "func_hvp"}, step.config, false, stretch)}});
+          hessian_peer_task({"hessian", "func_hvp"}, step.config, false, stretch)},
+         {w,
+          peer_jax,
+          {},
+          jax,
+          hessian_peer_task({"hessian", "hessian", "1"}, step.config, false, stretch)},
+         {w, kCompiled, [&step] { return step.compiled->step(); }, nullptr, {}}});
   }
 
   // 2. The jvp of the Tanh MLP's forward along one tangent (ones).
@@ -124,6 +140,7 @@ void forward_section(const Context& context, Report& report) {
       const Rounds r = measure_variants(context, variants, condition, n, stretch);
       add_middle_half(context, r, 0, 1, w, "ours forward-over-reverse / nested grads", condition);
       add_middle_half(context, r, 0, 2, w, "ours forward-over-reverse / " + peer_hvp, condition);
+      add_middle_half(context, r, 4, 3, w, std::string(kCompiled) + " / " + peer_jax, condition);
     }
     const Rounds jr = measure_variants(context, jvp_variants, condition, n, stretch);
     add_middle_half(context, jr, 1, 0, kJvp, "ours jvp / forward", condition);
@@ -147,7 +164,7 @@ void forward_section(const Context& context, Report& report) {
     << stretch
     << " s and counts the mean per step (Note [A stretch of steps], paper/workloads/timing.h). "
        "The machine is shared: compare the ratios, and the middle half of the ratios taken round "
-       "by round. JAX: not measured (not installed here).\n\n";
+       "by round.\n\n";
 
   s << "### Seed 001's y_xx by forward-over-reverse\n\n"
     << "Seed 001's MLP (input 16, " << base.layers << " hidden Linear + activation layers of "
@@ -159,18 +176,29 @@ void forward_section(const Context& context, Report& report) {
        "tangent. Ours nested grads: seed 001's step without its final backward. "
     << peer
     << ": torch.func.jvp(torch.func.grad(lambda x: mlp(x).sum()), (x,), (ones,)), the same "
-       "shapes. Both of ours give the same y_xx to rounding (paper/forward_workloads_test.cc). "
-       "Issue 46's targets: ours at most "
-    << format(kPeerTarget) << "x torch.func's, and below our nested grads.\n\n";
+       "shapes. "
+    << peer_jax
+    << ": seed 001's y_xx by jax.hessian under jax.jit, as the seed 001 section measures it, "
+       "beside ours compiled: the forward-over-reverse step as one jit::CompiledFunction (Note "
+       "[Compiled functions], engine/jit/compile.h; both fold ReLU's y_xx, zeros by construction, "
+       "to a constant). Both of ours give the same y_xx to rounding "
+       "(paper/forward_workloads_test.cc). Issue 46's "
+       "targets: ours at most "
+    << format(kPeerTarget) << "x torch.func's and " << format(kJaxTarget)
+    << "x jax.hessian's (ours compiled), and below our nested grads.\n\n";
   Table h({"condition", "activation", "ours forward-over-reverse", "ours nested grads",
            "fwd-over-rev / nested (middle half)", "target < 1x", peer_hvp,
-           "ours / its (middle half)", "target <= " + format(kPeerTarget) + "x"});
+           "ours / its (middle half)", "target <= " + format(kPeerTarget) + "x", "ours compiled",
+           peer_jax, "ours compiled / jax (middle half)", "target <= " + format(kJaxTarget) + "x"});
   for (const Condition& condition : context.conditions) {
     for (const HvpStep& step : hvp_steps) {
       const std::string w = hvp_workload(step.activation);
       const double f = step_ms(results, w, "ours forward-over-reverse", condition);
       const double n = step_ms(results, w, "ours nested grads", condition);
       const double p = step_ms(results, w, peer_hvp, condition);
+      const double jx = step_ms(results, w, peer_jax, condition);
+      const double c = step_ms(results, w, kCompiled, condition);
+      const std::string jax_ms = std::isnan(jx) ? peers.missing(jax) : with_unit(jx, "ms");
       h.row(
           {condition.name, activation_name(step.activation), with_unit(f, "ms"), with_unit(n, "ms"),
            ratio(f, n) + " (" +
@@ -178,7 +206,10 @@ void forward_section(const Context& context, Report& report) {
            target(f / n, kNestedTarget), peer_ms(p),
            ratio(f, p) + " (" +
                middle_half(results, w, "ours forward-over-reverse / " + peer_hvp, condition) + ")",
-           target(f / p, kPeerTarget)});
+           target(f / p, kPeerTarget), with_unit(c, "ms"), jax_ms,
+           ratio(c, jx) + " (" +
+               middle_half(results, w, std::string(kCompiled) + " / " + peer_jax, condition) + ")",
+           target(c / jx, kJaxTarget)});
     }
   }
   s << h.str() << "\n";

@@ -4,6 +4,7 @@
 #include "engine/jit/create_autodiff_subgraphs.h"
 #include "engine/jit/tracer.h"
 #include "ops/ops.h"
+#include "paper/workloads/forward_workloads.h"
 
 namespace ag::paper {
 namespace {
@@ -58,10 +59,12 @@ double CompiledHessian::step(bool final_backward) const {
 }
 
 JitHessianStep::JitHessianStep(const Mlp& mlp, const Tensor& x, bool final_backward,
-                               const jit::CompileOptions& options)
+                               const jit::CompileOptions& options, YxxBy by)
     : inputs_(mlp_inputs(mlp, x)) {
-  auto step = [&mlp, final_backward](const TensorList& in) {
-    const Tensor y_xx = nested_grads(mlp_of(mlp, in).forward(in[0]), in[0]);
+  auto step = [&mlp, final_backward, by](const TensorList& in) {
+    const Tensor y_xx = by == YxxBy::kNestedGrads
+                            ? nested_grads(mlp_of(mlp, in).forward(in[0]), in[0])
+                            : forward_over_reverse_y_xx(mlp_of(mlp, in), in[0]);
     if (!final_backward) return TensorList{y_xx};
     const Tensor total = ops::sum(y_xx);
     TensorList params(in.begin() + 1, in.end());

@@ -41,10 +41,13 @@ class CompiledHessian {
 // then run with no autograd. It returns y_xx and, with `final_backward`, sum(y_xx) and its
 // gradients with respect to the weights and biases (JAX's value_and_grad), where the eager step
 // accumulates those into .grad.
+// y_xx by nested grads, or by forward-over-reverse (Note [Forward-over-reverse y_xx],
+// forward_workloads.h), which the trace records like any other ops.
+enum class YxxBy { kNestedGrads, kForwardOverReverse };
 class JitHessianStep {
  public:
   JitHessianStep(const Mlp& mlp, const Tensor& x, bool final_backward,
-                 const jit::CompileOptions& options = {});
+                 const jit::CompileOptions& options = {}, YxxBy by = YxxBy::kNestedGrads);
   // One call; returns sum(y_xx), read back.
   double step() const;
   const jit::CompiledFunction& function() const { return *fn_; }
