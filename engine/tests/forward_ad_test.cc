@@ -250,6 +250,20 @@ TEST(ForwardAd, BackwardInsideALevelSumsIntoTheGradInPlace) {
   EXPECT_EQ(unpack_dual(held).tangent.to_vector(), (std::vector<double>{2, -2}));
 }
 
+// d = make_dual(3., 1.); d.mul_(d): the tangent is d(x^2) = 2 x dx = 6, as PyTorch's out-of-place
+// d * d gives. PyTorch 2.15's in-place formula gives 12 (paper/results/foreign_findings.md, F5):
+// here the jvp is taken from the values before the write (tangents_of_write), so the product with
+// itself has the out-of-place product's tangent.
+TEST(ForwardAd, AnInPlaceProductWithItselfHasTheOutOfPlaceTangent) {
+  DualLevel level;
+  Tensor d = make_dual(vec({3}), vec({1}));
+  const Tensor e = ops::mul(d, d);
+  ops::mul_(d, d);
+  EXPECT_EQ(d.to_vector(), (std::vector<double>{9}));
+  EXPECT_EQ(unpack_dual(e).tangent.to_vector(), (std::vector<double>{6}));
+  EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{6}));
+}
+
 struct Twice : Function<Twice> {
   static constexpr const char* name = "Twice";
   static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }
