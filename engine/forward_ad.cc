@@ -1,5 +1,6 @@
 #include "engine/forward_ad.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_set>
 #include <vector>
@@ -163,12 +164,11 @@ void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* 
   const Tensor kept = !root || tangent.is_contiguous() ? tangent : engine_ops::clone(tangent);
   if (impl.tangents == nullptr) impl.tangents = std::make_unique<std::vector<LevelTangent>>();
   std::vector<LevelTangent>& list = *impl.tangents;
-  // Drop tangents of levels that have ended.
-  for (size_t i = list.size(); i-- > 0;) {
-    bool live_id = false;
-    for (int l = 0; l < num_levels(); ++l) live_id = live_id || list[i].level_id == id_of(l);
-    if (!live_id || list[i].level_id == id) list.erase(list.begin() + static_cast<long>(i));
-  }
+  // The tangent it replaces, if any. A level that has ended left none here: its end dropped them
+  // (Note [Tangents end with their level]).
+  list.erase(std::remove_if(list.begin(), list.end(),
+                            [id](const LevelTangent& lt) { return lt.level_id == id; }),
+             list.end());
   list.push_back({id, kept.impl()});
   remember_tangent(&impl, level);
 }
