@@ -100,6 +100,13 @@ void AccumulateGrad::variable_requires_grad_set(const TensorImpl& tensor) {
 
 bool AccumulateGrad::has_variable() { return variable_.load(std::memory_order_acquire) != nullptr; }
 
+Tensor AccumulateGrad::variable_if_alive() {
+  // The lock keeps a dying leaf's destructor (forget_variable) from returning meanwhile.
+  std::lock_guard<std::mutex> lock(mutex_);
+  TensorImpl* leaf = variable_.load(std::memory_order_acquire);
+  return leaf ? Tensor(Ref<TensorImpl>::upgrade(leaf)) : Tensor();
+}
+
 std::shared_ptr<AccumulateGrad> detail::create_grad_accumulator(const Tensor& leaf) {
   TensorImpl& impl = *leaf.impl();
   std::lock_guard<std::mutex> lock(impl.autograd_mutex);

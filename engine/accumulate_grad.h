@@ -49,6 +49,10 @@ class AccumulateGrad final : public Node {
   void variable_requires_grad_set(const TensorImpl& tensor);
   // Whether the leaf is still alive (for tests).
   bool has_variable();
+  // A handle to the leaf, or an undefined tensor once it died. Only for a leaf marked
+  // upgradable (Note [Upgrading a plain pointer], engine/memory/ref.h): the one that
+  // post-accumulate-grad hooks are handed.
+  Tensor variable_if_alive();
   // The leaf's requires_grad now, or when it died. Lock-free (Note [The leaf's flag, copied]).
   bool variable_requires_grad() const { return requires_grad_.load(std::memory_order_acquire); }
 

@@ -144,12 +144,9 @@ uint64_t NodeHooks::add_post_hook(Node::PostHook hook) {
   return id;
 }
 
-uint64_t NodeHooks::add_post_accumulate_hook(PostAccumulateGradHook hook, Ref<TensorImpl> leaf) {
+uint64_t NodeHooks::add_post_accumulate_hook(PostAccumulateGradHook hook) {
   const uint64_t id = new_hook_id();
-  update([&](Table& t) {
-    t.post_accumulate.emplace_back(id, std::move(hook));
-    t.leaf = std::move(leaf);
-  });
+  update([&](Table& t) { t.post_accumulate.emplace_back(id, std::move(hook)); });
   return id;
 }
 
@@ -160,7 +157,7 @@ void NodeHooks::remove(uint64_t id) {
       if (erase_id(group.hooks, id)) return;
     }
     if (erase_id(t.pre, id) || erase_id(t.post, id)) return;
-    if (erase_id(t.post_accumulate, id) && t.post_accumulate.empty()) t.leaf = nullptr;
+    erase_id(t.post_accumulate, id);
   });
 }
 
@@ -240,7 +237,8 @@ RemovableHandle Tensor::register_post_accumulate_grad_hook(
            grad_fn()->name(), "')");
   if (!impl_->requires_grad) return {};  // a view that requires grad only through its base
   std::shared_ptr<AccumulateGrad> node = grad_accumulator(*this);
-  const uint64_t id = node->hooks().add_post_accumulate_hook(std::move(hook), impl_);
+  impl_.mark_upgradable();  // the hooks are handed the leaf through its node's plain pointer
+  const uint64_t id = node->hooks().add_post_accumulate_hook(std::move(hook));
   return {node, id};
 }
 
@@ -297,10 +295,11 @@ void call_pre_hooks(const Node& node, TensorList& grads) {
 
 bool has_post_hooks(const Node& node) { return !table_of(node)->post.empty(); }
 
-void call_post_accumulate_grad_hooks(const Node& node) {
+void call_post_accumulate_grad_hooks(Node& node) {
   const std::shared_ptr<const NodeHooks::Table> table = table_of(node);
   if (table->post_accumulate.empty()) return;
-  const Tensor leaf(table->leaf);
+  const Tensor leaf = static_cast<AccumulateGrad&>(node).variable_if_alive();
+  if (!leaf.defined()) return;  // it died, and its .grad with it
   for (const auto& entry : table->post_accumulate) entry.second(leaf);
 }
 

@@ -126,11 +126,9 @@ class NodeHooks {
     std::vector<std::pair<uint32_t, std::shared_ptr<RetainedTensor>>> retains_grad;  // per slot
     std::vector<std::pair<uint64_t, Node::PreHook>> pre;
     std::vector<std::pair<uint64_t, Node::PostHook>> post;
+    // Handed the leaf if it is still alive: the hooks do not keep it, as a graph does not keep its
+    // leaves (engine/accumulate_grad.h), so they die with it, as its .grad does.
     std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate;
-    // The leaf, kept alive while it has post-accumulate-grad hooks: they are handed it, and a
-    // graph does not keep its leaves alive (engine/accumulate_grad.h). Removing the last of them
-    // lets it go; until then the leaf and its AccumulateGrad keep each other.
-    Ref<TensorImpl> leaf;
     bool empty() const;
   };
 
@@ -144,7 +142,7 @@ class NodeHooks {
   std::shared_ptr<RetainedTensor> take_retains_grad(const TensorImpl* tensor);
   uint64_t add_pre_hook(Node::PreHook hook);
   uint64_t add_post_hook(Node::PostHook hook);
-  uint64_t add_post_accumulate_hook(PostAccumulateGradHook hook, Ref<TensorImpl> leaf);
+  uint64_t add_post_accumulate_hook(PostAccumulateGradHook hook);
   void remove(uint64_t id);
 
  private:
@@ -163,7 +161,7 @@ class NodeHooks {
 void call_tensor_hooks(const Node& node, TensorList& grads);  // 1 and 2
 void call_pre_hooks(const Node& node, TensorList& grads);     // 3
 bool has_post_hooks(const Node& node);
-void call_post_accumulate_grad_hooks(const Node& node);  // 5; node is an AccumulateGrad
+void call_post_accumulate_grad_hooks(Node& node);  // 5; node is an AccumulateGrad
 void call_post_hooks(const Node& node, TensorList& grad_inputs, const TensorList& grad_outputs);
 
 // 1 to 6 around `apply`, which runs the node (4) on its gradients and returns its results.

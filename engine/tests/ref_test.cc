@@ -67,5 +67,43 @@ TEST(Ref, ConcurrentCopiesAndDropsDeleteExactlyOnce) {
   }
 }
 
+// Note [Upgrading a plain pointer]: a marked object counts and dies as any other, upgrade()
+// adds an owner while one exists, and finds none once the last owner let go.
+TEST(Ref, UpgradeOfAMarkedObject) {
+  int deletions = 0;
+  Ref<Counted> a = Ref<Counted>::make(&deletions);
+  EXPECT_FALSE(a.upgradable());
+  a.mark_upgradable();
+  EXPECT_TRUE(a.upgradable());
+  EXPECT_EQ(a.use_count(), 1u);
+  Counted* plain = a.get();
+  {
+    Ref<Counted> b = Ref<Counted>::upgrade(plain);
+    EXPECT_TRUE(b == a);
+    EXPECT_EQ(a.use_count(), 2u);
+  }
+  EXPECT_EQ(a.use_count(), 1u);
+  Ref<Counted> b = std::move(a);
+  EXPECT_EQ(deletions, 0);
+  b = nullptr;
+  EXPECT_EQ(deletions, 1);  // a marked object dies by the decrement, at 1 owner as any other
+}
+
+// A marked object whose count reached 0 is not brought back: upgrade() inside its destructor
+// (where the AccumulateGrad's lock would hold it) finds it dying.
+struct UpgradesItself : RefCounted {
+  explicit UpgradesItself(bool* found) : found(found) {}
+  ~UpgradesItself() { *found = Ref<UpgradesItself>::upgrade(this) != nullptr; }
+  bool* found;
+};
+
+TEST(Ref, NoUpgradeOfADyingObject) {
+  bool found = true;
+  Ref<UpgradesItself> a = Ref<UpgradesItself>::make(&found);
+  a.mark_upgradable();
+  a = nullptr;
+  EXPECT_FALSE(found);
+}
+
 }  // namespace
 }  // namespace ag
