@@ -42,7 +42,9 @@ namespace ag {
 //   3. its pre-hooks, on all the gradients it received;
 //   4. apply();
 //   5. for a leaf's AccumulateGrad, the leaf's post-accumulate-grad hooks (also when nothing
-//      was accumulated: the leaf no longer requires grad, or the gradient is undefined);
+//      was accumulated: the leaf no longer requires grad, or the gradient is undefined), handed
+//      the leaf. Not for a leaf nobody holds any more: PyTorch's graph keeps its leaves alive and
+//      runs their hooks, this engine's graph keeps neither (engine/accumulate_grad.h);
 //   6. its post-hooks, on (what apply() returned, what it was handed).
 // A hook is handed undefined tensors for gradients the node did not receive (Python's None),
 // and a node whose hooks would run runs them even when it receives nothing at all (apply() is
