@@ -222,6 +222,10 @@ void check_args(const Model& m, const CallArgs& a) {
   for (int n : a.inputs) RC_PRE(pickable(m, n));
   // The model predicts histories of second derivatives, not third ones.
   RC_PRE((!a.create_graph || !m.reaches_grad_node(a.roots)));
+  // Note [Model saved-tensor hooks]: no create_graph call inside a scope or through a node whose
+  // saved values unpack scaled, and no in-place accumulation into a .grad a pack kept.
+  RC_PRE((!a.create_graph || (m.innermost_saved_hooks() < 0 && !m.reaches_scaled_unpack(a.roots))));
+  RC_PRE(!m.grad_kept_by_pack());
 }
 
 class Backward final : public ApiCommand {

@@ -244,7 +244,7 @@ Outcome Model::execute_checks(const BackwardWalk& p, const std::set<int>& writte
         raise_or_maybe(out, false,
                        std::string("a value saved by ") + op_name(node.kind) +
                            " may have been written by a backward that failed");
-      } else if (s.storage >= 0 && storages_[s.storage].version != s.version) {
+      } else if (s.storage >= 0 && s.packed_by < 0 && storages_[s.storage].version != s.version) {
         raise_or_maybe(out, sure && s.certain,
                        std::string("a value saved by ") + op_name(node.kind) +
                            " has been modified by an inplace operation");

@@ -29,4 +29,8 @@ CommandPtr make_grad(const Model& m);
 // dual_commands.cc: enter/exit a dual level, make_dual, unpack_dual (Note [Model dual levels]).
 CommandPtr make_dual_call(const Model& m);
 
+// saved_hook_commands.cc: open a saved-tensor-hooks scope, close the innermost (Note [Model
+// saved-tensor hooks]).
+CommandPtr make_saved_hooks(const Model& m);
+
 }  // namespace ag::proptests

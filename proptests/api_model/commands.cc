@@ -171,7 +171,8 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                                                      {8, 11},
                                                                      {6, 12},
                                                                      {5, 13},
-                                                                     {14, 14}})) {
+                                                                     {14, 14},
+                                                                     {5, 15}})) {
                                case 0:
                                  c = make_leaf(s);
                                  break;
@@ -213,6 +214,9 @@ rc::Gen<CommandPtr> gen_command(const Model& m) {
                                  break;
                                case 14:
                                  c = make_dual_call(s);
+                                 break;
+                               case 15:
+                                 c = make_saved_hooks(s);
                                  break;
                                default:
                                  c = make_grad(s);

@@ -12,7 +12,12 @@ Shape to_engine_shape(const Dims& d) { return Shape(d.begin(), d.end()); }
 
 class EnterDualLevel final : public ApiCommand {
  public:
-  void checkPreconditions(const Model& m) const override { RC_PRE(!m.dual_live()); }
+  void checkPreconditions(const Model& m) const override {
+    RC_PRE(!m.dual_live());
+    // Tangents are computed by recorded ops, whose saves a saved-tensor hook would pack: no
+    // level inside a scope (Note [Model saved-tensor hooks]).
+    RC_PRE(m.innermost_saved_hooks() < 0);
+  }
   Outcome step(Model& m) const override { return m.enter_dual_level(); }
   void exec(Sut& sut, const Model&) const override {
     sut.dual_level = std::make_unique<DualLevel>();
@@ -130,6 +135,7 @@ CommandPtr make_dual_call(const Model& m) {
       case 1:
         return gen_make_dual(m);  // raises outside a level
       default:
+        if (m.innermost_saved_hooks() >= 0) return nullptr;
         return std::make_shared<EnterDualLevel>();
     }
   }

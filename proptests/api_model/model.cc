@@ -107,7 +107,8 @@ bool Model::saved_while_not_requiring_grad(int i) const {
   return false;
 }
 
-bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
+template <typename Pred>
+bool Model::reaches(const std::vector<int>& root_names, Pred pred) const {
   std::vector<int> stack;
   std::vector<char> seen(program_.size(), 0);
   for (int name : root_names) {
@@ -122,10 +123,18 @@ bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
     stack.pop_back();
     if (seen[n]) continue;
     seen[n] = 1;
-    if (program_.node(n).kind == OpKind::kGrad) return true;
+    if (pred(program_.node(n))) return true;
     for (const auto& [i, e] : program_.edges(n)) stack.push_back(e.node);
   }
   return false;
+}
+
+bool Model::reaches_grad_node(const std::vector<int>& root_names) const {
+  return reaches(root_names, [](const Node& n) { return n.kind == OpKind::kGrad; });
+}
+
+bool Model::reaches_scaled_unpack(const std::vector<int>& root_names) const {
+  return reaches(root_names, [](const Node& n) { return n.saved_scale != 1.0; });
 }
 
 bool Model::reaches_retained(int root_name) const {
@@ -279,6 +288,7 @@ void Model::add_saves(Node& node, const std::vector<int>& impls) {
     }
     node.saved.push_back(s);
   }
+  pack_saves(node);
 }
 
 void Model::kill_storage(int storage) {

@@ -233,6 +233,35 @@ struct Semantics {
 // an in-place op with a dual operand gives a non-dual self a zero tangent first, and a view's
 // tangent follows its base's writes, are not modelled).
 
+// Note [Model saved-tensor hooks]
+// torch.autograd.graph.saved_tensors_hooks(pack, unpack) (engine/saved_tensor_hooks.h), entered
+// and exited explicitly; scopes nest and the innermost open one applies. Every value an op saves
+// while one is open (the slots add_saves keeps: derivatives.yaml's guarded saves, op_rules.h) is
+// handed to its pack once (SavedHooksScope::packs counts them), and a value keeps the scope it
+// was packed by. A packed value is never version-checked (PyTorch cannot follow a version
+// through the hooks). Pack kinds: kKeep returns its input itself, so backward reads the
+// storage as it is then: the generator makes no write into such a storage while the value
+// lives (kept_by_pack), nor an in-place op with an operand sharing self's storage in such a
+// scope (mul_(a, a) keeps a, then writes it), nor a backward that adds into a .grad kept so; kClone
+// returns a copy made at the save, so later writes to the original are neither seen nor an error
+// (the slot's storage is -1, a private copy). Unpack returns the packed value, or it times
+// `unpack_scale`: the node's formulas then read scaled values (Node::saved_scale, program.h), so
+// its vjp is its Jacobian at the scaled inputs (every formula of the model's ops reads the input
+// values it depends on from saved values; those that read the result, from the scaled result). No
+// create_graph call runs while a scope is open (the backward's own ops would pack values the
+// model does not list) or through a scaled node (its unpacked value carries the original's
+// history, so second derivatives are not the scaled Jacobian's), and no scope is open inside a
+// dual level or a level entered inside a scope (tangents are computed by recorded ops, which
+// save values too).
+enum class PackKind : uint8_t { kKeep, kClone };
+
+struct SavedHooksScope {
+  PackKind pack = PackKind::kKeep;
+  double unpack_scale = 1.0;  // 1: unpack returns what pack returned
+  int packs = 0;              // pack calls so far
+  bool open = true;
+};
+
 enum class Expect { kOk, kRaise, kMaybe };
 
 // One tensor a hook is handed (undefined: None).
@@ -393,6 +422,17 @@ class Model {
   Outcome make_dual(int name, int of, const Dims& tangent_shape,
                     const std::vector<double>& tangent);
   Outcome unpack_dual(int name) const;
+  // Note [Model saved-tensor hooks].
+  Outcome open_saved_hooks(PackKind pack, double unpack_scale);
+  Outcome close_saved_hooks();  // the innermost open scope
+  const std::vector<SavedHooksScope>& saved_hooks() const { return scopes_; }
+  int innermost_saved_hooks() const { return open_scopes_.empty() ? -1 : open_scopes_.back(); }
+  // Whether the impl's storage holds a value a kKeep pack kept, which a backward may still read.
+  bool kept_by_pack(int impl) const;
+  // Whether some tensor's .grad is such a storage (backward would add into it in place).
+  bool grad_kept_by_pack() const;
+  // Whether a backward from these roots reaches a node whose saved values unpack scaled.
+  bool reaches_scaled_unpack(const std::vector<int>& root_names) const;
 
   // What the runner's check leaves behind after every call: it reads each live tensor's
   // is_leaf, which brings a stale view's history up to date, in PyTorch as in the engine. That
@@ -434,6 +474,11 @@ class Model {
   Use use_of(int impl, bool track);
   Ref add_node(Node node);
   void add_saves(Node& node, const std::vector<int>& operand_impls);
+  // Hands what the node saves to the innermost open saved-tensor-hooks scope's pack, if any.
+  void pack_saves(Node& node);
+  // Whether a backward from these roots reaches a node satisfying `pred`.
+  template <typename Pred>
+  bool reaches(const std::vector<int>& root_names, Pred pred) const;
   void kill_storage(int storage);
 
   Outcome validate(const char* api, const CallArgs& args);
@@ -484,7 +529,9 @@ class Model {
   ApiProgram program_;
   std::map<int, HookState> hooks_;  // by id
   int next_hook_ = 0;
-  bool dual_live_ = false;  // Note [Model dual levels]
+  bool dual_live_ = false;               // Note [Model dual levels]
+  std::vector<SavedHooksScope> scopes_;  // by id (Note [Model saved-tensor hooks])
+  std::vector<int> open_scopes_;         // ids, innermost last
 };
 
 }  // namespace ag::proptests

@@ -105,13 +105,47 @@ bool reads_result(OpKind kind) {
   return t != nullptr && t->saves == proptests::Saves::kResult;
 }
 
-// y = f(x) + delta, with the derivative h(y) its formula computes from y: the row's d[1].
+// y = f(x) + delta, with the derivative h(y) its formula computes from y: the row's d[1]; read
+// at c * y when the saved result unpacks scaled (Note [Model saved-tensor hooks], model.h).
 template <typename T>
-T result_op(OpKind kind, const T& x, const T& delta) {
+T result_op(OpKind kind, const T& x, const T& delta, double c = 1.0) {
   const proptests::OpTraits* t = unary_traits(kind);
   return from_result(
       x, delta, [t](double v) { return t->f(v); },
-      [t](const auto& y) { return taylor<1>(t->d, y); });
+      [t, c](const auto& y) {
+        using Y = std::decay_t<decltype(y)>;
+        return taylor<1>(t->d, c == 1.0 ? y : Y(c) * y);
+      });
+}
+
+template <typename T>
+double primal(const T& x) {
+  if constexpr (std::is_same_v<T, double>) {
+    return x;
+  } else {
+    return primal(x.v);
+  }
+}
+
+// An op whose saved values unpack times c (Note [Model saved-tensor hooks], model.h): its
+// formulas read c * x, so its derivative is the op's at the scaled inputs; its value stays the
+// one at the inputs themselves (a constant shift, which changes no derivative).
+template <typename T>
+std::vector<Val<T>> apply_scaled(OpKind kind, const OpAttrs& a, const std::vector<Val<T>>& in,
+                                 double c) {
+  if (c == 1.0) return apply_op<T>(kind, a, in);
+  std::vector<Val<T>> scaled = in;
+  for (Val<T>& v : scaled) {
+    for (T& x : v.v) x += T((c - 1.0) * primal(x));
+  }
+  std::vector<Val<T>> out = apply_op<T>(kind, a, scaled);
+  const std::vector<Val<T>> plain = apply_op<T>(kind, a, in);
+  for (size_t k = 0; k < out.size(); ++k) {
+    for (size_t e = 0; e < out[k].v.size(); ++e) {
+      out[k].v[e] += T(primal(plain[k].v[e]) - primal(out[k].v[e]));
+    }
+  }
+  return out;
 }
 
 // A tracked input's value: its producer's value shifted by what was written behind autograd's
@@ -161,13 +195,13 @@ std::vector<Val<T>> eval_node(const ApiProgram& p, int n, const Vals<T>& vals,
     }
     out = {{x.shape, {}}};
     for (size_t e = 0; e < x.v.size(); ++e)
-      out[0].v.push_back(result_op(node.kind, x.v[e], delta[e]));
+      out[0].v.push_back(result_op(node.kind, x.v[e], delta[e], node.saved_scale));
     return out;
   } else {
     std::vector<Val<T>> in;
     in.reserve(node.inputs.size());
     for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
-    out = apply_op<T>(node.kind, node.attrs, in);
+    out = apply_scaled<T>(node.kind, node.attrs, in, node.saved_scale);
   }
   for (const Seed<T>& s : seeds) {
     if (s.at.node == n) out[s.at.slot].v[s.elem] += s.delta;
@@ -371,9 +405,11 @@ std::vector<std::vector<double>> ApiProgram::input_vjp(
       std::vector<Val<D>> y;
       if (reads_result(node.kind)) {  // as eval_node: the formula reads the result
         y = {{in[0].shape, {}}};
-        for (const D& x : in[0].v) y[0].v.push_back(result_op(node.kind, x, D(0.0)));
+        for (const D& x : in[0].v) {
+          y[0].v.push_back(result_op(node.kind, x, D(0.0), node.saved_scale));
+        }
       } else {
-        y = apply_op<D>(node.kind, node.attrs, in);
+        y = apply_scaled<D>(node.kind, node.attrs, in, node.saved_scale);
       }
       in[i].v[e].d = 0.0;
       for (size_t s = 0; s < y.size() && s < gos.size(); ++s) {

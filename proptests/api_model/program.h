@@ -95,6 +95,9 @@ struct SavedSlot {
   // iff it requires grad when the gradient is computed, not when it was saved.
   int leaf_impl = -1;
   bool via_view = false;  // saved as a view the op made of it (with that view's own history)
+  // The saved-tensor-hooks scope that packed it, or -1 (Note [Model saved-tensor hooks],
+  // model.h): a packed value is never version-checked.
+  int packed_by = -1;
 };
 
 enum class Released : uint8_t { kNo, kMaybe, kYes };
@@ -118,6 +121,9 @@ struct Node {
   std::vector<std::vector<double>> values;  // per output, when the node was recorded
   std::vector<SavedSlot> saved;
   bool unpack_all = false;  // custom Functions unpack every saved tensor whenever they run
+  // Every saved value is unpacked times this (Note [Model saved-tensor hooks], model.h): the
+  // formulas read scaled values, so the node's vjp is its Jacobian at the scaled inputs.
+  double saved_scale = 1.0;
   // kGrad: its definition and the values its backward graph hangs on (its edges).
   GradDef grad;
   std::vector<Ref> grad_edges;

@@ -115,6 +115,37 @@ def acchook(i):
     return fn
 
 
+# Saved-tensor hooks (the API model's Note [Model saved-tensor hooks]): scope i's pack counts
+# its calls in pack_calls[i] and keeps its input ('keep') or a clone ('clone'); unpack gives it
+# back, times `scale` unless that is None. Entered and exited explicitly (s0.__enter__(),
+# s0.__exit__(None, None, None)); open_scopes lists those still open, innermost last.
+pack_calls = {}
+open_scopes = []
+
+
+class _SavedHooks(torch.autograd.graph.saved_tensors_hooks):
+    def __enter__(self):
+        open_scopes.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        open_scopes.remove(self)
+        return super().__exit__(*exc)
+
+
+def saved_hooks(i, pack, scale):
+    pack_calls[i] = 0
+
+    def pack_hook(t):
+        pack_calls[i] += 1
+        return t.clone() if pack == 'clone' else t
+
+    def unpack_hook(p):
+        return p if scale is None else p * scale
+
+    return _SavedHooks(pack_hook, unpack_hook)
+
+
 def show(names):
     """Prints what the state machine compares for each named tensor."""
     for name in names:

@@ -33,6 +33,7 @@ std::vector<HookValue> hook_values(const TensorList& ts) {
 }
 
 Sut::~Sut() {
+  while (!saved_hooks.empty()) saved_hooks.pop_back();  // innermost first, as scopes close
   for (auto& [name, t] : tensors) {
     if (t.defined()) t.set_grad(Tensor());
   }
@@ -156,7 +157,24 @@ void check_tangent(const std::string& what, const Tensor& t, const Model& m, int
 
 }  // namespace
 
+namespace {
+
+// Note [Model saved-tensor hooks]: how often each scope's pack ran.
+void check_pack_calls(const Model& m, const Sut& sut, const std::string& after) {
+  const std::vector<SavedHooksScope>& scopes = m.saved_hooks();
+  for (size_t id = 0; id < scopes.size(); ++id) {
+    const int got = *sut.pack_calls.at(static_cast<int>(id));
+    if (got != scopes[id].packs) {
+      RC_FAIL("saved-tensor hooks s" + std::to_string(id) + ": pack ran " + std::to_string(got) +
+              " times, the model says " + std::to_string(scopes[id].packs) + "\n  after: " + after);
+    }
+  }
+}
+
+}  // namespace
+
 void Sut::check(const Model& m, const std::string& after) {
+  check_pack_calls(m, *this, after);
   SameRelation storage("storage", after), object("the tensor object", after);
   for (const auto& [name, impl] : m.handles()) {
     const ImplState& s = m.impl(impl);

@@ -11,6 +11,7 @@
 
 #include "engine/forward_ad.h"
 #include "engine/removable_handle.h"
+#include "engine/saved_tensor_hooks.h"
 #include "engine/tensor.h"
 #include "proptests/api_model/model.h"
 
@@ -37,6 +38,10 @@ struct Sut {
   // The hooks registered (by the model's id) and what they were handed in the current call.
   std::map<int, RemovableHandle> hook_handles;
   std::shared_ptr<std::vector<FiredHook>> hook_log = std::make_shared<std::vector<FiredHook>>();
+  // Note [Model saved-tensor hooks]: the open scopes, innermost last (closed in that order), and
+  // each scope's pack calls by the model's id.
+  std::vector<std::unique_ptr<SavedTensorsHooks>> saved_hooks;
+  std::map<int, std::shared_ptr<int>> pack_calls;
   // The live dual level (Note [Model dual levels]); last, so it ends before the tensors go.
   std::unique_ptr<DualLevel> dual_level;
 

@@ -666,6 +666,11 @@ class InPlace final : public ApiCommand {
     // Note [Model dual levels]: no write into a tensor with a tangent (or its storage), and
     // none with an operand that has one, while a level is live.
     RC_PRE(!(m.dual_live() && (m.dual_storage(a) || m.dual_storage(b))));
+    // Note [Model saved-tensor hooks]: backward would read the write through a keeping pack,
+    // also when the op keeps `other` and then writes it (mul_(a, a)).
+    RC_PRE(!m.kept_by_pack(a));
+    const int scope = m.innermost_saved_hooks();
+    RC_PRE(!(shared && scope >= 0 && m.saved_hooks()[scope].pack == PackKind::kKeep));
     if (shared && broadcasts_to(m.shape(other_), m.shape(self_)) &&
         m.overlap_error(kind_, a, b) == nullptr) {
       const std::vector<int64_t> written = positions(m.layout(a));
@@ -736,7 +741,7 @@ CommandPtr make_inplace(const Model& m) {
     default:
       break;
   }
-  if (a < 0) a = pick_any(m);
+  if (a < 0) a = pick(m, [&](int n) { return !m.kept_by_pack(m.impl_of(n)); });
   if (a < 0) return nullptr;
   // Often the tensor itself or one sharing its storage (a view, a detached alias); often one
   // that requires grad (so that the written tensor gets a history, a leaf becomes a non-leaf).
