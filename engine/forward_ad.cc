@@ -49,6 +49,26 @@ int resolve(int level, const char* op) {
   return level < 0 ? n - 1 : level;
 }
 
+// PyTorch's set_fw_grad keeps a tangent only in its primal's layout (sizes, strides, offset and
+// storage size: has_same_meta), else copies it into a tensor of the primal's strides; a primal
+// that reads one element at several indices (expanded) makes that copy raise. Only the raise is
+// observable here: the engine keeps a root's tangent contiguous and reads views through it.
+void check_tangent_layout(const Tensor& primal, const Tensor& tangent) {
+  const Shape& sizes = primal.shape();
+  const Shape strides = primal.strides();
+  bool overlaps = false;
+  for (size_t d = 0; d < sizes.size(); ++d) overlaps |= sizes[d] > 1 && strides[d] == 0;
+  const bool same_meta = tangent.strides() == strides &&
+                         tangent.storage_offset() == primal.storage_offset() &&
+                         tangent.impl()->storage->nbytes() == primal.impl()->storage->nbytes();
+  AG_CHECK(!overlaps || same_meta,
+           "make_dual: unsupported operation: more than one element of the written-to tensor "
+           "refers to a single memory location. Please clone() the tensor before performing the "
+           "operation. (the primal ",
+           primal.describe(), " has strides ", to_string(strides), "; the tangent ",
+           tangent.describe(), " strides ", to_string(tangent.strides()), ")");
+}
+
 Tensor own_tangent(const TensorImpl& impl, uint64_t id) {
   if (impl.tangents == nullptr) return Tensor();
   for (const LevelTangent& lt : *impl.tangents) {
@@ -107,6 +127,7 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
            "make_dual: Making a dual Tensor based on a Tensor that already has a forward gradient "
            "at the same level ",
            level, " is not supported");
+  check_tangent_layout(primal, tangent);
   Tensor dual;
   {
     forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own

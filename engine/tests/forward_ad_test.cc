@@ -278,5 +278,23 @@ TEST(ForwardAd, ACustomFunctionRefusesATangent) {
   EXPECT_EQ(Twice::apply({vec({1, 2})})[0].to_vector(), (std::vector<double>{2, 4}));
 }
 
+// PyTorch 2.15 copies a tangent into its primal's strides unless it has the primal's layout
+// already: an expanded primal with a contiguous tangent raises the overlap error, with a tangent
+// of the same layout it is kept (found by the API model: the engine kept [-2, -1.875] for a
+// primal whose two elements are one).
+TEST(ForwardAd, AnExpandedPrimalTakesOnlyATangentOfItsLayout) {
+  DualLevel level;
+  const Tensor primal = ops::expand(ops::from_vector({-2}, {}, DType::kFloat64), {2});
+  expect_error(
+      [&] {
+        (void)make_dual(primal, vec({-2, -1.875}));
+      },
+      {"make_dual", "more than one element of the written-to tensor"});
+  const Tensor same = ops::expand(ops::from_vector({3}, {1}, DType::kFloat64), {2});
+  const Tensor d = make_dual(primal, same);
+  EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{3, 3}));
+  EXPECT_EQ(unpack_dual(ops::mul(d, 2.0)).tangent.to_vector(), (std::vector<double>{6, 6}));
+}
+
 }  // namespace
 }  // namespace ag

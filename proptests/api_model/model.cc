@@ -809,6 +809,13 @@ Outcome Model::make_dual(int name, int of, const Dims& tangent_shape,
     return Outcome::raise(
         "Making a dual Tensor based on a Tensor that already has a forward gradient");
   }
+  // PyTorch copies a tangent whose layout is not the primal's into the primal's strides, which
+  // an expanded primal refuses (the model's tangents are always fresh contiguous tensors).
+  if (has_internal_overlap(layout(base))) {
+    return Outcome::raise(
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location");
+  }
   // PyTorch's _make_dual: a view of the primal (ViewBackward0 where it requires grad).
   const Dims shape = impls_[base].shape;  // a copy: view() adds impls
   Outcome out = view(name, of, shape, true);
