@@ -202,6 +202,13 @@ class Context {
   // Whether an in-place op rewrote the tensor, a retaining non-first output of a custom Function,
   // or its output 0, whose hook PyTorch moved then (retains-grad-moved-by-output-nr).
   bool retains_grad_moved(int v) const { return moved_retains_grad_.count(tensor(v)) > 0; }
+  // The statement that made value v as one of several outputs of one node, or null.
+  const Stmt* multi_output_producer(int v) const {
+    const Stmt* s = producer(v);
+    if (!s || s->results.size() < 2) return nullptr;
+    const bool recorded_views = s->kind == StmtKind::kViewOp && !s->flag;
+    return s->kind == StmtKind::kCustom || recorded_views ? s : nullptr;
+  }
   // The smallest value id naming the same tensor as value v (records' same=).
   int tensor(int v) const {
     const auto it = tensor_of_.find(v);
@@ -212,16 +219,14 @@ class Context {
     const auto it = hooked_.find(hook);
     return it == hooked_.end() ? -1 : it->second;
   }
-  // Whether value v is one of the two outputs of a custom Function.
-  bool sibling_output(int v) const {
-    const Stmt* s = producer(tensor(v));
-    return s && s->kind == StmtKind::kCustom && s->results.size() > 1;
-  }
-  // Whether tensors a and b have one node: one tensor, or outputs of one custom Function.
+  // Whether value v is one of several outputs of one node: a custom Function's, or a split,
+  // chunk or unbind recorded with grad mode on (Note [Several views, one node], ops/split.cc).
+  bool sibling_output(int v) const { return multi_output_producer(tensor(v)) != nullptr; }
+  // Whether tensors a and b have one node: one tensor, or outputs of one such statement.
   bool same_node(int a, int b) const {
     if (tensor(a) == tensor(b)) return true;
-    const Stmt* s = producer(tensor(a));
-    return s && s->kind == StmtKind::kCustom && s == producer(tensor(b));
+    const Stmt* s = multi_output_producer(tensor(a));
+    return s && s == producer(tensor(b));
   }
 
  private:

@@ -204,6 +204,28 @@ TEST(Comparison, RulesAreNarrow) {
   }
 }
 
+// unused-input-zeros excuses the engine's zeros for a requested output of a multi-output node
+// that got no gradient (PyTorch raises "appears to not have been used"): chunk's outputs are
+// siblings as a custom Function's are (found by a live fuzz run).
+TEST(Comparison, ChunkPiecesAreSiblings) {
+  const ConformanceProgram recorded = parse_program(
+      "v0 = leaf [2] seed=1 requires_grad=1\n"
+      "v1 v2 = chunk v0 chunks=2 dim=0\n"
+      "v3 = leaf [1] seed=2 requires_grad=1\n"
+      "v4 = grad outputs=v2 inputs=v1 grad_outputs=v3 retain_graph=1 create_graph=0 "
+      "allow_unused=0\n");
+  const Records actual = run_on_engine(recorded);
+  Records expected;
+  for (const std::string& line : actual.lines) {
+    if (line.rfind("s3 v", 0) == 0) continue;  // PyTorch raised: no result lines
+    expected.lines.push_back(line == "s3 ok" ? "s3 raise" : line);
+  }
+  ASSERT_NE(expected.lines.size(), actual.lines.size()) << actual.text();
+  const Comparison c = compare(recorded, expected, actual);
+  EXPECT_TRUE(c.ok()) << explain(c);
+  EXPECT_EQ(c.stopped_by, "unused-input-zeros");
+}
+
 TEST(Reduce, DropsWhatThePredicateDoesNotNeed) {
   const ConformanceProgram p = parse_program(
       "v0 = leaf [2] seed=1 requires_grad=1\n"
