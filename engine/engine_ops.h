@@ -28,6 +28,9 @@ void refresh_view(const Tensor& view);
 // (Note [How a view was made]); and, once a view was written and given its new history, its
 // base's rebase (Note [In-place ops on views]).
 Tensor alias(const Tensor& t);
+// ops::as_strided, recorded when grad mode is on: a view's tangent read from its base's (Note
+// [Tangents of views], engine/forward_ad.cc).
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
 void check_inplace_on_view(const char* op, const Tensor& view, bool recorded);
 void rebase_history_after_write(const Tensor& view);
 // Whether ops are being traced on this thread (Note [Tracing hook] in ops/trace_hook.h): custom

@@ -77,6 +77,25 @@ Tensor own_tangent(const TensorImpl& impl, uint64_t id) {
   return Tensor();
 }
 
+// Note [Tangents of views]
+// A view that has no tangent of its own reads its root base's through its own layout, over the
+// base's elements in row-major order (Note [Views of any stride], ops/views.h): the base's tangent
+// is contiguous. As PyTorch's (AutogradMeta::fw_grad), it is an as_strided view of the base's
+// tangent, recorded as ops are, which the view then keeps as its own: the view's tangent has the
+// history of the base's (unpack_dual(v).tangent requires grad where the base's does), an in-place
+// write into it is recorded on the base's tangent, and two reads give the same tensor.
+Tensor view_of_base_tangent(const Tensor& view, const Tensor& base_tangent, int level) {
+  const TensorImpl& impl = *view.impl();
+  Tensor t;
+  {
+    forward_ad::SuspendLevel reading_the_tangent(level);
+    t = engine_ops::as_strided(base_tangent, impl.shape, impl.view_strides,
+                               base_tangent.storage_offset() + impl.view_offset);
+  }
+  forward_ad::set_tangent(view, level, t, "forward AD");
+  return t;
+}
+
 }  // namespace
 
 DualLevel::DualLevel() {
@@ -163,12 +182,9 @@ Tensor tangent(const Tensor& t, int level) {
   const TensorImpl& impl = *t.impl();
   Tensor own = own_tangent(impl, id);
   if (own.defined() || impl.view_base == nullptr) return own;
-  // A view reads its root base's tangent through its own layout, over the base's elements in
-  // row-major order (Note [Views of any stride], ops/views.h): the base's tangent is contiguous.
   const Tensor base = own_tangent(*impl.view_base, id);
   if (!base.defined()) return Tensor();
-  return base.alias_with_layout(t.shape(), impl.view_strides,
-                                base.storage_offset() + impl.view_offset);
+  return view_of_base_tangent(t, base, level);
 }
 
 void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op) {
@@ -204,15 +220,12 @@ void copy_tangents(const Tensor& from, const Tensor& to) {
 Tensor tangent_to_write(const Tensor& t, int level) {
   Tensor existing = tangent(t, level);
   if (existing.defined()) return existing;
-  SuspendLevel zeros_carry_none(level);
-  const TensorImpl& impl = *t.impl();
-  if (impl.view_base == nullptr) {
-    set_tangent(t, level, engine_ops::zeros_like(t), "forward AD");
-  } else {
-    const Tensor base(impl.view_base);
-    set_tangent(base, level, engine_ops::zeros_like(base), "forward AD");
+  {
+    SuspendLevel zeros_carry_none(level);
+    const Tensor root(t.is_view() ? t.impl()->view_base : t.impl());
+    set_tangent(root, level, engine_ops::zeros_like(root), "forward AD");
   }
-  return tangent(t, level);
+  return tangent(t, level);  // a view's: Note [Tangents of views]
 }
 
 SuspendLevel::SuspendLevel(int level)

@@ -31,8 +31,9 @@ namespace ag {
 // the two modes as they are.
 //
 // Views: a tangent is kept by the tensor it was given to (make_dual's result, an op's result).
-// A view that has none of its own reads its root base's tangent through its own layout, so after
-// an in-place op gives a base a tangent, every view of it has the view of that tangent; an
+// A view that has none of its own reads its root base's tangent through its own layout (and keeps
+// that view of it, Note [Tangents of views], forward_ad.cc), so after an in-place op gives a base
+// a tangent, every view of it has the view of that tangent; an
 // in-place op on a view without a tangent first gives its root base a zero one, then writes the
 // view's part of it, as PyTorch does. A level's end drops every tangent it gave (Note [Tangents
 // end with their level], forward_ad.cc).
@@ -76,7 +77,7 @@ inline bool live() { return detail::live_levels.load(std::memory_order_relaxed) 
 int num_levels();
 
 // The tangent `t` carries at live level `level` (its own, or its root base's seen through its
-// layout), or an undefined tensor.
+// layout, which it then keeps as its own), or an undefined tensor.
 Tensor tangent(const Tensor& t, int level);
 // Gives `t` its own tangent at `level`; checks its shape, dtype and device against t's, naming
 // `op`.

@@ -20,6 +20,9 @@ Tensor zeros_like(const Tensor& t) { return ops::zeros_like(t); }
 Tensor zeros(const TensorMeta& meta) { return ops::zeros(meta.shape, meta.dtype, meta.device); }
 void refresh_view(const Tensor& view) { ops::refresh_view(view); }
 Tensor alias(const Tensor& t) { return ops::alias(t); }
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
+  return ops::as_strided(t, sizes, strides, offset);
+}
 void check_inplace_on_view(const char* op, const Tensor& view, bool recorded) {
   ops::check_inplace_on_view(op, view, recorded);
 }

@@ -38,6 +38,20 @@ Tensor JvpContext::tangent_or_zeros(const Input& input) const {
   return t.defined() ? t : zeros_like(primal(input));
 }
 
+Tensor JvpContext::term_tangent(const Input& input) const {
+  const Tensor& t = tangent(input);
+  if (t.defined() || !primal(input).defined() || !zero_terms_record()) return t;
+  return zeros_like(primal(input));
+}
+
+bool JvpContext::zero_terms_record() const {
+  if (!grad_enabled()) return false;
+  for (const Tensor* in : inputs_) {
+    if (in->defined() && in->requires_grad()) return true;
+  }
+  return false;
+}
+
 Tensor JvpContext::call(const TensorList& args) const {
   AG_CHECK(spec_.forward().call != nullptr, spec_.name(),
            ": forward-mode AD: the op's jvp rule calls its forward, which it has not");
@@ -61,8 +75,9 @@ Tensor jvp_from_formulas(const JvpContext& c) {
   }
   Tensor sum;
   for (size_t i = 0; i < spec.num_inputs(); ++i) {
-    const Tensor& t = c.tangent(Input(static_cast<int>(i), ""));
-    if (!t.defined() || !spec.differentiable(i)) continue;
+    if (!spec.differentiable(i)) continue;
+    const Tensor t = c.term_tangent(Input(static_cast<int>(i), ""));
+    if (!t.defined()) continue;
     // A diagonal Jacobian: the gradient formula applied to the tangent is this input's part.
     const BackwardContext ctx(spec, t, i, shapes, c.all_attrs(), slots.data());
     Tensor part = spec.formula(i)(ctx);
@@ -83,10 +98,11 @@ Tensor jvp_linear(const JvpContext& c) {
 
 Tensor jvp_bilinear(const JvpContext& c) {
   const Input a(0, "a"), b(1, "b");
+  const Tensor ta = c.term_tangent(a), tb = c.term_tangent(b);
   Tensor sum;
-  if (c.tangent(a).defined()) sum = c.call({c.tangent(a), c.primal(b)});
-  if (c.tangent(b).defined()) {
-    Tensor part = c.call({c.primal(a), c.tangent(b)});
+  if (ta.defined()) sum = c.call({ta, c.primal(b)});
+  if (tb.defined()) {
+    Tensor part = c.call({c.primal(a), tb});
     sum = sum.defined() ? add(sum, part) : part;
   }
   return sum;

@@ -30,6 +30,17 @@ namespace ag::ops {
 // - jvp_bilinear: a product of two inputs (mm, bmm): op(ta, b) + op(a, tb).
 // A differentiable op that a tangent reaches and that declares no rule raises, naming the op;
 // //ops:jvp_rules_test checks that every registered op with a derivative declares one.
+//
+// Note [Zero tangent terms]
+// PyTorch's generated code runs an op's whole jvp formula, an input without a tangent giving a
+// zero tensor (_efficientzerotensor): mul's `self_t * other_p + other_t * self_p` computes
+// `other_t * self_p` even where only self carries a tangent. That term is zero, but it is
+// recorded like any op: it requires grad when self's primal does, and so does the tangent
+// (unpack_dual(x * y).tangent requires grad when x does, whichever of x, y is dual). A rule here
+// skips such terms (term_tangent() is undefined), except where they would record history (grad
+// mode on and some primal requiring grad): then term_tangent() is zeros and the term is computed,
+// 0 in value with PyTorch's history. Linear rules read no primal, so their zeros record nothing.
+
 // A rule's view of one op call. It keeps the call's lists, not copies: they must outlive it.
 class JvpContext {
  public:
@@ -49,6 +60,9 @@ class JvpContext {
   const Tensor& tangent(const Input& input) const { return tangents_[input.position]; }
   // The input's tangent, or zeros of its shape.
   Tensor tangent_or_zeros(const Input& input) const;
+  // The tangent a term of the rule reads for `input`: its tangent, or zeros where it carries none
+  // but the term would record history, else undefined (skip the term; Note [Zero tangent terms]).
+  Tensor term_tangent(const Input& input) const;
   const Tensor& result() const { return result_; }
   const Tensor& forward_value(size_t k) const { return from_forward_.begin()[k]; }
   template <typename A>
@@ -61,6 +75,9 @@ class JvpContext {
   Tensor call(const TensorList& args) const;
 
  private:
+  // Whether a term on a zero tangent would record history (Note [Zero tangent terms]).
+  bool zero_terms_record() const;
+
   const OpSpec& spec_;
   std::initializer_list<const Tensor*> inputs_;
   const TensorList& tangents_;

@@ -97,10 +97,11 @@ const OpSpec Addmm::spec{
 // PyTorch's: self_t + mat1_t @ mat2 + mat1 @ mat2_t.
 const DeclareJvp addmm_jvp{Addmm::spec, [](const JvpContext& c) {
                              Tensor t = c.tangent_or_zeros(Addmm::self);
-                             if (c.tangent(Addmm::mat1).defined())
-                               t = add(t, mm(c.tangent(Addmm::mat1), c.primal(Addmm::mat2)));
-                             if (c.tangent(Addmm::mat2).defined())
-                               t = add(t, mm(c.primal(Addmm::mat1), c.tangent(Addmm::mat2)));
+                             // Note [Zero tangent terms]
+                             const Tensor t1 = c.term_tangent(Addmm::mat1);
+                             const Tensor t2 = c.term_tangent(Addmm::mat2);
+                             if (t1.defined()) t = add(t, mm(t1, c.primal(Addmm::mat2)));
+                             if (t2.defined()) t = add(t, mm(c.primal(Addmm::mat1), t2));
                              return t;
                            }};
 
@@ -121,8 +122,9 @@ const OpSpec Linear::spec{
      [](const OpArgs& a) { return linear(a[input], a[weight], a[bias]); }}};
 // input_t @ weight^T + input @ weight_t^T + bias_t.
 const DeclareJvp linear_jvp{Linear::spec, [](const JvpContext& c) {
-                              const Tensor& tx = c.tangent(Linear::input);
-                              const Tensor& tw = c.tangent(Linear::weight);
+                              // Note [Zero tangent terms]
+                              const Tensor tx = c.term_tangent(Linear::input);
+                              const Tensor tw = c.term_tangent(Linear::weight);
                               const Tensor& tb = c.tangent(Linear::bias);
                               Tensor t;
                               const auto plus = [&t](const Tensor& part) {

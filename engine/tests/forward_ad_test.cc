@@ -264,6 +264,82 @@ TEST(ForwardAd, AnInPlaceProductWithItselfHasTheOutOfPlaceTangent) {
   EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{6}));
 }
 
+// Note [Zero tangent terms] (ops/jvp.h): mul's formula `self_t * other_p + other_t * self_p` runs
+// whole, other_t a zero tensor, so the tangent has self_p's history.
+// x = tensor([1., 2.], requires_grad=True); t = unpack_dual(make_dual(x, [.5, -1.]) * [3., 4.])
+// .tangent: requires_grad True, is_leaf False, [1.5, -4.]; grad(t.sum(), x): [0., 0.]
+// a = tensor([[1., 2.]], requires_grad=True); mm(a, make_dual([[3.], [4.]], [[1.], [2.]])):
+// tangent requires_grad True, [[5.]]; with neither requiring grad, requires_grad False
+TEST(ForwardAd, AZeroTangentsTermRecordsThePrimalsHistory) {
+  Tensor x = vec({1, 2});
+  x.set_requires_grad(true);
+  DualLevel level;
+  const Tensor t = unpack_dual(ops::mul(make_dual(x, vec({.5, -1})), vec({3, 4}))).tangent;
+  EXPECT_TRUE(t.requires_grad());
+  EXPECT_FALSE(t.is_leaf());
+  EXPECT_EQ(t.to_vector(), (std::vector<double>{1.5, -4}));
+  EXPECT_EQ(grad({ops::sum(t)}, {x})[0].to_vector(), (std::vector<double>{0, 0}));
+  Tensor a = ops::from_vector({1, 2}, {1, 2}, DType::kFloat64);
+  a.set_requires_grad(true);
+  const Tensor b = ops::from_vector({3, 4}, {2, 1}, DType::kFloat64);
+  const Tensor tb = ops::from_vector({1, 2}, {2, 1}, DType::kFloat64);
+  const Tensor m = unpack_dual(ops::mm(a, make_dual(b, tb))).tangent;
+  EXPECT_TRUE(m.requires_grad());
+  EXPECT_EQ(m.to_vector(), (std::vector<double>{5}));
+  EXPECT_FALSE(unpack_dual(ops::mul(vec({5, 6}), make_dual(vec({1, 2}), vec({1, 1}))))
+                   .tangent.requires_grad());
+}
+
+// Note [Tangents of views] (forward_ad.cc): a write into a view whose tangent lives on its base.
+// x = tensor([2.], requires_grad=True); base = x.sum(0); v = base.unsqueeze(0)
+// v.mul_(make_dual(tensor(3., requires_grad=True), tensor(.5)))
+// unpack_dual(base).tangent and unpack_dual(v).tangent: requires_grad True, is_leaf False, 1.0;
+// tm = unpack_dual(v.mean()).tangent: requires_grad True, 1.0; grad(tm, x): [.5]
+TEST(ForwardAd, AWriteIntoAViewIsRecordedOnItsBasesTangent) {
+  Tensor x = vec({2});
+  x.set_requires_grad(true);
+  Tensor p = ops::from_vector({3}, {}, DType::kFloat64);
+  p.set_requires_grad(true);
+  DualLevel level;
+  const Tensor base = ops::sum(x, 0, false);
+  Tensor v = ops::unsqueeze(base, 0);
+  ops::mul_(v, make_dual(p, ops::from_vector({.5}, {}, DType::kFloat64)));
+  for (const Tensor& t : {unpack_dual(base).tangent, unpack_dual(v).tangent}) {
+    EXPECT_TRUE(t.requires_grad());
+    EXPECT_FALSE(t.is_leaf());
+    EXPECT_EQ(t.to_vector(), (std::vector<double>{1}));
+  }
+  const Tensor tm = unpack_dual(ops::mean(v)).tangent;
+  EXPECT_TRUE(tm.requires_grad());
+  EXPECT_EQ(tm.to_vector(), (std::vector<double>{1}));
+  EXPECT_EQ(grad({tm}, {x})[0].to_vector(), (std::vector<double>{.5}));
+}
+
+// A view made under no_grad of a view whose tangent has history: as PyTorch's no_grad views, its
+// tangent requires grad and is a leaf.
+// dd = make_dual(tensor(.25, requires_grad=True), tensor(-2.)); z = tensor([3.]); z.mul_(dd)
+// w = z[0:1]; with no_grad: n = w.narrow(0, 0, 1)
+// unpack_dual(n).tangent: requires_grad True, is_leaf True, [-6.]
+TEST(ForwardAd, AViewMadeUnderNoGradOfATangentWithHistoryRequiresGrad) {
+  Tensor p = ops::from_vector({.25}, {}, DType::kFloat64);
+  p.set_requires_grad(true);
+  DualLevel level;
+  const Tensor dd = make_dual(p, ops::from_vector({-2}, {}, DType::kFloat64));
+  Tensor z = vec({3});
+  ops::mul_(z, dd);
+  EXPECT_TRUE(unpack_dual(z).tangent.requires_grad());
+  const Tensor w = ops::slice(z, 0, 0, 1, 1);
+  Tensor n;
+  {
+    NoGradGuard no_grad;
+    n = ops::narrow(w, 0, 0, 1);
+  }
+  const Tensor tn = unpack_dual(n).tangent;
+  EXPECT_TRUE(tn.requires_grad());
+  EXPECT_TRUE(tn.is_leaf());
+  EXPECT_EQ(tn.to_vector(), (std::vector<double>{-6}));
+}
+
 struct Twice : Function<Twice> {
   static constexpr const char* name = "Twice";
   static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }

@@ -60,6 +60,8 @@ const std::vector<Explanation>& explanations() {
        "post-hooks are handed other grad_inputs"},
       {"retains-grad-moved-by-output-nr", kDeviation, kComparing,
        "PyTorch's in-place op on a retaining non-first output moves output 0's retains-grad hook"},
+      {"inplace-mul-aliased-tangent", kDeviation, kComparing,
+       "PyTorch's mul_ tangent reads the written primal where the operand aliases the target"},
   };
   return list;
 }
