@@ -4,10 +4,13 @@
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/counter_rng.h"
+#include "ops/in_layout.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/strided_loop.h"
 #include "ops/trace_hook.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 
@@ -76,11 +79,27 @@ const OpSpec ZerosLike{"zeros_like", {OfSelf::self}, unary_forward<zeros_like>()
 const OpSpec OnesLike{"ones_like", {OfSelf::self}, unary_forward<ones_like>()};
 }  // namespace
 
+// Note [Kernels run in the output's order], ops/in_layout.h.
+Tensor clone_with_strides(const Tensor& t, const Shape& strides) {
+  Backend& backend = backend_for(t.device());
+  auto copy = [&](const Tensor& x) {
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    backend.copy(out, x);
+    return out;
+  };
+  return record(Clone::spec, {&t},
+                t.is_contiguous() ? copy(t) : run_in_layout(t.shape(), strides, copy, t));
+}
+
+// memory_format=preserve (Note [Output layout of elementwise ops], ops/output_layout.h).
 Tensor clone(const Tensor& t) {
   check_defined("clone", t, "input");
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  backend_for(t.device()).copy(out, t);
-  return record(Clone::spec, {&t}, out);
+  return clone_with_strides(t, t.is_contiguous() ? Shape() : preserve_format_strides(layout_of(t)));
+}
+
+Tensor contiguous_clone(const Tensor& t) {
+  check_defined("clone", t, "input");
+  return clone_with_strides(t, contiguous_strides(t.shape()));
 }
 
 Tensor detach(const Tensor& a) {
