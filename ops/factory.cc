@@ -79,28 +79,29 @@ const OpSpec ZerosLike{"zeros_like", {OfSelf::self}, unary_forward<zeros_like>()
 const OpSpec OnesLike{"ones_like", {OfSelf::self}, unary_forward<ones_like>()};
 }  // namespace
 
-// Note [Kernels run in the output's order], ops/in_layout.h.
-Tensor clone_with_strides(const Tensor& t, const Shape& strides) {
+namespace {
+// A copy of t recorded as clone: contiguous when `strides` is null, else with those strides (Note
+// [Kernels run in the output's order], ops/in_layout.h).
+Tensor clone_as(const Tensor& t, const Shape* strides) {
+  check_defined("clone", t, "input");
   Backend& backend = backend_for(t.device());
   auto copy = [&](const Tensor& x) {
     Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     backend.copy(out, x);
     return out;
   };
-  return record(Clone::spec, {&t},
-                t.is_contiguous() ? copy(t) : run_in_layout(t.shape(), strides, copy, t));
+  return record(Clone::spec, {&t}, strides ? run_in_layout(t.shape(), *strides, copy, t) : copy(t));
 }
+}  // namespace
 
 // memory_format=preserve (Note [Output layout of elementwise ops], ops/output_layout.h).
 Tensor clone(const Tensor& t) {
-  check_defined("clone", t, "input");
-  return clone_with_strides(t, t.is_contiguous() ? Shape() : preserve_format_strides(layout_of(t)));
+  if (!t.defined() || t.is_contiguous()) return clone_as(t, nullptr);
+  const Shape strides = preserve_format_strides(layout_of(t));
+  return clone_as(t, &strides);
 }
-
-Tensor contiguous_clone(const Tensor& t) {
-  check_defined("clone", t, "input");
-  return clone_with_strides(t, contiguous_strides(t.shape()));
-}
+Tensor contiguous_clone(const Tensor& t) { return clone_as(t, nullptr); }
+Tensor clone_with_strides(const Tensor& t, const Shape& strides) { return clone_as(t, &strides); }
 
 Tensor detach(const Tensor& a) {
   check_defined("detach", a, "input");
