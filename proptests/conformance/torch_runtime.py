@@ -125,6 +125,7 @@ class _Call:
     """What the current grad()/backward() call requested, for the ideal needs_input_grad."""
 
     targets = None  # set of (id(node), output_nr), or None for "every leaf" (backward())
+    retained = set()  # backward(): the edges of tensors that retain grad, whose .grad it writes
     keep = []  # the target nodes, alive while the call runs (ids stay unique)
     memo = {}
 
@@ -132,7 +133,16 @@ class _Call:
 def _begin_call(inputs):
     _Call.memo = {}
     if inputs is None:
-        _Call.targets, _Call.keep = None, []
+        # backward() writes the .grad of every tensor that retains grad as well as every leaf's:
+        # an edge to one is needed (found by a live fuzz run: a custom Function skipped the
+        # gradient of an input that retained grad, where the engine accumulated it).
+        _Call.targets, _Call.keep, _Call.retained = None, [], set()
+        for t in _run["values"]:
+            if isinstance(t, torch.Tensor) and t.retains_grad:
+                edge = _edge(t)
+                if edge is not None:
+                    _Call.keep.append(edge.node)
+                    _Call.retained.add((id(edge.node), edge.output_nr))
         return
     _Call.targets, _Call.keep = set(), []
     for t in inputs:
@@ -163,6 +173,8 @@ def _edge_needed(node, output_nr):
     if node is None:
         return False
     if _Call.targets is not None and (id(node), output_nr) in _Call.targets:
+        return True
+    if _Call.targets is None and (id(node), output_nr) in _Call.retained:
         return True
     return _reaches(node)
 
