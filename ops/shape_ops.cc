@@ -27,8 +27,9 @@ const DeclareJvp reshape_jvp{Reshape::spec, jvp_linear};
 // CopySlices. Their gradients are copied_gradient()s (for a regenerated view, a view of one, as
 // PyTorch's): new storage, never the incoming gradient's, so a gradient through them neither
 // shares memory with the caller's grad_outputs nor, made without create_graph, requires grad
-// through them. as_strided_backward returns plain zeros for a zero-size view, so that gradient
-// never requires grad. No forward: none of the three is an op of the JIT.
+// through them. A zero-size view's gradient is plain zeros, which never require grad (Note
+// [Zero-size as_strided gradients], ops/view_ops.cc). No forward: none of the three is an op of
+// the JIT.
 struct RegeneratedView {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;

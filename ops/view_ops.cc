@@ -141,6 +141,13 @@ const OpSpec kTranspose{"transpose",
                          }}};
 const DeclareJvp transpose_jvp{kTranspose, jvp_linear};
 
+// Note [Zero-size as_strided gradients]
+// PyTorch's as_strided_backward returns at::zeros of the input's shape when the result or the
+// input has no elements, before it reads the incoming gradient: a constant, so under create_graph
+// that gradient does not require grad and is a leaf, whatever the incoming gradient is (a diagonal
+// or slice of no elements, whose backward formulas have no such case, gives a recorded gradient).
+// The same holds for a view's regenerated history, PyTorch's AsStridedBackward0 too.
+
 // as_strided reads the storage, not its input's elements: its gradient goes through the storage's
 // elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
 // input that reads an element twice would need PyTorch's division by counts; those are refused.
@@ -149,14 +156,18 @@ const OpSpec kAsStrided{
     {{self,
       {},
       [](const Ctx& c) {
+        const Shape& shape = c.input_shape(self);
+        // Note [Zero-size as_strided gradients]
+        if (c.grad().numel() == 0 || numel(shape) == 0) {
+          return zeros(shape, c.grad().dtype(), c.grad().device());
+        }
         const Shape& x = c.attrs<ViewAttrs>().args;  // [n, sizes..., strides..., offset, input...]
         const auto n = static_cast<size_t>(x[0]);
         const Layout result{Shape(x.begin() + 1, x.begin() + 1 + n),
                             Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]};
         const auto m = static_cast<size_t>(x[2 + 2 * n]);
         const size_t at = 3 + 2 * n;
-        const Layout input{c.input_shape(self), Shape(x.begin() + at, x.begin() + at + m),
-                           x[at + m]};
+        const Layout input{shape, Shape(x.begin() + at, x.begin() + at + m), x[at + m]};
         const int64_t low = std::min(result.offset, input.offset);
         const int64_t extent =
             std::max(result.offset + storage_extent(result), input.offset + storage_extent(input)) -

@@ -358,6 +358,67 @@ TEST(Pow, GradientsAtAZeroBaseOrExponentAreTorchs) {
   expect_same_values(g[1], {nan, std::log(0.5)});
 }
 
+// v0 = torch.tensor([[[0.5]]], requires_grad=True); v1 = v0.diagonal(-1, 1, 0)   (shape [1, 0])
+// a = v1.as_strided([1, 0], [1, 1], v1.storage_offset())
+// go = torch.empty(1, 0, requires_grad=True)
+// g1, g0 = grad([a], [v1, v0], [go], create_graph=True)  -> zeros, requires_grad False, is_leaf
+// d, = grad([v1], [v0], [go], create_graph=True)        -> requires_grad True (DiagonalBackward...)
+// PyTorch's as_strided_backward returns plain zeros for a zero-size result (found by fuzz
+// --against pytorch); diagonal_backward has no such case, and its gradient is recorded.
+TEST(EmptyAsStrided, AZeroSizeResultsGradientIsPlainZeros) {
+  Tensor v0 = leaf({0.5}, {1, 1, 1});
+  Tensor v1 = ops::diagonal(v0, -1, 1, 0);
+  ASSERT_EQ(v1.shape(), (Shape{1, 0}));
+  Tensor a = ops::as_strided(v1, {1, 0}, {1, 1}, v1.storage_offset());
+  Tensor go = leaf({}, {1, 0});
+  TensorList g = grad({a}, {v1, v0}, GradArgs().grad_outputs({go}).create_graph());
+  EXPECT_EQ(g[0].shape(), (Shape{1, 0}));
+  expect_values(g[1], {0.0});
+  for (const Tensor& each : g) {
+    EXPECT_FALSE(each.requires_grad());
+    EXPECT_TRUE(each.is_leaf());
+  }
+  Tensor d = grad({v1}, {v0}, GradArgs().grad_outputs({go}).create_graph())[0];
+  expect_values(d, {0.0});
+  EXPECT_TRUE(d.requires_grad());
+  EXPECT_FALSE(d.is_leaf());
+}
+
+// x = torch.tensor([1., 2., 3.], requires_grad=True)
+// grad([x.as_strided([0], [1], 0)], [x], [torch.empty(0, requires_grad=True)],
+//      create_graph=True)                               -> zeros(3), requires_grad False
+// grad([x.as_strided([2], [1], 1)], [x], [torch.ones(2, requires_grad=True)],
+//      create_graph=True)                               -> [0, 1, 1], requires_grad True
+TEST(EmptyAsStrided, OnlyAZeroSizeResultCutsTheGradientOff) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor empty = ops::as_strided(x, {0}, {1}, 0);
+  Tensor g = grad({empty}, {x}, GradArgs().grad_outputs({leaf({}, {0})}).create_graph())[0];
+  expect_values(g, {0, 0, 0});
+  EXPECT_FALSE(g.requires_grad());
+  Tensor some = ops::as_strided(x, {2}, {1}, 1);
+  g = grad({some}, {x}, GradArgs().grad_outputs({leaf({1, 1}, {2})}).create_graph())[0];
+  expect_values(g, {0, 1, 1});
+  EXPECT_TRUE(g.requires_grad());
+}
+
+// x = torch.tensor([1., 2., 3.], requires_grad=True); e = (x * 1)[0:0]
+// a = e.as_strided([2], [1], 0)                          (reads the storage beyond e)
+// ge, gx = grad([a], [e, x], [torch.ones(2, requires_grad=True)], create_graph=True)
+//                                  -> shape [0] and zeros(3), both requires_grad False
+// as_strided_backward also returns plain zeros for a zero-size input.
+TEST(EmptyAsStrided, AZeroSizeInputsGradientIsPlainZeros) {
+  Tensor x = leaf({1, 2, 3}, {3});
+  Tensor e = ops::slice(ops::mul(x, 1.0), 0, 0, 0);
+  Tensor a = ops::as_strided(e, {2}, {1}, 0);
+  TensorList g = grad({a}, {e, x}, GradArgs().grad_outputs({leaf({1, 1}, {2})}).create_graph());
+  EXPECT_EQ(g[0].shape(), (Shape{0}));
+  expect_values(g[1], {0, 0, 0});
+  for (const Tensor& each : g) {
+    EXPECT_FALSE(each.requires_grad());
+    EXPECT_TRUE(each.is_leaf());
+  }
+}
+
 // torch.log_softmax(torch.tensor([20., 0.3]), 0)[0] == -log(1 + exp(0.3 - 20)) exactly: PyTorch
 // computes (x - max) - log(sum), exact for the largest element; x - (max + log(sum)) rounds at
 // the magnitude of max (a difference of about 2e-15 here).
