@@ -104,6 +104,25 @@ class SuspendLevel {
 };
 bool suspended(int level);
 
+// The levels at which an op's result gets a tangent (Note [Forward mode]): calls
+// `at(level, tangents)` at every live level not suspended on this thread at which some of `inputs`
+// (pointers to tensors, undefined ones among them) carries a tangent, `tangents` holding each
+// input's there (undefined where it carries none).
+template <typename Inputs, typename At>
+void for_each_tangent_level(const Inputs& inputs, const At& at) {
+  TensorList tangents;
+  for (int level = 0; level < num_levels(); ++level) {
+    if (suspended(level)) continue;
+    tangents.clear();
+    bool any = false;
+    for (const Tensor* t : inputs) {
+      tangents.push_back(t->defined() ? tangent(*t, level) : Tensor());
+      any = any || tangents.back().defined();
+    }
+    if (any) at(level, tangents);
+  }
+}
+
 }  // namespace forward_ad
 
 // Note [Forward mode]: backward's in-place shortcuts change or reuse a tensor that no recorded

@@ -82,22 +82,16 @@ void check_joinable(const char* op, const TensorList& tensors) {
 // Note [Forward mode]: cat and stack are linear, so out's tangent is the tangents joined alike
 // (zeros for an input that carries none).
 void join_tangents(const TensorList& tensors, int64_t dim, bool stack, const Tensor& out) {
-  for (int level = 0; level < forward_ad::num_levels(); ++level) {
-    if (forward_ad::suspended(level)) continue;
-    TensorList tangents;
-    bool any = false;
-    for (const Tensor& t : tensors) {
-      tangents.push_back(forward_ad::tangent(t, level));
-      any = any || tangents.back().defined();
-    }
-    if (!any) continue;
+  std::vector<const Tensor*> inputs;
+  for (const Tensor& t : tensors) inputs.push_back(&t);
+  forward_ad::for_each_tangent_level(inputs, [&](int level, TensorList tangents) {
     forward_ad::SuspendLevel rule_reads_primals(level);
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (!tangents[i].defined()) tangents[i] = zeros_like(tensors[i]);
     }
     forward_ad::set_tangent(out, level, stack ? ops::stack(tangents, dim) : cat(tangents, dim),
                             stack ? "stack" : "cat");
-  }
+  });
 }
 
 // `out`, made of `tensors` along dim, with its JoinNode when some input requires grad.

@@ -9,17 +9,6 @@
 namespace ag::ops {
 namespace {
 
-// The tangents the inputs carry at `level`; false if none carries one.
-bool input_tangents(std::initializer_list<const Tensor*> inputs, int level, TensorList* out) {
-  bool any = false;
-  out->clear();
-  for (const Tensor* t : inputs) {
-    out->push_back(t->defined() ? forward_ad::tangent(*t, level) : Tensor());
-    any = any || out->back().defined();
-  }
-  return any;
-}
-
 // The rule's value at one level, checked against the result.
 Tensor run_rule(const OpSpec& spec, const JvpContext& ctx, int level) {
   AG_CHECK(spec.jvp() != nullptr, spec.name(),
@@ -41,7 +30,7 @@ Tensor JvpContext::tangent_or_zeros(const Input& input) const {
 Tensor JvpContext::term_tangent(const Input& input) const {
   const Tensor& t = tangent(input);
   if (t.defined() || !primal(input).defined() || !zero_terms_record()) return t;
-  return zeros_like(primal(input));
+  return tangent_or_zeros(input);
 }
 
 bool JvpContext::zero_terms_record() const {
@@ -124,12 +113,10 @@ void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> i
   // A view op's result views its input, and its tangent the input's tangent (jvp_linear).
   bool view_of_input = false;
   for (const Tensor* in : inputs) view_of_input = view_of_input || shares_storage(*in, result);
-  TensorList tangents;
-  for (int level = 0; level < forward_ad::num_levels(); ++level) {
-    if (forward_ad::suspended(level) || !input_tangents(inputs, level, &tangents)) continue;
+  forward_ad::for_each_tangent_level(inputs, [&](int level, const TensorList& tangents) {
     const JvpContext ctx(spec, inputs, tangents, result, attrs, from_forward);
     Tensor t = run_rule(spec, ctx, level);
-    if (!t.defined()) continue;
+    if (!t.defined()) return;
     // Any other op's result gets a tangent of its own, as PyTorch's (whose formula computes a new
     // tensor: `self_t + other_t` with a zero tensor for an input without one). A rule may return
     // an input's tangent itself or a view of it (add's formula passes the gradient on, broadcast
@@ -143,7 +130,7 @@ void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> i
       }
     }
     forward_ad::set_tangent(result, level, t, spec.name().c_str());
-  }
+  });
 }
 
 Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
@@ -162,18 +149,17 @@ Tensor record_with_tangents(const OpSpec& spec, std::initializer_list<const Tens
 TensorList tangents_of_write(const OpSpec& spec, const Tensor& self, const Tensor& other) {
   TensorList out;
   if (!forward_ad::live()) return out;
-  TensorList tangents;
-  for (int level = 0; level < forward_ad::num_levels(); ++level) {
-    out.emplace_back();
-    // Named, so that the list's array lives as long as the context that keeps the list.
-    const std::initializer_list<const Tensor*> inputs = {&self, &other};
-    if (forward_ad::suspended(level) || !input_tangents(inputs, level, &tangents)) continue;
+  out.resize(forward_ad::num_levels());
+  // Named, so that the list's array lives as long as the contexts that keep the list.
+  const std::initializer_list<const Tensor*> inputs = {&self, &other};
+  forward_ad::for_each_tangent_level(inputs, [&](int level, const TensorList& tangents) {
     // No in-place op's rule reads its result; self stands in for it.
     const OpAttrs attrs = spec.forward().attrs;
     const JvpContext ctx(spec, inputs, tangents, self, attrs, {});
-    out.back() = run_rule(spec, ctx, level);
-    if (!out.back().defined()) out.back() = zeros_like(self);
-  }
+    Tensor& t = out[static_cast<size_t>(level)];
+    t = run_rule(spec, ctx, level);
+    if (!t.defined()) t = zeros_like(self);
+  });
   return out;
 }
 
