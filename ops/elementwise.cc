@@ -244,8 +244,9 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
 }
 
 // The kernels in the output's layout (Note [Output layout of elementwise ops],
-// ops/output_layout.h): contiguous operands, the common case told by one test each, give a
-// contiguous output directly; others go through Note [Kernels run in the output's order].
+// ops/output_layout.h): a contiguous output (contiguous operands, the common case, or a
+// broadcast gradient) comes from the kernel directly; others go through Note [Kernels run in the
+// output's order].
 [[gnu::noinline]] Tensor strided_binary(BinaryKind kind, const Tensor& a, const Tensor& b,
                                         const Shape& shape) {
   Backend& backend = backend_for(a.device());
@@ -255,9 +256,7 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
       b);
 }
 Tensor binary_kernel(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) {
-  if (a.is_contiguous() && b.is_contiguous()) {
-    return backend_for(a.device()).binary(kind, a, b, shape);
-  }
+  if (contiguous_output(shape, {&a, &b})) return backend_for(a.device()).binary(kind, a, b, shape);
   return strided_binary(kind, a, b, shape);
 }
 // `wrapped_scalar`: PyTorch's op takes the scalar as a 0-d tensor operand (add, mul), which
@@ -270,7 +269,9 @@ Tensor binary_kernel(BinaryKind kind, const Tensor& a, const Tensor& b, const Sh
       [&](const Tensor& x) { return backend.unary(kind, x, scalar); }, a);
 }
 Tensor unary_kernel(UnaryKind kind, const Tensor& a, double scalar, bool wrapped_scalar = false) {
-  if (a.is_contiguous()) return backend_for(a.device()).unary(kind, a, scalar);
+  if (contiguous_output(a.shape(), {&a}, wrapped_scalar)) {
+    return backend_for(a.device()).unary(kind, a, scalar);
+  }
   return strided_unary(kind, a, scalar, wrapped_scalar);
 }
 

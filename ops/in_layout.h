@@ -26,6 +26,13 @@ Tensor permuted_operand(const Tensor& t, const Shape& shape, const std::vector<i
 Shape output_strides(const Shape& shape, std::initializer_list<const Tensor*> operands,
                      bool scalar = false);
 
+// Whether the output's layout is contiguous, so that a kernel writing a fresh contiguous tensor
+// gives it directly: contiguous operands, or Note [Output layout of elementwise ops]'s rule 2
+// with the dims in row-major order (a broadcast gradient times a scalar), told without
+// allocating. False where it is not, or not told: output_strides() then computes it.
+bool contiguous_output(const Shape& shape, std::initializer_list<const Tensor*> operands,
+                       bool scalar = false);
+
 // kernel(operands...) in the order of `strides`: kernel gets the operands, each broadcast to
 // `shape` and permuted, and returns a new contiguous tensor of their shape; the result has
 // `shape` and `strides`.

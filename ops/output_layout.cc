@@ -1,6 +1,7 @@
 // Note [Output layout of elementwise ops] (ops/output_layout.h).
 #include "ops/output_layout.h"
 
+#include <array>
 #include <numeric>
 #include <utility>
 
@@ -68,9 +69,9 @@ Shape iteration_strides(const Layout& l, const Shape& shape) {
 
 // PyTorch's should_swap(inner, outer): 1 when `inner` must go outside `outer`, -1 when it stays
 // inside, 0 when no operand tells.
-int should_swap(const Shape& shape, const std::vector<Shape>& strides, size_t inner, size_t outer) {
-  for (const Shape& s : strides) {
-    const int64_t a = s[inner], b = s[outer];
+int should_swap(const Shape& shape, const IterationStrides& strides, size_t inner, size_t outer) {
+  for (size_t k = 0; k < strides.operands; ++k) {
+    const int64_t a = strides.at(k, inner), b = strides.at(k, outer);
     if (a == 0 || b == 0) continue;
     if (a < b) return -1;
     if (a > b) return 1;
@@ -79,23 +80,33 @@ int should_swap(const Shape& shape, const std::vector<Shape>& strides, size_t in
   return 0;
 }
 
-// Rule 2: the dense strides of the dims sorted by the operands' strides (reorder_dimensions).
-Shape sorted_dense_strides(const Shape& shape, const std::vector<Shape>& strides) {
-  const size_t n = shape.size();
-  std::vector<size_t> perm(n);  // innermost first; starts as the row-major order
-  std::iota(perm.rbegin(), perm.rend(), size_t{0});
-  for (size_t i = 1; i < n; ++i) {
+// reorder_dimensions: sorts `perm`, the dims innermost first, which starts as the row-major order.
+// Returns whether any dim moved.
+template <typename Perm>
+bool sort_dims(const Shape& shape, const IterationStrides& strides, Perm& perm) {
+  bool moved = false;
+  for (size_t i = 1; i < shape.size(); ++i) {
     size_t d1 = i;
     for (size_t d0 = i; d0-- > 0;) {
       const int c = should_swap(shape, strides, perm[d0], perm[d1]);
       if (c > 0) {
         std::swap(perm[d0], perm[d1]);
         d1 = d0;
+        moved = true;
       } else if (c < 0) {
         break;
       }
     }
   }
+  return moved;
+}
+
+// Rule 2: the dense strides of the dims sorted by the operands' strides.
+Shape sorted_dense_strides(const Shape& shape, const std::vector<Shape>& strides) {
+  const size_t n = shape.size();
+  std::vector<size_t> perm(n);
+  std::iota(perm.rbegin(), perm.rend(), size_t{0});
+  sort_dims(shape, {strides.size(), [&](size_t k, size_t d) { return strides[k][d]; }}, perm);
   Shape out(n);
   int64_t next = 1;
   for (size_t d : perm) {
@@ -115,6 +126,13 @@ Shape elementwise_output_strides(const Shape& shape, const std::vector<Layout>& 
   iteration.reserve(operands.size());
   for (const Layout& l : operands) iteration.push_back(iteration_strides(l, shape));
   return sorted_dense_strides(shape, iteration);
+}
+
+bool rule_two_keeps_row_major(const Shape& shape, const IterationStrides& strides) {
+  if (shape.size() > kMaxRowMajorCheckRank) return false;
+  std::array<size_t, kMaxRowMajorCheckRank> perm;
+  std::iota(perm.rend() - static_cast<std::ptrdiff_t>(shape.size()), perm.rend(), size_t{0});
+  return !sort_dims(shape, strides, perm);
 }
 
 Shape preserve_format_strides(const Layout& in) {

@@ -22,6 +22,7 @@
 // Checked against PyTorch 2.15 on random layouts (ranks 0-4, permuted, sliced, expanded,
 // broadcast): regressions/elementwise_layout_test.cc pins the cases.
 
+#include <functional>
 #include <vector>
 
 #include "ops/view_layout.h"
@@ -31,6 +32,18 @@ namespace ag::ops {
 // The strides of an elementwise op's output of `shape` from its operands' layouts, in
 // TensorIterator's operand order (offsets do not matter). A 0-d layout stands for a Python scalar.
 Shape elementwise_output_strides(const Shape& shape, const std::vector<Layout>& operands);
+// The operands' strides over the output's dims (TensorIterator::compute_strides: 0 where an
+// operand broadcasts), read without copying them: at(k, d) is operand k's at dim d.
+struct IterationStrides {
+  size_t operands;
+  std::function<int64_t(size_t k, size_t d)> at;
+};
+// Whether rule 2 leaves the dims in row-major order, so that the output is contiguous; decided
+// without allocating (a stride-0 gradient times a scalar is on every backward of a sum), and
+// false above kMaxRowMajorCheckRank dims, where callers compute the strides. Rule 1 is the
+// caller's to rule out.
+inline constexpr size_t kMaxRowMajorCheckRank = 8;
+bool rule_two_keeps_row_major(const Shape& shape, const IterationStrides& strides);
 // The strides of clone(in) and empty_like(in) with memory_format=preserve.
 Shape preserve_format_strides(const Layout& in);
 

@@ -133,7 +133,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Shape shape = broadcast_three(cond, a, b);
   // Note [Output layout of elementwise ops] (ops/output_layout.h): PyTorch's operand order.
   Tensor out =
-      cond.is_contiguous() && a.is_contiguous() && b.is_contiguous()
+      contiguous_output(shape, {&cond, &a, &b})
           ? host::where(expanded(cond, shape), expanded(a, shape), expanded(b, shape))
           : run_in_layout(shape, output_strides(shape, {&cond, &a, &b}), host::where, cond, a, b);
   return record(Where::spec, {&cond, &a, &b}, std::move(out), NoAttrs(),
@@ -157,7 +157,7 @@ Tensor clamp(const Tensor& a, double min, double max) {
     return be.unary(UnaryKind::kClampMax, be.unary(UnaryKind::kClampMin, x, min), max);
   };
   // Note [Output layout of elementwise ops] (ops/output_layout.h).
-  Tensor out = a.is_contiguous()
+  Tensor out = contiguous_output(a.shape(), {&a})
                    ? kernel(a)
                    : run_in_layout(a.shape(), output_strides(a.shape(), {&a}), kernel, a);
   return record(Clamp::spec, {&a}, std::move(out), ClampAttrs{min, max});
