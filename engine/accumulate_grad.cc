@@ -74,8 +74,10 @@ void AccumulateGrad::accumulate(Tensor&& grad) {
   if (!leaf.requires_grad) return;
   Tensor old = read_grad(leaf);
   if (!old.defined()) {
-    write_grad(leaf, values_unobserved() && held_only_here(grad) ? std::move(grad)
-                                                                 : engine_ops::clone(grad));
+    // A contiguous leaf takes a contiguous gradient as it is; other leaves get PyTorch's layout.
+    const bool steal = values_unobserved() && held_only_here(grad) && !leaf.strides;
+    write_grad(leaf,
+               steal ? std::move(grad) : engine_ops::clone_for_grad(grad, leaf.strides.get()));
   } else if (!grad_enabled()) {
     // In place whether or not a dual level is live, as PyTorch's `variable_grad += new_grad`:
     // add_ is an op, so .grad's tangent follows it (Note [Forward mode]).
@@ -129,7 +131,9 @@ Tensor leaf_stand_in(const Tensor& data, std::shared_ptr<AccumulateGrad> leaf) {
 void accumulate_into_interior_grad(TensorImpl& tensor, const Tensor& grad) {
   if (!grad.defined()) return;
   Tensor old = read_grad(tensor);
-  write_grad(tensor, old.defined() ? engine_ops::add(old, grad) : engine_ops::clone(grad));
+  // As PyTorch's retains-grad hook: the first gradient copied contiguous.
+  write_grad(tensor,
+             old.defined() ? engine_ops::add(old, grad) : engine_ops::contiguous_clone(grad));
 }
 
 }  // namespace ag

@@ -14,9 +14,14 @@
 // clients do, as targets of their own that depend on //ops by name.
 namespace ag::engine_ops {
 
-Tensor add(const Tensor& a, const Tensor& b);      // recorded when grad mode is on
-void add_in_place(Tensor& a, const Tensor& b);     // a += b; grad mode must be off
-Tensor clone(const Tensor& t);                     // recorded when grad mode is on
+Tensor add(const Tensor& a, const Tensor& b);   // recorded when grad mode is on
+void add_in_place(Tensor& a, const Tensor& b);  // a += b; grad mode must be off
+Tensor clone(const Tensor& t);                  // recorded when grad mode is on
+Tensor contiguous_clone(const Tensor& t);       // the same, contiguous
+// A copy of a leaf's first gradient laid out as PyTorch's AccumulateGrad lays out .grad (its
+// "layout contract"): with the leaf's strides (`leaf_strides`, null when the leaf is contiguous)
+// when the leaf is non-overlapping and dense, else contiguous.
+Tensor clone_for_grad(const Tensor& grad, const Shape* leaf_strides);
 Tensor to_device(const Tensor& t, Device device);  // a copy on `device`, never recorded
 Tensor ones_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);

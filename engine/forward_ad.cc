@@ -206,7 +206,8 @@ void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* 
   // kept as it is, so that a write into it reaches the tangent it views (a view op's rule gives
   // the view of its input's tangent).
   const bool root = impl.view_base == nullptr;
-  const Tensor kept = !root || tangent.is_contiguous() ? tangent : engine_ops::clone(tangent);
+  const Tensor kept =
+      !root || tangent.is_contiguous() ? tangent : engine_ops::contiguous_clone(tangent);
   if (impl.tangents == nullptr) impl.tangents = std::make_unique<std::vector<LevelTangent>>();
   std::vector<LevelTangent>& list = *impl.tangents;
   // The tangent it replaces, if any. A level that has ended left none here: its end dropped them

@@ -38,7 +38,11 @@ Shape Tensor::strides() const {
 int64_t Tensor::stride(int64_t d) const {
   int64_t n = dim();
   AG_CHECK(d >= -n && d < n, "stride: dim ", d, " out of range for shape ", to_string(shape()));
-  return strides()[d < 0 ? d + n : d];
+  if (d < 0) d += n;
+  if (!is_contiguous()) return (*impl_->strides)[d];
+  int64_t s = 1;  // the contiguous stride, without building strides()
+  for (int64_t i = d + 1; i < n; ++i) s *= shape()[i];
+  return s;
 }
 
 std::vector<double> Tensor::to_vector() const {

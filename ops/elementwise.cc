@@ -9,6 +9,7 @@
 #include "ops/checks.h"
 #include "ops/elementwise_rule.h"
 #include "ops/fused.h"
+#include "ops/in_layout.h"
 #include "ops/op_list.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -242,15 +243,46 @@ Tensor pow_backward_exponent(const Tensor& grad, const Tensor& self, const Tenso
   return grad * select_where(result * log(self), keep);
 }
 
+// The kernels in the output's layout (Note [Output layout of elementwise ops],
+// ops/output_layout.h): a contiguous output (contiguous operands, the common case, or a
+// broadcast gradient) comes from the kernel directly; others go through Note [Kernels run in the
+// output's order].
+[[gnu::noinline]] Tensor strided_binary(BinaryKind kind, const Tensor& a, const Tensor& b,
+                                        const Shape& shape) {
+  Backend& backend = backend_for(a.device());
+  return run_in_layout(
+      shape, output_strides(shape, {&a, &b}),
+      [&](const Tensor& x, const Tensor& y) { return backend.binary(kind, x, y, x.shape()); }, a,
+      b);
+}
+Tensor binary_kernel(BinaryKind kind, const Tensor& a, const Tensor& b, const Shape& shape) {
+  if (contiguous_output(shape, {&a, &b})) return backend_for(a.device()).binary(kind, a, b, shape);
+  return strided_binary(kind, a, b, shape);
+}
+// `wrapped_scalar`: PyTorch's op takes the scalar as a 0-d tensor operand (add, mul), which
+// changes rule 1 of the Note; clamp and pow take it as an argument.
+[[gnu::noinline]] Tensor strided_unary(UnaryKind kind, const Tensor& a, double scalar,
+                                       bool wrapped_scalar) {
+  Backend& backend = backend_for(a.device());
+  return run_in_layout(
+      a.shape(), output_strides(a.shape(), {&a}, wrapped_scalar),
+      [&](const Tensor& x) { return backend.unary(kind, x, scalar); }, a);
+}
+Tensor unary_kernel(UnaryKind kind, const Tensor& a, double scalar, bool wrapped_scalar = false) {
+  if (contiguous_output(a.shape(), {&a}, wrapped_scalar)) {
+    return backend_for(a.device()).unary(kind, a, scalar);
+  }
+  return strided_unary(kind, a, scalar, wrapped_scalar);
+}
+
 // The forwards: each runs its rule's kind (KindRule, ops/elementwise_rule.h) and records the rule.
 template <BinaryKind K>
 Tensor binary_op(const KindRule<K>& rule, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device(rule.name().c_str(), a, b);
-  Backend& backend = backend_for(a.device());
   // Same shapes (the common case) need no broadcast shape computed.
   Tensor out = a.shape() == b.shape()
-                   ? backend.binary(K, a, b, a.shape())
-                   : backend.binary(K, a, b, broadcast_shapes(rule.name().c_str(), a, b));
+                   ? binary_kernel(K, a, b, a.shape())
+                   : binary_kernel(K, a, b, broadcast_shapes(rule.name().c_str(), a, b));
   if constexpr (K == BinaryKind::kAdd) {  // sums of gradients keep their known zeros
     const Tensor::Zeros sum = Storage::sum_of(a.known_zeros(), b.known_zeros());
     if (sum != Tensor::Zeros::kUnknown) out.mark_zeros(sum);
@@ -261,13 +293,14 @@ Tensor binary_op(const KindRule<K>& rule, const Tensor& a, const Tensor& b) {
 template <UnaryKind K>
 Tensor unary_op(const KindRule<K>& rule, const Tensor& a) {
   check_defined(rule.name().c_str(), a, "input");
-  return record(rule, {&a}, backend_for(a.device()).unary(K, a, 0.0));
+  return record(rule, {&a}, unary_kernel(K, a, 0.0));
 }
 
 template <UnaryKind K>
 Tensor scalar_op(const KindRule<K>& rule, const Tensor& a, double scalar) {
   check_defined(rule.name().c_str(), a, "input");
-  return record(rule, {&a}, backend_for(a.device()).unary(K, a, scalar),
+  constexpr bool wrapped = K == UnaryKind::kAddScalar || K == UnaryKind::kMulScalar;
+  return record(rule, {&a}, unary_kernel(K, a, scalar, wrapped),
                 [scalar] { return ScalarAttrs{scalar}; });
 }
 
@@ -276,7 +309,7 @@ template <BinaryKind K>
 Tensor comparison_op(const KindRule<K>& rule, const Tensor& a, const Tensor& b) {
   const char* name = rule.name().c_str();
   check_same_dtype_and_device(name, a, b);
-  Tensor out = backend_for(a.device()).binary(K, a, b, broadcast_shapes(name, a, b));
+  Tensor out = binary_kernel(K, a, b, broadcast_shapes(name, a, b));
   trace(rule, {&a, &b}, out);
   return out;
 }
@@ -299,7 +332,7 @@ Tensor fused_backward(const KindRule<K>& rule, const Tensor& grad, const Tensor&
   if (zeros_in == Tensor::Zeros::kAll) {
     return record(rule, {&grad, &result}, zeros(grad.shape(), grad.dtype(), grad.device()));
   }
-  Tensor out = backend_for(grad.device()).binary(K, grad, result, grad.shape());
+  Tensor out = binary_kernel(K, grad, result, grad.shape());
   if (zeros_in != Tensor::Zeros::kUnknown) out.mark_zeros(zeros_in);
   return record(rule, {&grad, &result}, std::move(out));
 }

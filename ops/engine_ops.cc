@@ -11,6 +11,13 @@ namespace ag::engine_ops {
 Tensor add(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
 void add_in_place(Tensor& a, const Tensor& b) { ops::add_(a, b); }
 Tensor clone(const Tensor& t) { return ops::clone(t); }
+Tensor contiguous_clone(const Tensor& t) { return ops::contiguous_clone(t); }
+Tensor clone_for_grad(const Tensor& grad, const Shape* leaf_strides) {
+  if (!leaf_strides || !ops::is_non_overlapping_and_dense({grad.shape(), *leaf_strides, 0})) {
+    return ops::contiguous_clone(grad);
+  }
+  return ops::clone_with_strides(grad, *leaf_strides);
+}
 Tensor to_device(const Tensor& t, Device device) {
   NoGradGuard no_grad;
   return ops::to(t, device);

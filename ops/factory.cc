@@ -4,10 +4,13 @@
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/counter_rng.h"
+#include "ops/in_layout.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/strided_loop.h"
 #include "ops/trace_hook.h"
+#include "ops/views.h"
 
 namespace ag::ops {
 
@@ -76,12 +79,29 @@ const OpSpec ZerosLike{"zeros_like", {OfSelf::self}, unary_forward<zeros_like>()
 const OpSpec OnesLike{"ones_like", {OfSelf::self}, unary_forward<ones_like>()};
 }  // namespace
 
-Tensor clone(const Tensor& t) {
+namespace {
+// A copy of t recorded as clone: contiguous when `strides` is null, else with those strides (Note
+// [Kernels run in the output's order], ops/in_layout.h).
+Tensor clone_as(const Tensor& t, const Shape* strides) {
   check_defined("clone", t, "input");
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  backend_for(t.device()).copy(out, t);
-  return record(Clone::spec, {&t}, out);
+  Backend& backend = backend_for(t.device());
+  auto copy = [&](const Tensor& x) {
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    backend.copy(out, x);
+    return out;
+  };
+  return record(Clone::spec, {&t}, strides ? run_in_layout(t.shape(), *strides, copy, t) : copy(t));
 }
+}  // namespace
+
+// memory_format=preserve (Note [Output layout of elementwise ops], ops/output_layout.h).
+Tensor clone(const Tensor& t) {
+  if (!t.defined() || t.is_contiguous()) return clone_as(t, nullptr);
+  const Shape strides = preserve_format_strides(layout_of(t));
+  return clone_as(t, &strides);
+}
+Tensor contiguous_clone(const Tensor& t) { return clone_as(t, nullptr); }
+Tensor clone_with_strides(const Tensor& t, const Shape& strides) { return clone_as(t, &strides); }
 
 Tensor detach(const Tensor& a) {
   check_defined("detach", a, "input");

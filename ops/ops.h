@@ -23,7 +23,10 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape,
 // Uniform in [low, high), deterministic in seed.
 Tensor uniform(const Shape& shape, double low, double high, uint64_t seed,
                DType dtype = DType::kFloat32, Device device = kCPU);
-Tensor clone(const Tensor& t);              // a copy with autograd history (like torch.clone)
+Tensor clone(const Tensor& t);             // a copy with autograd history (like torch.clone)
+Tensor contiguous_clone(const Tensor& t);  // clone(memory_format=torch.contiguous_format)
+// A clone with `strides`, which must be dense in some order of the dims.
+Tensor clone_with_strides(const Tensor& t, const Shape& strides);
 Tensor to(const Tensor& t, Device device);  // a copy on another device, differentiable
 
 // Elementwise, with NumPy broadcasting (gradients are summed back to each input's shape).

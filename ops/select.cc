@@ -6,6 +6,7 @@
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/host_kernels.h"
+#include "ops/in_layout.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
@@ -130,7 +131,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_dtype_and_device("where", a, b);
   check_same_dtype_and_device("where", cond, a);
   const Shape shape = broadcast_three(cond, a, b);
-  Tensor out = host::where(expanded(cond, shape), expanded(a, shape), expanded(b, shape));
+  // Note [Output layout of elementwise ops] (ops/output_layout.h): PyTorch's operand order.
+  Tensor out =
+      contiguous_output(shape, {&cond, &a, &b})
+          ? host::where(expanded(cond, shape), expanded(a, shape), expanded(b, shape))
+          : run_in_layout(shape, output_strides(shape, {&cond, &a, &b}), host::where, cond, a, b);
   return record(Where::spec, {&cond, &a, &b}, std::move(out), NoAttrs(),
                 {condition_copy(cond, {&cond, &a, &b})});
 }
@@ -148,7 +153,13 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, double value) {
 Tensor clamp(const Tensor& a, double min, double max) {
   check_defined("clamp", a, "input");
   Backend& be = backend_for(a.device());
-  Tensor out = be.unary(UnaryKind::kClampMax, be.unary(UnaryKind::kClampMin, a, min), max);
+  auto kernel = [&](const Tensor& x) {
+    return be.unary(UnaryKind::kClampMax, be.unary(UnaryKind::kClampMin, x, min), max);
+  };
+  // Note [Output layout of elementwise ops] (ops/output_layout.h).
+  Tensor out = contiguous_output(a.shape(), {&a})
+                   ? kernel(a)
+                   : run_in_layout(a.shape(), output_strides(a.shape(), {&a}), kernel, a);
   return record(Clamp::spec, {&a}, std::move(out), ClampAttrs{min, max});
 }
 

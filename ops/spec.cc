@@ -228,7 +228,7 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   // at the next order.
   if (written_through_view_ && grad_enabled() && out[0].defined() && incoming.defined() &&
       incoming.requires_grad() && !out[0].requires_grad()) {
-    Tensor through = clone(incoming);
+    Tensor through = contiguous_clone(incoming);
     Tensor whole = reshape(through, through.shape());
     copy_(whole, out[0]);
     out[0] = std::move(through);

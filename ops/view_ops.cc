@@ -407,7 +407,7 @@ Tensor alias(const Tensor& a) {
 
 Tensor contiguous(const Tensor& a) {
   check_defined("contiguous", a, "input");
-  return a.is_contiguous() ? a : clone(a);
+  return a.is_contiguous() ? a : contiguous_clone(a);
 }
 
 // The three linear ops that move gradients between a view and its base; each one's gradient is

@@ -300,7 +300,9 @@ TEST(SharedPackingProducts, MatchNaiveLoops) {
   };
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
     bool several_depth_blocks = false, several_column_blocks = false;
-    for (const Case& c : {Case{301, 90, 70}, Case{64, 257, 1000}, Case{40, 5000, 200}}) {
+    // k = 2500: past Eigen's depth block on any cache size (a 48 KiB L1 with the baseline ISA
+    // gives a float kc of 1,008, so a depth of 1,000 was one block there).
+    for (const Case& c : {Case{301, 90, 70}, Case{64, 257, 2500}, Case{40, 5000, 200}}) {
       for (bool ta : {false, true}) {
         for (bool tb : {false, true}) {
           const MatmulShape shape = {
@@ -355,7 +357,7 @@ TEST(SharedPackingProducts, WriteCWithoutReadingIt) {
     int64_t m, n, k;
   };
   bool several_depth_blocks = false;
-  for (const Case& c : {Case{301, 90, 70}, Case{64, 257, 1000}}) {
+  for (const Case& c : {Case{301, 90, 70}, Case{64, 257, 2500}}) {  // k: as above
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       const MatmulShape shape = {

@@ -349,4 +349,76 @@ std::string multi_text(const std::string& x, const MultiCall& call) {
   return x + ".unbind(" + dim + ")";
 }
 
+namespace {
+
+// Each operand's stride per dim of the result, 0 where it broadcasts (compute_strides).
+std::vector<Dims> strides_over(const Dims& sizes, const std::vector<Strided>& operands) {
+  std::vector<Dims> out;
+  for (const Strided& o : operands) {
+    Dims st(sizes.size(), 0);
+    const size_t skip = sizes.size() - o.sizes.size();
+    for (size_t d = 0; d < o.sizes.size(); ++d) {
+      if (o.sizes[d] != 1 || sizes[skip + d] == 1) st[skip + d] = o.strides[d];
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// reorder_dimensions' insertion sort, then the dense strides of its order (innermost first).
+Dims dense_in_sorted_order(const Dims& sizes, const std::vector<Dims>& strides) {
+  const size_t rank = sizes.size();
+  auto swap_needed = [&](size_t inner, size_t outer) -> int {
+    for (const Dims& st : strides) {
+      if (st[inner] == 0 || st[outer] == 0) continue;
+      if (st[inner] != st[outer]) return st[inner] > st[outer] ? 1 : -1;
+      if (sizes[inner] > sizes[outer]) return 1;
+    }
+    return 0;
+  };
+  std::vector<size_t> order;  // innermost first
+  for (size_t d = rank; d-- > 0;) order.push_back(d);
+  for (size_t i = 1; i < rank; ++i) {
+    size_t moving = i;
+    for (size_t j = i; j-- > 0;) {
+      const int c = swap_needed(order[j], order[moving]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(order[j], order[moving]);
+        moving = j;
+      }
+    }
+  }
+  Dims out(rank, 1);
+  int64_t step = 1;
+  for (size_t d : order) {
+    out[d] = step;
+    step *= sizes[d];
+  }
+  return out;
+}
+
+}  // namespace
+
+Dims elementwise_strides(const Dims& sizes, const std::vector<Strided>& operands) {
+  const Dims row_major = contiguous_layout(sizes).strides;
+  if (count(sizes) == 0) return row_major;  // the engine's empty tensors are contiguous
+  bool same = true, all_contiguous = true, all_dense_alike = true;
+  for (const Strided& o : operands) {
+    same = same && o.sizes == operands[0].sizes;
+    all_contiguous = all_contiguous && is_contiguous(o);
+    all_dense_alike =
+        all_dense_alike && non_overlapping_and_dense(o) && o.strides == operands.back().strides;
+  }
+  if (same && all_contiguous) return row_major;
+  if (same && all_dense_alike) return operands.back().strides;
+  return dense_in_sorted_order(sizes, strides_over(sizes, operands));
+}
+
+Dims preserve_strides(const Strided& in) {
+  if (count(in.sizes) == 0) return contiguous_layout(in.sizes).strides;
+  if (non_overlapping_and_dense(in)) return in.strides;
+  return dense_in_sorted_order(in.sizes, {in.strides});
+}
+
 }  // namespace ag::proptests

@@ -7,7 +7,8 @@
 //
 // Note [Model layouts]
 // A tensor of the model is a layout over a storage: sizes, strides and an offset, as PyTorch's.
-// Ops make contiguous tensors; view ops make other layouts of the same storage. A tensor's values
+// Ops make new storages, laid out as PyTorch lays them out (Note [Model output layouts]); view
+// ops make other layouts of the same storage. A tensor's values
 // are its storage's elements at positions(layout), in row-major order of its sizes, and an
 // in-place write puts its result back at those positions, so every alias sees it. A view's
 // history reads its input through an index map: for each of its elements, the element of the
@@ -78,6 +79,22 @@ std::string view_text(const std::string& x, const ViewCall& call);
 
 // PyTorch's computeStride: the strides of a view of `in` with `sizes`, if one exists.
 std::optional<Dims> reshape_strides(const Strided& in, const Dims& sizes);
+
+// Note [Model output layouts]
+// PyTorch's elementwise ops (TensorIterator) and clone() do not always make contiguous tensors:
+// a transpose times 2 is a transpose again, so a later view of it raises and reshape copies.
+// elementwise_strides: for operands of the result's shape only (a 0-d operand, PyTorch's wrapped
+// Python scalar, counts as another shape), all contiguous gives contiguous, all dense with equal
+// strides gives those strides (the channels-last case needs rank 4, which the model never makes);
+// else the dims are ordered, innermost first, by an insertion sort that asks the operands in turn
+// (a pair where either operand's stride is 0, a broadcast dim, is skipped; the smaller stride is
+// inner; equal strides with the inner dim larger swap, else the next operand is asked), and the
+// result is dense in that order. clone (memory_format=preserve) keeps a dense tensor's strides,
+// else the dense strides of its own order. Every other op of the model makes contiguous tensors.
+// Written from ATen's TensorIterator.cpp (compute_fast_setup_type, reorder_dimensions) and
+// TensorFactories' empty_like (infer_dense_strides), apart from ops/output_layout.h.
+Dims elementwise_strides(const Dims& sizes, const std::vector<Strided>& operands);
+Dims preserve_strides(const Strided& in);
 
 // PyTorch's memory-overlap checks for in-place ops (ATen's MemoryOverlap.cpp).
 enum class Overlap { kNo, kFull, kPartial, kTooHard };

@@ -331,6 +331,34 @@ bool shapes_valid(OpKind kind, const OpAttrs& attrs, const std::vector<Dims>& s)
   }
 }
 
+// The strides PyTorch gives op `kind`'s result over operands laid out as `in` (Note [Model
+// output layouts], layouts.h).
+Dims result_strides(OpKind kind, const Dims& shape, const std::vector<Strided>& in) {
+  if (unary_traits(kind) || kind == OpKind::kPowScalar) return elementwise_strides(shape, {in[0]});
+  switch (kind) {
+    case OpKind::kAdd:
+    case OpKind::kSub:
+    case OpKind::kMul:
+    case OpKind::kDiv:
+      return elementwise_strides(shape, {in[0], in[1]});
+    case OpKind::kAddScalar:  // x + s and x * s take s as a 0-d operand
+    case OpKind::kMulScalar:
+      return elementwise_strides(shape, {in[0], Strided{}});
+    case OpKind::kClone:
+      return preserve_strides(in[0]);
+    default:
+      return contiguous_layout(shape).strides;
+  }
+}
+
+// A new storage holding `values` (row-major) at the positions of `layout` (dense).
+std::vector<double> laid_out(const std::vector<double>& values, const Strided& layout) {
+  std::vector<double> storage(values.size());
+  const std::vector<int64_t> at = positions(layout);
+  for (size_t k = 0; k < values.size(); ++k) storage[static_cast<size_t>(at[k])] = values[k];
+  return storage;
+}
+
 }  // namespace
 
 std::vector<Val<double>> Model::preview(OpKind kind, const OpAttrs& attrs,
@@ -367,10 +395,14 @@ Outcome Model::op(int name, OpKind kind, const OpAttrs& attrs, const std::vector
     tracked_any = tracked_any || n.inputs.back().tracked;
   }
   std::vector<Val<double>> out = ApiProgram::forward(kind, attrs, n.inputs);
-  const int storage = new_storage(out[0].v);
+  std::vector<Strided> layouts;
+  for (int i : impls) layouts.push_back(layout(i));
+  const Strided at{out[0].shape, result_strides(kind, out[0].shape, layouts), 0};
+  const int storage = new_storage(laid_out(out[0].v, at));
   // PyTorch's matmul and linear end in in-place reshapes of their result for some shapes.
   storages_[storage].version_from_zero = kind != OpKind::kMatmul && kind != OpKind::kLinear;
   const int result = new_impl(out[0].shape, storage);
+  impls_[result].strides = at.strides;
   if (tracked_any) {
     add_saves(n, impls);
     for (SavedSlot& s : n.saved) {

@@ -642,48 +642,6 @@ Excuse mean_of_empty_raises(const Pair& p) {
              : Excuse::kNone;
 }
 
-// Whether value v is an op's result computed from a view op's result (through ops, custom
-// Functions, detach and view): PyTorch's elementwise ops lay their result out as their strided
-// operands (a permuted operand gives a permuted result), and detach() and view() keep it.
-bool computed_from_view_op(const Context& c, int v) {
-  const Stmt* made = c.producer(c.tensor(v));
-  if (!made) return false;
-  if (made->kind == StmtKind::kViewOp) return true;
-  const bool keeps = made->kind == StmtKind::kOp || made->kind == StmtKind::kCustom ||
-                     made->kind == StmtKind::kDetach || made->kind == StmtKind::kView;
-  const std::vector<int> in = reads(*made);
-  return keeps && std::any_of(in.begin(), in.end(),
-                              [&](int u) { return u < v && computed_from_view_op(c, u); });
-}
-
-// Every op's result is contiguous here; PyTorch's may not be (above). So contiguous() of such a
-// result is the result itself here and a copy there, reshape a view here and a copy there (a
-// write through either then reaches the result here alone), and view() of it may raise there
-// alone. The comparison ends at a `view` that raises in PyTorch alone reading such a result, and
-// at any difference from a `contiguous` or `reshape` of one on.
-Excuse strided_op_results(const Pair& p) {
-  const auto& stmts = p.c.program().stmts;
-  auto reads_op_result = [&](int v) {
-    const Stmt* made = p.c.producer(p.c.tensor(v));
-    return made && made->kind != StmtKind::kViewOp && computed_from_view_op(p.c, v);
-  };
-  if (p.s && p.s->kind == StmtKind::kView && p.status("raise", "ok") &&
-      reads_op_result(p.s->args[0])) {
-    return Excuse::kStop;
-  }
-  const int upto = std::min(p.index, static_cast<int>(stmts.size()) - 1);
-  for (int i = 0; i <= upto; ++i) {
-    const Stmt& s = stmts[i];
-    const bool contiguous = s.kind == StmtKind::kViewOp && s.view_op == ViewOp::kContiguous;
-    const bool reshape = s.kind == StmtKind::kOp && s.instr.op == proptests::Op::kReshape;
-    if ((contiguous && reads_op_result(s.args[0])) ||
-        (reshape && reads_op_result(s.instr.args[0]))) {
-      return Excuse::kStop;
-    }
-  }
-  return Excuse::kNone;
-}
-
 Excuse pytorch_internal_error(const Pair& p) {
   return p.e.size() >= 2 && p.e[1] == "reference-failed" ? Excuse::kStop : Excuse::kNone;
 }
@@ -766,7 +724,6 @@ const Rule kRules[] = {
     {"composite-derivatives", composite_derivatives},
     {"zero-size-view-written", zero_size_view_written},
     {"mean-of-empty-raises", mean_of_empty_raises},
-    {"strided-op-results", strided_op_results},
     {"rebased-base-node-edges", rebased_base_node_edges},
     {"pytorch-internal-error", pytorch_internal_error},
     {"inplace-mul-aliased-tangent", inplace_mul_aliased_tangent},

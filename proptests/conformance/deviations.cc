@@ -51,8 +51,6 @@ const std::vector<Explanation>& explanations() {
       {"zero-size-view-written", kDeviation, kComparing,
        "an in-place op on a zero-size view passes plain zeros on to its base's history"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
-      {"strided-op-results", kDeviation, kComparing,
-       "an op's result is contiguous, where PyTorch's follows its operands' strides"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
       {"rebased-base-node-edges", kDeviation, kComparing,
