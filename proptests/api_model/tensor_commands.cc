@@ -663,9 +663,6 @@ class InPlace final : public ApiCommand {
     RC_PRE(!(shared && !m.impl(b).layout_known));
     RC_PRE(!m.root_overlaps(a));
     RC_PRE(!m.edgeless(b));  // Note [Model view kinds]: read only as self
-    // Note [Model dual levels]: no write into a tensor with a tangent (or its storage), and
-    // none with an operand that has one, while a level is live.
-    RC_PRE(!(m.dual_live() && (m.dual_storage(a) || m.dual_storage(b))));
     // Note [Model saved-tensor hooks]: backward would read the write through a keeping pack,
     // also when the op keeps `other` and then writes it (mul_(a, a)).
     RC_PRE(!m.kept_by_pack(a));
@@ -730,6 +727,9 @@ CommandPtr make_inplace(const Model& m) {
     case 0:
       a = pick_unreadable(m);
       break;
+    case 3:  // Note [Model tangents of views]: into the storage of a tensor with a tangent
+      if (m.dual_live()) a = pick(m, [&](int n) { return m.dual_storage(m.impl_of(n)); });
+      break;
     case 1:
       a = pick_edgeless(m);
       break;
@@ -748,9 +748,14 @@ CommandPtr make_inplace(const Model& m) {
   const int storage = m.impl(m.impl_of(a)).storage;
   auto fits = [&](int o) { return broadcasts_to(m.shape(o), m.shape(a)); };
   int b = -1;
-  switch (*rc::gen::weightedElement<int>({{2, 0}, {2, 1}, {1, 2}})) {
+  const int how = m.dual_live() ? *rc::gen::weightedElement<int>({{2, 0}, {2, 1}, {1, 2}, {2, 3}})
+                                : *rc::gen::weightedElement<int>({{2, 0}, {2, 1}, {1, 2}});
+  switch (how) {
     case 0:
       b = partner(m, [&](int o) { return m.impl(m.impl_of(o)).storage == storage && fits(o); });
+      break;
+    case 3:  // an operand with a tangent (Note [Model tangents of views])
+      b = partner(m, [&](int o) { return m.tangent_kind(o) == Tangent::kKnown && fits(o); });
       break;
     case 1:
       b = partner(m, [&](int o) { return m.requires_grad(m.impl_of(o)) && fits(o); });
