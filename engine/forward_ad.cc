@@ -195,7 +195,8 @@ Tensor tangent(const Tensor& t, int level) {
   return view_of_base_tangent(t, base, level);
 }
 
-void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op) {
+void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op,
+                 bool view_op_result) {
   AG_CHECK(tangent.shape() == t.shape() && tangent.dtype() == t.dtype() &&
                tangent.device() == t.device(),
            op, ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
@@ -205,7 +206,7 @@ void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* 
   // A root's tangent is read through its views' layouts, which need it contiguous; a view's is
   // kept as it is, so that a write into it reaches the tangent it views (a view op's rule gives
   // the view of its input's tangent).
-  const bool root = impl.view_base == nullptr;
+  const bool root = impl.view_base == nullptr && !view_op_result;
   const Tensor kept = !root || tangent.is_contiguous() ? tangent : engine_ops::clone(tangent);
   if (impl.tangents == nullptr) impl.tangents = std::make_unique<std::vector<LevelTangent>>();
   std::vector<LevelTangent>& list = *impl.tangents;

@@ -730,6 +730,9 @@ CommandPtr make_inplace(const Model& m) {
     case 3:  // Note [Model tangents of views]: into the storage of a tensor with a tangent
       if (m.dual_live()) a = pick(m, [&](int n) { return m.dual_storage(m.impl_of(n)); });
       break;
+    case 4:  // a view, whose forward base gets the tangent a dual other gives it
+      if (m.dual_live()) a = pick(m, [&](int n) { return m.is_view(m.impl_of(n)); });
+      break;
     case 1:
       a = pick_edgeless(m);
       break;
