@@ -393,5 +393,29 @@ TEST(ForwardAd, AViewOfADualTensorSeesAWriteIntoItsTangent) {
   }
 }
 
+// make_dual's result is no forward view of its primal (PyTorch's _make_dual): in a later level,
+// where it has no tangent, an in-place op gives it (not its primal) one, which its views read
+// (found by the API model: the engine gave the primal a zero tangent).
+// t0 = full((3,), -2.)
+// with dual_level(): t11 = make_dual(t0, full((3,), -2.))
+// with dual_level(): t12 = make_dual(t0, full((3,), -2.)); v = t11[1:]; t11.mul_(t12)
+// unpack_dual: t0 None, t11 [4, 4, 4], v [4, 4]
+TEST(ForwardAd, AMakeDualResultFromAnEarlierLevelTakesTheTangentOfAWrite) {
+  const Tensor t0 = vec({-2, -2, -2});
+  Tensor t11;
+  {
+    DualLevel level;
+    t11 = make_dual(t0, vec({-2, -2, -2}));
+  }
+  DualLevel level;
+  const Tensor t12 = make_dual(t0, vec({-2, -2, -2}));
+  const Tensor v = ops::slice(t11, 0, 1, 3, 1);
+  ops::mul_(t11, t12);
+  EXPECT_FALSE(unpack_dual(t0).tangent.defined());
+  EXPECT_EQ(unpack_dual(t11).tangent.to_vector(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(unpack_dual(v).tangent.to_vector(), (std::vector<double>{4, 4}));
+  EXPECT_FALSE(unpack_dual(unpack_dual(t11).primal).tangent.defined());
+}
+
 }  // namespace
 }  // namespace ag
