@@ -255,6 +255,10 @@ struct Semantics {
 // (Model::inplace_tangent). Writes into tensors of another family on the same storage (a
 // make_dual of it) change their values, not their tangents. Where an operand's tangent, or that
 // of a tensor on self's storage, is unknown, every tangent on that storage becomes unknown.
+// PyTorch's mul_ reads other after the write (Semantics::inplace_mul_tangent_reads_other_before_
+// write). Not modelled, so not generated: a recorded write into a view that has a tangent, which
+// PyTorch refuses where that tangent view was made under no_grad and the new tangent requires
+// grad (the model does not follow how tangent views were made, nor their requires_grad).
 
 // Note [Model saved-tensor hooks]
 // torch.autograd.graph.saved_tensors_hooks(pack, unpack) (engine/saved_tensor_hooks.h), entered
