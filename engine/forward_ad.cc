@@ -86,19 +86,31 @@ Tensor own_tangent(const TensorImpl& impl, uint64_t id) {
 }
 
 // Note [Tangents of views]
-// A view that has no tangent of its own reads its root base's through its own layout, over the
-// base's elements in row-major order (Note [Views of any stride], ops/views.h): the base's tangent
-// is contiguous. As PyTorch's (AutogradMeta::fw_grad), it is an as_strided view of the base's
-// tangent, recorded as ops are, which the view then keeps as its own: the view's tangent has the
+// A view that has no tangent of its own reads its forward base's through its own layout, over the
+// root base's elements in row-major order (Note [Views of any stride], ops/views.h). The forward
+// base is the root base, except for the views of a make_dual result (TensorImpl::forward_root,
+// which is no forward view in PyTorch: its tangent is its own, never its primal's): their forward
+// base is that result (TensorImpl::forward_base). A root's tangent is contiguous; a make_dual
+// result's, where views may read it (one tangent_to_write made), has its own layout in a buffer of
+// its root's shape. As PyTorch's (AutogradMeta::fw_grad), the view's tangent is an as_strided view
+// of the base's tangent, recorded as ops are, which the view then keeps as its own: it has the
 // history of the base's (unpack_dual(v).tangent requires grad where the base's does), an in-place
 // write into it is recorded on the base's tangent, and two reads give the same tensor.
-Tensor view_of_base_tangent(const Tensor& view, const Tensor& base_tangent, int level) {
+Ref<TensorImpl> forward_base(const TensorImpl& impl) {
+  if (impl.forward_root || impl.view_base == nullptr) return Ref<TensorImpl>();
+  return impl.forward_base ? impl.forward_base : impl.view_base;
+}
+
+Tensor view_of_base_tangent(const Tensor& view, const TensorImpl& base, const Tensor& base_tangent,
+                            int level) {
   const TensorImpl& impl = *view.impl();
+  // Where the base's tangent starts in its buffer: the base's own offset in its root.
+  const int64_t start = base.view_base ? base.view_offset : 0;
   Tensor t;
   {
     forward_ad::SuspendLevel reading_the_tangent(level);
     t = engine_ops::as_strided(base_tangent, impl.shape, impl.view_strides,
-                               base_tangent.storage_offset() + impl.view_offset);
+                               base_tangent.storage_offset() - start + impl.view_offset);
   }
   forward_ad::set_tangent(view, level, t, "forward AD");
   return t;
@@ -160,6 +172,7 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
     forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own
     dual = engine_ops::alias(primal);
   }
+  dual.impl()->forward_root = true;  // Note [Tangents of views]
   forward_ad::set_tangent(dual, level, tangent, "make_dual");
   return dual;
 }
@@ -172,6 +185,7 @@ UnpackedDual unpack_dual(const Tensor& tensor, int level) {
   out.tangent = forward_ad::tangent(tensor, level);
   forward_ad::SuspendLevel reading_primal(level);
   out.primal = engine_ops::alias(tensor);
+  out.primal.impl()->forward_root = true;  // Note [Tangents of views]
   return out;
 }
 
@@ -189,13 +203,15 @@ Tensor tangent(const Tensor& t, int level) {
   const uint64_t id = id_of(level);
   const TensorImpl& impl = *t.impl();
   Tensor own = own_tangent(impl, id);
-  if (own.defined() || impl.view_base == nullptr) return own;
-  const Tensor base = own_tangent(*impl.view_base, id);
-  if (!base.defined()) return Tensor();
-  return view_of_base_tangent(t, base, level);
+  const Ref<TensorImpl> base = forward_base(impl);
+  if (own.defined() || base == nullptr) return own;
+  const Tensor base_tangent = own_tangent(*base, id);
+  if (!base_tangent.defined()) return Tensor();
+  return view_of_base_tangent(t, *base, base_tangent, level);
 }
 
-void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op) {
+void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op,
+                 bool view_op_result) {
   AG_CHECK(tangent.shape() == t.shape() && tangent.dtype() == t.dtype() &&
                tangent.device() == t.device(),
            op, ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
@@ -205,7 +221,7 @@ void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* 
   // A root's tangent is read through its views' layouts, which need it contiguous; a view's is
   // kept as it is, so that a write into it reaches the tangent it views (a view op's rule gives
   // the view of its input's tangent).
-  const bool root = impl.view_base == nullptr;
+  const bool root = impl.view_base == nullptr && !view_op_result;
   const Tensor kept =
       !root || tangent.is_contiguous() ? tangent : engine_ops::contiguous_clone(tangent);
   if (impl.tangents == nullptr) impl.tangents = std::make_unique<std::vector<LevelTangent>>();
@@ -231,8 +247,18 @@ Tensor tangent_to_write(const Tensor& t, int level) {
   if (existing.defined()) return existing;
   {
     SuspendLevel zeros_carry_none(level);
-    const Tensor root(t.is_view() ? t.impl()->view_base : t.impl());
-    set_tangent(root, level, engine_ops::zeros_like(root), "forward AD");
+    const Ref<TensorImpl> base = forward_base(*t.impl());
+    const Tensor owner(base ? base : t.impl());
+    const TensorImpl& o = *owner.impl();
+    if (o.view_base == nullptr) {
+      set_tangent(owner, level, engine_ops::zeros_like(owner), "forward AD");
+    } else {  // a make_dual result: its layout in zeros of its root's shape (Note [Tangents of
+              // views])
+      const Tensor zeros = engine_ops::zeros_like(Tensor(o.view_base));
+      set_tangent(owner, level,
+                  engine_ops::as_strided(zeros, o.shape, o.view_strides, o.view_offset),
+                  "forward AD");
+    }
   }
   return tangent(t, level);  // a view's: Note [Tangents of views]
 }

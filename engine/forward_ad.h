@@ -80,8 +80,10 @@ int num_levels();
 // layout, which it then keeps as its own), or an undefined tensor.
 Tensor tangent(const Tensor& t, int level);
 // Gives `t` its own tangent at `level`; checks its shape, dtype and device against t's, naming
-// `op`.
-void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op);
+// `op`. `view_op_result`: t is a view op's result, about to be marked a view (its tangent is the
+// same view of its input's and is kept as it is, Note [Tangents of views]).
+void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op,
+                 bool view_op_result = false);
 // Gives `to` (another tensor object over the same values) the tangents `from` carries at every
 // live level (a saved value's, Note [Forward mode]).
 void copy_tangents(const Tensor& from, const Tensor& to);

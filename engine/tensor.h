@@ -124,6 +124,11 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // storage's): strides and offset. Note [Views of any stride] (ops/views.h).
   Shape view_strides;
   int64_t view_offset = 0;
+  // Note [Tangents of views] (engine/forward_ad.cc): a view whose tangent is its own, never its
+  // root base's (make_dual's result, unpack_dual's primal: PyTorch's views that are not forward
+  // differentiable), and, on a view made of one (or of its views), that tensor.
+  bool forward_root = false;
+  Ref<TensorImpl> forward_base;
 
   // The tangents this tensor carries (Note [Forward mode], engine/forward_ad.h): null for every
   // tensor made outside a dual level.

@@ -129,7 +129,10 @@ void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> i
         break;
       }
     }
-    forward_ad::set_tangent(result, level, t, spec.name().c_str());
+    // A view op's result is marked a view only after this (make_view_with): its tangent, a
+    // view of its input's of any stride, must stay one (found by the API model: an expand's
+    // tangent was copied, and missed a later write into its input's tangent).
+    forward_ad::set_tangent(result, level, t, spec.name().c_str(), view_of_input);
   });
 }
 

@@ -30,6 +30,7 @@ void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base) {
   TensorImpl& v = *view.impl();
   const TensorImpl& input = *of.impl();
   v.view_base = input.view_base ? input.view_base : of.impl();
+  v.forward_base = input.forward_root ? of.impl() : input.forward_base;  // Note [Tangents of views]
   v.view_version.store(view.version(), std::memory_order_relaxed);
   // Note [How a view was made]: a view made with grad mode on is made as its input was.
   v.creation_meta = !grad_enabled()   ? CreationMeta::kNoGradMode

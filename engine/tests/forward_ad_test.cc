@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "engine/autograd.h"
 #include "engine/error.h"
@@ -370,6 +371,50 @@ TEST(ForwardAd, AnExpandedPrimalTakesOnlyATangentOfItsLayout) {
   const Tensor d = make_dual(primal, same);
   EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{3, 3}));
   EXPECT_EQ(unpack_dual(ops::mul(d, 2.0)).tangent.to_vector(), (std::vector<double>{6, 6}));
+}
+
+// A view of a dual tensor views its tangent, also when made under no_grad: a write into the dual
+// tensor's tangent reaches it (found by the API model: the expanded view kept the old tangent).
+// t0 = tensor([-2.], requires_grad=True); d = make_dual(t0.mean(), tensor(-2.))
+// e = d.expand([3]) (under no_grad or not); d.mul_(tensor(3.)) (the same)
+// unpack_dual(d).tangent: -6; unpack_dual(e).tangent: [-6, -6, -6]
+TEST(ForwardAd, AViewOfADualTensorSeesAWriteIntoItsTangent) {
+  for (const bool no_grad : {false, true}) {
+    Tensor t0 = vec({-2});
+    t0.set_requires_grad(true);
+    DualLevel level;
+    Tensor d = make_dual(ops::mean(t0), ops::from_vector({-2}, {}, DType::kFloat64));
+    std::optional<NoGradGuard> guard;
+    if (no_grad) guard.emplace();
+    const Tensor e = ops::expand(d, {3});
+    ops::mul_(d, ops::from_vector({3}, {}, DType::kFloat64));
+    EXPECT_EQ(unpack_dual(d).tangent.to_vector(), (std::vector<double>{-6})) << no_grad;
+    EXPECT_EQ(unpack_dual(e).tangent.to_vector(), (std::vector<double>{-6, -6, -6})) << no_grad;
+  }
+}
+
+// make_dual's result is no forward view of its primal (PyTorch's _make_dual): in a later level,
+// where it has no tangent, an in-place op gives it (not its primal) one, which its views read
+// (found by the API model: the engine gave the primal a zero tangent).
+// t0 = full((3,), -2.)
+// with dual_level(): t11 = make_dual(t0, full((3,), -2.))
+// with dual_level(): t12 = make_dual(t0, full((3,), -2.)); v = t11[1:]; t11.mul_(t12)
+// unpack_dual: t0 None, t11 [4, 4, 4], v [4, 4]
+TEST(ForwardAd, AMakeDualResultFromAnEarlierLevelTakesTheTangentOfAWrite) {
+  const Tensor t0 = vec({-2, -2, -2});
+  Tensor t11;
+  {
+    DualLevel level;
+    t11 = make_dual(t0, vec({-2, -2, -2}));
+  }
+  DualLevel level;
+  const Tensor t12 = make_dual(t0, vec({-2, -2, -2}));
+  const Tensor v = ops::slice(t11, 0, 1, 3, 1);
+  ops::mul_(t11, t12);
+  EXPECT_FALSE(unpack_dual(t0).tangent.defined());
+  EXPECT_EQ(unpack_dual(t11).tangent.to_vector(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(unpack_dual(v).tangent.to_vector(), (std::vector<double>{4, 4}));
+  EXPECT_FALSE(unpack_dual(unpack_dual(t11).primal).tangent.defined());
 }
 
 }  // namespace

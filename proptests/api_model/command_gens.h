@@ -13,6 +13,8 @@ CommandPtr make_op(const Model& m);  // elementwise, scalar, reductions, product
 CommandPtr make_view(const Model& m);
 CommandPtr make_alias(const Model& m);  // detach, dropout returning its input
 CommandPtr make_inplace(const Model& m);
+// Inside a dual level: a write whose self or other reaches a tangent.
+CommandPtr make_inplace_reaching_tangents(const Model& m);
 CommandPtr make_custom(const Model& m);
 
 // autograd_commands.cc

@@ -139,11 +139,13 @@ CommandPtr make_dual_call(const Model& m) {
         return std::make_shared<EnterDualLevel>();
     }
   }
-  switch (*rc::gen::weightedElement<int>({{1, 0}, {4, 1}, {5, 2}})) {
+  switch (*rc::gen::weightedElement<int>({{1, 0}, {4, 1}, {5, 2}, {5, 3}})) {
     case 0:
       return std::make_shared<ExitDualLevel>();
     case 1:
       return gen_make_dual(m);
+    case 3:
+      return make_inplace_reaching_tangents(m);
     default:
       return gen_unpack_dual(m);
   }

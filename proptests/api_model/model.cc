@@ -192,6 +192,7 @@ int Model::new_view(int of, const Strided& layout, bool no_grad) {
                    : impls_[of].view_base >= 0 ? impls_[of].made
                                                : Made::kViewOp;
   impls_[i].view_base = impls_[of].view_base >= 0 ? impls_[of].view_base : of;
+  impls_[i].fw_base = impls_[of].fw_base >= 0 ? impls_[of].fw_base : of;
   impls_[i].seen_version = version_of(of);
   return i;
 }
@@ -432,6 +433,7 @@ Outcome Model::view(int name, int of, const Dims& shape, bool spelled_view) {
     const int i = new_impl(shape, new_storage(values_of(base)));
     if (n.inputs[0].tracked) impls_[i].grad_fn = add_node(std::move(n));
     copy_tangent(i, base);
+    new_tangent_family(i);  // a copy of the tangent too
     bind(name, i);
     return {};
   }
@@ -581,12 +583,16 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
     add_saves(n, {base >= 0 ? base : a, b});
   }
   Use other_use = use_of(b, false);
+  Outcome done;
+  if (const char* event = inplace_tangent(kind, a, b, self_use, other_use)) {
+    done.events.insert(event);
+  }
   write(a, ApiProgram::forward(kind, {}, {self_use, other_use})[0].v);
   ++storages_[impls_[a].storage].version;
-  if (!record) return {};  // a view written without a record regenerates when next used
+  if (!record) return done;  // a view written without a record regenerates when next used
   if (base < 0) {
     impls_[a].grad_fn = add_node(std::move(n));
-    return {};
+    return done;
   }
   // CopySlices: the base's history absorbs the write; the view becomes a view of that, reading
   // the same elements of it.
@@ -599,7 +605,7 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   v.inputs = {use_of(base, true)};
   impls_[a].grad_fn = add_node(std::move(v));
   impls_[a].seen_version = version_of(a);
-  return {};
+  return done;
 }
 
 Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int q) {
@@ -749,11 +755,18 @@ bool Model::dual_storage(int impl) const {
 void Model::set_no_tangent(int impl) {
   impls_[impl].tangent_kind = Tangent::kNone;
   impls_[impl].tangent.clear();
+  impls_[impl].tangent_family = -1;
+}
+
+void Model::new_tangent_family(int impl) {
+  impls_[impl].tangent_family =
+      impls_[impl].tangent_kind == Tangent::kKnown ? next_tangent_family_++ : -1;
 }
 
 void Model::copy_tangent(int to, int from) {
   impls_[to].tangent_kind = impls_[from].tangent_kind;
   impls_[to].tangent = impls_[from].tangent;  // row-major: a reshape keeps the order
+  impls_[to].tangent_family = impls_[from].tangent_family;
 }
 
 void Model::view_tangent(int view, int of) {
@@ -769,6 +782,7 @@ void Model::view_tangent(int view, int of) {
   for (int64_t p : positions(layout(view))) t.push_back(at.at(p));
   impls_[view].tangent_kind = Tangent::kKnown;
   impls_[view].tangent = std::move(t);
+  impls_[view].tangent_family = impls_[of].tangent_family;
 }
 
 void Model::op_tangents(const std::vector<int>& results, OpKind kind, const OpAttrs& attrs,
@@ -797,7 +811,83 @@ void Model::op_tangents(const std::vector<int>& results, OpKind kind, const OpAt
   for (size_t k = 0; k < results.size(); ++k) {
     impls_[results[k]].tangent_kind = Tangent::kKnown;
     impls_[results[k]].tangent = out[k];
+    new_tangent_family(results[k]);
   }
+}
+
+const char* Model::inplace_tangent(OpKind kind, int a, int b, const Use& self_use,
+                                   const Use& other_use) {
+  const Tangent ta = impls_[a].tangent_kind, tb = impls_[b].tangent_kind;
+  if (!dual_live_ || (ta == Tangent::kNone && tb == Tangent::kNone)) return nullptr;
+  const int storage = impls_[a].storage;
+  bool unknown = ta == Tangent::kUnknown || tb == Tangent::kUnknown;
+  for (const ImplState& t : impls_) {
+    unknown = unknown || (t.storage == storage && t.tangent_kind == Tangent::kUnknown);
+  }
+  if (unknown) {
+    for (int j = 0; j < num_impls(); ++j) {
+      if (impls_[j].storage != storage) continue;
+      set_no_tangent(j);
+      impls_[j].tangent_kind = Tangent::kUnknown;
+    }
+    return "forward: in-place, tangents unknown";
+  }
+  auto known = [](const ImplState& t) {
+    return t.tangent_kind == Tangent::kKnown ? t.tangent : std::vector<double>();
+  };
+  std::vector<double> written =
+      ApiProgram::jvp(kind, {}, {self_use, other_use}, {known(impls_[a]), known(impls_[b])})[0];
+  if (kind == OpKind::kMulInplace && !sem_.inplace_mul_tangent_reads_other_before_write &&
+      impls_[b].storage == storage) {
+    // PyTorch's t_self * other + self * t_other reads `other` after the write.
+    std::map<int64_t, double> after;
+    const std::vector<double> values = ApiProgram::forward(kind, {}, {self_use, other_use})[0].v;
+    const std::vector<int64_t> at_a = positions(layout(a));
+    for (size_t k = 0; k < at_a.size(); ++k) after[at_a[k]] = values[k];
+    Use other_after = other_use;
+    const std::vector<int64_t> at_b = positions(layout(b));
+    for (size_t k = 0; k < at_b.size(); ++k) {
+      if (after.count(at_b[k])) other_after.snapshot[k] = after[at_b[k]];
+    }
+    const std::vector<double> none;
+    const std::vector<double> by_self =
+        ApiProgram::jvp(kind, {}, {self_use, other_after}, {known(impls_[a]), none})[0];
+    const std::vector<double> by_other =
+        ApiProgram::jvp(kind, {}, {self_use, other_use}, {none, known(impls_[b])})[0];
+    for (size_t k = 0; k < written.size(); ++k) written[k] = by_self[k] + by_other[k];
+  }
+  if (ta == Tangent::kNone) {  // the forward base and its views get a zero tangent first
+    const int root = impls_[a].fw_base >= 0 ? impls_[a].fw_base : a;
+    const int family = next_tangent_family_++;
+    for (int j = 0; j < num_impls(); ++j) {
+      if (j != root && impls_[j].fw_base != root) continue;
+      impls_[j].tangent_kind = Tangent::kKnown;
+      impls_[j].tangent.assign(static_cast<size_t>(count(impls_[j].shape)), 0.0);
+      impls_[j].tangent_family = family;
+    }
+  }
+  // Every member of self's family sees the elements self wrote (by memory position).
+  std::map<int64_t, double> at;
+  const std::vector<int64_t> where = positions(layout(a));
+  for (size_t k = 0; k < where.size(); ++k) at[where[k]] = written[k];
+  const int family = impls_[a].tangent_family;
+  int others = 0;
+  for (int j = 0; j < num_impls(); ++j) {
+    if (impls_[j].tangent_family != family || j == a) continue;
+    const std::vector<int64_t> mine = positions(layout(j));
+    for (size_t k = 0; k < mine.size(); ++k) {
+      const auto it = at.find(mine[k]);
+      if (it != at.end()) impls_[j].tangent[k] = it->second;
+    }
+    ++others;
+  }
+  impls_[a].tangent = written;
+  if (ta == Tangent::kNone) {
+    return impls_[a].fw_base >= 0 ? "forward: in-place gives a view's base a tangent"
+                                  : "forward: in-place gives self a tangent";
+  }
+  return others > 0 ? "forward: in-place updates a shared tangent"
+                    : "forward: in-place updates self's tangent";
 }
 
 void Model::grads_may_carry_tangents() {
@@ -810,6 +900,7 @@ void Model::grads_may_carry_tangents() {
     if (storages.count(t.storage)) {
       t.tangent_kind = Tangent::kUnknown;
       t.tangent.clear();
+      t.tangent_family = -1;
     }
   }
 }
@@ -855,6 +946,8 @@ Outcome Model::make_dual(int name, int of, const Dims& tangent_shape,
   const int i = impl_of(name);
   impls_[i].tangent_kind = Tangent::kKnown;
   impls_[i].tangent = tangent;
+  new_tangent_family(i);
+  impls_[i].fw_base = -1;  // its views read its tangent, not its primal's (not a forward view)
   out.events.insert("forward: make_dual");
   return out;
 }

@@ -75,6 +75,11 @@ struct ImplState {
   // Note [Model dual levels]: its tangent at the live level (row-major values when kKnown).
   Tangent tangent_kind = Tangent::kNone;
   std::vector<double> tangent;
+  // Note [Model tangents of views]: the tensor whose tangent this one reads when it has none of
+  // its own (PyTorch's forward view base: the root of a chain of view ops; -1 for make_dual's
+  // result, a detach(), anything not a view), and the tangent family it shares values with.
+  int fw_base = -1;
+  int tangent_family = -1;
 };
 
 // Where the engine's rules differ from PyTorch's on purpose (or for now), one switch each; the
@@ -138,9 +143,14 @@ struct Semantics {
   // input.
   bool scalar_add_has_one_input = true;
 
+  // self.mul_(other)'s new tangent reads other's values from before the write. PyTorch's formula
+  // reads them after it, which differs where other shares self's memory (x.mul_(x): t x + t x^2
+  // instead of 2 x t; DEVIATIONS.md, inplace-mul-aliased-tangent; Note [Model tangents of views]).
+  bool inplace_mul_tangent_reads_other_before_write = true;
+
   static Semantics engine() { return {}; }
   static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false, false, false, false};
+    return {false, false, false, false, false, false, false, false, false, false, false, false};
   }
 };
 
@@ -227,11 +237,28 @@ struct Semantics {
 // tangent (element by memory position); detach() drops it; a leaf has none. What the model
 // does not follow is Tangent::kUnknown and never checked: tensors made by backward()/grad()
 // while tangents live, and every tensor sharing storage with a .grad then (gradients of dual
-// values carry tangents, and a .grad summed in place with one takes it). In-place writes into
-// storage a tangent-carrying tensor reads, or with such an operand, and custom Functions with a
-// dual operand are not generated inside a level (the generator's restriction: PyTorch's rule that
-// an in-place op with a dual operand gives a non-dual self a zero tangent first, and a view's
-// tangent follows its base's writes, are not modelled).
+// values carry tangents, and a .grad summed in place with one takes it). In-place writes update
+// tangents as Note [Model tangents of views] says; custom Functions with a dual operand are not
+// generated inside a level (they have no jvp).
+
+// Note [Model tangents of views]
+// PyTorch's tangents alias as their primals do. A view made by a view op (in grad mode or not,
+// split/chunk/unbind too) has a forward base, the root of its chain of view ops (fw_base); its
+// tangent is that view of the base's tangent, and a view made while the base had none reads the
+// base's as soon as it has one. make_dual's result and a detach() are no such views: they start
+// a chain of their own. So the tensors reading one tangent (a family: tangent_family) are a root
+// and its views, and they agree element by memory position. An in-place op (in grad mode or not)
+// whose self or other has a tangent gives self the op's jvp at the operands' values before the
+// write (copy_: other's tangent, or zeros); a self with a tangent takes it in place, so every
+// member of its family sees the elements it wrote; a self without one first gives its forward
+// base (itself if it has none) a zero tangent that its views read, then writes its part of it
+// (Model::inplace_tangent). Writes into tensors of another family on the same storage (a
+// make_dual of it) change their values, not their tangents. Where an operand's tangent, or that
+// of a tensor on self's storage, is unknown, every tangent on that storage becomes unknown.
+// PyTorch's mul_ reads other after the write (Semantics::inplace_mul_tangent_reads_other_before_
+// write). Not modelled, so not generated: a recorded write into a view that has a tangent, which
+// PyTorch refuses where that tangent view was made under no_grad and the new tangent requires
+// grad (the model does not follow how tangent views were made, nor their requires_grad).
 
 // Note [Model saved-tensor hooks]
 // torch.autograd.graph.saved_tensors_hooks(pack, unpack) (engine/saved_tensor_hooks.h), entered
@@ -518,6 +545,11 @@ class Model {
                    const std::vector<int>& operand_impls);
   void view_tangent(int view, int of);
   void copy_tangent(int to, int from);
+  void new_tangent_family(int impl);
+  // Note [Model tangents of views]: the tangents after self.op_(other), before the write.
+  // Returns the event to count, or nullptr when no tangent is involved.
+  const char* inplace_tangent(OpKind kind, int self, int other, const Use& self_use,
+                              const Use& other_use);
   void set_no_tangent(int impl);
   void grads_may_carry_tangents();
 
@@ -530,6 +562,7 @@ class Model {
   std::map<int, HookState> hooks_;  // by id
   int next_hook_ = 0;
   bool dual_live_ = false;               // Note [Model dual levels]
+  int next_tangent_family_ = 0;          // Note [Model tangents of views]
   std::vector<SavedHooksScope> scopes_;  // by id (Note [Model saved-tensor hooks])
   std::vector<int> open_scopes_;         // ids, innermost last
 };

@@ -663,9 +663,13 @@ class InPlace final : public ApiCommand {
     RC_PRE(!(shared && !m.impl(b).layout_known));
     RC_PRE(!m.root_overlaps(a));
     RC_PRE(!m.edgeless(b));  // Note [Model view kinds]: read only as self
-    // Note [Model dual levels]: no write into a tensor with a tangent (or its storage), and
-    // none with an operand that has one, while a level is live.
-    RC_PRE(!(m.dual_live() && (m.dual_storage(a) || m.dual_storage(b))));
+    // Note [Model tangents of views]: a recorded write into a view that has a tangent writes
+    // that tangent (a view of its base's) in place, which PyTorch refuses as a write into a view
+    // made under no_grad where the tangent view was made so (by a write or a view op under
+    // no_grad) and the new tangent requires grad: not modelled, not generated.
+    RC_PRE(!(m.dual_live() && !no_grad_ && m.impl(a).fw_base >= 0 &&
+             m.impl(a).tangent_kind != Tangent::kNone &&
+             (m.requires_grad(a) || m.requires_grad(b))));
     // Note [Model saved-tensor hooks]: backward would read the write through a keeping pack,
     // also when the op keeps `other` and then writes it (mul_(a, a)).
     RC_PRE(!m.kept_by_pack(a));
@@ -763,6 +767,35 @@ CommandPtr make_inplace(const Model& m) {
   return std::make_shared<InPlace>(
       *rc::gen::element(OpKind::kAddInplace, OpKind::kMulInplace, OpKind::kCopyInplace), a, b,
       *rc::gen::weightedElement<bool>({{3, false}, {1, true}}));
+}
+
+CommandPtr make_inplace_reaching_tangents(const Model& m) {
+  // Into a view (whose forward base takes the tangent), into storage a tangent reads, or into
+  // any tensor; mostly with an operand that has a tangent (Note [Model tangents of views]).
+  int a = -1;
+  switch (*rc::gen::inRange(0, 3)) {
+    case 0:
+      a = pick(m, [&](int n) { return m.is_view(m.impl_of(n)); });
+      break;
+    case 1:
+      a = pick(m, [&](int n) { return m.dual_storage(m.impl_of(n)); });
+      break;
+    default:
+      break;
+  }
+  if (a < 0) a = pick(m, [&](int n) { return !m.kept_by_pack(m.impl_of(n)); });
+  if (a < 0) return nullptr;
+  const int storage = m.impl(m.impl_of(a)).storage;
+  auto fits = [&](int o) { return broadcasts_to(m.shape(o), m.shape(a)); };
+  int b = -1;
+  if (*rc::gen::inRange(0, 4) == 0) {  // the storage it writes: x.mul_(x), v.add_(x.t())
+    b = partner(m, [&](int o) { return m.impl(m.impl_of(o)).storage == storage && fits(o); });
+  }
+  if (b < 0) b = partner(m, [&](int o) { return m.tangent_kind(o) == Tangent::kKnown && fits(o); });
+  if (b < 0) return nullptr;
+  return std::make_shared<InPlace>(
+      *rc::gen::element(OpKind::kAddInplace, OpKind::kMulInplace, OpKind::kCopyInplace), a, b,
+      *rc::gen::weightedElement<bool>({{1, false}, {1, true}}));
 }
 
 namespace {
