@@ -13,6 +13,10 @@
 //       [--reduce-crashes ...] --findings OUT`, which merges the logs of several campaigns.
 //   --keep-going: a failing batch is reported (shrunk, with its replay command) and the
 //       campaign goes on; the exit status says whether any batch failed.
+//   --no-shrink: a failing case is reported as generated, unshrunk. For --against campaigns:
+//       each shrinking step of a mismatch reruns PyTorch in a fresh process (seconds each), so
+//       one systematic mismatch can hold a campaign for many minutes (seed 4701: stalled after
+//       1,400 programs); the statement-dropping reduction after the failure still runs.
 //
 // Properties share the time equally. Batch i of property p runs B cases with RapidCheck seed
 // hash(S, p, i), so a campaign is reproducible from S. On a failure the driver
@@ -47,6 +51,7 @@ struct Args {
   bool hooks = false;      // --against: programs with hooks too (hook_gen.h)
   std::vector<std::string> reduce_crashes;  // --against: reduce these crash logs, run nothing
   bool keep_going = false;                  // report a failing batch and go on with the next one
+  bool no_shrink = false;                   // report a failing case unshrunk
 };
 
 [[noreturn]] void usage(const char* error) {
@@ -55,7 +60,7 @@ struct Args {
       "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
       "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
       "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n"
-      "            [--hooks]\n",
+      "            [--hooks] [--no-shrink]\n",
       error);
   std::exit(2);
 }
@@ -74,6 +79,10 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--hooks") {
       a.hooks = true;
+      continue;
+    }
+    if (flag == "--no-shrink") {
+      a.no_shrink = true;
       continue;
     }
     if (flag == "--no-reduce") {
@@ -186,7 +195,7 @@ int run(Args a) {
     const uint64_t seed = a.batch_seed >= 0 ? static_cast<uint64_t>(a.batch_seed)
                                             : batch_seed(a.seed, i, progress[i].batches);
     const double before = elapsed();
-    const BatchResult r = run_batch(*selected[i], seed, a.batch, a.max_nodes);
+    const BatchResult r = run_batch(*selected[i], seed, a.batch, a.max_nodes, !a.no_shrink);
     progress[i].seconds += elapsed() - before;
     ++progress[i].batches;
     cases += r.cases;

@@ -17,8 +17,10 @@ TestResult checkProperty(const Property& property, const TestMetadata& metadata,
 
 namespace ag::proptests {
 
-BatchResult run_batch(const NamedProperty& property, uint64_t seed, int cases, int max_size) {
+BatchResult run_batch(const NamedProperty& property, uint64_t seed, int cases, int max_size,
+                      bool shrink) {
   rc::detail::TestParams params;
+  params.disableShrinking = !shrink;
   params.seed = seed;
   params.maxSuccess = cases;
   params.maxSize = max_size;

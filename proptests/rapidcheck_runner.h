@@ -19,7 +19,10 @@ struct BatchResult {
   std::map<std::string, int> tags;  // RC_TAG/RC_CLASSIFY labels -> cases
 };
 
-BatchResult run_batch(const NamedProperty& property, uint64_t seed, int cases, int max_size);
+// `shrink` false: a failing case is reported as generated, not shrunk (RapidCheck's
+// disableShrinking), for properties whose every shrinking step is expensive.
+BatchResult run_batch(const NamedProperty& property, uint64_t seed, int cases, int max_size,
+                      bool shrink = true);
 
 // Finds a property by its full name ("Suite.Name") or by its name alone; null if none.
 const NamedProperty* find_property(const std::string& name);
