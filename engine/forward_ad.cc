@@ -53,19 +53,9 @@ int resolve(int level, const char* op) {
 // storage size: has_same_meta), else copies it into a tensor of the primal's strides; a primal
 // that reads one element at several indices (expanded) makes that copy raise. Only the raise is
 // observable here: the engine keeps a root's tangent contiguous and reads views through it.
-// Whether some element of `t` is read at several indices: ops/view_layout.h's
-// has_internal_overlap, which the engine cannot call (ops depends on the engine).
-bool reads_an_element_twice(const Tensor& t, const Shape& strides) {
-  if (t.numel() == 0) return false;
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (t.shape()[d] > 1 && strides[d] == 0) return true;
-  }
-  return false;
-}
-
 void check_tangent_layout(const Tensor& primal, const Tensor& tangent) {
   const Shape strides = primal.strides();
-  const bool overlaps = reads_an_element_twice(primal, strides);
+  const bool overlaps = has_internal_overlap(primal.shape(), strides);
   const bool same_meta = tangent.strides() == strides &&
                          tangent.storage_offset() == primal.storage_offset() &&
                          tangent.impl()->storage->nbytes() == primal.impl()->storage->nbytes();

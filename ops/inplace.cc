@@ -77,7 +77,7 @@ void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
 
 // Whether `a` and `b` are the same elements of one storage, in the same order.
 bool same_elements(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage == b.impl()->storage && layout_of(a) == layout_of(b);
+  return a.shares_storage_with(b) && layout_of(a) == layout_of(b);
 }
 
 // `overlap_checked`: false for copy_ onto the very elements it reads, which has nothing to do and

@@ -101,7 +101,7 @@ namespace {
 
 // Whether `a` and `b` share storage.
 bool shares_storage(const Tensor& a, const Tensor& b) {
-  return a.defined() && b.defined() && a.impl()->storage.get() == b.impl()->storage.get();
+  return a.defined() && b.defined() && a.shares_storage_with(b);
 }
 
 }  // namespace

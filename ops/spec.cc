@@ -288,8 +288,7 @@ std::shared_ptr<OpNode> make_node(const OpSpec& spec, std::initializer_list<cons
       node->save(j, clone(value), false);  // Note [In-place saves]: self before the write
       continue;
     }
-    const bool aliases_written =
-        written != nullptr && value.impl()->storage.get() == written->impl()->storage.get();
+    const bool aliases_written = written != nullptr && value.shares_storage_with(*written);
     // Two calls, not `aliases_written ? value.detach() : value`: that expression is a temporary
     // copy of `value` even when it is not detached, an atomic increment and decrement per save.
     if (aliases_written) {

@@ -38,11 +38,7 @@ bool same_elements(const Layout& a, const Layout& b) {
 }
 
 bool has_internal_overlap(const Layout& layout) {
-  if (numel(layout.sizes) == 0) return false;
-  for (size_t i = 0; i < layout.sizes.size(); ++i) {
-    if (layout.sizes[i] > 1 && layout.strides[i] == 0) return true;
-  }
-  return false;
+  return ag::has_internal_overlap(layout.sizes, layout.strides);
 }
 
 bool is_non_overlapping_and_dense(const Layout& layout) {

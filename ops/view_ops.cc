@@ -462,7 +462,7 @@ Tensor view_gather(const Tensor& t, const Layout& at) {
   const Tensor source = backend.dense(t);
   Tensor out = backend.dense(
       source.alias_with_layout(at.sizes, at.strides, source.storage_offset() + at.offset));
-  if (out.impl()->storage.get() == source.impl()->storage.get()) out = copy_of(out);
+  if (out.shares_storage_with(source)) out = copy_of(out);
   return record(kViewGather, {&t}, out, [&] { return view_attrs(at); });
 }
 

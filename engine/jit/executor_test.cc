@@ -20,9 +20,7 @@ namespace ag::jit {
 namespace {
 
 Tensor t23() { return ops::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}); }
-bool sharesStorage(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage.get() == b.impl()->storage.get();
-}
+bool sharesStorage(const Tensor& a, const Tensor& b) { return a.shares_storage_with(b); }
 const Tensor& tensorOf(const IValue& v) { return std::get<Tensor>(v); }
 
 // `program` traced on `example`, its differentiable ops grouped with groups of any size; the

@@ -164,6 +164,16 @@ inline int64_t numel(const Shape& s) {
   return n;
 }
 
+// Whether a layout reads some element at several indices, as far as PyTorch's
+// has_internal_overlap can tell: a stride of 0 on a dim of size > 1 (an expanded tensor).
+inline bool has_internal_overlap(const Shape& sizes, const Shape& strides) {
+  if (numel(sizes) == 0) return false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] > 1 && strides[i] == 0) return true;
+  }
+  return false;
+}
+
 // "[2, 3]" — used in every error message that names shapes.
 inline std::string to_string(const Shape& s) {
   std::string out = "[";

@@ -26,9 +26,7 @@ inline Tensor values(const std::vector<double>& v, const Shape& shape) {
   return ops::from_vector(v, shape, DType::kFloat64);
 }
 
-inline bool shares_storage(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage.get() == b.impl()->storage.get();
-}
+inline bool shares_storage(const Tensor& a, const Tensor& b) { return a.shares_storage_with(b); }
 
 inline void expect_values(const Tensor& t, const std::vector<double>& expected,
                           double tol = 1e-12) {

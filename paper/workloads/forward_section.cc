@@ -4,6 +4,7 @@
 // 16 -> 16 net beside torch.func's. Every table's variants in the same interleaved rounds, under
 // every measuring condition, at the run's thread count for all.
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "ops/ops.h"
@@ -64,13 +65,14 @@ void forward_section(const Context& context, Report& report) {
     Tensor x;
     std::unique_ptr<JitHessianStep> compiled;  // the same y_xx as one jit::CompiledFunction
   };
+  const Activation activations[] = {Activation::kRelu, Activation::kTanh};
   std::vector<HvpStep> hvp_steps;
-  for (const Activation a : {Activation::kRelu, Activation::kTanh}) {
+  hvp_steps.reserve(std::size(activations));  // the compiled steps and the variants refer to them
+  for (const Activation a : activations) {
     HessianConfig hc = base;
     hc.activation = a;
-    hvp_steps.push_back({a, hc, make_mlp(hc), make_hessian_input(hc), nullptr});
-  }
-  for (HvpStep& step : hvp_steps) {
+    HvpStep& step =
+        hvp_steps.emplace_back(HvpStep{a, hc, make_mlp(hc), make_hessian_input(hc), nullptr});
     step.compiled = std::make_unique<JitHessianStep>(step.mlp, step.x, false, jit::CompileOptions(),
                                                      YxxBy::kForwardOverReverse);
   }

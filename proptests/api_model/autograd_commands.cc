@@ -288,7 +288,7 @@ class Grad final : public ApiCommand {
     for (Tensor& g : got) {
       bool copy = g.defined() && g.impl()->view_base;
       for (const Tensor& go : gos) {
-        copy = copy || (g.defined() && go.defined() && g.impl()->storage == go.impl()->storage);
+        copy = copy || (g.defined() && go.defined() && g.shares_storage_with(go));
       }
       if (copy) g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
     }
@@ -302,7 +302,7 @@ class Grad final : public ApiCommand {
         continue;
       }
       for (j = 0; j < k; ++j) {
-        if (got[j].defined() && got[j].impl()->storage == got[k].impl()->storage) {
+        if (got[j].defined() && got[j].shares_storage_with(got[k])) {
           got[k] = ops::clone(got[k]);
           break;
         }

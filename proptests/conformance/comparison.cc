@@ -710,6 +710,28 @@ Excuse inplace_mul_aliased_tangent(const Pair& p) {
   return Excuse::kNone;
 }
 
+// PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
+// under no_grad into its storage, with the CreationMeta error meant for a write under grad mode
+// (paper/results/foreign_findings.md F6); the engine raises the version error a saved tensor
+// written after its save gets. Both raise: the pair of raise lines is skipped.
+Excuse no_grad_view_saved_error(const Pair& p) {
+  if (!p.s || (p.s->kind != StmtKind::kBackward && p.s->kind != StmtKind::kGrad) ||
+      !p.status("raise", "raise") || p.e.size() != 2 || p.a.size() != 3 || p.a[2] != "version") {
+    return Excuse::kNone;
+  }
+  const auto& stmts = p.c.program().stmts;
+  std::set<int> no_grad_viewed;  // storage roots of views made under no_grad
+  for (int i = 0; i < p.index && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kViewOp && s.flag) no_grad_viewed.insert(p.c.storage_root(s.args[0]));
+    if (s.kind == StmtKind::kInplace && s.flag &&
+        no_grad_viewed.count(p.c.storage_root(s.args[0]))) {
+      return Excuse::kSkipBoth;
+    }
+  }
+  return Excuse::kNone;
+}
+
 // In order: the first rule that excuses a pair names it. A PyTorch bug that changed the
 // program's state for good comes first.
 const Rule kRules[] = {
@@ -727,6 +749,7 @@ const Rule kRules[] = {
     {"rebased-base-node-edges", rebased_base_node_edges},
     {"pytorch-internal-error", pytorch_internal_error},
     {"inplace-mul-aliased-tangent", inplace_mul_aliased_tangent},
+    {"no-grad-view-saved-error", no_grad_view_saved_error},
 };
 
 }  // namespace

@@ -60,6 +60,8 @@ const std::vector<Explanation>& explanations() {
        "PyTorch's in-place op on a retaining non-first output moves output 0's retains-grad hook"},
       {"inplace-mul-aliased-tangent", kDeviation, kComparing,
        "PyTorch's mul_ tangent reads the written primal where the operand aliases the target"},
+      {"no-grad-view-saved-error", kDeviation, kComparing,
+       "PyTorch blames grad mode for a saved no_grad view written under no_grad"},
   };
   return list;
 }

@@ -44,7 +44,7 @@ Tensor unaryOnDomain(OpId op, const Tensor& x) {
 
 // Whether a and b share storage without being the same elements in the same order.
 bool overlaps_partially(const Tensor& a, const Tensor& b) {
-  return a.impl()->storage == b.impl()->storage &&
+  return a.shares_storage_with(b) &&
          (a.strides() != b.strides() || a.storage_offset() != b.storage_offset());
 }
 
