@@ -208,8 +208,11 @@ void Tensor::retain_grad() const {
   AG_CHECK(requires_grad(),
            "retain_grad: can't retain_grad on Tensor that has requires_grad=False (", describe(),
            ")");
+  // A leaf keeps its .grad anyway: a no-op, as in PyTorch, whose leaf test (VariableHooks::
+  // is_leaf) reads the history as it stands: a view made under no_grad, whose base was written
+  // since, is a leaf here and does not raise (its grad_fn would).
+  if (history_as_it_stands() == nullptr) return;
   const std::shared_ptr<Node> fn = grad_fn();
-  if (fn == nullptr) return;  // a leaf keeps its .grad anyway: a no-op, as in PyTorch
   {
     std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
     if (impl_->retains_grad) return;

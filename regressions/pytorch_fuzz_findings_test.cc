@@ -427,5 +427,30 @@ TEST(LogSoftmax, TheLargestElementIsMinusTheLogOfTheSum) {
   EXPECT_EQ(y.to_vector()[0], -std::log(1.0 + std::exp(0.3 - 20.0)));
 }
 
+// x = torch.rand(1, requires_grad=True)
+// with torch.no_grad(): v = x[0]           (requires_grad True through x, no grad_fn)
+// s = x[-1]; with torch.no_grad(): s.copy_(torch.rand((), requires_grad=True))
+// v.retain_grad()   -> None: a no-op, as for a leaf (v.grad_fn or v.is_leaf would raise
+//                      PyTorch's "A view was created in no_grad mode ..." error)
+// retain_grad's leaf test reads the history as it stands, not a regenerated one (found by fuzz
+// --against pytorch --hooks, seed 4702).
+TEST(RetainGrad, OnAStaleNoGradViewIsANoOp) {
+  Tensor x = leaf({0.25}, {1});
+  Tensor v;
+  {
+    NoGradGuard no_grad;
+    v = ops::select(x, 0, 0);
+  }
+  EXPECT_TRUE(v.requires_grad());
+  Tensor s = ops::select(x, 0, -1);
+  {
+    NoGradGuard no_grad;
+    ops::copy_(s, leaf({0.75}, {}));
+  }
+  EXPECT_NO_THROW(v.retain_grad());
+  EXPECT_FALSE(v.retains_grad());
+  EXPECT_NE(error_of([&] { (void)v.grad_fn(); }).find("no_grad"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ag
