@@ -23,7 +23,13 @@
 #                      (more than 50 are targets of 50: Bazel 4.2.3's limit per target)
 #   --slices S         slices per property (default: 4, or N when --shards N is more); with S = N
 #                      shard k runs slice k of every property
-#   --cases N          cases per (property, slice)
+#   --cases N          cases per (property, slice); with --against, programs per shard
+#   --against pytorch  the fuzz driver's --against campaign instead: each shard of
+#                      //proptests:against_campaign_test_N_shards runs one batch of conformance
+#                      programs against PyTorch; the report merges the crashes by signature
+#                      (default report: paper/results/remote_against_campaign.md)
+#   --python PATH      with --against: the interpreter with PyTorch, reachable on the workers
+#                      (default: $AG_PEER_PYTHON, else ~/.cache/autograd-peers/venv/bin/python)
 #   --jobs N           Bazel's --jobs (default 32)
 #   --report FILE      where the Markdown report goes ("" for nowhere)
 #   --output-base DIR  the campaign's Bazel output base (default: one per tree, in the cache folder)
@@ -38,8 +44,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source tools/remote/cluster.sh
 
 original_args=("$@")
-workers=2 shards=4 slices="" cases=200 seed=1 jobs=32 executor="" tls=0 instance="" kill_worker="" local_only=0 keep=0
-report=paper/results/remote_campaign.md
+workers=2 shards=4 slices="" against="" python=${AG_PEER_PYTHON:-$HOME/.cache/autograd-peers/venv/bin/python} cases=200 seed=1 jobs=32 executor="" tls=0 instance="" kill_worker="" local_only=0 keep=0
+report=default
 output_base=$AG_REMOTE_CACHE/bazel-$(pwd | sha256sum | cut -c1-12)
 tls_flags=() extra_flags=()
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d;s/^# \{0,1\}//' >&2; exit 2; }
@@ -49,6 +55,8 @@ while (($#)); do
     --shards) shards=$2; shift ;;
     --slices) slices=$2; shift ;;
     --cases) cases=$2; shift ;;
+    --against) against=$2; shift ;;
+    --python) python=$2; shift ;;
     --seed) seed=$2; shift ;;
     --jobs) jobs=$2; shift ;;
     --executor) executor=$2; shift ;;
@@ -75,6 +83,18 @@ done
 # The campaign's test target: campaign_test itself has 4 shards, the others are in proptests/BUILD.
 target=//proptests:campaign_test
 ((shards == 4)) || target=//proptests:campaign_test_${shards}_shards
+title="Remote fuzz campaign"
+if [[ -n "$against" ]]; then
+  [[ "$against" == pytorch ]] || { echo "remote_campaign.sh: --against knows only pytorch" >&2; exit 2; }
+  [[ -x "$python" ]] || { echo "remote_campaign.sh: no interpreter at $python (--python)" >&2; exit 2; }
+  target=//proptests:against_campaign_test_${shards}_shards
+  title="Remote --against $against campaign"
+  extra_flags+=(--test_env=CAMPAIGN_AGAINST_PYTHON="$python")
+fi
+if [[ "$report" == default ]]; then
+  report=paper/results/remote_campaign.md
+  [[ -n "$against" ]] && report=paper/results/remote_against_campaign.md
+fi
 if [[ -n "$kill_worker" ]] && { [[ -n "$executor" ]] || ((local_only)) || ! ((kill_worker < workers)); }; then
   echo "remote_campaign.sh: --kill-worker I needs the loopback cluster and 0 <= I < --workers" >&2
   exit 2
@@ -173,9 +193,14 @@ fi
 
 # Merge the shards' results.
 report_rc=1
-if [[ -x "$binary" && -d "${testlogs[0]}" ]]; then
-  CAMPAIGN_SLICES=$slices "$binary" --gtest_list_tests --gtest_filter='AllProperties/Campaign.*' \
+if [[ -n "$against" && -d "${testlogs[0]}" ]]; then
+  # One test case per shard (proptests/against_shard.py), in --gtest_list_tests' format.
+  { echo "AgainstCampaign."; for ((k = 0; k < shards; k++)); do echo "  Against/pytorch_$k"; done; } \
     >"$run_dir/expected.txt"
+fi
+if [[ -d "${testlogs[0]}" ]] && { [[ -n "$against" ]] || [[ -x "$binary" ]]; }; then
+  [[ -n "$against" ]] || CAMPAIGN_SLICES=$slices "$binary" --gtest_list_tests \
+    --gtest_filter='AllProperties/Campaign.*' >"$run_dir/expected.txt"
   if ((keep)) && ((${#testlogs[@]} == 1)); then
     cp -r "${testlogs[0]}" "$run_dir/testlogs"
   elif ((keep)); then
@@ -187,7 +212,7 @@ if [[ -x "$binary" && -d "${testlogs[0]}" ]]; then
   [[ -f "$run_dir/retry" ]] && notes+=("Worker killed mid-run: $(cat "$run_dir/retry")")
   set +e
   python3 tools/remote/campaign_report.py "${testlogs[@]/#/--testlogs=}" --shards "$shards" \
-    --expected "$run_dir/expected.txt" --cases "$cases" --bazel-log "$run_dir/bazel.log" --bep "$run_dir/bep.json" \
+    --expected "$run_dir/expected.txt" --cases "$cases" --title "$title" --bazel-log "$run_dir/bazel.log" --bep "$run_dir/bep.json" \
     ${report:+--out "$report"} "${notes[@]/#/--note=}"
   report_rc=$?
   set -e

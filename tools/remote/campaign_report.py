@@ -28,7 +28,8 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-Slice = collections.namedtuple("Slice", "name property slice seed cases shard replay coverage failure")
+# crashes: None, or (--against campaigns, proptests/against_shard.py) "SIGNATURE=N" lines.
+Slice = collections.namedtuple("Slice", "name property slice seed cases shard replay coverage failure crashes")
 
 
 def read_expected(path):
@@ -68,7 +69,7 @@ def read_shards(testlogs_dirs):
             slices.append(Slice(
                 name=case.get("name"), property=props.get("property", "?"), slice=props.get("slice", "?"),
                 seed=props.get("seed", "?"), cases=int(props.get("cases", 0)), shard=shard,
-                replay=props.get("replay", ""), coverage=props.get("coverage", ""),
+                replay=props.get("replay", ""), coverage=props.get("coverage", ""), crashes=props.get("crashes"),
                 failure=None if failure is None else (failure.get("message") or failure.text or "failed")))
         shards[shard] = slices
     return shards
@@ -87,6 +88,18 @@ def merge_coverage(slices):
                 category, _, label = key.partition("/")
                 counts[category][label] += int(value)
     return graphs, largest, counts
+
+
+def merge_crashes(slices):
+    """[(signature, programs, [shards])], most programs first: the crashes of every shard of an
+    --against campaign, merged by signature."""
+    programs, shards = collections.Counter(), collections.defaultdict(set)
+    for s in slices:
+        for line in filter(None, (s.crashes or "").split("\n")):
+            signature, _, n = line.rpartition("=")
+            programs[signature] += int(n)
+            shards[signature].add(s.shard)
+    return [(sig, n, sorted(shards[sig])) for sig, n in programs.most_common()]
 
 
 def bep_attempts(path):
@@ -156,6 +169,13 @@ def report(args):
         out += [f"- missing: {n}" for n in missing] + [f"- ran more than once: {n}" for n in duplicated]
         out += [f"- {s.name}: {s.cases} cases instead of {args.cases}" for s in short]
         out += [f"- shard {k} of {args.shards} did not report" for k in silent_shards] + [""]
+
+    if any(s.crashes is not None for s in slices):
+        crashes = merge_crashes(slices)
+        out += ["## Crash signatures (all shards merged)", ""]
+        out += [f"- `{sig}`: {n} programs, shards {', '.join(map(str, shards))}" for sig, n, shards in crashes]
+        out += [f"{len(crashes)} signatures; each shard's crashing programs are in its test.outputs "
+                "(findings/crashes.txt), for `fuzz --against pytorch --reduce-crashes`.", ""]
 
     graphs, largest, counts = merge_coverage(slices)
     per_property = collections.Counter()

@@ -127,6 +127,21 @@ class CampaignReportTest(unittest.TestCase):
         self.assertIn("- shard 1 of 4 did not report", text)
         self.assertIn("- shard 2 of 4 did not report", text)
 
+    def test_against_crashes_merge_by_signature(self):
+        def against(shard, crashes):
+            props = dict(property="AgainstPytorch", slice=shard, seed=1000 + shard, cases=CASES, crashes=crashes)
+            body = "".join(f'<property name="{k}" value={quoteattr(str(v))}/>' for k, v in props.items())
+            return f'<testcase name="Against/pytorch_{shard}"><properties>{body}</properties></testcase>'
+        with open(os.path.join(self.dir, "expected.txt"), "w") as f:
+            f.write("AgainstCampaign.\n  Against/pytorch_0\n  Against/pytorch_1\n")
+        self.write_shard(1, [against(0, "signal: SIGSEGV in at::x=2\nhang: a=b; c=1")])
+        self.write_shard(2, [against(1, "signal: SIGSEGV in at::x=3")])
+        rc, text = self.run_report("--shards", "2")
+        self.assertEqual(rc, 0)
+        self.assertIn("- `signal: SIGSEGV in at::x`: 5 programs, shards 1, 2", text)
+        self.assertIn("- `hang: a=b; c`: 1 programs, shards 1", text)
+        self.assertIn("2 signatures;", text)
+
     def test_slice_run_twice_is_reported(self):
         self.complete_run()
         self.write_shard(2, [testcase(p, 1) for p in self.PROPS] + [testcase("A.One", 0)])
