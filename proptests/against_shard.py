@@ -7,7 +7,10 @@ campaign_shard.sh counts it), PyTorch in the interpreter CAMPAIGN_AGAINST_PYTHON
 to the test's undeclared outputs (findings/crashes.txt). It writes the shard's result as the
 campaign test's JUnit XML does (one test case, the same properties, and `crashes`: each crash
 signature with its count), so tools/remote/campaign_report.py merges the shards' findings by
-signature. Without CAMPAIGN_AGAINST_PYTHON it passes at once and says it skipped.
+signature. Without CAMPAIGN_AGAINST_PYTHON it passes at once and says it skipped. A batch that
+runs into Bazel's timeout (TEST_TIMEOUT; RapidCheck shrinking a mismatch through PyTorch can take
+minutes) is stopped 30 s before it, and the shard fails with its seed and the output so far, so
+the report still names it.
 
   against_shard.py FUZZ PART PARTS   (Bazel's sh_test; python3 from PATH)
 """
@@ -65,23 +68,30 @@ def main(argv):
     os.makedirs(findings, exist_ok=True)
     command = [fuzz, "--against", "pytorch", "--seed", str(seed), "--batch-seed", str(seed), "--batch", str(cases),
                "--findings", findings, "--no-reduce"]
-    run = subprocess.run(command, env=dict(os.environ, AG_PEER_PYTHON=python), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, errors="replace")
-    sys.stdout.write(run.stdout)
-    ran = re.search(r"^(\d+) cases in ", run.stdout, re.M)
+    budget = max(10, int(os.environ.get("TEST_TIMEOUT", "300")) - 30)
+    try:
+        run = subprocess.run(command, env=dict(os.environ, AG_PEER_PYTHON=python), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=budget)
+        returncode, stdout = run.returncode, run.stdout.decode(errors="replace")
+    except subprocess.TimeoutExpired as e:  # the child is killed; its output so far is bytes
+        returncode, stdout = None, (e.stdout or b"").decode(errors="replace")
+    sys.stdout.write(stdout)
+    ran = re.search(r"^(\d+) cases in ", stdout, re.M)
     crashes = crash_signatures(os.path.join(findings, "crashes.txt"))
     replay = f"bazel run -c opt //proptests:fuzz -- --against pytorch --batch-seed {seed} --batch {cases}"
     failure = None
-    if run.returncode != 0:
-        failed = run.stdout.find("\nFAILED ")
-        failure = run.stdout[failed + 1:] if failed >= 0 else f"fuzz exit {run.returncode}\n{run.stdout[-4000:]}"
+    if returncode is None:
+        failure = f"fuzz did not finish in {budget} s (seed {seed}); its output so far:\n{stdout[-4000:]}"
+    elif returncode != 0:
+        failed = stdout.find("\nFAILED ")
+        failure = stdout[failed + 1:] if failed >= 0 else f"fuzz exit {returncode}\n{stdout[-4000:]}"
     props = {"property": "AgainstPytorch", "slice": shard, "seed": seed, "cases": ran.group(1) if ran else 0,
              "shard": shard, "replay": replay, "coverage": f"graphs={ran.group(1) if ran else 0}",
              # One line per signature (a headline may hold ';' or '='; the count follows the last '=').
              "crashes": "\n".join(f"{sig}={n}" for sig, n in sorted(crashes.items()))}
     if os.environ.get("XML_OUTPUT_FILE"):
         write_junit(os.environ["XML_OUTPUT_FILE"], f"Against/pytorch_{shard}", props, failure)
-    return 0 if run.returncode == 0 else 1
+    return 0 if returncode == 0 else 1
 
 
 if __name__ == "__main__":

@@ -170,7 +170,11 @@ testlogs=()
 for t in $tests; do testlogs+=("$testlogs_root/proptests/${t#//proptests:}"); done
 binary=$(bazel "${bazel_startup[@]}" info "${config[@]}" bazel-bin 2>/dev/null)/proptests/campaign_test
 rm -rf "${testlogs[@]}"
-cluster_log "campaign: $target, $shards shards, $slices slices per property, seed $seed, $cases cases per slice, $where"
+if [[ -n "$against" ]]; then
+  cluster_log "campaign: $target, $shards shards, seed $seed, $cases programs per shard, $where"
+else
+  cluster_log "campaign: $target, $shards shards, $slices slices per property, seed $seed, $cases cases per slice, $where"
+fi
 set +e
 bazel "${bazel_startup[@]}" test "${flags[@]}" "$target" 2>&1 | tee "$run_dir/bazel.log"
 bazel_rc=${PIPESTATUS[0]}
