@@ -7,6 +7,7 @@ $XML_OUTPUT_FILE so that every case counts in the test summary.
 
 import contextlib
 import io
+import json
 import os
 import sys
 import tempfile
@@ -40,18 +41,19 @@ class CampaignReportTest(unittest.TestCase):
                 for sl in range(2):
                     f.write(f"  Slice/{p.replace('.', '_')}_{sl}  # GetParam() = ...\n")
 
-    def write_shard(self, shard, cases):
-        path = os.path.join(self.dir, "testlogs", f"shard_{shard}_of_2")
+    def write_shard(self, shard, cases, target="testlogs", count=2):
+        path = os.path.join(self.dir, target, f"shard_{shard}_of_{count}")
         os.makedirs(path, exist_ok=True)
         with open(os.path.join(path, "test.xml"), "w") as f:
             f.write(f'<?xml version="1.0"?><testsuites><testsuite>{"".join(cases)}</testsuite></testsuites>')
 
-    def run_report(self):
+    def run_report(self, *flags, targets=("testlogs",)):
         out = io.StringIO()
         md = os.path.join(self.dir, "report.md")
+        testlogs = [f"--testlogs={os.path.join(self.dir, t)}" for t in targets]
         with contextlib.redirect_stdout(out):
-            rc = campaign_report.main(["--testlogs", os.path.join(self.dir, "testlogs"), "--expected",
-                                       os.path.join(self.dir, "expected.txt"), "--cases", str(CASES), "--out", md])
+            rc = campaign_report.main(testlogs + ["--expected", os.path.join(self.dir, "expected.txt"),
+                                                  "--cases", str(CASES), "--out", md, *flags])
         with open(md) as f:
             self.assertEqual(f.read().rstrip("\n"), out.getvalue().rstrip("\n"))
         return rc, out.getvalue()
@@ -84,6 +86,61 @@ class CampaignReportTest(unittest.TestCase):
         rc, text = self.run_report()
         self.assertEqual(rc, 2)
         self.assertIn("2 missing", text)
+
+    def test_every_shard_must_report(self):
+        self.complete_run()
+        rc, text = self.run_report("--shards", "3")
+        self.assertEqual(rc, 2)
+        self.assertIn("2 of 3 shards reported.", text)
+        self.assertIn("- shard 3 of 3 did not report", text)
+        rc, text = self.run_report("--shards", "2")
+        self.assertEqual(rc, 0)
+        self.assertIn("2 of 2 shards reported.", text)
+
+    def test_parts_of_a_campaign_are_numbered_campaign_wide(self):
+        # 4 shards as 2 targets of 2 (campaign.bzl's NAME_part_P): slice k of each property in shard k.
+        for part in (0, 1):
+            for shard in (1, 2):
+                sl = part * 2 + shard - 1
+                self.write_shard(shard, [testcase(p, sl) for p in self.PROPS], target=f"c_4_shards_part_{part}")
+        with open(os.path.join(self.dir, "expected.txt"), "a") as f:
+            f.writelines(f"  Slice/{p.replace('.', '_')}_{sl}\n" for p in self.PROPS for sl in (2, 3))
+        bep = os.path.join(self.dir, "bep.json")
+        with open(bep, "w") as f:
+            for part in (0, 1):
+                label = f"//proptests:c_4_shards_part_{part}"
+                f.write(json.dumps({"id": {"testSummary": {"label": label}}, "testSummary": {"shardCount": 2}}) + "\n")
+                for shard in (1, 2):
+                    f.write(json.dumps({"id": {"testResult": {"label": label, "shard": shard, "attempt": 1}},
+                                        "testResult": {"status": "PASSED" if part == 0 else f"P{shard}",
+                                                       "executionInfo": {"strategy": "remote"}}}) + "\n")
+        targets = ("c_4_shards_part_1", "c_4_shards_part_0")
+        rc, text = self.run_report("--shards", "4", "--bep", bep, targets=targets)
+        self.assertEqual(rc, 0)
+        self.assertIn("160 cases in 8 slices of 8 expected (20 cases per slice), 4 shards: 0 failed", text)
+        self.assertIn("4 of 4 shards reported.", text)
+        self.assertIn("| 2 | 2 | 40 | 0 | remote | 1 | PASSED |", text)
+        self.assertIn("| 3 | 2 | 40 | 0 | remote | 1 | P1 |", text)
+        self.assertIn("| 4 | 2 | 40 | 0 | remote | 1 | P2 |", text)
+        rc, text = self.run_report("--shards", "4", targets=targets[:1])
+        self.assertEqual(rc, 2)
+        self.assertIn("- shard 1 of 4 did not report", text)
+        self.assertIn("- shard 2 of 4 did not report", text)
+
+    def test_against_crashes_merge_by_signature(self):
+        def against(shard, crashes):
+            props = dict(property="AgainstPytorch", slice=shard, seed=1000 + shard, cases=CASES, crashes=crashes)
+            body = "".join(f'<property name="{k}" value={quoteattr(str(v))}/>' for k, v in props.items())
+            return f'<testcase name="Against/pytorch_{shard}"><properties>{body}</properties></testcase>'
+        with open(os.path.join(self.dir, "expected.txt"), "w") as f:
+            f.write("AgainstCampaign.\n  Against/pytorch_0\n  Against/pytorch_1\n")
+        self.write_shard(1, [against(0, "signal: SIGSEGV in at::x=2\nhang: a=b; c=1")])
+        self.write_shard(2, [against(1, "signal: SIGSEGV in at::x=3")])
+        rc, text = self.run_report("--shards", "2")
+        self.assertEqual(rc, 0)
+        self.assertIn("- `signal: SIGSEGV in at::x`: 5 programs, shards 1, 2", text)
+        self.assertIn("- `hang: a=b; c`: 1 programs, shards 1", text)
+        self.assertIn("2 signatures;", text)
 
     def test_slice_run_twice_is_reported(self):
         self.complete_run()

@@ -7,7 +7,8 @@
 #     other worker (BuildGrid re-queues the lease of a worker whose session expired; Bazel's
 #     Execute call waits on the same operation), which passed;
 #   - no case is lost: every slice that `campaign_test --gtest_list_tests` lists came back once,
-#     with all its cases; and the report does catch a lost shard (one shard's XML taken away);
+#     with all its cases; and the report does catch a lost shard (one shard's XML taken away):
+#     its slices are named missing and the shard itself as not reporting;
 #   - the tool stopped everything it started (workers, server, PostgreSQL).
 # It runs Bazel itself, so it is not a target of `bazel test //...`: .ci/run runs it after the
 # suite and counts its test cases (JUnit XML) in the same pass/fail line.
@@ -113,13 +114,13 @@ kept=$(sed -nE 's/.*kept (.*)$/\1/p' "$log" | tail -1)
 if [[ -d "$kept/testlogs" && -f "$kept/expected.txt" ]]; then
   cp -r "$kept/testlogs" "$work/lost" && rm -rf "$work/lost/shard_3_of_4"
   set +e
-  python3 tools/remote/campaign_report.py --testlogs "$work/lost" --expected "$kept/expected.txt" \
-    --cases "$CASES" >"$work/lost.md"
+  python3 tools/remote/campaign_report.py --testlogs "$work/lost" --shards 4 \
+    --expected "$kept/expected.txt" --cases "$CASES" >"$work/lost.md"
   lost_rc=$?
   set -e
   missing=$(grep -c '^- missing: ' "$work/lost.md" || true)
-  [[ $lost_rc == 2 && $missing -gt 0 ]]
-  check report_catches_a_lost_shard $? "without shard 3: report exit $lost_rc, $missing slices named missing"
+  [[ $lost_rc == 2 && $missing -gt 0 ]] && grep -q '^- shard 3 of 4 did not report$' "$work/lost.md"
+  check report_catches_a_lost_shard $? "without shard 3: report exit $lost_rc, $missing slices named missing, $(grep -c 'did not report' "$work/lost.md") shard"
 else
   check report_catches_a_lost_shard 1 "no test logs or expected list to check with"
 fi

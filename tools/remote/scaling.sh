@@ -117,8 +117,8 @@ lines += [
     "runnable processes, so more shards at once also means a larger share of the machine; on an idle "
     "machine, workers beyond the number of cores add nothing. On a cluster each shard gets a machine "
     "of its own, so a campaign takes as long as its slowest shard: up to 4x one worker with the 4 "
-    "shards of //proptests:campaign_test; more machines need more shards (`shard_count` in "
-    "proptests/BUILD with `kSlices` in proptests/campaign_test.cc).",
+    "shards of //proptests:campaign_test; more machines need more shards "
+    "(`tools/remote_campaign.sh --shards N`, a count listed in proptests/BUILD).",
     "",
 ]
 with open(out, "w") as f:
