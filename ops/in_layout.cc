@@ -55,11 +55,10 @@ bool rule_one_cannot_apply(const Shape& shape, std::initializer_list<const Tenso
 
 }  // namespace
 
-bool contiguous_output(const Shape& shape, std::initializer_list<const Tensor*> operands,
-                       bool scalar) {
-  bool all_contiguous = true;
-  for (const Tensor* t : operands) all_contiguous = all_contiguous && t->is_contiguous();
-  if (all_contiguous || numel(shape) == 0) return true;
+bool strided_operands_give_contiguous_output(const Shape& shape,
+                                             std::initializer_list<const Tensor*> operands,
+                                             bool scalar) {
+  if (numel(shape) == 0) return true;
   if (!rule_one_cannot_apply(shape, operands, scalar)) return false;
   const IterationStrides strides{operands.size(), [&](size_t k, size_t d) {
                                    return iteration_stride(*operands.begin()[k], shape, d);
