@@ -38,7 +38,9 @@ const DeclareJvp softmax_jvp{Softmax::spec, [](const JvpContext& c) {
 
 // cumsum(self, dim): PyTorch's cumsum_backward, the running sum of the gradient from the last
 // element (grad.flip(dim).cumsum(dim).flip(dim)); the reversed sum's own gradient is the
-// forward one, so one op with a direction covers every order.
+// forward one, so one op with a direction covers every order. Along a dim of size 1 (or over at
+// most one element) it is the gradient itself, as PyTorch's trivial case: not a copy, so a view
+// of it made by the next formula has the gradient's flags.
 struct Cumsum {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
@@ -48,7 +50,9 @@ const OpSpec Cumsum::spec{"cumsum",
                             {},
                             [](const Ctx& c) {
                               const auto& [dim, reverse] = c.attrs<CumsumAttrs>();
-                              return cumsum_along(c.grad(), dim, !reverse);
+                              const Tensor& g = c.grad();
+                              if (g.numel() <= 1 || g.size(dim) == 1) return g;
+                              return cumsum_along(g, dim, !reverse);
                             }}},
                           {AliasKind::kPure, CumsumAttrs{0}, [](const OpArgs& a) {
                              const auto& [dim, reverse] = a.attrs<CumsumAttrs>();

@@ -452,5 +452,29 @@ TEST(RetainGrad, OnAStaleNoGradViewIsANoOp) {
   EXPECT_NE(error_of([&] { (void)v.grad_fn(); }).find("grad mode off"), std::string::npos);
 }
 
+// x = torch.tensor([[0.5, 1.]], requires_grad=True)
+// go = torch.tensor([[2., 3.]], requires_grad=True)
+// g, = grad([torch.cumsum(x, 0)], [x], [go])     -> go itself (requires_grad True)
+// x0 = torch.tensor(0.5, requires_grad=True); c = torch.cumsum(x0.reshape([1]), -1)
+// g0, = grad([c], [x0], [c])          -> a view of c made without grad mode: requires_grad True
+// cumsum_backward returns the gradient itself along a dim of size 1 (found by fuzz --against
+// pytorch --hooks, seed 4702: the requires_grad of a grad() result through cumsum).
+TEST(Cumsum, AlongADimOfSizeOneTheGradientIsTheIncomingOne) {
+  Tensor x = leaf({0.5, 1.0}, {1, 2});
+  Tensor go = leaf({2.0, 3.0}, {1, 2});
+  Tensor g = grad({ops::cumsum(x, 0)}, {x}, GradArgs().grad_outputs({go}))[0];
+  EXPECT_TRUE(g.is_same(go));
+  Tensor along = grad({ops::cumsum(x, 1)}, {x}, GradArgs().grad_outputs({go}))[0];
+  expect_values(along, {5.0, 3.0});
+  EXPECT_FALSE(along.requires_grad());
+
+  Tensor x0 = leaf({0.5}, {});
+  Tensor c = ops::cumsum(ops::reshape(x0, {1}), -1);
+  Tensor g0 = grad({c}, {x0}, GradArgs().grad_outputs({c}))[0];
+  expect_values(g0, {0.5});
+  EXPECT_TRUE(g0.requires_grad());
+  EXPECT_TRUE(g0.is_leaf());
+}
+
 }  // namespace
 }  // namespace ag

@@ -713,19 +713,30 @@ Excuse inplace_mul_aliased_tangent(const Pair& p) {
 // PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
 // under no_grad into its storage, with the CreationMeta error meant for a write under grad mode
 // (paper/results/foreign_findings.md F6); the engine raises the version error a saved tensor
-// written after its save gets. Both raise: the pair of raise lines is skipped.
+// written after its save gets. Both raise: the pair of raise lines is skipped. The same unpack
+// (SavedVariable::unpack reads the saved view's grad_fn before its version check) refuses a view
+// made by split, chunk or unbind whose storage was written since, under either mode, with the
+// error of a write into such a view ("This view is the output of a function that returns
+// multiple views") where the write was into its base or under no_grad, both allowed.
 Excuse no_grad_view_saved_error(const Pair& p) {
   if (!p.s || (p.s->kind != StmtKind::kBackward && p.s->kind != StmtKind::kGrad) ||
       !p.status("raise", "raise") || p.e.size() != 2 || p.a.size() != 3 || p.a[2] != "version") {
     return Excuse::kNone;
   }
   const auto& stmts = p.c.program().stmts;
-  std::set<int> no_grad_viewed;  // storage roots of views made under no_grad
+  std::set<int> no_grad_viewed;       // storage roots of views made under no_grad
+  std::set<int> multi_output_viewed;  // ... and of views made by split, chunk or unbind
   for (int i = 0; i < p.index && i < static_cast<int>(stmts.size()); ++i) {
     const Stmt& s = stmts[i];
     if (s.kind == StmtKind::kViewOp && s.flag) no_grad_viewed.insert(p.c.storage_root(s.args[0]));
-    if (s.kind == StmtKind::kInplace && s.flag &&
-        no_grad_viewed.count(p.c.storage_root(s.args[0]))) {
+    if (s.kind == StmtKind::kViewOp &&
+        (s.view_op == ViewOp::kSplit || s.view_op == ViewOp::kChunk ||
+         s.view_op == ViewOp::kUnbind)) {
+      multi_output_viewed.insert(p.c.storage_root(s.args[0]));
+    }
+    if (s.kind != StmtKind::kInplace) continue;
+    const int root = p.c.storage_root(s.args[0]);
+    if ((s.flag && no_grad_viewed.count(root)) || multi_output_viewed.count(root)) {
       return Excuse::kSkipBoth;
     }
   }

@@ -23,7 +23,8 @@ records are the same lines the engine's runner writes.
 Custom Functions' needs_input_grad: PyTorch's own ctx.needs_input_grad only says which inputs
 require grad (PyTorch issue 56500). The records hold the ideal instead: input i is needed iff its
 gradient edge reaches an edge the current grad()/backward() call requested (for backward()
-without inputs: an AccumulateGrad whose leaf requires grad), found by walking PyTorch's graph.
+without inputs: an AccumulateGrad whose leaf requires grad, or a node with hooks), found by
+walking PyTorch's graph.
 """
 
 import faulthandler
@@ -128,6 +129,7 @@ class _Call:
     retained = set()  # backward(): the edges of tensors that retain grad, whose .grad it writes
     keep = []  # the target nodes, alive while the call runs (ids stay unique)
     memo = {}
+    hooked = {}  # hook number -> the node it is registered on, while registered (kept alive)
 
 
 def _begin_call(inputs):
@@ -139,7 +141,7 @@ def _begin_call(inputs):
         _Call.targets, _Call.keep, _Call.retained = None, [], set()
         for t in _run["values"]:
             if isinstance(t, torch.Tensor) and t.retains_grad:
-                edge = _edge(t)
+                edge = _retained_edge(t)
                 if edge is not None:
                     _Call.keep.append(edge.node)
                     _Call.retained.add((id(edge.node), edge.output_nr))
@@ -152,6 +154,18 @@ def _begin_call(inputs):
             _Call.targets.add((id(edge.node), edge.output_nr))
 
 
+def _retained_edge(t):
+    """_edge(t) for a tensor that retains grad, or None where PyTorch refuses to regenerate its
+    history: a stale view of a view made by split/chunk/unbind or under no_grad, whose base was
+    written since. Reading it is this runtime's own act, not the program's: PyTorch's call itself
+    reads nothing of it, and does not raise (found by a live fuzz run: a backward() that both
+    engines run raised here)."""
+    try:
+        return _edge(t)
+    except RuntimeError:
+        return None
+
+
 def _reaches(node):
     """Whether some edge out of `node` (or a node below it) is requested."""
     key = id(node)
@@ -159,8 +173,14 @@ def _reaches(node):
         return _Call.memo[key]
     _Call.memo[key] = False  # a DAG: no cycles, this only guards re-entry
     found = False
-    if _Call.targets is None and type(node).__name__ == "AccumulateGrad":
-        found = node.variable.requires_grad
+    if _Call.targets is None:
+        # backward() without inputs: a node's hooks see the gradients it receives, so they are
+        # needed whatever lies below it, as the engine's mark_runs_into_every_leaf (found by a
+        # live fuzz run: a custom Function skipped the gradient into a node with a pre-hook,
+        # which then saw None where the engine's saw the gradient).
+        found = any(n is node for n in _Call.hooked.values())
+        if not found and type(node).__name__ == "AccumulateGrad":
+            found = node.variable.requires_grad
     for nxt, nr in node.next_functions:
         if found:
             break
@@ -181,6 +201,21 @@ def _edge_needed(node, output_nr):
 
 def _ideal_needs(ctx):
     return [_edge_needed(node, nr) for node, nr in ctx.next_functions]
+
+
+def _note_hooks(text, ns):
+    """After a statement that ran: notes the node a hook statement registered its hook on (a
+    leaf's tensor hooks and post-accumulate hooks are its AccumulateGrad's), or forgets a removed
+    one. PyTorch does not say which nodes have hooks; the statements' spelling (torch_script.cc,
+    Note [Conformance hooks]) does."""
+    words = text.split(" = ", 1)
+    if len(words) == 2 and words[0].startswith("h") and ".register_" in words[1]:
+        tensor = ns[words[1].split(".", 1)[0]]
+        node = tensor.grad_fn if words[1].split(".")[1] == "grad_fn" else _node(tensor)
+        if node is not None:
+            _Call.hooked[int(words[0][1:])] = node
+    elif text.startswith("h") and text.endswith(".remove()"):
+        _Call.hooked.pop(int(text[1:-len(".remove()")]), None)
 
 
 def _edge(t):
@@ -491,6 +526,7 @@ def _grad_of(t):
 
 def run_program(stmts):
     """Runs a list of S; returns the record lines."""
+    _Call.hooked = {}
     ns = {k: v for k, v in globals().items() if not k.startswith("_")}
     names = set()
     for s in stmts:
@@ -525,6 +561,7 @@ def run_program(stmts):
             lines.append(sid + " raise" + _error_kind(message) +
                          (" # " + message if _explain else ""))
             continue
+        _note_hooks(s.text, ns)
         lines.append(sid + " ok")
         lines.extend(sid + " " + fire for fire in _run["fires"])
         for r in s.results:

@@ -59,7 +59,12 @@ std::string view_op_expr(const Stmt& s) {
       if (i.at(0) >= 0) return index_expr(x, i[0], std::to_string(i.at(1)));
       return x + ".select(" + ints(0) + ")";
     case ViewOp::kSlice: {
-      if (i.at(0) < 0) return "torch.ops.aten.slice(" + x + ", " + ints(0) + ")";
+      // Python's indexing returns an alias (AliasBackward0, whose gradient is the incoming one
+      // itself) for a slice that covers the whole dim; the engine's slice is aten::slice
+      // (SliceBackward0, a new gradient) at every range. Such a slice may start at 0 or below.
+      if (i.at(0) < 0 || (i.at(3) == 1 && i.at(1) <= 0)) {
+        return "torch.ops.aten.slice(" + x + ", " + ints(0) + ")";
+      }
       std::string range = std::to_string(i.at(1)) + ":" + std::to_string(i.at(2));
       if (i.at(3) != 1) range += ":" + std::to_string(i[3]);
       return index_expr(x, i[0], range);
