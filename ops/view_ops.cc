@@ -369,9 +369,11 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int
   const Layout result{sizes, strides, offset};
   const int64_t storage =
       static_cast<int64_t>(a.impl()->storage->nbytes() / element_size(a.dtype()));
-  AG_CHECK(offset + storage_extent(result) <= storage, "as_strided: sizes ", to_string(sizes),
-           ", strides ", to_string(strides), ", storage offset ", offset, " and itemsize ",
-           element_size(a.dtype()), " requiring a storage size of ",
+  // A result with no elements reads no storage: any offset is in bounds (PyTorch's
+  // checkInBoundsForStorage).
+  AG_CHECK(numel(sizes) == 0 || offset + storage_extent(result) <= storage, "as_strided: sizes ",
+           to_string(sizes), ", strides ", to_string(strides), ", storage offset ", offset,
+           " and itemsize ", element_size(a.dtype()), " requiring a storage size of ",
            (offset + storage_extent(result)) * static_cast<int64_t>(element_size(a.dtype())),
            " are out of bounds for storage of size ",
            storage * static_cast<int64_t>(element_size(a.dtype())));

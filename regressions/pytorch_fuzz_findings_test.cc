@@ -419,6 +419,19 @@ TEST(EmptyAsStrided, AZeroSizeInputsGradientIsPlainZeros) {
   }
 }
 
+// A result with no elements reads no storage, so any offset is in bounds (PyTorch's
+// checkInBoundsForStorage): torch.empty(0).as_strided([0, 1], [2, 2], 1) is a [0, 1] view at
+// offset 1; one element at offset 0 of that storage is out of bounds.
+TEST(EmptyAsStrided, AZeroSizeResultIsInBoundsAtAnyOffset) {
+  const Tensor e = ops::zeros({0});
+  const Tensor a = ops::as_strided(e, {0, 1}, {2, 2}, 1);
+  EXPECT_EQ(a.shape(), (Shape{0, 1}));
+  EXPECT_EQ(a.storage_offset(), 1);
+  EXPECT_TRUE(a.is_view());
+  testing::expect_error([&] { ops::as_strided(e, {1}, {1}, 0); },
+                        {"as_strided", "requiring a storage size of 4", "storage of size 0"});
+}
+
 // torch.log_softmax(torch.tensor([20., 0.3]), 0)[0] == -log(1 + exp(0.3 - 20)) exactly: PyTorch
 // computes (x - max) - log(sum), exact for the largest element; x - (max + log(sum)) rounds at
 // the magnitude of max (a difference of about 2e-15 here).

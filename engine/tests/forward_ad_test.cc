@@ -417,5 +417,27 @@ TEST(ForwardAd, AMakeDualResultFromAnEarlierLevelTakesTheTangentOfAWrite) {
   EXPECT_FALSE(unpack_dual(unpack_dual(t11).primal).tangent.defined());
 }
 
+// A write into a zero-size view whose base has no storage: the view's tangent is an as_strided
+// view of the base's tangent at an offset beyond that empty storage, which PyTorch allows for a
+// result with no elements (found by the API model, seed 9: the engine raised "out of bounds").
+// t0 = zeros(0, 1, 2); with dual_level(): with no_grad: t4, t5 = t0.unbind(-1)
+// t8 = make_dual(t5, zeros(0, 1)); with no_grad: t4.add_(t8)  -> t4 and t0 get empty tangents
+TEST(ForwardAd, AWriteIntoAZeroSizeViewOfEmptyStorage) {
+  const Tensor t0 = ops::zeros({0, 1, 2});
+  DualLevel level;
+  std::vector<Tensor> parts;
+  {
+    NoGradGuard no_grad;
+    parts = ops::unbind(t0, -1);
+  }
+  const Tensor t8 = make_dual(parts[1], ops::zeros({0, 1}));
+  {
+    NoGradGuard no_grad;
+    ops::add_(parts[0], t8);
+  }
+  EXPECT_EQ(unpack_dual(parts[0]).tangent.shape(), (Shape{0, 1}));
+  EXPECT_EQ(unpack_dual(t0).tangent.shape(), (Shape{0, 1, 2}));
+}
+
 }  // namespace
 }  // namespace ag

@@ -26,7 +26,7 @@ struct Model::BackwardWalk {
 
   // The gradient at t, with the hooks' factors: t's own scaled by target_scale.
   GradDef def(const Ref& t, double target_scale) const {
-    return {roots, gos, t, scale, target_scale};
+    return {roots, gos, t, scale, target_scale, planned()};
   }
   bool is_target(const Ref& e) const {
     return std::find(targets.begin(), targets.end(), e) != targets.end();
@@ -280,6 +280,20 @@ void Model::release(const BackwardWalk& p, const CallArgs& args, bool certain) {
       program_.set_released(n, Released::kYes);
     } else if (program_.released(n) == Released::kNo) {
       program_.set_released(n, Released::kMaybe);
+    }
+    if (node.kind == OpKind::kGrad) release_call_siblings(n);
+  }
+}
+
+// The gradients recorded by the call that recorded kGrad node n share parts of its backward
+// graph (GradDef::call), which releasing it may have freed.
+void Model::release_call_siblings(int n) {
+  const int call = program_.node(n).grad.call;
+  for (int m = 0; m < program_.size(); ++m) {
+    const Node& other = program_.node(m);
+    if (m != n && other.kind == OpKind::kGrad && other.grad.call == call &&
+        program_.released(m) == Released::kNo) {
+      program_.set_released(m, Released::kMaybe);
     }
   }
 }

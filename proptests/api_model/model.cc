@@ -347,6 +347,9 @@ Dims result_strides(OpKind kind, const Dims& shape, const std::vector<Strided>& 
       return elementwise_strides(shape, {in[0], Strided{}});
     case OpKind::kClone:
       return preserve_strides(in[0]);
+    case OpKind::kCustomMul:  // the Functions' forwards: p * q (and p + q)
+    case OpKind::kCustomTwo:
+      return elementwise_strides(shape, {in[0], in[1]});
     default:
       return contiguous_layout(shape).strides;
   }
@@ -615,7 +618,12 @@ Outcome Model::custom(OpKind kind, const std::vector<int>& out_names, int p, int
   const bool tracked_any = n.inputs[0].tracked || n.inputs[1].tracked;
   std::vector<Val<double>> out = ApiProgram::forward(kind, {}, n.inputs);
   std::vector<int> results;
-  for (const Val<double>& v : out) results.push_back(new_impl(v.shape, new_storage(v.v)));
+  for (const Val<double>& v : out) {
+    const Strided at{v.shape,
+                     result_strides(kind, v.shape, {layout(impl_of(p)), layout(impl_of(q))}), 0};
+    results.push_back(new_impl(v.shape, new_storage(laid_out(v.v, at))));
+    impls_[results.back()].strides = at.strides;
+  }
   if (tracked_any) {
     add_saves(n, {impl_of(p), impl_of(q)});
     const int node = program_.add(std::move(n));

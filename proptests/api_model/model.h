@@ -514,6 +514,7 @@ class Model {
   // What the call must raise, given the storages it writes itself while running.
   Outcome execute_checks(const BackwardWalk& plan, const std::set<int>& written);
   void release(const BackwardWalk& plan, const CallArgs& args, bool certain);
+  void release_call_siblings(int grad_node);
   void forget_grads(Outcome& out, const CallArgs& args, const std::vector<int>& targets);
   Ref grad_history(const BackwardWalk& plan, const Ref& target, Watch* watch,
                    bool* through_other_target, double target_scale);

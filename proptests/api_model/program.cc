@@ -2,6 +2,7 @@
 #include "proptests/api_model/program.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -105,17 +106,20 @@ bool reads_result(OpKind kind) {
   return t != nullptr && t->saves == proptests::Saves::kResult;
 }
 
-// y = f(x) + delta, with the derivative h(y) its formula computes from y: the row's d[1]; read
-// at c * y when the saved result unpacks scaled (Note [Model saved-tensor hooks], model.h).
+// The derivative h(y) an op's formula computes from its result y, the row's d[1]: read at c * y
+// when the saved result unpacks scaled (Note [Model saved-tensor hooks], model.h).
+template <typename T>
+T result_derivative(OpKind kind, const T& y, double c) {
+  return taylor<1>(unary_traits(kind)->d, c == 1.0 ? y : T(c) * y);
+}
+
+// y = f(x) + delta, with the derivative h(y) its formula computes from y.
 template <typename T>
 T result_op(OpKind kind, const T& x, const T& delta, double c = 1.0) {
   const proptests::OpTraits* t = unary_traits(kind);
   return from_result(
       x, delta, [t](double v) { return t->f(v); },
-      [t, c](const auto& y) {
-        using Y = std::decay_t<decltype(y)>;
-        return taylor<1>(t->d, c == 1.0 ? y : Y(c) * y);
-      });
+      [kind, c](const auto& y) { return result_derivative(kind, y, c); });
 }
 
 template <typename T>
@@ -171,41 +175,85 @@ struct Seed {
 template <typename T>
 using Seeds = std::vector<Seed<T>>;
 
+// Note [Enclosing hooks' factors]
+// A derivative scales the tangent of a node's value by the factors of the hooks at that node
+// (GradDef::scale) after it evaluates the node. A create_graph gradient inside it re-evaluates the
+// nodes of its own cone from their inputs, which drops the factors the enclosing derivatives put
+// on those values' tangents; yet a gradient that flows back through the node in the enclosing
+// backward call passes the node's hooks there (a pre-hook on t.grad_fn scales every path through
+// t, the ones through a create_graph gradient's saved values of t too). So each level hands the
+// next one its Rescale, which the inner level applies to the primal part of each node it
+// re-evaluates (before an op whose formula reads its result reads it), and then its own factors
+// to the tangent part, never to its target's: that tangent is the seed, as at the level itself,
+// where the target is not re-evaluated.
 template <typename T>
-Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds);
+using Rescale = std::function<void(int node, std::vector<Val<T>>& out)>;
+
+// Applies the enclosing levels' factors to the primal part of node n's values.
+template <typename T>
+void rescale_primal(const Rescale<T>& outer, int n, std::vector<Val<Dual<T>>>& out) {
+  if (!outer) return;
+  std::vector<Val<T>> primal;
+  for (const Val<Dual<T>>& v : out) {
+    primal.push_back({v.shape, {}});
+    for (const Dual<T>& x : v.v) primal.back().v.push_back(x.v);
+  }
+  outer(n, primal);
+  for (size_t s = 0; s < out.size(); ++s) {
+    for (size_t k = 0; k < out[s].v.size(); ++k) out[s].v[k].v = primal[s].v[k];
+  }
+}
 
 template <typename T>
-std::vector<Val<T>> eval_node(const ApiProgram& p, int n, const Vals<T>& vals,
-                              const Seeds<T>& seeds) {
+Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds,
+              const Rescale<T>& outer);
+
+// Node n's values at level Dual<T>, with the enclosing levels' factors (`outer`, Note [Enclosing
+// hooks' factors]); `rescale` is this level's, for a create_graph gradient evaluated inside.
+template <typename T>
+std::vector<Val<Dual<T>>> eval_node(const ApiProgram& p, int n, const Vals<Dual<T>>& vals,
+                                    const Seeds<Dual<T>>& seeds, const Rescale<Dual<T>>& rescale,
+                                    const Rescale<T>& outer) {
+  using D = Dual<T>;
   const Node& node = p.node(n);
-  std::vector<Val<T>> out;
+  std::vector<Val<D>> out;
   if (node.kind == OpKind::kLeaf) {
-    out = {lift<T>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
+    out = {lift<D>(node.out_shapes[0], std::vector<double>(count(node.out_shapes[0]), 0.0))};
   } else if (node.kind == OpKind::kGrad) {
-    if constexpr (DualDepth<T>::value < ApiProgram::kMaxDepth) {
-      out = {vjp_at<T>(p, node.grad, vals, seeds)};
+    if constexpr (DualDepth<D>::value < ApiProgram::kMaxDepth) {
+      out = {vjp_at<D>(p, node.grad, vals, seeds, rescale)};
     } else {
       throw std::logic_error("eval_node: gradients nested deeper than ApiProgram::kMaxDepth");
     }
   } else if (reads_result(node.kind)) {  // Note [Derivatives read from the result]
-    const Val<T> x = input_value(p, node.inputs[0], vals);
-    std::vector<T> delta(x.v.size(), T(0.0));
-    for (const Seed<T>& s : seeds) {
+    // y = f(x) + delta at the primal level, rescaled, then the tangent h(y) dx + d(delta).
+    const Val<D> x = input_value(p, node.inputs[0], vals);
+    std::vector<D> delta(x.v.size(), D(0.0));
+    for (const Seed<D>& s : seeds) {
       if (s.at.node == n) delta[s.elem] += s.delta;
     }
+    std::vector<Val<T>> y{{x.shape, {}}};
+    for (size_t e = 0; e < x.v.size(); ++e) {
+      y[0].v.push_back(result_op(node.kind, x.v[e].v, delta[e].v, node.saved_scale));
+    }
+    if (outer) outer(n, y);
     out = {{x.shape, {}}};
-    for (size_t e = 0; e < x.v.size(); ++e)
-      out[0].v.push_back(result_op(node.kind, x.v[e], delta[e], node.saved_scale));
+    for (size_t e = 0; e < x.v.size(); ++e) {
+      const T& ye = y[0].v[e];
+      out[0].v.push_back(
+          D(ye, result_derivative(node.kind, ye, node.saved_scale) * x.v[e].d + delta[e].d));
+    }
     return out;
   } else {
-    std::vector<Val<T>> in;
+    std::vector<Val<D>> in;
     in.reserve(node.inputs.size());
     for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
-    out = apply_scaled<T>(node.kind, node.attrs, in, node.saved_scale);
+    out = apply_scaled<D>(node.kind, node.attrs, in, node.saved_scale);
   }
-  for (const Seed<T>& s : seeds) {
+  for (const Seed<D>& s : seeds) {
     if (s.at.node == n) out[s.at.slot].v[s.elem] += s.delta;
   }
+  rescale_primal(outer, n, out);
   return out;
 }
 
@@ -259,8 +307,24 @@ Val<Dual<T>> to_dual(const Val<T>& x) {
 
 // `vals` hold every node's value at level T, `seeds` the perturbations they include.
 template <typename T>
-Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds) {
+Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds,
+              const Rescale<T>& outer) {
   using D = Dual<T>;
+  // This level's factors, on the tangent part (Note [Enclosing hooks' factors]).
+  const auto own = [&](int n, std::vector<Val<D>>& out) {
+    for (size_t s = 0; s < out.size(); ++s) {
+      const Ref at{n, static_cast<int>(s)};
+      if (at.node == def.target.node && at.slot == def.target.slot) continue;  // the seed's own
+      auto it = def.scale.find(at);
+      if (it == def.scale.end() || it->second == 1.0) continue;
+      for (D& x : out[s].v) x.d = x.d * T(it->second);
+    }
+  };
+  // What a create_graph gradient inside applies to the values it re-evaluates.
+  const Rescale<D> rescale = [&](int n, std::vector<Val<D>>& out) {
+    rescale_primal(outer, n, out);
+    own(n, out);
+  };
   const Ref t = def.target;
   const int end = end_of(def);
   Val<T> out{p.shape(t), std::vector<T>(count(p.shape(t)), T(0.0))};
@@ -280,12 +344,8 @@ Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, cons
     dv[t.node][t.slot].v[e].d = T(1.0);
     inner.back().elem = e;
     for (int n : nodes) {
-      dv[n] = eval_node<D>(p, n, dv, inner);
-      for (size_t s = 0; s < dv[n].size(); ++s) {  // a hook's factor scales what flows on
-        auto it = def.scale.find({n, static_cast<int>(s)});
-        if (it == def.scale.end() || it->second == 1.0) continue;
-        for (D& x : dv[n][s].v) x.d = x.d * T(it->second);
-      }
+      dv[n] = eval_node<T>(p, n, dv, inner, rescale, outer);
+      own(n, dv[n]);
     }
     T acc(0.0);
     for (size_t r = 0; r < def.roots.size(); ++r) {
@@ -388,7 +448,7 @@ std::vector<std::pair<int, Ref>> ApiProgram::edges(int n) const {
 
 std::vector<double> ApiProgram::vjp(const GradDef& def) const {
   const int end = std::max(end_of(def), def.target.node + 1);
-  return vjp_at<double>(*this, def, recorded_values(*this, end), {}).v;
+  return vjp_at<double>(*this, def, recorded_values(*this, end), {}, nullptr).v;
 }
 
 std::vector<std::vector<double>> ApiProgram::input_vjp(

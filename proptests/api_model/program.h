@@ -111,6 +111,10 @@ struct GradDef {
   Ref target;
   std::map<Ref, double> scale;
   double target_scale = 1.0;
+  // The call that recorded it, as the number of nodes when that call began: the gradients one
+  // call records share their backward graph (a retained .grad and a grad() result both read
+  // the formulas of the nodes between them), so releasing one may release part of another.
+  int call = -1;
 };
 
 struct Node {
