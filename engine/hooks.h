@@ -73,10 +73,9 @@ namespace ag {
 //
 // A write through a view: PyTorch's CopySlices runs the in-place op's backward itself and
 // scatters its gradient for the view's old value into the base's, so the view's old node is off
-// the path. Here the in-place node reads self through the view's node (Note [In-place ops on
-// views], ops/views.h), which sends the same gradient to the same place; when that node has
-// hooks, through a fresh view of the base instead (ops/inplace.cc self_of_write), so hooks
-// registered on the view before the write do not run, as in PyTorch.
+// the path. Here the in-place node reads self through a fresh view of the base (ops/inplace.cc
+// self_of_write), not through the view's node, so hooks registered on the view before the write
+// do not run, as in PyTorch.
 //
 // A captured gradient is taken after 1 and 2 when the node does not run, and before them when it
 // does (PyTorch's evaluate_function: a needed node runs its tensor hooks later, in

@@ -98,13 +98,14 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool overla
 
 // What the node of a write into `a` reads self through. PyTorch's CopySlices runs the op on the
 // base's gradient at the view and sends the op's gradient for self straight to the base's history
-// before the write, past the view's own node: hooks there never see it (Note [Hooks],
-// engine/hooks.h). Here the op's node reads self through a's node (Note [In-place ops on views]),
-// which sends the same gradient to the same place; when that node has hooks, through a fresh view
-// of the base instead, a node without them.
+// before the write, into the view's elements, past the view's own node: hooks there never see it
+// (Note [Hooks], engine/hooks.h), and an as_strided in the view's history that reads elements its
+// input does not hold (or an input of no elements, whose gradient is zeros: Note [Zero-size
+// as_strided gradients], ops/view_ops.cc) does not drop them. So a write through a view with a
+// history reads self through a fresh view of the base at the view's layout (Note [Views of any
+// stride]), whose gradient lands where CopySlices puts it, not through the view's own node.
 Tensor self_of_write(const Tensor& a) {
-  const std::shared_ptr<Node> fn = a.impl()->view_base ? a.grad_fn() : nullptr;
-  if (fn == nullptr || !fn->has_hooks()) return a;
+  if (!a.impl()->view_base || a.grad_fn() == nullptr) return a;
   TracePause bookkeeping;  // history, not the program's op
   return regenerated_view(Tensor(a.impl()->view_base), a);
 }

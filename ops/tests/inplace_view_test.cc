@@ -108,6 +108,28 @@ TEST(InPlaceOnView, AViewOfALeafThatRequiresGradIsRefused) {
   expect_values(g[0], {4, 6});
 }
 
+// PyTorch's CopySlices puts the write's gradient for the view's old value into the base's
+// gradient at the view's elements, past the view's own history: an as_strided of a slice that
+// reads an element beyond the slice (or beyond a slice of no elements, whose as_strided gradient
+// is zeros) still gets it (fuzz --against pytorch, pin-write-through-as-strided-beyond-a-slice).
+// b = x * 1 = [1, 2, 3]; b[1] *= y; loss = sum(b^2), b = [1, 10, 3]: db = 2b = [2, 20, 6].
+TEST(InPlaceOnView, AWriteThroughAsStridedBeyondItsInputReachesTheBase) {
+  for (const int64_t end : {1, 0}) {
+    SCOPED_TRACE(end);
+    Tensor x = leaf({1, 2, 3}, {3});
+    Tensor y = leaf({5}, {});
+    Tensor b = ops::mul(x, 1.0);
+    Tensor v = ops::as_strided(ops::slice(b, 0, 0, end, 1), {}, {}, 1);
+    ops::mul_(v, y);
+    expect_values(b, {1, 10, 3});
+    const TensorList g = grad({ops::sum(ops::mul(b, b))}, {x, y}, GradArgs().create_graph());
+    expect_values(g[0], {2, 100, 6});  // 2b, times y at the written element
+    expect_values(g[1], {40});         // 2b at the written element, times its old value
+    EXPECT_TRUE(g[0].requires_grad());
+    EXPECT_TRUE(g[1].requires_grad());
+  }
+}
+
 // Note [Formulas in the incoming gradient]: out[:, t] = x[:, t] * w for each step t, as an RNN
 // writes its outputs; each step's CopySlices zeroes its step in the incoming gradient itself when
 // nobody else holds that gradient, and copies it otherwise (the caller's grad_outputs, a

@@ -107,6 +107,8 @@ class Context {
       }
     }
     if (call && t[1] == "ok" && s.create_graph) create_graph_ran_ = true;
+    if (call && t[1] == "raise" && t.size() == 3 && t[2] == "version")
+      version_raises_.push_back(stmt);
     if (call && t[1] == "raise" && t.size() == 3 && t[2] == "version" && create_graph_ran_) {
       version_raised_after_create_graph_ = true;
     }
@@ -137,6 +139,14 @@ class Context {
   bool recorded_inplace() const { return recorded_inplace_; }
   bool version_raised() const { return version_raised_; }
   int version_raised_at() const { return version_raised_at_; }
+  // The calls that raised "version" in both, with or without retain_graph.
+  const std::vector<int>& version_raises() const { return version_raises_; }
+  // Whether value v retained grad (a non-leaf input of a backward() or retain_grad()) by
+  // statement `stmt`.
+  bool retains_grad_at(int v, int stmt) const {
+    const auto it = retained_since_.find(tensor(v));
+    return it != retained_since_.end() && it->second <= stmt;
+  }
   bool version_raised_after_create_graph() const { return version_raised_after_create_graph_; }
 
   const ConformanceProgram& program() const { return program_; }
@@ -245,6 +255,7 @@ class Context {
   bool freed_after_extra_ = false;      // a call raised "freed" in both after extra frees
   bool version_raised_ = false;         // a call without retain_graph raised "version" in both
   int version_raised_at_ = -1;          // the first such call
+  std::vector<int> version_raises_;     // every call that raised "version" in both
   bool create_graph_ran_ = false;       // a call with create_graph succeeded
   bool version_raised_after_create_graph_ = false;  // then a call raised "version" in both
 };
@@ -424,7 +435,32 @@ bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
   return false;
 }
 
+// Whether a call raised the version error in both after a write into a pow's saved result, which
+// PyTorch's pow node unpacks and the engine's, its exponent not needing a gradient, does not read
+// (so the engine's raise comes at a later node), and could have accumulated into value v's .grad
+// before it: v is among the inputs of that backward() (a leaf, for one without inputs) or retains
+// grad.
+bool accumulated_before_a_later_raise(const Context& c, int v) {
+  const auto& stmts = c.program().stmts;
+  return std::any_of(c.version_raises().begin(), c.version_raises().end(), [&](int at) {
+    const Stmt& call = stmts[at];
+    const bool accumulates =
+        c.retains_grad_at(v, at) ||
+        (call.kind == StmtKind::kBackward &&
+         (call.inputs.empty() ? c.leaf(v)
+                              : std::any_of(call.inputs.begin(), call.inputs.end(),
+                                            [&](int in) { return c.tensor(in) == c.tensor(v); })));
+    return accumulates && pow_saved_value_written(c, at);
+  });
+}
+
 Excuse version_check_per_formula(const Pair& p) {
+  // Both raised the version error in a call, PyTorch's at a pow node whose saved result was
+  // written, the engine's at a later one: on the way the engine's call may have accumulated
+  // gradients into .grad (a leaf's, a retained input's) where PyTorch's had not
+  // (pin-version-raised-after-accumulating).
+  const int grad_of = p.grad_line_value();
+  if (grad_of >= 0 && accumulated_before_a_later_raise(p.c, grad_of)) return Excuse::kStop;
   if (!autograd_call(p)) return Excuse::kNone;
   const bool freed_here = p.a.size() == 3 && p.a[1] == "raise" && p.a[2] == "freed";
   // An earlier call without retain_graph raised the version error in both, PyTorch's at the first
@@ -619,8 +655,8 @@ Excuse composite_derivatives(const Pair& p) {
                                                                              : Excuse::kNone;
 }
 
-// An in-place op on a view records its node with the view's history as its self edge, the
-// view's regenerated history (PyTorch's AsStridedBackward0) leading to its base's; PyTorch's
+// An in-place op on a view records its node with a fresh view of the base at the view's layout
+// as its self edge (PyTorch's AsStridedBackward0) leading to its base's history; PyTorch's
 // CopySlices leads to the base's history directly. The extra step passes a gradient on as a copy,
 // but for a zero-size view as plain zeros (as as_strided_backward), which do not require grad:
 // under create_graph a gradient through it may require grad in PyTorch alone. The comparison ends
