@@ -94,6 +94,14 @@ Ref<TensorImpl> forward_base(const TensorImpl& impl) {
 Tensor view_of_base_tangent(const Tensor& view, const TensorImpl& base, const Tensor& base_tangent,
                             int level) {
   const TensorImpl& impl = *view.impl();
+  // Note [Views over a root's storage] (ops/views.h): read at the root's storage layout, which
+  // the root's tangent must have.
+  AG_CHECK(!impl.view_over_storage ||
+               (base.view_base == nullptr && base_tangent.strides() == view.base().strides()),
+           "forward AD: the tangent of ", view.describe(),
+           ", a view over the storage of a tensor that is not contiguous (strides ",
+           to_string(view.base().strides()), "), is read from that tensor's tangent, which has ",
+           "strides ", to_string(base_tangent.strides()), "; give it a tangent with its strides");
   // Where the base's tangent starts in its buffer: the base's own offset in its root.
   const int64_t start = base.view_base ? base.view_offset : 0;
   Tensor t;

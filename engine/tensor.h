@@ -121,9 +121,12 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   std::atomic<uint32_t> view_version{0};
   CreationMeta creation_meta = CreationMeta::kDefault;  // read only while view_base is set
   // Where a view reads its root base, in the base's own row-major element order (not the
-  // storage's): strides and offset. Note [Views of any stride] (ops/views.h).
+  // storage's): strides and offset. Note [Views of any stride] (ops/views.h). Over the root's
+  // storage instead (from the root's storage offset) where view_over_storage is set: Note [Views
+  // over a root's storage].
   Shape view_strides;
   int64_t view_offset = 0;
+  bool view_over_storage = false;
   // Note [Tangents of views] (engine/forward_ad.cc): a view whose tangent is its own, never its
   // root base's (make_dual's result, unpack_dual's primal: PyTorch's views that are not forward
   // differentiable), and, on a view made of one (or of its views), that tensor.

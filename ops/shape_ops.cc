@@ -36,12 +36,15 @@ struct RegeneratedView {
 };
 
 // The gradient where the view reads its base, in new storage, and a view of it, as
-// as_strided_backward's result is a view of the storage it fills.
+// as_strided_backward's result is a view of the storage it fills. A view over its root's storage
+// has the root's strides in `args` (Note [Views over a root's storage]).
 Tensor regenerated_view_gradient(const Ctx& c) {
   const Tensor& g = c.grad();
   const Shape& shape = c.input_shape(RegeneratedView::self);
+  const auto& attrs = c.attrs<ViewAttrs>();
+  if (!attrs.args.empty()) return as_strided_gradient(g, {shape, attrs.args, 0}, attrs.layout());
   if (g.numel() == 0) return zeros(shape, g.dtype(), g.device());
-  return reshape(view_scatter(g, shape, c.attrs<ViewAttrs>().layout()), shape);
+  return reshape(view_scatter(g, shape, attrs.layout()), shape);
 }
 const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, regenerated_view_gradient}}};
 
@@ -74,17 +77,46 @@ Layout written_layout(const Ctx& c) {
            to_string(at.strides), "). Please clone() the tensor first.");
   return at;
 }
-const OpSpec CopySlices::spec{
-    "copy_slices",
-    {{view, {}, [](const Ctx& c) { return view_gather(c.grad(), c.attrs<ViewAttrs>().layout()); }},
-     {base,
-      {},
-      [](const Ctx& c) { return view_zeroed(c.grad(), written_layout(c)); },
-      nullptr,
-      [](const Tensor& grad, const Ctx& c) {
-        zero_at(grad, written_layout(c));
-        return true;
-      }}}};
+// A view over its root's storage has the root's strides in `args` (Note [Views over a root's
+// storage]): the base's gradient goes into storage at the root's layout (PyTorch's
+// new_empty_strided(base) and copy_), and comes back from it at the view's, or, zeroed there, at
+// the root's.
+Layout root_layout(const Ctx& c) {
+  const Layout root{c.input_shape(CopySlices::base), c.attrs<ViewAttrs>().args, 0};
+  AG_CHECK(!has_internal_overlap(root),
+           "copy_slices: unsupported operation: more than one element of the written-to "
+           "tensor refers to a single memory location (the base written through a view, strides ",
+           to_string(root.strides), "). Please clone() the tensor first.");
+  return root;
+}
+Tensor base_gradient_in_storage(const Ctx& c) {
+  const Layout root = root_layout(c);
+  return view_scatter(c.grad(), {storage_extent(root)}, root);
+}
+const OpSpec CopySlices::spec{"copy_slices",
+                              {{view,
+                                {},
+                                [](const Ctx& c) {
+                                  const Layout at = c.attrs<ViewAttrs>().layout();
+                                  if (c.attrs<ViewAttrs>().args.empty())
+                                    return view_gather(c.grad(), at);
+                                  return view_gather(base_gradient_in_storage(c), at);
+                                }},
+                               {base,
+                                {},
+                                [](const Ctx& c) {
+                                  const Layout at = written_layout(c);
+                                  if (c.attrs<ViewAttrs>().args.empty())
+                                    return view_zeroed(c.grad(), at);
+                                  return view_gather(view_zeroed(base_gradient_in_storage(c), at),
+                                                     root_layout(c));
+                                },
+                                nullptr,
+                                [](const Tensor& grad, const Ctx& c) {
+                                  if (!c.attrs<ViewAttrs>().args.empty()) return false;
+                                  zero_at(grad, written_layout(c));
+                                  return true;
+                                }}}};
 
 // The gradient of a copied gradient is a copied gradient again, to any order: PyTorch's
 // as_strided_backward and CopySlices write the incoming gradient into new storage, and so
@@ -164,11 +196,20 @@ Tensor view(const Tensor& a, const Shape& shape) {
   return out;
 }
 
+namespace {
+// The root's strides where the view's layout is over its storage (Note [Views over a root's
+// storage]), else none: the attribute args of the view's two histories.
+Shape root_strides_if_over_storage(const Tensor& view, const Tensor& base) {
+  return view.impl()->view_over_storage ? base.strides() : Shape{};
+}
+}  // namespace
+
 Tensor regenerated_view(const Tensor& base, const Tensor& view) {
   const Layout at = layout_in_base(view);
-  return record_node(RegeneratedView::spec, {&base},
-                     base.alias_with_layout(view.shape(), view.strides(), view.storage_offset()),
-                     ViewAttrs{{}, at.sizes, at.strides, at.offset}, {});
+  return record_node(
+      RegeneratedView::spec, {&base},
+      base.alias_with_layout(view.shape(), view.strides(), view.storage_offset()),
+      ViewAttrs{root_strides_if_over_storage(view, base), at.sizes, at.strides, at.offset}, {});
 }
 
 Tensor copied_gradient(const Tensor& g, const Shape& shape) {
@@ -183,10 +224,13 @@ Tensor rebased_base(const Tensor& view, const Tensor& base) {
       base.alias_with_layout(base.shape(), base.strides(), base.storage_offset());
   // A view that reads its whole base in order (a reshape) stands for all of it; any other leaves
   // the rest of the base's gradient to the base's history before the write.
-  const bool whole = is_contiguous(at) && at.offset == 0 && view.numel() == base.numel();
+  const Shape root_strides = root_strides_if_over_storage(view, base);
+  const bool whole = root_strides.empty()
+                         ? is_contiguous(at) && at.offset == 0 && view.numel() == base.numel()
+                         : same_elements(at, storage_layout_of_root(base));
   Tensor out = whole ? record_node(RebasedBase::spec, {&view}, rebased, NoAttrs(), {})
                      : record_node(CopySlices::spec, {&view, &base}, rebased,
-                                   ViewAttrs{{}, at.sizes, at.strides, at.offset}, {});
+                                   ViewAttrs{root_strides, at.sizes, at.strides, at.offset}, {});
   // Note [Written through a view]: the base's node is where a backward's gradient for the base
   // arrives, as at CopySlices, so it refuses to run again once a backward has freed it, also
   // where that backward's gradient goes no further (backward() when no leaf behind it wants one).

@@ -41,6 +41,21 @@ bool has_internal_overlap(const Layout& layout) {
   return ag::has_internal_overlap(layout.sizes, layout.strides);
 }
 
+bool may_overlap(const Layout& layout) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
+  for (size_t i = 0; i < layout.sizes.size(); ++i) {
+    if (layout.sizes[i] != 1) dims.emplace_back(layout.strides[i], layout.sizes[i]);
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  int64_t furthest = 0;  // the furthest element the dims so far reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= furthest) return true;
+    furthest += stride * (size - 1);
+  }
+  return false;
+}
+
 bool is_non_overlapping_and_dense(const Layout& layout) {
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims of size > 1
   for (size_t i = 0; i < layout.sizes.size(); ++i) {

@@ -32,6 +32,10 @@ bool same_elements(const Layout& a, const Layout& b);
 // Whether some element is read at two indices (an expanded or overlapping as_strided tensor),
 // as far as PyTorch's has_internal_overlap can tell: a stride of 0 on a dim of size > 1.
 bool has_internal_overlap(const Layout& layout);
+// Whether the layout may read some element twice, as PyTorch's _maybe_overlapping_memory (used by
+// as_strided_backward) tells over the dims of size > 1: a dim's stride is at most the furthest
+// element the dims of smaller strides reach. Never false for a layout that does overlap.
+bool may_overlap(const Layout& layout);
 // Whether the layout's elements fill one run of the storage with no gaps and no element read
 // twice, in some order of the dims (PyTorch's is_non_overlapping_and_dense).
 bool is_non_overlapping_and_dense(const Layout& layout);

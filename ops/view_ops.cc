@@ -148,34 +148,30 @@ const DeclareJvp transpose_jvp{kTranspose, jvp_linear};
 // or slice of no elements, whose backward formulas have no such case, gives a recorded gradient).
 // The same holds for a view's regenerated history, PyTorch's AsStridedBackward0 too.
 
+// Note [as_strided gradients of overlapping inputs]
 // as_strided reads the storage, not its input's elements: its gradient goes through the storage's
-// elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward. An
-// input that reads an element twice would need PyTorch's division by counts; those are refused.
+// elements (from the lowest the input or the result reads), as PyTorch's as_strided_backward: the
+// incoming gradient added into zeros at the result's elements, read at the input's. An input that
+// may read a storage element at several indices (an expanded tensor, overlapping unfold windows:
+// PyTorch's _maybe_overlapping_memory, may_overlap here) shares that element's gradient among
+// them: PyTorch divides each storage element's gradient by how many input indices read it, so
+// that the input's own backward (an expand's sum) adds the shares back to the element's. Here the
+// gathered gradient is divided by those counts read at the same indices: the same quotients, and
+// a division by a constant, so the gradient stays linear in the incoming one to any order.
 const OpSpec kAsStrided{
     "as_strided",
     {{self,
       {},
       [](const Ctx& c) {
-        const Shape& shape = c.input_shape(self);
-        // Note [Zero-size as_strided gradients]
-        if (c.grad().numel() == 0 || numel(shape) == 0) {
-          return zeros(shape, c.grad().dtype(), c.grad().device());
-        }
         const Shape& x = c.attrs<ViewAttrs>().args;  // [n, sizes..., strides..., offset, input...]
         const auto n = static_cast<size_t>(x[0]);
         const Layout result{Shape(x.begin() + 1, x.begin() + 1 + n),
                             Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]};
         const auto m = static_cast<size_t>(x[2 + 2 * n]);
         const size_t at = 3 + 2 * n;
-        const Layout input{shape, Shape(x.begin() + at, x.begin() + at + m), x[at + m]};
-        const int64_t low = std::min(result.offset, input.offset);
-        const int64_t extent =
-            std::max(result.offset + storage_extent(result), input.offset + storage_extent(input)) -
-            low;
-        Layout r = result, i = input;
-        r.offset -= low;
-        i.offset -= low;
-        return view_gather(view_scatter(c.grad(), {extent}, r), i);
+        const Layout input{c.input_shape(self), Shape(x.begin() + at, x.begin() + at + m),
+                           x[at + m]};
+        return as_strided_gradient(c.grad(), input, result);
       }}},
     {AliasKind::kView, ViewAttrs{}, [](const OpArgs& a) {
        const Shape& x = a.attrs<ViewAttrs>().args;
@@ -218,6 +214,24 @@ int64_t view_dim(const char* op, int64_t dim, const Tensor& t, bool allow_0_dim 
 }
 
 }  // namespace
+
+Tensor as_strided_gradient(const Tensor& grad, const Layout& input, const Layout& result) {
+  // Note [Zero-size as_strided gradients]
+  if (grad.numel() == 0 || numel(input.sizes) == 0) {
+    return zeros(input.sizes, grad.dtype(), grad.device());
+  }
+  const int64_t low = std::min(result.offset, input.offset);
+  const int64_t extent =
+      std::max(result.offset + storage_extent(result), input.offset + storage_extent(input)) - low;
+  Layout r = result, i = input;
+  r.offset -= low;
+  i.offset -= low;
+  Tensor g = view_gather(view_scatter(grad, {extent}, r), i);
+  if (!may_overlap(i)) return g;
+  // Note [as_strided gradients of overlapping inputs]
+  const Tensor ones_at_input = ones(i.sizes, g.dtype(), g.device());
+  return div(g, view_gather(view_scatter(ones_at_input, {extent}, i), i));
+}
 
 Layout layout_in_base(const Tensor& t) {
   const TensorImpl& impl = *t.impl();
@@ -377,10 +391,6 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int
            (offset + storage_extent(result)) * static_cast<int64_t>(element_size(a.dtype())),
            " are out of bounds for storage of size ",
            storage * static_cast<int64_t>(element_size(a.dtype())));
-  AG_CHECK(!has_internal_overlap(layout_of(a)) || !a.requires_grad(), "as_strided: the input ",
-           a.describe(),
-           " reads some element twice (an expanded tensor); its gradient is not "
-           "supported: make it contiguous() first");
   Shape args{static_cast<int64_t>(sizes.size())};
   args.insert(args.end(), sizes.begin(), sizes.end());
   args.insert(args.end(), strides.begin(), strides.end());
@@ -393,12 +403,11 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, int
   view = record(kAsStrided, {&a}, std::move(view), [&] {
     return OpAttrs(ViewAttrs{args, {}, {}, 0});
   });
-  // Its layout over the root base: the storage's, shifted to the root's first element; a root
-  // that is not contiguous has no such layout.
+  // Its layout over the root base: the storage's, from the root's first element, which is over
+  // the root's elements too where the root is contiguous (Note [Views over a root's storage]).
   const Tensor root = a.is_view() ? a.base() : a;
-  AG_CHECK(root.is_contiguous(), "as_strided: a view of ", root.describe(),
-           ", which is not contiguous, is not supported");
-  mark_view(view, a, Layout{sizes, strides, offset - root.storage_offset()});
+  mark_view(view, a, Layout{sizes, strides, offset - root.storage_offset()},
+            /*over_storage=*/!root.is_contiguous());
   return view;
 }
 

@@ -26,7 +26,7 @@ void take_history(TensorImpl& to, const Tensor& from) {
 
 }  // namespace
 
-void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base) {
+void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base, bool over_storage) {
   TensorImpl& v = *view.impl();
   const TensorImpl& input = *of.impl();
   v.view_base = input.view_base ? input.view_base : of.impl();
@@ -38,6 +38,8 @@ void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base) {
                                       : CreationMeta::kDefault;
   v.view_strides = in_base.strides;
   v.view_offset = in_base.offset;
+  // Note [Views over a root's storage]
+  v.view_over_storage = over_storage || (input.view_base && input.view_over_storage);
 }
 
 void mark_multi_output_views(const std::vector<Tensor>& views) {

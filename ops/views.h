@@ -46,6 +46,21 @@ namespace ag::ops {
 // through views differentiate to any order. Every view op's node reads its layout over its own
 // input (ViewAttrs) rather than over the root: the gradient goes to the input.
 //
+// Note [Views over a root's storage]
+// as_strided reads the storage, and over a root that is not contiguous (an elementwise result
+// laid out as its transposed operand, a detach() of a view) its result need not be any strided
+// layout over the root's row-major elements: as_strided([3], [1], 1) of a [2, 3] root with
+// strides [1, 2] reads its elements 3, 1, 4. Such a view keeps its layout over the root's
+// storage, from the root's storage offset, as PyTorch keeps every view's
+// (TensorImpl::view_over_storage); so do the views made of it, by the same layout functions. Its
+// two histories go through the storage, as PyTorch's: a regenerated one is as_strided_backward
+// from the root's layout (as_strided_gradient), and a write through it sends the base's gradient
+// into storage at the root's layout and takes it back at the view's (PyTorch's CopySlices'
+// new_empty_strided(base) and as_strided(view)), both made of the three linear ops, so they too
+// differentiate to any order. Forward mode reads such a view's tangent from its root's tangent
+// at the same storage layout, which needs that tangent to have the root's strides; one that has
+// others is refused.
+//
 // Note [View flags follow the base]
 // As PyTorch's differentiable views, a view requires grad while its base does: one made under
 // no_grad (grad()'s results are often such views of a grad_outputs tensor: the gradients of sum,
@@ -97,7 +112,10 @@ namespace ag::ops {
 
 // Marks `view` (just made from `of` by a view op) as a view of `of`'s root base, reading it at
 // `in_base` (Note [Views of any stride]).
-void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base);
+// `over_storage`: `in_base` is over the root's storage (Note [Views over a root's storage]),
+// as it is for every view of a view that is.
+void mark_view(const Tensor& view, const Tensor& of, const Layout& in_base,
+               bool over_storage = false);
 // Marks the outputs of one split, chunk or unbind, made with grad mode on, as kMultiOutputNode
 // (Note [How a view was made]; Note [Several views, one node], ops/split.cc).
 void mark_multi_output_views(const std::vector<Tensor>& views);
@@ -107,6 +125,15 @@ inline Layout layout_of(const Tensor& t) {
 }
 // Where `t` reads its root base (its own row-major layout when it is not a view).
 Layout layout_in_base(const Tensor& t);
+// Where a tensor `root` that is no view reads its own storage, from its storage offset: the
+// layout that views over its storage are read through (Note [Views over a root's storage]).
+inline Layout storage_layout_of_root(const Tensor& root) {
+  return Layout{root.shape(), root.strides(), 0};
+}
+// PyTorch's as_strided_backward: the gradient of an as_strided result at `result` read by an
+// input at `input`, both over one storage (Note [as_strided gradients of overlapping inputs],
+// ops/view_ops.cc).
+Tensor as_strided_gradient(const Tensor& grad, const Layout& input, const Layout& result);
 
 // Throws if grad mode is on, the in-place op `op` on `t` would be `recorded`, and `t` is a view
 // of a leaf that requires grad or one made other than by a view op with grad mode on (Note [How

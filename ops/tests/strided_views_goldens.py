@@ -99,3 +99,36 @@ b = x * 1
 v = b.transpose(0, 2)[1:3].select(2, 1)  # [2, 3] over b
 v.add_(torch.tensor([[10.0, 20, 30], [40, 50, 60]]))
 show("nested_views", b, *torch.autograd.grad((b * b).sum() / 100, [x]))
+
+# as_strided of an input that reads an element twice: each storage element's gradient is shared
+# among the input's indices that read it (as_strided_backward's counts).
+x = leaf([2], ())
+y = x.expand(2).as_strided([], [], 0)
+show("as_strided_of_expand", *torch.autograd.grad(y * 3, [x]))
+x = leaf([1, 2, 3, 4, 5, 6], (6,))
+u = x.unfold(0, 3, 2)  # [[1, 2, 3], [3, 4, 5]]: element 2 read twice
+y = u.as_strided([4], [1], 1)
+w = torch.tensor([1.0, -2, 3, 5])
+gx, = torch.autograd.grad((y * y * w).sum(), [x], create_graph=True)
+show("as_strided_of_unfold", y, gx, *torch.autograd.grad((gx * gx).sum(), [x]))
+
+# as_strided over a root that is not contiguous (x.t() + s has strides [1, 2]): storage order.
+x = leaf([1, 2, 3, 4, 5, 6], (3, 2))
+s = leaf([0.5], ())
+b = x.t() + s
+y = b.as_strided([3], [1], 1)
+w = torch.tensor([1.0, -2, 3])
+gx, gs = torch.autograd.grad((y * y * w).sum(), [x, s], create_graph=True)
+show("as_strided_of_transposed_root", y, gx, gs,
+     *torch.autograd.grad((gx * gx).sum() + gs * gs, [x, s]))
+
+# a write through such a view, and a sibling view regenerated after it.
+x = leaf([1, 2, 3, 4, 5, 6], (3, 2))
+z = leaf([2, -1], (2,))
+b = x.t() * 1
+sibling = b.as_strided([3], [1], 0)
+y = b.as_strided([2], [2], 1)
+y.mul_(z)
+w = torch.tensor([1.0, 2, 3, 4, 5, 6]).reshape(2, 3)
+show("write_through_storage_view", b, sibling,
+     *torch.autograd.grad((b * b * w).sum() + (sibling * sibling).sum(), [x, z]))

@@ -146,6 +146,59 @@ TEST(StridedViews, OverlappingWindows) {
   expect_values(grad({ops::sum(ops::mul(u, u))}, {x6})[0], {2, 4, 12, 8, 10, 0}, "unfold dx");
 }
 
+// as_strided_backward's counts: an input that reads a storage element at several indices shares
+// its gradient among them (Note [as_strided gradients of overlapping inputs]).
+TEST(StridedViews, AsStridedOfOverlappingInputs) {
+  Tensor x = leaf({2}, {});
+  Tensor y = ops::as_strided(ops::expand(x, {2}), {}, {}, 0);
+  expect_values(grad({ops::mul(y, 3.0)}, {x})[0], {3}, "as_strided of expand dx");
+  Tensor x6 = leaf({1, 2, 3, 4, 5, 6}, {6});
+  Tensor u = ops::unfold(x6, 0, 3, 2);  // [[1, 2, 3], [3, 4, 5]]
+  Tensor w = ops::as_strided(u, {4}, {1}, 1);
+  expect_values(w, {2, 3, 4, 5}, "as_strided of unfold");
+  Tensor loss = ops::sum(ops::mul(ops::mul(w, w), constant({1, -2, 3, 5}, {4})));
+  Tensor gx = grad({loss}, {x6}, GradArgs().create_graph())[0];
+  expect_values(gx, {0, 4, -12, 24, 50, 0}, "dx");  // -24 without the counts
+  expect_values(grad({ops::sum(ops::mul(gx, gx))}, {x6})[0], {0, 16, 96, 288, 1000, 0},
+                "d(dx.dx)/dx");
+}
+
+// Note [Views over a root's storage]: x.t() + s has strides [1, 2], and as_strided reads it in
+// storage order.
+TEST(StridedViews, AsStridedOfNonContiguousRoot) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor s = leaf({0.5}, {});
+  Tensor b = ops::add(ops::t(x), s);
+  ASSERT_EQ(b.strides(), Shape({1, 2}));
+  Tensor y = ops::as_strided(b, {3}, {1}, 1);
+  expect_values(y, {2.5, 3.5, 4.5}, "y");
+  Tensor loss = ops::sum(ops::mul(ops::mul(y, y), constant({1, -2, 3}, {3})));
+  TensorList g = grad({loss}, {x, s}, GradArgs().create_graph());
+  expect_values(g[0], {0, 5, -14, 27, 0, 0}, "dx");
+  expect_values(g[1], {18}, "ds");
+  TensorList gg = grad({ops::add(ops::sum(ops::mul(g[0], g[0])), ops::mul(g[1], g[1]))}, {x, s});
+  expect_values(gg[0], {0, 92, -32, 540, 0, 0}, "d(dx.dx + ds.ds)/dx");
+  expect_values(gg[1], {600}, "d(dx.dx + ds.ds)/ds");
+}
+
+TEST(StridedViews, WriteThroughAsStridedOfNonContiguousRoot) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor z = leaf({2, -1}, {2});
+  Tensor b = ops::mul(ops::t(x), constant({1}, {}));
+  ASSERT_EQ(b.strides(), Shape({1, 2}));
+  Tensor sibling = ops::as_strided(b, {3}, {1}, 0);
+  Tensor y = ops::as_strided(b, {2}, {2}, 1);
+  ops::mul_(y, z);
+  expect_values(b, {1, 3, 5, 4, -4, 6}, "b");
+  expect_values(sibling, {1, 4, 3}, "sibling");  // regenerated after the write
+  Tensor w = constant({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor loss =
+      ops::add(ops::sum(ops::mul(ops::mul(b, b), w)), ops::sum(ops::mul(sibling, sibling)));
+  TensorList g = grad({loss}, {x, z});
+  expect_values(g[0], {4, 80, 18, 40, 30, 72}, "dx");
+  expect_values(g[1], {80, -160}, "dz");
+}
+
 TEST(StridedViews, DiagonalMulInPlace) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3});
   Tensor z = leaf({2, 3, 4}, {3});
