@@ -46,7 +46,17 @@ Tensor regenerated_view_gradient(const Ctx& c) {
   if (g.numel() == 0) return zeros(shape, g.dtype(), g.device());
   return reshape(view_scatter(g, shape, attrs.layout()), shape);
 }
-const OpSpec RegeneratedView::spec{"regenerated_view", {{self, {}, regenerated_view_gradient}}};
+// Its gradient is a view's, so it joins a waiting sum as select's does (Note [View gradients into
+// a waiting sum], ops/view_ops.cc) where its layout is over the base's elements and reads each at
+// most once: a write through a view reads self through one of these (ops/inplace.cc).
+bool add_regenerated_view_gradient_into(const Tensor& sum, const Ctx& c) {
+  const auto& attrs = c.attrs<ViewAttrs>();
+  if (!attrs.args.empty() || has_internal_overlap(attrs.layout())) return false;
+  return add_view_gradient_into(sum, c);
+}
+const OpSpec RegeneratedView::spec{
+    "regenerated_view",
+    {{self, {}, regenerated_view_gradient, add_regenerated_view_gradient_into}}};
 
 struct RebasedBase {
   static constexpr Input view{0, "view"};

@@ -27,33 +27,6 @@ Tensor view_gradient(const Ctx& c) {
   return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
 }
 
-// Note [View gradients into a waiting sum]
-// A view's gradient is input-shaped: the incoming gradient at the view's elements, zeros
-// elsewhere. Where several views of one tensor each send it a gradient (every time step x[:, t]
-// of an RNN's input, 1,000 rows selected one by one), the separate sum would cost a fill of zeros
-// and a pass over the whole input per view. With a gradient already waiting for the input (Note
-// [Sums fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
-// incoming gradient into it at the view's elements alone, which is all the sum would change:
-// a select of one step of [256, 64, 256] touches 1/64 of it. select, slice and diagonal have the
-// hook: each reaches an element of its input at most once. unfold has none: its windows can
-// overlap, and the formula's zeros + scatter rounds an element's two additions in another order.
-// The values are the separate sum's; only the sign of a zero can differ, as the formula's zeros
-// are +0: where the waiting gradient holds -0 outside the view, the separate sum writes +0
-// (-0 + +0) and the hook leaves -0; where both it and the incoming gradient hold -0 inside the
-// view, the sum writes +0 and the hook -0. Switched with fuse_gradient_sums.
-bool add_view_gradient_into(const Tensor& sum, const Ctx& c) {
-  const Tensor& g = c.grad();
-  const Layout at = c.attrs<ViewAttrs>().layout();
-  if (sum.shape() != c.input_shape(self) || !sum.is_contiguous() || sum.dtype() != g.dtype() ||
-      sum.device() != g.device() || g.shape() != at.sizes) {
-    return false;
-  }
-  backend_for(sum.device()).scatter(sum, at, g, /*accumulate=*/true);
-  sum.bump_version();
-  ++counters().fused_sums;
-  return true;
-}
-
 // The gradients that are views of the incoming gradient, as PyTorch's formulas make them: permute's
 // is the inverse permute (PyTorch's permute_backwards), unsqueeze's a squeeze, squeeze's an
 // unsqueeze of each dim it dropped (unsqueeze_to: the gradient itself where it dropped none), and
@@ -486,6 +459,34 @@ Tensor view_zeroed(const Tensor& g, const Layout& at) {
 void zero_at(const Tensor& t, const Layout& at) {
   backend_for(t.device()).scatter(t, at, zeros(at.sizes, t.dtype(), t.device()), false);
   t.bump_version();
+}
+
+// Note [View gradients into a waiting sum]
+// A view's gradient is input-shaped: the incoming gradient at the view's elements, zeros
+// elsewhere. Where several views of one tensor each send it a gradient (every time step x[:, t]
+// of an RNN's input, 1,000 rows selected one by one), the separate sum would cost a fill of zeros
+// and a pass over the whole input per view. With a gradient already waiting for the input (Note
+// [Sums fused into formulas], engine/engine.cc: held only here, grad mode off), the hook adds the
+// incoming gradient into it at the view's elements alone, which is all the sum would change:
+// a select of one step of [256, 64, 256] touches 1/64 of it. select, slice and diagonal have the
+// hook: each reaches an element of its input at most once; so has a regenerated view that does
+// (ops/shape_ops.cc), which a write through a view reads self through. unfold has none: its windows
+// can overlap, and the formula's zeros + scatter rounds an element's two additions in another
+// order. The values are the separate sum's; only the sign of a zero can differ, as the formula's
+// zeros are +0: where the waiting gradient holds -0 outside the view, the separate sum writes +0
+// (-0 + +0) and the hook leaves -0; where both it and the incoming gradient hold -0 inside the
+// view, the sum writes +0 and the hook -0. Switched with fuse_gradient_sums.
+bool add_view_gradient_into(const Tensor& sum, const BackwardContext& c) {
+  const Tensor& g = c.grad();
+  const Layout at = c.attrs<ViewAttrs>().layout();
+  if (sum.shape() != c.input_shape(slots::self) || !sum.is_contiguous() ||
+      sum.dtype() != g.dtype() || sum.device() != g.device() || g.shape() != at.sizes) {
+    return false;
+  }
+  backend_for(sum.device()).scatter(sum, at, g, /*accumulate=*/true);
+  sum.bump_version();
+  ++counters().fused_sums;
+  return true;
 }
 
 }  // namespace ag::ops

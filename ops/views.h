@@ -7,6 +7,8 @@
 
 namespace ag::ops {
 
+class BackwardContext;  // ops/spec.h
+
 // Note [In-place ops on views]
 // The view ops (ops/view_ops.cc, broadcast_to among them, reshape, view) return views: tensors
 // sharing their input's storage. An in-place op writes through a view into its base too, so the
@@ -165,6 +167,11 @@ Tensor rebased_base(const Tensor& view, const Tensor& base);
 Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at);
 Tensor view_gather(const Tensor& t, const Layout& at);
 Tensor view_zeroed(const Tensor& g, const Layout& at);
+// A view's gradient added into the gradient already waiting for its input, at the view's elements
+// alone, where the sum allows (Note [View gradients into a waiting sum], ops/view_ops.cc): the
+// fusion hook of the views that reach each element of their input at most once, whose attributes
+// are ViewAttrs with the layout over the input's elements.
+bool add_view_gradient_into(const Tensor& sum, const BackwardContext& c);
 // Writes zeros at `at` over the contiguous tensor `t`, in place, unrecorded: view_zeroed's write.
 void zero_at(const Tensor& t, const Layout& at);
 
