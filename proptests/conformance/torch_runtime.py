@@ -148,7 +148,11 @@ def _begin_call(inputs):
         return
     _Call.targets, _Call.keep = set(), []
     for t in inputs:
-        edge = _edge(t) if isinstance(t, torch.Tensor) and t.requires_grad else None
+        # _retained_edge, not _edge: where PyTorch refuses to regenerate an input's history, its
+        # own call raises at that input, after retaining grad on the non-leaf inputs before it
+        # (run_backward); raising here, before the call, would skip that (found by a live fuzz
+        # run: backward(inputs=[y, stale_view]) left y retaining grad in the engine only).
+        edge = _retained_edge(t) if isinstance(t, torch.Tensor) and t.requires_grad else None
         if edge is not None:
             _Call.keep.append(edge.node)
             _Call.targets.add((id(edge.node), edge.output_nr))
