@@ -57,17 +57,20 @@ Index expanded(const Shape& out, int64_t dim, const std::vector<int64_t>& index)
 }
 
 // gather(self, dim, index): PyTorch's gather_backward, the gradient added into zeros of self's
-// shape where the forward read it.
+// shape where the forward read it. It needs only self's shape, but PyTorch's GatherBackward0 saves
+// self itself (gather_backward(grad, self, dim, index, sparse_grad)), so a write into self before
+// the backward fails its version check: the formula reads self too, as PyTorch's does.
 struct Gather {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
 const OpSpec Gather::spec{"gather",
                           {{self,
-                            {},
+                            {self},
                             [](const Ctx& c) {
                               const IndexAttrs& a = c.attrs<IndexAttrs>();
-                              return scatter_add(zeros_of(c.input_shape(self), c.grad()), a.dim,
+                              const Tensor saved_self = c[self];  // checks its version
+                              return scatter_add(zeros_of(saved_self.shape(), c.grad()), a.dim,
                                                  index_of(c), c.grad());
                             }}},
                           {AliasKind::kPure, IndexAttrs{0}, [](const OpArgs& x) {

@@ -159,7 +159,7 @@ TEST(IndexOps, TheIndexIsFreedLikeASavedValue) {
     const char* freed;  // the message's value and node, or null: no second-backward error
   };
   const Case cases[] = {
-      {"gather", ops::gather(x, 1, {{2, 1}, {2, 0}}), x, "'index' saved by 'gather'"},
+      {"gather", ops::gather(x, 1, {{2, 1}, {2, 0}}), x, "saved by 'gather'"},
       {"index_select", ops::index_select(x, 1, {2, 0}), x, "'index' saved by 'index_select'"},
       {"scatter_add src", ops::scatter_add(plain, 1, {{1, 2}, {2, 0}}, src), src,
        "'index' saved by 'scatter_add'"},
@@ -181,6 +181,23 @@ TEST(IndexOps, TheIndexIsFreedLikeASavedValue) {
     EXPECT_NE(e.find("Trying to backward through the graph a second time"), std::string::npos) << e;
     EXPECT_NE(e.find(c.freed), std::string::npos) << e;
   }
+}
+
+// PyTorch's GatherBackward0 saves self, though gather's gradient needs only its shape: a write
+// into self before the backward fails the version check (checked against PyTorch 2.15);
+// index_select and max/min along a dim save only self's shape.
+TEST(IndexOps, GatherSavesSelf) {
+  Tensor x = leaf(kX, {2, 3});
+  Tensor y = ops::mul(x, 2.0);
+  const Tensor g = ops::gather(y, 1, {{2, 1}, {2, 0}});
+  const Tensor s = ops::index_select(y, 1, {2, 0});
+  const Tensor m = ops::max(y, 1).values;
+  ops::add_(y, ops::ones({1}, DType::kFloat64));
+  const std::string e = error_of([&] { grad({ops::sum(g)}, {x}); });
+  EXPECT_NE(e.find("modified by an in-place operation"), std::string::npos) << e;
+  expect_values(grad({ops::sum(s)}, {x}, GradArgs().retain_graph())[0],
+                {2.0, 0.0, 2.0, 2.0, 0.0, 2.0});
+  expect_values(grad({ops::sum(m)}, {x})[0], {0.0, 0.0, 2.0, 0.0, 2.0, 0.0});
 }
 
 TEST(IndexOps, Errors) {
