@@ -15,6 +15,27 @@
 namespace ag::ops {
 namespace {
 
+// Note [The index is a saved value]: PyTorch's nodes of gather, scatter_add, index_select and
+// max/min along a dim save the index (max/min: the indices they return) as a tensor, which a
+// backward without retain_graph frees like any saved value; a formula that reads it again raises
+// (scatter_add's gradient for self does not read it). The engine keeps the index in the node's
+// attributes, so OpNode::release_saved drops the node's copy, and a formula reads it through
+// saved_index(), which raises as an unpacked freed value does.
+// `name`: PyTorch's name for it (max/min: "indices").
+const std::vector<int64_t>& saved_index(const Ctx& c, const char* name = "index") {
+  const IndexAttrs& a = c.attrs<IndexAttrs>();
+  if (a.index == nullptr) {
+    fail("Trying to backward through the graph a second time: the value '", name, "' saved by '",
+         c.spec().name(),
+         "' was already freed. Pass retain_graph to the first backward()/grad() call if you "
+         "need to backward through the graph again.");
+  }
+  return *a.index;
+}
+Index index_of(const Ctx& c, const char* name = "index") {
+  return Index{c.attrs<IndexAttrs>().index_shape, saved_index(c, name)};
+}
+// The forward's index (a forward, or a jvp rule, reads the attributes it was given).
 Index index_of(const IndexAttrs& a) { return Index{a.index_shape, *a.index}; }
 IndexAttrs attrs_of(int64_t dim, bool keepdim, const Index& index) {
   return IndexAttrs{dim, keepdim, index.shape,
@@ -36,18 +57,21 @@ Index expanded(const Shape& out, int64_t dim, const std::vector<int64_t>& index)
 }
 
 // gather(self, dim, index): PyTorch's gather_backward, the gradient added into zeros of self's
-// shape where the forward read it.
+// shape where the forward read it. It needs only self's shape, but PyTorch's GatherBackward0 saves
+// self itself (gather_backward(grad, self, dim, index, sparse_grad)), so a write into self before
+// the backward fails its version check: the formula reads self too, as PyTorch's does.
 struct Gather {
   static constexpr Input self{0, "self"};
   static const OpSpec spec;
 };
 const OpSpec Gather::spec{"gather",
                           {{self,
-                            {},
+                            {self},
                             [](const Ctx& c) {
                               const IndexAttrs& a = c.attrs<IndexAttrs>();
-                              return scatter_add(zeros_of(c.input_shape(self), c.grad()), a.dim,
-                                                 index_of(a), c.grad());
+                              const Tensor saved_self = c[self];  // checks its version
+                              return scatter_add(zeros_of(saved_self.shape(), c.grad()), a.dim,
+                                                 index_of(c), c.grad());
                             }}},
                           {AliasKind::kPure, IndexAttrs{0}, [](const OpArgs& x) {
                              const IndexAttrs& a = x.attrs<IndexAttrs>();
@@ -66,7 +90,7 @@ const OpSpec ScatterAdd::spec{"scatter_add",
                                 {},
                                 [](const Ctx& c) {
                                   const IndexAttrs& a = c.attrs<IndexAttrs>();
-                                  return gather(c.grad(), a.dim, index_of(a));
+                                  return gather(c.grad(), a.dim, index_of(c));
                                 }}},
                               {AliasKind::kPure, IndexAttrs{0}, [](const OpArgs& x) {
                                  const IndexAttrs& a = x.attrs<IndexAttrs>();
@@ -87,7 +111,8 @@ const OpSpec IndexSelect::spec{"index_select",
                                    const IndexAttrs& a = c.attrs<IndexAttrs>();
                                    const Tensor& g = c.grad();
                                    return scatter_add(zeros_of(c.input_shape(self), g), a.dim,
-                                                      expanded(g.shape(), a.dim, *a.index), g);
+                                                      expanded(g.shape(), a.dim, saved_index(c)),
+                                                      g);
                                  }}},
                                {AliasKind::kPure, IndexAttrs{0}, [](const OpArgs& x) {
                                   const IndexAttrs& a = x.attrs<IndexAttrs>();
@@ -100,7 +125,7 @@ const DeclareJvp index_select_jvp{IndexSelect::spec, jvp_linear};
 Tensor value_selecting_backward(const Ctx& c, const Input& self) {
   const IndexAttrs& a = c.attrs<IndexAttrs>();
   const Tensor g = a.keepdim ? c.grad() : reshape(c.grad(), a.index_shape);
-  return scatter_add(zeros_of(c.input_shape(self), g), a.dim, index_of(a), g);
+  return scatter_add(zeros_of(c.input_shape(self), g), a.dim, index_of(c, "indices"), g);
 }
 template <bool kLargest>
 struct Extreme {

@@ -134,7 +134,9 @@ struct IndexAttrs {  // gather, scatter_add, index_select, max/min along a dim: 
   int64_t dim;
   bool keepdim = false;  // max/min
   Shape index_shape = {};
-  std::shared_ptr<const std::vector<int64_t>> index = nullptr;  // shared: nodes copy attributes
+  // Shared: nodes copy attributes. A node's own copy is dropped when its saved values are
+  // released (Note [The index is a saved value], ops/index.cc).
+  std::shared_ptr<const std::vector<int64_t>> index = nullptr;
   template <typename F>
   void fields(F&& f) {
     f("dim", dim);

@@ -179,6 +179,8 @@ void OpNode::release_saved() {
   for (SavedVariable& s : saved_) {
     if (s.defined()) s.release();
   }
+  // Note [The index is a saved value] (ops/index.cc).
+  if (IndexAttrs* a = std::get_if<IndexAttrs>(&attrs_)) a->index.reset();
   released_ = freed_whole_;
 }
 

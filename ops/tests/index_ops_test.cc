@@ -145,6 +145,61 @@ void expect_error_with(const std::function<void()>& f, const std::string& part) 
 }
 
 // Bad input: the error names the op, the index and the shapes, and the graph stays usable.
+// Note [The index is a saved value]: PyTorch's nodes save the index (max/min: the indices) as a
+// tensor, which a backward without retain_graph frees, so a second backward through them raises;
+// scatter_add's gradient for self does not read it (checked against PyTorch 2.15).
+TEST(IndexOps, TheIndexIsFreedLikeASavedValue) {
+  Tensor x = leaf(kX, {2, 3});
+  Tensor src = leaf({1.0, 2.0}, {1, 2});
+  const Tensor plain = values(kX, {2, 3});
+  struct Case {
+    const char* op;
+    Tensor y;
+    Tensor wrt;
+    const char* freed;  // the message's value and node, or null: no second-backward error
+  };
+  const Case cases[] = {
+      {"gather", ops::gather(x, 1, {{2, 1}, {2, 0}}), x, "saved by 'gather'"},
+      {"index_select", ops::index_select(x, 1, {2, 0}), x, "'index' saved by 'index_select'"},
+      {"scatter_add src", ops::scatter_add(plain, 1, {{1, 2}, {2, 0}}, src), src,
+       "'index' saved by 'scatter_add'"},
+      {"scatter_add self", ops::scatter_add(x, 1, {{1, 2}, {2, 0}}, values({1.0, 2.0}, {1, 2})), x,
+       nullptr},
+      {"max", ops::max(x, 1).values, x, "'indices' saved by 'max_dim'"},
+      {"min", ops::min(x, 0, true).values, x, "'indices' saved by 'min_dim'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    const Tensor kept = grad({ops::sum(c.y)}, {c.wrt}, GradArgs().retain_graph())[0];
+    const Tensor first = grad({ops::sum(c.y)}, {c.wrt})[0];
+    EXPECT_EQ(kept.to_vector(), first.to_vector());
+    if (c.freed == nullptr) {
+      expect_values(grad({ops::sum(c.y)}, {c.wrt})[0], first.to_vector());
+      continue;
+    }
+    const std::string e = error_of([&] { grad({ops::sum(c.y)}, {c.wrt}); });
+    EXPECT_NE(e.find("Trying to backward through the graph a second time"), std::string::npos) << e;
+    EXPECT_NE(e.find(c.freed), std::string::npos) << e;
+  }
+}
+
+// PyTorch's GatherBackward0 saves self, though gather's gradient needs only its shape: a write
+// into self before the backward fails the version check (checked against PyTorch 2.15);
+// index_select and max/min along a dim save only self's shape.
+TEST(IndexOps, GatherSavesSelf) {
+  Tensor x = leaf(kX, {2, 3});
+  Tensor y = ops::mul(x, 2.0);
+  const Tensor g = ops::gather(y, 1, {{2, 1}, {2, 0}});
+  const Tensor s = ops::index_select(y, 1, {2, 0});
+  const Tensor m = ops::max(y, 1).values;
+  ops::add_(y, ops::ones({1}, DType::kFloat64));
+  const std::string e = error_of([&] { grad({ops::sum(g)}, {x}); });
+  EXPECT_NE(e.find("modified by an in-place operation"), std::string::npos) << e;
+  expect_values(grad({ops::sum(s)}, {x}, GradArgs().retain_graph())[0],
+                {2.0, 0.0, 2.0, 2.0, 0.0, 2.0});
+  expect_values(grad({ops::sum(m)}, {x})[0], {0.0, 0.0, 2.0, 0.0, 2.0, 0.0});
+}
+
 TEST(IndexOps, Errors) {
   Tensor x = leaf(kX, {2, 3});
   const Tensor y = ops::mul(x, 2.0);

@@ -454,6 +454,39 @@ bool accumulated_before_a_later_raise(const Context& c, int v) {
   });
 }
 
+// Whether PyTorch's unpack of a saved view may raise a view error where the engine's raises the
+// version error (no-grad-view-saved-error), before statement `before`: SavedVariable::unpack reads
+// the saved view's grad_fn before its version check, and regenerating a stale view's history
+// refuses a view made under no_grad with the CreationMeta error meant for a write under grad
+// mode, also where the write into its storage was not one autograd records (under no_grad, or
+// into a detached alias: paper/results/foreign_findings.md F6), and a view made by split, chunk
+// or unbind with the error of a write into such a view ("This view is the output of a function
+// that returns multiple views"), where the write was into its base or under no_grad, both
+// allowed.
+bool view_error_for_version(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  std::set<int> no_grad_viewed;       // storage roots of views made under no_grad
+  std::set<int> multi_output_viewed;  // ... and of views made by split, chunk or unbind
+  std::set<int> detached;             // detached aliases and their views
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kDetach) detached.insert(s.results.begin(), s.results.end());
+    if ((s.kind == StmtKind::kView || s.kind == StmtKind::kViewOp) && detached.count(s.args[0]))
+      detached.insert(s.results.begin(), s.results.end());
+    if (s.kind == StmtKind::kViewOp && s.flag) no_grad_viewed.insert(c.storage_root(s.args[0]));
+    if (s.kind == StmtKind::kViewOp &&
+        (s.view_op == ViewOp::kSplit || s.view_op == ViewOp::kChunk ||
+         s.view_op == ViewOp::kUnbind)) {
+      multi_output_viewed.insert(c.storage_root(s.args[0]));
+    }
+    if (s.kind != StmtKind::kInplace) continue;
+    const int root = c.storage_root(s.args[0]);
+    const bool unrecorded = s.flag || detached.count(s.args[0]);
+    if ((unrecorded && no_grad_viewed.count(root)) || multi_output_viewed.count(root)) return true;
+  }
+  return false;
+}
+
 Excuse version_check_per_formula(const Pair& p) {
   // Both raised the version error in a call, PyTorch's at a pow node whose saved result was
   // written, the engine's at a later one: on the way the engine's call may have accumulated
@@ -462,22 +495,28 @@ Excuse version_check_per_formula(const Pair& p) {
   const int grad_of = p.grad_line_value();
   if (grad_of >= 0 && accumulated_before_a_later_raise(p.c, grad_of)) return Excuse::kStop;
   if (!autograd_call(p)) return Excuse::kNone;
+  // PyTorch's unpack may raise a view error in place of the version error there
+  // (view_error_for_version): as the version error.
+  const std::string error =
+      p.status("raise", "ok") && p.e.size() == 2 && view_error_for_version(p.c, p.index)
+          ? "version"
+          : p.error();
   const bool freed_here = p.a.size() == 3 && p.a[1] == "raise" && p.a[2] == "freed";
   // An earlier call without retain_graph raised the version error in both, PyTorch's at the first
   // node holding the modified tensor, the engine's maybe later, after running (and freeing) nodes
   // PyTorch did not: a later call that needs them raises "freed" here, where PyTorch goes on or
   // raises the version error again.
-  if (freed_here && (p.status("ok", "raise") || p.error() == "version") && p.c.version_raised()) {
+  if (freed_here && (p.status("ok", "raise") || error == "version") && p.c.version_raised()) {
     const int at = p.c.version_raised_at();
     if (pow_saved_value_written(p.c, p.index) || !p.c.recorded_inplace() ||
         some_leaf_unrequested(p.c, p.c.program().stmts[at], at)) {
       return Excuse::kStop;
     }
   }
-  const bool freed = p.error() == "freed";
+  const bool freed = error == "freed";
   // Or the engine's call goes on to a node whose saved values were freed, and raises that.
   if (!(p.status("raise", "ok") || (p.status("raise", "raise") && freed_here)) ||
-      (p.error() != "version" && !freed)) {
+      (error != "version" && !freed)) {
     return Excuse::kNone;
   }
   if (freed && freed_here) return Excuse::kNone;
@@ -752,36 +791,15 @@ Excuse inplace_mul_aliased_tangent(const Pair& p) {
 }
 
 // PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
-// under no_grad into its storage, with the CreationMeta error meant for a write under grad mode
-// (paper/results/foreign_findings.md F6); the engine raises the version error a saved tensor
-// written after its save gets. Both raise: the pair of raise lines is skipped. The same unpack
-// (SavedVariable::unpack reads the saved view's grad_fn before its version check) refuses a view
-// made by split, chunk or unbind whose storage was written since, under either mode, with the
-// error of a write into such a view ("This view is the output of a function that returns
-// multiple views") where the write was into its base or under no_grad, both allowed.
+// into its storage that autograd does not record, with the CreationMeta error meant for a write
+// under grad mode (view_error_for_version); the engine raises the version error a saved tensor
+// written after its save gets. Both raise: the pair of raise lines is skipped.
 Excuse no_grad_view_saved_error(const Pair& p) {
   if (!p.s || (p.s->kind != StmtKind::kBackward && p.s->kind != StmtKind::kGrad) ||
       !p.status("raise", "raise") || p.e.size() != 2 || p.a.size() != 3 || p.a[2] != "version") {
     return Excuse::kNone;
   }
-  const auto& stmts = p.c.program().stmts;
-  std::set<int> no_grad_viewed;       // storage roots of views made under no_grad
-  std::set<int> multi_output_viewed;  // ... and of views made by split, chunk or unbind
-  for (int i = 0; i < p.index && i < static_cast<int>(stmts.size()); ++i) {
-    const Stmt& s = stmts[i];
-    if (s.kind == StmtKind::kViewOp && s.flag) no_grad_viewed.insert(p.c.storage_root(s.args[0]));
-    if (s.kind == StmtKind::kViewOp &&
-        (s.view_op == ViewOp::kSplit || s.view_op == ViewOp::kChunk ||
-         s.view_op == ViewOp::kUnbind)) {
-      multi_output_viewed.insert(p.c.storage_root(s.args[0]));
-    }
-    if (s.kind != StmtKind::kInplace) continue;
-    const int root = p.c.storage_root(s.args[0]);
-    if ((s.flag && no_grad_viewed.count(root)) || multi_output_viewed.count(root)) {
-      return Excuse::kSkipBoth;
-    }
-  }
-  return Excuse::kNone;
+  return view_error_for_version(p.c, p.index) ? Excuse::kSkipBoth : Excuse::kNone;
 }
 
 // In order: the first rule that excuses a pair names it. A PyTorch bug that changed the
