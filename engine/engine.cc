@@ -372,7 +372,8 @@ void GraphTask::cancel_run(const Node& node) {
 // tanh_backward's and scaled_product's, ops/elementwise.cc; select's, slice's and diagonal's,
 // Note [View gradients into a waiting sum], ops/view_ops.cc), OpNode::apply asks the engine for the
 // gradient waiting where that formula's result goes (sum_target): one that the in-place sum could
-// write (can_sum_into's rule, held_only_here), with fuse_gradient_sums on and grad mode off. The
+// write (can_sum_into's rule, held_only_here), with fuse_gradient_sums on, grad mode off and no
+// hooks on the node (a post-hook is handed the formula's value). The
 // hook then adds the formula's values into it in the same pass (ops/fused.cc) instead of the
 // formula running, and the node returns no gradient there (undefined), as there is nothing left
 // to add. The backend adds each block of the formula's values with the add kernel, as the
@@ -544,6 +545,9 @@ Tensor* GraphTask::sum_target(const Node& from, size_t i) {
   // A trace records ops: a sum made inside a formula's kernel would be missing from it. Anomaly
   // mode checks each formula's value (Note [Anomaly mode]).
   if (engine_ops::tracing() || anomaly_mode_checks_nan()) return nullptr;
+  // A post-hook is handed what the formula computed (grad_inputs), so a node with hooks gets
+  // nothing to fuse into.
+  if (from.has_hooks()) return nullptr;
   NodeState* child = receiver(from, i);
   if (child == nullptr || child->buffer.empty()) return nullptr;
   Tensor& sum = child->buffer[from.next_edge(i).input_nr];

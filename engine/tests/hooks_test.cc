@@ -5,6 +5,7 @@
 #include "engine/hooks.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -701,6 +702,29 @@ TEST(Hooks, RetainingTensorDroppedDuringABackwardOnAnotherThread) {
 }
 
 // Hooks cost nothing where none is registered: a node without hooks has no hook table at all.
+// A post-hook is handed the gradient the node's formula computed, also where that gradient would
+// have been added straight into one already waiting for the same input (Note [Sums fused into
+// formulas], engine/engine.cc): found by the API model (seed 21), where the hook got None.
+// x = tensor([0.5, -1.], requires_grad=True); y = x.tanh(); z = y - x
+// y.grad_fn.register_hook(f); z.backward(torch.ones(2)) -> grad_inputs (1 - tanh(x)^2,)
+TEST(Hooks, APostHookSeesAGradientThatCouldBeFusedIntoAWaitingSum) {
+  const Tensor x = leaf({0.5, -1.0}, {2});
+  const Tensor y = ops::tanh(x);
+  const Tensor z = ops::sub(y, x);
+  std::vector<Tensor> seen;
+  y.grad_fn()->register_hook([&](const TensorList& gis, const TensorList&) {
+    seen = gis;
+    return TensorList{};
+  });
+  backward({z}, BackwardArgs().grad_tensors({leaf({1.0, 1.0}, {2}, false)}));
+  ASSERT_EQ(seen.size(), 1u);
+  ASSERT_TRUE(seen[0].defined());
+  const double t0 = std::tanh(0.5), t1 = std::tanh(-1.0);
+  EXPECT_NEAR(seen[0].to_vector()[0], 1 - t0 * t0, 1e-6);
+  EXPECT_NEAR(seen[0].to_vector()[1], 1 - t1 * t1, 1e-6);
+  EXPECT_NEAR(x.grad().to_vector()[0], -t0 * t0, 1e-6);
+}
+
 TEST(Hooks, NoTableWithoutHooks) {
   Tensor x = leaf({1, 2}, {2});
   Tensor y = ops::mul(x, 2.0);
