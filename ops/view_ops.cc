@@ -21,10 +21,24 @@ namespace {
 
 using slots::self;
 
-// Every view op's gradient: the incoming gradient where the view reads its input, in zeros of
-// the input's shape (PyTorch's select_backward, slice_backward, as_strided_backward...).
-Tensor view_gradient(const Ctx& c) {
-  return view_scatter(c.grad(), c.input_shape(self), c.attrs<ViewAttrs>().layout());
+// The gradients of select, slice, diagonal and unfold: the incoming gradient where the view reads
+// its input, in zeros of the input's shape, by PyTorch's backward ops, whose own gradients are
+// views of theirs (Note [View gradients differentiate to views], ops/view_backward.cc).
+Tensor select_gradient(const Ctx& c) {
+  const Shape& x = c.attrs<ViewAttrs>().args;
+  return select_backward(c.grad(), c.input_shape(self), x[0], x[1]);
+}
+Tensor slice_gradient(const Ctx& c) {
+  const Shape& x = c.attrs<ViewAttrs>().args;
+  return slice_backward(c.grad(), c.input_shape(self), x[0], x[1], x[2], x[3]);
+}
+Tensor diagonal_gradient(const Ctx& c) {
+  const Shape& x = c.attrs<ViewAttrs>().args;
+  return diagonal_backward(c.grad(), c.input_shape(self), x[0], x[1], x[2]);
+}
+Tensor unfold_gradient(const Ctx& c) {
+  const Shape& x = c.attrs<ViewAttrs>().args;
+  return unfold_backward(c.grad(), c.input_shape(self), x[0], x[1], x[2]);
 }
 
 // The gradients that are views of the incoming gradient, as PyTorch's formulas make them: permute's
@@ -65,17 +79,18 @@ Tensor alias_gradient(const Ctx& c) { return c.grad(); }
 #define AG_VIEW_SPEC(Name, name, gradient, fuse, forward)   \
   AG_VIEW_SPEC_OWN_JVP(Name, name, gradient, fuse, forward) \
   const DeclareJvp Name##_jvp{Name, jvp_linear};
-AG_VIEW_SPEC(kSelect, "select", view_gradient, add_view_gradient_into, select(a[self], x[0], x[1]))
-AG_VIEW_SPEC(kSlice, "slice", view_gradient, add_view_gradient_into,
+AG_VIEW_SPEC(kSelect, "select", select_gradient, add_view_gradient_into,
+             select(a[self], x[0], x[1]))
+AG_VIEW_SPEC(kSlice, "slice", slice_gradient, add_view_gradient_into,
              slice(a[self], x[0], x[1], x[2], x[3]))
 AG_VIEW_SPEC(kPermute, "permute", permute_gradient, nullptr,
              permute(a[self], std::vector<int64_t>(x.begin(), x.end())))
 AG_VIEW_SPEC(kUnsqueeze, "unsqueeze", unsqueeze_gradient, nullptr, unsqueeze(a[self], x[0]))
 AG_VIEW_SPEC(kSqueeze, "squeeze", squeeze_gradient, nullptr,
              x.empty() ? squeeze(a[self]) : squeeze(a[self], x[0]))
-AG_VIEW_SPEC(kDiagonal, "diagonal", view_gradient, add_view_gradient_into,
+AG_VIEW_SPEC(kDiagonal, "diagonal", diagonal_gradient, add_view_gradient_into,
              diagonal(a[self], x[0], x[1], x[2]))
-AG_VIEW_SPEC(kUnfold, "unfold", view_gradient, nullptr, unfold(a[self], x[0], x[1], x[2]))
+AG_VIEW_SPEC(kUnfold, "unfold", unfold_gradient, nullptr, unfold(a[self], x[0], x[1], x[2]))
 AG_VIEW_SPEC_OWN_JVP(kAlias, "alias", alias_gradient, nullptr, alias(a[self]))
 // As PyTorch's (`result: self_t`): the alias carries its input's very tangent, where the other
 // view ops carry a view of it (found by the conformance corpus, corpus/forward.txt).

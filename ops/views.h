@@ -41,7 +41,9 @@ class BackwardContext;  // ops/spec.h
 // view of a view of a view is one layout over the root, however it was made. With it, the three
 // histories that views need are each one linear op over a base-shaped gradient: a view's
 // gradient is view_scatter (the incoming gradient added at the view's elements, into zeros of
-// the input's shape: select_backward, slice_backward, as_strided_backward in PyTorch); the part
+// the input's shape: as_strided_backward in PyTorch; select's, slice's, diagonal's and unfold's
+// are the same values by ops of their own, PyTorch's select_backward..., whose gradients are
+// views: Note [View gradients differentiate to views], ops/view_backward.cc); the part
 // of a base's gradient that a write through a view took over is view_gather (the elements at
 // the view, as the view's shape); the part it left to the base's old history is view_zeroed (the
 // gradient with zeros at the view). Each one's derivative is another of them, so gradients
@@ -167,6 +169,17 @@ Tensor rebased_base(const Tensor& view, const Tensor& base);
 Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at);
 Tensor view_gather(const Tensor& t, const Layout& at);
 Tensor view_zeroed(const Tensor& g, const Layout& at);
+// The gradients of select, slice, diagonal and unfold: `g` added into zeros of `shape` where the
+// view op with these arguments (dims normalized, bounds clamped, as its ViewAttrs hold them) reads
+// an input of that shape; each one's own gradient is its view op (Note [View gradients
+// differentiate to views], ops/view_backward.cc).
+Tensor select_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t index);
+Tensor slice_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start, int64_t end,
+                      int64_t step);
+Tensor diagonal_backward(const Tensor& g, const Shape& shape, int64_t offset, int64_t dim1,
+                         int64_t dim2);
+Tensor unfold_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t size,
+                       int64_t step);
 // A view's gradient added into the gradient already waiting for its input, at the view's elements
 // alone, where the sum allows (Note [View gradients into a waiting sum], ops/view_ops.cc): the
 // fusion hook of the views that reach each element of their input at most once, whose attributes
