@@ -513,6 +513,15 @@ Excuse version_check_per_formula(const Pair& p) {
       return Excuse::kStop;
     }
   }
+  // Both raise in this call: PyTorch the version error at a pow node whose saved result was
+  // written, the engine, whose formulas there read nothing written, another error at a later
+  // node: an AccumulateGrad of a leaf that an in-place op moved into the graph interior after the
+  // graph was built (after detach_() or requires_grad_(False);
+  // pin-pow-version-before-interior-leaf).
+  if (error == "version" && p.status("raise", "raise") && p.a.size() == 2 &&
+      pow_saved_value_written(p.c, p.index)) {
+    return Excuse::kStop;
+  }
   const bool freed = error == "freed";
   // Or the engine's call goes on to a node whose saved values were freed, and raises that.
   if (!(p.status("raise", "ok") || (p.status("raise", "raise") && freed_here)) ||

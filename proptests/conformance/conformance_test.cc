@@ -36,6 +36,34 @@ TEST(ProgramText, RoundTripsGeneratedPrograms) {
   EXPECT_GT(hooks, 200);
 }
 
+// The generator writes detach_ (a view's refused), and as_strided of views that may read an
+// element twice (an expand's, an unfold's), whose gradients divide by the counts.
+TEST(ProgramGen, WritesDetachInplaceAndAsStridedOfOverlappingViews) {
+  int detach_inplace = 0, of_view = 0, of_overlapping = 0;
+  for (int id = 0; id < 1000; ++id) {
+    const ConformanceProgram p = generate_program(3, id);
+    std::set<int> views, overlapping;
+    for (const Stmt& s : p.stmts) {
+      detach_inplace += s.kind == StmtKind::kDetachInplace;
+      if (s.kind != StmtKind::kViewOp) continue;
+      const bool input_overlaps = overlapping.count(s.args[0]) > 0;
+      if (s.view_op == ViewOp::kAsStrided) {
+        of_view += views.count(s.args[0]) > 0;
+        of_overlapping += input_overlaps;
+      }
+      const bool overlaps =
+          input_overlaps || s.view_op == ViewOp::kExpand || s.view_op == ViewOp::kUnfold;
+      for (int r : s.results) {
+        views.insert(r);
+        if (overlaps) overlapping.insert(r);
+      }
+    }
+  }
+  EXPECT_GT(detach_inplace, 100);
+  EXPECT_GT(of_view, 20);
+  EXPECT_GT(of_overlapping, 5);
+}
+
 // The programs make exactly the ops that the traits table says they make (Note [Op traits]): the
 // compositions' (op steps and ops on arbitrary operands) and the statements' (views, detach,
 // in-place ops).
@@ -110,6 +138,23 @@ TEST(EngineRunner, RaisesAndSkips) {
                     "v2 = neg v1\n"));
   EXPECT_EQ(r.lines[2], "s1 raise");
   EXPECT_EQ(r.lines[3], "s2 skip");
+}
+
+// detach_ raises on a view (PyTorch's "Can't detach views in-place") and makes anything else a
+// leaf that does not require grad, recorded as an in-place op's target; a view made before keeps
+// its history.
+TEST(EngineRunner, DetachInplaceRecordsItsTarget) {
+  const Records r =
+      run_on_engine(parse_program("v0 = leaf [2] seed=1 requires_grad=1\n"
+                                  "v1 = mul v0 v0\n"
+                                  "v2 = view v1 [2]\n"
+                                  "detach_ v2\n"
+                                  "detach_ v1 ; flags v2\n"));
+  ASSERT_GE(r.lines.size(), 10u) << r.text();
+  EXPECT_EQ(r.lines[6], "s3 raise");
+  EXPECT_EQ(r.lines[7], "s4 ok");
+  EXPECT_EQ(r.lines[8].substr(0, 27), "s4 v1 [2] rg=0 leaf=1 = 0.8");
+  EXPECT_EQ(r.lines[9], "s4 flags v2 [2] rg=1 leaf=0");
 }
 
 // The records of kProgram with line `index` replaced.

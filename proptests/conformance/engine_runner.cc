@@ -174,7 +174,7 @@ class Runner {
     for (int r : s.results) {
       add(id + " v" + std::to_string(r) + " " + state(values_[r], r, records_values(s)));
     }
-    if (s.kind == StmtKind::kInplace) {
+    if (records_target(s)) {
       add(id + " v" + std::to_string(s.args[0]) + " " + state(values_[s.args[0]], s.args[0], true));
     }
     for (int v : s.record_flags) {
@@ -264,6 +264,9 @@ class Runner {
       }
       case StmtKind::kDetach:
         set_results({ops::detach(args[0])});
+        return;
+      case StmtKind::kDetachInplace:
+        values_[s.args[0]].detach_();
         return;
       case StmtKind::kInplace: {
         std::optional<NoGradGuard> no_grad;

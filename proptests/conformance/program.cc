@@ -251,6 +251,9 @@ Stmt parse_stmt(const std::string& line) {
   } else if (head == "detach") {
     s.kind = StmtKind::kDetach;
     s.args = positional_values(0);
+  } else if (head == "detach_") {
+    s.kind = StmtKind::kDetachInplace;
+    s.args = positional_values(0);
   } else if (head == "add_" || head == "mul_" || head == "copy_") {
     s.kind = StmtKind::kInplace;
     s.inplace = parse_enum<InplaceKind>(head, kInplaceNames, "in-place op");
@@ -403,6 +406,10 @@ ViewUse view_use(const ConformanceProgram& p) {
 
 bool records_values(const Stmt& stmt) { return stmt.kind != StmtKind::kLeaf; }
 
+bool records_target(const Stmt& stmt) {
+  return stmt.kind == StmtKind::kInplace || stmt.kind == StmtKind::kDetachInplace;
+}
+
 std::vector<int> reads(const Stmt& s) {
   switch (s.kind) {
     case StmtKind::kLeaf:
@@ -458,6 +465,10 @@ std::string to_text(const Stmt& s) {
     }
     case StmtKind::kDetach:
       os << "detach";
+      args();
+      break;
+    case StmtKind::kDetachInplace:
+      os << "detach_";
       args();
       break;
     case StmtKind::kInplace:

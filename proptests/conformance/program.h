@@ -14,6 +14,7 @@
 //     add_ v3 v1 no_grad=0 ; flags v2
 //     v4 = slice v2 dim=1 start=0 end=3 step=2
 //     v5 v6 = split v0 size=1 dim=0 no_grad=1
+//     detach_ v2 ; flags v3
 //     mul_ v4 v1 no_grad=1 ; flags v2 v3
 //     v5 v6 = custom Two v3 v1
 //     v7 v8 = grad outputs=v6 inputs=v0,v3 grad_outputs=v1 retain_graph=1 create_graph=1
@@ -21,7 +22,8 @@
 //     hook v3 h=0 scale=0.5
 //     remove_hook h=0
 // After " ; " come the extra records the statement asks for: `flags` (requires_grad and is_leaf
-// of the in-place target's aliases) and `grads` (the .grad of those values).
+// of the in-place target's aliases) and `grads` (the .grad of those values). An in-place op and
+// detach_ record their target's state after them, as a result's.
 //
 // Note [Conformance hooks]
 // Hooks (engine/hooks.h, Note [Hooks]) are statements: each registered hook has a program-wide
@@ -92,6 +94,7 @@ enum class StmtKind {
   kViewOp,           // results = a view op `view_op` of args[0] (ints, shape, strides), no_grad
                      // when `flag`
   kDetach,           // v = args[0].detach()
+  kDetachInplace,    // args[0].detach_(): a leaf that does not require grad; a view raises
   kInplace,          // args[0].add_/mul_/copy_(args[1]), under no_grad when `flag`
   kSetRequiresGrad,  // args[0].requires_grad_(flag)
   kCustom,           // results = custom Function `custom`(args)
@@ -223,6 +226,9 @@ ViewUse view_use(const ConformanceProgram& program);
 // Whether the statement's results are recorded with their values (all but leaves, whose values
 // are the program's input).
 bool records_values(const Stmt& stmt);
+// Whether the statement's target args[0] is recorded after it, as a result is: an in-place op's
+// and detach_'s.
+bool records_target(const Stmt& stmt);
 // The value ids a statement reads; it is skipped when one of them is missing.
 std::vector<int> reads(const Stmt& stmt);
 

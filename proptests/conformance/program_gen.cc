@@ -13,6 +13,7 @@ namespace {
 enum class Family {
   kView,
   kDetach,
+  kDetachInplace,
   kInplace,
   kSetRequiresGrad,
   kCustom,
@@ -37,6 +38,7 @@ struct Weighted {
 const Weighted kFamilies[] = {
     {Family::kView, 8, "view"},
     {Family::kDetach, 3, "detach"},
+    {Family::kDetachInplace, 3, "detach_"},
     {Family::kInplace, 12, "in-place"},
     {Family::kSetRequiresGrad, 3, "requires_grad_"},
     {Family::kCustom, 8, "custom Function"},
@@ -88,10 +90,6 @@ struct Info {
   int storage = 0;           // values with the same number share storage (views, detach, aliases)
   int64_t storage_size = 0;  // elements of that storage (at least: as_strided stays inside)
   int base = -1;             // the value a view statement viewed
-  // A view that may read an element twice (an expand, an unfold or as_strided with overlapping
-  // windows, or a view of one): as_strided of it is refused here (its gradient would need
-  // PyTorch's counts, ops/view_ops.cc), so the generator makes none.
-  bool may_overlap = false;
 };
 
 // More small random numbers than a Move holds, drawn from it (so a shrunk spec still maps to one
@@ -136,6 +134,8 @@ class Builder {
         return view(m);
       case Family::kDetach:
         return detach(m);
+      case Family::kDetachInplace:
+        return detach_inplace(m);
       case Family::kInplace:
         return inplace(m);
       case Family::kSetRequiresGrad:
@@ -241,10 +241,7 @@ class Builder {
       const bool shared = in.op == Op::kReshape || in.op == Op::kTranspose || view || same_tensor;
       info.storage = shared ? info_[in.args[0]].storage : storages_++;
       info.storage_size = shared ? storage_size_of(info.storage) : numel(info.shape);
-      if (view) {
-        info.base = in.args[0];
-        info.may_overlap = info_[in.args[0]].may_overlap || info_[in.args[0]].shape != in.shape;
-      }
+      if (view) info.base = in.args[0];
       info_.push_back(info);
       Stmt s;
       s.kind = StmtKind::kOp;
@@ -350,8 +347,40 @@ class Builder {
     s.kind = StmtKind::kDetach;
     s.args = {x};
     s.results = {new_value(info_[x].shape, false, info_[x].storage)};
-    info_.back().may_overlap = info_[x].may_overlap;
     emit(s);
+  }
+
+  // x.detach_(): a view raises (PyTorch refuses views, also those of detach() and of no_grad),
+  // any other value becomes a leaf that does not require grad. Sometimes retain_grad() comes
+  // before it (PyTorch keeps retains_grad set: paper/results/foreign_findings.md F7), and
+  // sometimes a write from a value that requires grad after it, which gives x a history again.
+  void detach_inplace(const Move& m) {
+    const int x = (m.param & 1) ? differentiable(m.a) : any(m.a);
+    if ((m.param >> 1) % 4 == 0) {
+      Stmt retain;
+      retain.kind = StmtKind::kRetainGrad;
+      retain.args = {x};
+      emit(retain);
+    }
+    Stmt s;
+    s.kind = StmtKind::kDetachInplace;
+    s.args = {x};
+    s.record_flags = aliases_of(x);
+    if (info_[x].base < 0) {  // a rough guess: reshapes and view() are views too
+      info_[x].requires_grad = false;
+      info_[x].is_leaf = true;
+    }
+    emit(s);
+    if ((m.param >> 3) % 3 == 0 && writable(x)) {
+      Stmt w;
+      w.kind = StmtKind::kInplace;
+      w.inplace = static_cast<InplaceKind>((m.param >> 5) % 3);
+      w.args = {x, leaf(info_[x].shape, true)};
+      w.record_flags = aliases_of(x);
+      info_[x].requires_grad = true;
+      info_[x].is_leaf = false;
+      emit(w);
+    }
   }
 
   void inplace(const Move& m) {
@@ -635,7 +664,10 @@ class Builder {
       }
       case ViewOp::kAsStrided: {
         // Inside the storage, which it may read beyond the input's own elements; strides of 0
-        // and overlapping windows too (writes into them are refused).
+        // and overlapping windows too (writes into them are refused). Of any input, one that may
+        // read an element twice too (an expand, an unfold, an overlapping as_strided, or a view
+        // of one): its gradient divides by the counts, as PyTorch's (Note [as_strided gradients
+        // of overlapping inputs], ops/view_ops.cc).
         const int64_t out_rank = r.in(0, 2);
         Shape sizes, strides;
         int64_t extent = 0;
@@ -675,7 +707,6 @@ class Builder {
   // Emits view op `op` of x (under no_grad when asked) and returns its results (none when it
   // would make none: an unbind of a size-0 dim).
   std::vector<int> make_view(int x, ViewOp op, bool no_grad, Bits& r) {
-    if (op == ViewOp::kAsStrided && info_[x].may_overlap) op = ViewOp::kAlias;
     Stmt s;
     s.kind = StmtKind::kViewOp;
     s.view_op = op;
@@ -700,14 +731,11 @@ class Builder {
       }
     }
     if (shapes.empty() || shapes.size() > 6) return {};
-    bool overlap = info_[x].may_overlap || op == ViewOp::kExpand || op == ViewOp::kUnfold;
-    for (int64_t stride : s.strides) overlap = overlap || stride < 2;
     const bool rg = info_[x].requires_grad && !no_grad;
     const bool copy = op == ViewOp::kContiguous;  // a copy unless x is contiguous: a new storage
     for (const Shape& shape : shapes) {
       s.results.push_back(new_value(shape, rg, copy ? -1 : info_[x].storage));
       info_.back().base = x;
-      info_.back().may_overlap = overlap && !copy;
     }
     emit(s);
     return s.results;

@@ -7,7 +7,9 @@
 // requires_grad flags, op steps, leaf seed), and `moves` add what that generator lacks, each
 // inserted before one of its steps: views (reshapes, and the view ops: select, slice with steps,
 // narrow, permute, t, expand, unsqueeze, squeeze, diagonal, unfold, as_strided, alias,
-// split/chunk/unbind, contiguous; views of views; under no_grad), detached aliases, in-place ops
+// split/chunk/unbind, contiguous; views of views; under no_grad; as_strided of any of them),
+// detached aliases, detach_ (of views too, which PyTorch refuses; with retain_grad() before it
+// and a write after it, sometimes), in-place ops
 // (on views and through them into their bases, on the base of views, on aliases, the same tensor
 // twice, another view of the same memory, under no_grad; also those PyTorch refuses: writes
 // into expanded or overlapping views, into the views of a split, into views made under no_grad

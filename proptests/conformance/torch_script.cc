@@ -287,6 +287,8 @@ std::string torch_shared_code(const Stmt& s) {
              view_op_expr(s);
     case StmtKind::kDetach:
       return results(s) + " = " + name(a[0]) + ".detach()";
+    case StmtKind::kDetachInplace:
+      return name(a[0]) + ".detach_()";
     case StmtKind::kSetRequiresGrad:
       return name(a[0]) + ".requires_grad_(" + py_bool(s.flag) + ")";
     case StmtKind::kCustom: {
@@ -393,7 +395,7 @@ std::string torch_script(const ConformanceProgram& p, const std::string& title) 
     if (!reads(s).empty()) os << ", reads=" << quoted(reads(s));
     if (!s.results.empty()) os << ", results=" << quoted(s.results);
     if (!records_values(s)) os << ", values=False";
-    if (s.kind == StmtKind::kInplace) os << ", target=\"" << name(s.args[0]) << "\"";
+    if (records_target(s)) os << ", target=\"" << name(s.args[0]) << "\"";
     if (!s.record_flags.empty()) os << ", flags=" << quoted(s.record_flags);
     if (!s.record_grads.empty()) os << ", grads=" << quoted(s.record_grads);
     os << "),\n";

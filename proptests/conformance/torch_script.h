@@ -27,8 +27,9 @@ std::string torch_float(double x, TorchSpelling spelling);
 // that is not generated, or dropout with p > 0 in plain PyTorch).
 std::string torch_op_expr(const Instr& instr, TorchSpelling spelling);
 
-// The code of a statement that both spellings write alike (view, detach, requires_grad_, a custom
-// Function's apply, reading and setting .grad, removing a hook, retain_grad); empty for the others.
+// The code of a statement that both spellings write alike (view, detach, detach_, requires_grad_, a
+// custom Function's apply, reading and setting .grad, removing a hook, retain_grad); empty for the
+// others.
 std::string torch_shared_code(const Stmt& stmt);
 
 // A kHook statement's registration, "h3 = v2.grad_fn.register_prehook(FN)", with the hook

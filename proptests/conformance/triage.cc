@@ -21,6 +21,8 @@ std::string stmt_name(const Stmt& s) {
       return view_op_name(s.view_op) + std::string(s.flag ? " (no_grad)" : "");
     case StmtKind::kDetach:
       return "detach";
+    case StmtKind::kDetachInplace:
+      return "detach_";
     case StmtKind::kInplace:
       return inplace_name(s.inplace) + std::string(s.flag ? " (no_grad)" : "");
     case StmtKind::kSetRequiresGrad:

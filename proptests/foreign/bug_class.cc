@@ -103,6 +103,7 @@ std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
         break;
       case StmtKind::kLeaf:
       case StmtKind::kSetRequiresGrad:
+      case StmtKind::kDetachInplace:
       // Forward mode has no class of its own yet (the fuzz driver does not generate it).
       case StmtKind::kDualLevel:
       case StmtKind::kMakeDual:

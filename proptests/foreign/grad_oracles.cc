@@ -14,14 +14,15 @@ namespace ag::proptests {
 namespace {
 
 // The values that `targets` depend on, through the statements before `index`; nothing when one
-// of them is made by a statement other than a leaf or an op, or an in-place op or a hook comes
-// before `index`.
+// of them is made by a statement other than a leaf or an op, or an in-place op, a detach_ (which
+// cuts a value's history) or a hook comes before `index`.
 std::optional<std::set<size_t>> cone(const ConformanceProgram& p, size_t index,
                                      const std::vector<int>& targets) {
   std::map<int, size_t> maker;  // value -> statement
   for (size_t i = 0; i < index; ++i) {
     // A hook may scale a gradient the oracles do not know of.
-    if (p.stmts[i].kind == StmtKind::kInplace || p.stmts[i].kind == StmtKind::kHook) {
+    const StmtKind kind = p.stmts[i].kind;
+    if (kind == StmtKind::kInplace || kind == StmtKind::kDetachInplace || kind == StmtKind::kHook) {
       return std::nullopt;
     }
     for (int r : p.stmts[i].results) maker[r] = i;
