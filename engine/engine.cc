@@ -369,7 +369,8 @@ void GraphTask::cancel_run(const Node& node) {
 // Without create_graph, a gradient that meets one already waiting in a node's buffer costs two
 // passes over memory: the formula writes a new tensor, then the sum above reads it back. Before
 // it evaluates a formula that declares a fusion hook beside it (FormulaSpec::fuse: tanh's,
-// tanh_backward's and scaled_product's, ops/elementwise.cc; select's, slice's and diagonal's,
+// sigmoid's, tanh_backward's, sigmoid_backward's grad_output's and scaled_product's,
+// ops/elementwise.cc; select's, slice's and diagonal's,
 // Note [View gradients into a waiting sum], ops/view_ops.cc), OpNode::apply asks the engine for the
 // gradient waiting where that formula's result goes (sum_target): one that the in-place sum could
 // write (can_sum_into's rule, held_only_here), with fuse_gradient_sums on, grad mode off and no

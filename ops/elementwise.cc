@@ -88,7 +88,10 @@ const auto tanh_rule = unary_rule<UnaryKind::kTanh>(
       return add_tanh_backward_into(sum, c.grad(), c[result]);
     });
 const auto sigmoid_rule = unary_rule<UnaryKind::kSigmoid>(
-    {result}, [](const Ctx& c) { return c.grad() * (c[result] * (1.0 - c[result])); });
+    {result}, [](const Ctx& c) { return sigmoid_backward(c.grad(), c[result]); },
+    [](const Tensor& sum, const Ctx& c) {
+      return add_sigmoid_backward_into(sum, c.grad(), c[result]);
+    });
 const auto relu_rule = unary_rule<UnaryKind::kRelu>(
     {result}, [](const Ctx& c) { return threshold_backward(c.grad(), c[result]); });
 const auto sin_rule =
@@ -162,6 +165,23 @@ const auto tanh_backward_rule = binary_rule<BinaryKind::kTanhBackward, tanh_back
      }},
     [](const Tensor& sum, const OpArgs& x) {
       return add_tanh_backward_into(sum, x[grad_output], x[output]);
+    });
+// sigmoid's derivative, grad * (1 - result) * result, as an op of its own (PyTorch's
+// sigmoid_backward), as tanh_backward is: one kernel, and under create_graph one node whose
+// derivatives are derivatives.yaml's. The result's is PyTorch's formula as written,
+// grad * grad_output * (-2 * output + 1), its ops recorded as PyTorch records them.
+const auto sigmoid_backward_rule = binary_rule<BinaryKind::kSigmoidBackward, sigmoid_backward>(
+    {grad_output,
+     {output},
+     [](const Ctx& c) { return sigmoid_backward(c.grad(), c[output]); },
+     [](const Tensor& sum, const Ctx& c) {
+       return add_sigmoid_backward_into(sum, c.grad(), c[output]);
+     }},
+    {output,
+     {grad_output, output},
+     [](const Ctx& c) { return c.grad() * c[grad_output] * (-2.0 * c[output] + 1.0); }},
+    [](const Tensor& sum, const OpArgs& x) {
+      return add_sigmoid_backward_into(sum, x[grad_output], x[output]);
     });
 
 // scaled_product(a, b, c, scale) = a * ((b * scale) * c) (Note [Fused formula kernels],
@@ -319,8 +339,8 @@ Tensor comparison_op(const KindRule<K>& rule, const Tensor& a, const Tensor& b) 
 // result).
 constexpr bool zeros_give_zeros(BinaryKind kind) { return kind == BinaryKind::kThresholdBackward; }
 
-// An activation's derivative as one kernel (threshold_backward, tanh_backward): the incoming
-// gradient and the activation's result, of one shape.
+// An activation's derivative as one kernel (threshold_backward, tanh_backward, sigmoid_backward):
+// the incoming gradient and the activation's result, of one shape.
 template <BinaryKind K>
 Tensor fused_backward(const KindRule<K>& rule, const Tensor& grad, const Tensor& result) {
   const char* name = rule.name().c_str();
@@ -375,6 +395,9 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& result) {
 }
 Tensor tanh_backward(const Tensor& grad, const Tensor& result) {
   return fused_backward(tanh_backward_rule, grad, result);
+}
+Tensor sigmoid_backward(const Tensor& grad, const Tensor& result) {
+  return fused_backward(sigmoid_backward_rule, grad, result);
 }
 
 }  // namespace ag::ops

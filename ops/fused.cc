@@ -39,12 +39,22 @@ Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double 
 // Note [Sums fused into formulas] (engine/engine.cc): a result that broadcasts needs its sum_to
 // first, so the operands must have sum's layout. The write is a new version of sum (which drops
 // a known-zeros mark).
-bool add_tanh_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result) {
+namespace {
+bool add_binary_into(const Tensor& sum, BinaryKind kind, const Tensor& grad, const Tensor& result) {
   if (!sum.same_layout_as(grad) || !sum.same_layout_as(result)) return false;
-  backend_for(sum.device()).sum_into_binary(sum, BinaryKind::kTanhBackward, grad, result);
+  backend_for(sum.device()).sum_into_binary(sum, kind, grad, result);
   sum.bump_version();
   ++counters().fused_sums;
   return true;
+}
+}  // namespace
+
+bool add_tanh_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result) {
+  return add_binary_into(sum, BinaryKind::kTanhBackward, grad, result);
+}
+
+bool add_sigmoid_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result) {
+  return add_binary_into(sum, BinaryKind::kSigmoidBackward, grad, result);
 }
 
 bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,

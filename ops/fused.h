@@ -15,9 +15,11 @@ Tensor scaled_product(const Tensor& a, const Tensor& b, const Tensor& c, double 
 // Its spec (ops/elementwise.cc).
 const OpSpec& scaled_product_spec();
 
-// sum += tanh_backward(grad, result) and sum += scaled_product(a, b, c, scale) in one pass, where
-// every operand has sum's layout; false, writing nothing, where one does not.
+// sum += tanh_backward(grad, result), sum += sigmoid_backward(grad, result) and
+// sum += scaled_product(a, b, c, scale) in one pass, where every operand has sum's layout; false,
+// writing nothing, where one does not.
 bool add_tanh_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result);
+bool add_sigmoid_backward_into(const Tensor& sum, const Tensor& grad, const Tensor& result);
 bool add_scaled_product_into(const Tensor& sum, const Tensor& a, const Tensor& b, const Tensor& c,
                              double scale);
 

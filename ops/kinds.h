@@ -46,6 +46,8 @@
   X(ThresholdBackward, "threshold_backward", y > T(0) ? x : T(0))           \
   /* x * (1 - y^2): tanh's backward in one pass (PyTorch's name) */         \
   X(TanhBackward, "tanh_backward", x * (T(1) - y * y))                      \
+  /* x * (1 - y) * y: sigmoid's backward in one pass (PyTorch's) */         \
+  X(SigmoidBackward, "sigmoid_backward", x * (T(1) - y) * y)                \
   /* the larger (smaller) operand; NaN if either is NaN, as PyTorch */      \
   X(Maximum, "maximum", x != x ? x : (y != y ? y : (x > y ? x : y)))        \
   X(Minimum, "minimum", x != x ? x : (y != y ? y : (x < y ? x : y)))        \

@@ -45,7 +45,10 @@ AG_PLAIN_UNARY_FUNCTIONS(AG_DECLARE_PLAIN_UNARY)
 #undef AG_DECLARE_PLAIN_UNARY
 // relu's backward: grad where result > 0, else 0 (differentiable in both arguments).
 Tensor threshold_backward(const Tensor& grad, const Tensor& result);
+// tanh's and sigmoid's backward as one kernel each (PyTorch's names): grad * (1 - result^2) and
+// grad * (1 - result) * result, each differentiable in both arguments.
 Tensor tanh_backward(const Tensor& grad, const Tensor& result);
+Tensor sigmoid_backward(const Tensor& grad, const Tensor& result);
 // abs, sqrt and sign are plain unary ops of the list too. abs'(0) = 0 and sqrt'(0) = inf, as in
 // PyTorch; sign has derivative 0.
 

@@ -160,6 +160,8 @@ inline constexpr OpTraits kRows[] = {
     op(OpId::kThresholdBackward, kNoGenerator, kDerivativeOnly,
        "torch.ops.aten.threshold_backward"),
     op(OpId::kTanhBackward, kNoGenerator, kDerivativeOnly, "torch.ops.aten.tanh_backward"),
+    op(OpId::kSigmoidBackward, kNoGenerator, kDerivativeOnly,
+       "torch.ops.aten.sigmoid_backward"),
     op(OpId::kMaximum, C | P, "maximum of broadcasting operands, with ties", "torch.maximum"),
     op(OpId::kMinimum, C | P, "minimum of broadcasting operands, with ties", "torch.minimum"),
     op(OpId::kEq, kNoGenerator, kMask, "torch.eq"),

@@ -32,6 +32,7 @@ constexpr ZeroRule kZeroRules[] = {
     {"aten::sub", 0, kFirst | kSecond},
     {"aten::threshold_backward", kFirst, 0},  // grad, result
     {"aten::tanh_backward", kFirst, 0},
+    {"aten::sigmoid_backward", kFirst | kSecond, 0},  // grad (1 - result) result
     {"aten::neg", kFirst, 0},
     {"aten::mul_scalar", kFirst, 0},
     {"aten::scaled_product", kFirst | kSecond | kThird, 0},

@@ -128,6 +128,16 @@ TEST(FoldZerosRules, ActivationBackwardsFoldOnlyAZeroGradient) {
       [](auto& in) { return ops::tanh_backward(in[Y], zerosOf(in[X])); }, false);
 }
 
+// grad (1 - result) result is a product: zero where either factor is (as mul's rule).
+TEST(FoldZerosRules, SigmoidBackwardFoldsWithAZeroInEitherOperand) {
+  expectRule(
+      "sigmoid_backward(0, y)", "aten::sigmoid_backward",
+      [](auto& in) { return ops::sigmoid_backward(zerosOf(in[X]), in[Y]); }, true);
+  expectRule(
+      "sigmoid_backward(y, 0)", "aten::sigmoid_backward",
+      [](auto& in) { return ops::sigmoid_backward(in[Y], zerosOf(in[X])); }, true);
+}
+
 TEST(FoldZerosRules, AScaledProductFoldsWithAZeroInAnyOperand) {
   for (int at = -1; at < 3; ++at) {
     expectRule(

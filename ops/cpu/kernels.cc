@@ -120,6 +120,9 @@ void eigen_binary(BinaryKind kind, const A& a, const B& b, O&& out) {
     case BinaryKind::kTanhBackward:
       out = a * (T(1) - b * b);
       break;
+    case BinaryKind::kSigmoidBackward:
+      out = a * (T(1) - b) * b;
+      break;
     default:
       rule_binary<T>(kind, a, b, out);
   }

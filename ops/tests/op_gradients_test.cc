@@ -54,6 +54,9 @@ std::vector<Case> cases() {
       {"tanh_backward",
        {m23, m23},
        [](L t) { return ops::tanh_backward(ops::mul(t[0], t[1]), t[1]); }},
+      {"sigmoid_backward",
+       {m23, m23},
+       [](L t) { return ops::sigmoid_backward(ops::mul(t[0], t[1]), t[1]); }},
       // tanh_backward's derivative w.r.t. its result, recorded as one scaled_product node whose
       // three operands all require grad (Note [Fused formula kernels]): its formulas and theirs.
       {"scaled_product",

@@ -691,9 +691,10 @@ Excuse matmul_result_view(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Under create_graph the engine records a derivative as the ops of its formula (sigmoid's
-// grad * (y * (1 - y))), PyTorch as one backward op (SigmoidBackwardBackward) that saves y and
-// the incoming gradient and unpacks both whenever it runs. After an in-place write into y, a
+// Under create_graph the engine records some derivatives as the ops of their formula
+// (log_softmax's grad - exp(y) * sum(grad)), PyTorch as one backward op
+// (LogSoftmaxBackwardDataBackward0) that saves y and the incoming gradient and unpacks both
+// whenever it runs. After an in-place write into y, a
 // call through that graph raises the version error in both, but here only at the node that reads
 // y, after the other branches delivered their gradients: leaves may have a .grad here and not in
 // PyTorch. Once a call raised the version error in both after a call with create_graph, the
