@@ -142,6 +142,14 @@ class Node : public std::enable_shared_from_this<Node> {
   const ReachSignature& reach_signature() const { return reach_signature_; }
   ReachSignature own_signature() const { return ReachSignature::of_key(sequence_nr_); }
   bool has_parent() const { return has_parent_.load(std::memory_order_relaxed); }
+  // Note [Saved values detached in place] (engine/saved_variable.h): detach_() on this node's
+  // output `output_nr` (the first 64 outputs are tracked).
+  void mark_output_detached_in_place(uint32_t output_nr) {
+    if (output_nr < 64) detached_outputs_.fetch_or(uint64_t{1} << output_nr);
+  }
+  bool output_detached_in_place(uint32_t output_nr) const {
+    return output_nr < 64 && (detached_outputs_.load(std::memory_order_relaxed) >> output_nr & 1);
+  }
 
  protected:
   struct LeafAccumulator {};  // tag: the constructor of AccumulateGrad
@@ -163,7 +171,8 @@ class Node : public std::enable_shared_from_this<Node> {
   uint64_t topological_nr_ = 0;
   ReachSignature reach_signature_;
   std::atomic<bool> has_parent_{false};
-  std::atomic<NodeHooks*> hooks_{nullptr};  // owned; made by the first registration
+  std::atomic<uint64_t> detached_outputs_{0};  // Note [Saved values detached in place]
+  std::atomic<NodeHooks*> hooks_{nullptr};     // owned; made by the first registration
   // Note [Anomaly mode]: the forward call that recorded this node, while anomaly mode was on.
   std::unique_ptr<const ForwardCall> forward_call_;
   bool accumulates_into_leaf_ = false;

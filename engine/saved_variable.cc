@@ -136,6 +136,15 @@ Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int inde
          "to backward through the graph again.");
   }
   if (packed_ != nullptr) return unpack_packed(owner, slot, index, op);
+  // Note [Saved values detached in place]
+  if (!is_leaf_ && !is_output_ && grad_fn_ != nullptr &&
+      grad_fn_->output_detached_in_place(output_nr_)) {
+    fail(
+        "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). "
+        "This is not supported, please use out-of-place `.detach()` instead (the value '",
+        slot_name(slot, index), "' of shape ", to_string(saved_shape_), " saved by ",
+        saver_name(owner, op), ").");
+  }
   if (data_.version() != saved_version_) {
     fail(
         "One of the tensors needed for gradient computation has been modified by an in-place "

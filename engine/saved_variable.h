@@ -47,6 +47,14 @@ struct SavedTensorHooks;
 //
 // While saved-tensor hooks are active (Note [Saved-tensor hooks], engine/saved_tensor_hooks.h),
 // the value is packed instead: only what pack returned is kept, with the history above.
+//
+// Note [Saved values detached in place]
+// PyTorch keeps a saved non-leaf input as the tensor object and reads its grad_fn at unpack; after
+// detach_() on that tensor it has none, and unpack refuses the value ("Trying to use a saved
+// tensor that has been detached in-place"), before the version check. Here the value is an alias
+// (above), so detach_() marks the output of the tensor's node that it cuts off, and unpack()
+// refuses a non-leaf input saved with that node and output. A saved output and a packed value
+// keep their history, as in PyTorch.
 class SavedVariable {
  public:
   SavedVariable() = default;

@@ -134,6 +134,8 @@ Tensor& Tensor::detach_() {
            " is a view, and views can't be detached in place; use detach() instead");
   {
     std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+    // Note [Saved values detached in place] (engine/saved_variable.h)
+    if (impl_->grad_fn) impl_->grad_fn->mark_output_detached_in_place(impl_->output_nr);
     impl_->grad_fn = nullptr;
     impl_->output_nr = 0;
   }

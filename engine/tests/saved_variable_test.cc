@@ -6,6 +6,7 @@
 
 #include "engine/autograd.h"
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "engine/memory/allocator.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
@@ -72,4 +73,33 @@ TEST(SavedVariable, ReleaseFreesTheSavedBytes) {
 }
 
 }  // namespace
+// Note [Saved values detached in place], against PyTorch 2.15:
+// x = tensor([1., 2.], requires_grad=True); a = x * 2; y = a.pow(2); a.detach_()
+// y.sum().backward()  -> "Trying to use a saved tensor that has been detached in-place"
+//   (also after a write into a under no_grad, which the version check would otherwise name)
+// z = x.exp(); y = z.sum(); z.detach_(); y.backward()  -> x.grad = exp(x): a saved output is fine
+TEST(SavedVariable, AnInputDetachedInPlaceIsRefusedAnOutputIsNot) {
+  const Tensor x = leaf({1, 2}, {2});
+  Tensor a = ops::mul(x, 2.0);
+  const Tensor y = ops::pow(a, 2.0);
+  a.detach_();
+  EXPECT_NE(error_of([&] {
+              backward(ops::sum(y));
+            }).find("Trying to use a saved tensor that has been detached in-place"),
+            std::string::npos);
+  Tensor b = ops::mul(x, 2.0);
+  const Tensor w = ops::pow(b, 2.0);
+  b.detach_();
+  {
+    NoGradGuard no_grad;
+    ops::add_(b, ops::ones_like(b));
+  }
+  EXPECT_NE(error_of([&] { backward(ops::sum(w)); }).find("detached in-place"), std::string::npos);
+  Tensor z = ops::exp(x);
+  const Tensor s = ops::sum(z);
+  z.detach_();
+  backward(s);
+  expect_values(x.grad(), {std::exp(1.0), std::exp(2.0)});
+}
+
 }  // namespace ag

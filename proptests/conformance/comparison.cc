@@ -435,12 +435,13 @@ bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
   return false;
 }
 
-// Whether a call raised the version error in both after a write into a pow's saved result, which
-// PyTorch's pow node unpacks and the engine's, its exponent not needing a gradient, does not read
-// (so the engine's raise comes at a later node), and could have accumulated into value v's .grad
-// before it: v is among the inputs of that backward() (a leaf, for one without inputs) or retains
-// grad.
-bool accumulated_before_a_later_raise(const Context& c, int v) {
+// Whether a call raised the version error in both, where the two may have run different nodes
+// before it, and could have accumulated into value v's .grad on the way: v is among the inputs of
+// that backward() (a leaf, for one without inputs) or retains grad. They may where a pow's saved
+// result was written (PyTorch's pow node unpacks it, the engine's, its exponent not needing a
+// gradient, does not, so the engine's raise comes at a later node) or where the call has several
+// roots (which branches run first follows the order ready nodes run in).
+bool accumulated_before_a_raise_elsewhere(const Context& c, int v) {
   const auto& stmts = c.program().stmts;
   return std::any_of(c.version_raises().begin(), c.version_raises().end(), [&](int at) {
     const Stmt& call = stmts[at];
@@ -450,7 +451,9 @@ bool accumulated_before_a_later_raise(const Context& c, int v) {
          (call.inputs.empty() ? c.leaf(v)
                               : std::any_of(call.inputs.begin(), call.inputs.end(),
                                             [&](int in) { return c.tensor(in) == c.tensor(v); })));
-    return accumulates && pow_saved_value_written(c, at);
+    // Or the call had several roots: which of their branches ran before the raise depends on the
+    // order ready nodes run in, which the engine follows PyTorch in only for AccumulateGrad nodes.
+    return accumulates && (pow_saved_value_written(c, at) || call.outputs.size() >= 2);
   });
 }
 
@@ -493,7 +496,7 @@ Excuse version_check_per_formula(const Pair& p) {
   // gradients into .grad (a leaf's, a retained input's) where PyTorch's had not
   // (pin-version-raised-after-accumulating).
   const int grad_of = p.grad_line_value();
-  if (grad_of >= 0 && accumulated_before_a_later_raise(p.c, grad_of)) return Excuse::kStop;
+  if (grad_of >= 0 && accumulated_before_a_raise_elsewhere(p.c, grad_of)) return Excuse::kStop;
   if (!autograd_call(p)) return Excuse::kNone;
   // PyTorch's unpack may raise a view error in place of the version error there
   // (view_error_for_version): as the version error.
