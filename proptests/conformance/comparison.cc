@@ -416,12 +416,14 @@ bool differentiated_regenerated_view(const Context& c, int before) {
 // Whether some leaf is not among the inputs of `call` (statement `index`): then some node's
 // formulas for an unrequested input may be all that reads a modified tensor. backward() without
 // inputs runs no node whose gradient reaches only leaves that stopped requiring grad (per-call
-// needs); PyTorch runs (and unpacks) every node.
+// needs: requires_grad_(False), or detach_() of a leaf or of a tensor that stands for one);
+// PyTorch runs (and unpacks) every node.
 bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
   const auto& stmts = c.program().stmts;
   if (call.kind == StmtKind::kBackward && call.inputs.empty()) {
     return std::any_of(stmts.begin(), stmts.begin() + index, [](const Stmt& s) {
-      return s.kind == StmtKind::kSetRequiresGrad && !s.flag;
+      return (s.kind == StmtKind::kSetRequiresGrad && !s.flag) ||
+             s.kind == StmtKind::kDetachInplace;
     });
   }
   for (int i = 0; i < index; ++i) {
