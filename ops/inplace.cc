@@ -40,13 +40,6 @@ const OpSpec CopyInplace::spec{"copy_",
                                in_place_forward<copy_>()};
 const DeclareJvp copy_inplace_jvp{CopyInplace::spec, jvp_from_formulas};
 
-// Note [Overlapping writes]
-// As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
-// a tensor that reaches one element at several indices (an expanded tensor) is refused, and so is
-// one whose other operand shares part of its memory, laid out differently, where the result
-// would depend on the order the elements are visited in. Like PyTorch, only what is cheap to
-// tell is refused: two dense layouts over intersecting runs of one storage that are not the same
-// layout; gapped layouts (x[::2] and x[1::2]) pass, as there.
 // Whether two layouts of one shape take the same steps through memory in every dim of size > 1.
 bool same_steps(const Layout& a, const Layout& b) {
   if (a.sizes != b.sizes) return false;
@@ -56,6 +49,13 @@ bool same_steps(const Layout& a, const Layout& b) {
   return true;
 }
 
+// Note [Overlapping writes]
+// As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
+// a tensor that reaches one element at several indices (an expanded tensor) is refused, and so is
+// one whose other operand shares part of its memory, laid out differently, where the result
+// would depend on the order the elements are visited in. Like PyTorch, only what is cheap to
+// tell is refused: two dense layouts over intersecting runs of one storage that do not reach the
+// same elements in the same order; gapped layouts (x[::2] and x[1::2]) pass, as there.
 void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   const Layout la = layout_of(a);
   AG_CHECK(!has_internal_overlap(la), op,
