@@ -174,7 +174,7 @@ TEST(StridedViews, OperandSharingTheTargetIsReadBeforeTheWrite) {
   {
     Tensor x = constant({1, 2, 3, 4}, {4});
     Tensor tail = ops::slice(x, 0, 2, 4, 1);
-    ops::copy_(tail, ops::as_strided(x, {2}, {2}, 0));  // x[0], x[2]
+    ops::copy_(tail, ops::as_strided(x, {2}, {2}, 0));           // x[0], x[2]
     expect_values(x, {1, 2, 1, 3}, "copy_ from a gapped view");  // as it wrote: x[3] = 1
   }
 }
