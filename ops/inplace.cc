@@ -120,6 +120,21 @@ Tensor self_of_write(const Tensor& a) {
   return regenerated_view(Tensor(a.impl()->view_base), a);
 }
 
+// Note [Operands read before the write]
+// A write whose other operand shares the target's storage (not the target itself) reads a copy of
+// that operand taken before the write: where the two overlap in a way the checks above let pass
+// (a target that reaches one element at several indices, as an overlapping unfold, or a gapped
+// layout meeting another: PyTorch's overlap checks answer TOO_HARD there), the result then does
+// not depend on the order the kernel visits the elements in. The target itself is read as the
+// write goes. The conformance scripts hand PyTorch the same copy (DEVIATIONS.md
+// `inplace-overlapping-views`).
+Tensor operand_before_write(const Tensor& a, const Tensor& b) {
+  if (!b.shares_storage_with(a) || b.is_same(a)) return b;
+  Tensor copy = Tensor::empty(b.shape(), b.dtype(), b.device());
+  backend_for(b.device()).copy(copy, b);
+  return copy;
+}
+
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.
 std::shared_ptr<OpNode> begin_inplace(const OpSpec& spec, const Tensor& a, const Tensor& b) {
   if (!records_node({&a, &b})) return nullptr;
@@ -154,7 +169,7 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   const Tensor::Zeros sum = Storage::sum_of(a.known_zeros(), b.known_zeros());
   std::shared_ptr<OpNode> node = begin_inplace(AddInplace::spec, a, b);
   const TensorList tangents = tangents_of_write(AddInplace::spec, a, b);
-  backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, b);
+  backend_for(a.device()).binary_inplace(BinaryKind::kAdd, a, operand_before_write(a, b));
   Tensor& out = finish_inplace(AddInplace::spec, node, a, b, tangents);
   if (sum != Tensor::Zeros::kUnknown) out.mark_zeros(sum);
   return out;
@@ -165,7 +180,7 @@ Tensor& mul_(Tensor& a, const Tensor& b) {
   // mul's spec says what to save; self is saved as it is before the write (Note [In-place saves]).
   std::shared_ptr<OpNode> node = begin_inplace(mul_inplace_spec(), a, b);
   const TensorList tangents = tangents_of_write(mul_inplace_spec(), a, b);
-  backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, b);
+  backend_for(a.device()).binary_inplace(BinaryKind::kMul, a, operand_before_write(a, b));
   return finish_inplace(mul_inplace_spec(), node, a, b, tangents);
 }
 
@@ -173,7 +188,7 @@ Tensor& copy_(Tensor& a, const Tensor& src) {
   check_inplace("copy_", a, src, /*overlap_checked=*/!same_elements(a, src));
   std::shared_ptr<OpNode> node = begin_inplace(CopyInplace::spec, a, src);
   const TensorList tangents = tangents_of_write(CopyInplace::spec, a, src);
-  backend_for(a.device()).copy(a, src);
+  backend_for(a.device()).copy(a, operand_before_write(a, src));
   return finish_inplace(CopyInplace::spec, node, a, src, tangents);
 }
 

@@ -146,6 +146,39 @@ TEST(StridedViews, OverlappingWindows) {
   expect_values(grad({ops::sum(ops::mul(u, u))}, {x6})[0], {2, 4, 12, 8, 10, 0}, "unfold dx");
 }
 
+// Note [Operands read before the write] (ops/inplace.cc): an operand sharing the target's storage
+// in a layout the overlap checks let pass is read before the write, so elements the write has
+// already changed are not read again. PyTorch reads it as it writes there: these values are
+// PyTorch's for a clone() of the operand (pin-add-into-overlapping-unfold-from-its-view,
+// pin-copy-into-gapped-view-from-overlapping-piece).
+TEST(StridedViews, OperandSharingTheTargetIsReadBeforeTheWrite) {
+  {
+    Tensor x = constant({1, 10, 100}, {3, 1});
+    Tensor u = ops::unfold(x, 0, 2, 1);  // [[1, 10], [10, 100]]: x[1] at two indices
+    ops::add_(u, ops::view(u, {2, 1, 2}));
+    expect_values(x, {2, 30, 200}, "add_");  // as it wrote: 40
+  }
+  {
+    Tensor x = constant({1, 10, 100}, {3, 1});
+    Tensor u = ops::unfold(x, 0, 2, 1);
+    ops::mul_(u, ops::view(u, {2, 1, 2}));
+    expect_values(x, {1, 1000, 10000}, "mul_");  // as it wrote: 10000 at x[1]
+  }
+  {
+    Tensor x = constant({1, 2, 3, 4}, {2, 2});
+    Tensor v1 = ops::split(x, 1, 0)[0];
+    Tensor v3 = ops::as_strided(v1, {1, 2}, {1, 2}, 1);  // x[1], x[3]
+    ops::copy_(v3, v1);
+    expect_values(x, {1, 1, 3, 2}, "copy_ into a gapped view");  // as it wrote: x[3] = 1
+  }
+  {
+    Tensor x = constant({1, 2, 3, 4}, {4});
+    Tensor tail = ops::slice(x, 0, 2, 4, 1);
+    ops::copy_(tail, ops::as_strided(x, {2}, {2}, 0));           // x[0], x[2]
+    expect_values(x, {1, 2, 1, 3}, "copy_ from a gapped view");  // as it wrote: x[3] = 1
+  }
+}
+
 // as_strided_backward's counts: an input that reads a storage element at several indices shares
 // its gradient among them (Note [as_strided gradients of overlapping inputs]).
 TEST(StridedViews, AsStridedOfOverlappingInputs) {

@@ -652,6 +652,24 @@ bool requires_grad_set_between(const Context& c, int tensor, int from, int to) {
   return false;
 }
 
+// Whether value v is a grad() result for a tensor that a linear read as its weight before that
+// grad() (linear-saves-weight).
+bool linear_weight_gradient(const Context& c, int v) {
+  const Stmt* g = c.producer(c.tensor(v));
+  if (!g || g->kind != StmtKind::kGrad) return false;
+  const auto& stmts = c.program().stmts;
+  for (size_t k = 0; k < g->results.size() && k < g->inputs.size(); ++k) {
+    if (c.tensor(g->results[k]) != c.tensor(v)) continue;
+    for (const Stmt* s = stmts.data(); s < g; ++s) {
+      if (s->kind == StmtKind::kOp && s->instr.op == proptests::Op::kLinear &&
+          c.tensor(s->instr.args[1]) == c.tensor(g->inputs[k])) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // PyTorch's linear saves weight.t(), a view made then (with a history of its own if the weight
 // required grad), where the engine saves the weight. After requires_grad_(False) on the weight,
 // the gradient that reads it under create_graph requires grad in PyTorch (through the view's
@@ -661,8 +679,15 @@ bool requires_grad_set_between(const Context& c, int tensor, int from, int to) {
 // into a view made before the weight required grad, which has no AccumulateGrad: nowhere. The
 // comparison ends at such a line (only rg= and leaf= differ, in a call with create_graph; or a
 // .grad line of the weight), in a program that ran linear with a weight whose requires_grad was
-// changed since.
+// changed since. The same view makes PyTorch's gradient for the weight a view (TBackward's t() of
+// the product), which detach_() refuses ("Can't detach views in-place"); here it is the product
+// itself: the comparison ends at a detach_() that raises in PyTorch alone on a grad() result for
+// a weight that a linear read before that grad().
 Excuse linear_saves_weight(const Pair& p) {
+  if (p.s && p.s->kind == StmtKind::kDetachInplace && !p.s->args.empty() &&
+      p.status("raise", "ok") && linear_weight_gradient(p.c, p.s->args[0])) {
+    return Excuse::kStop;
+  }
   const bool flags = autograd_call(p) && p.s->create_graph && differ_in_flags_alone(p);
   const int grad_of = p.grad_line_value();
   if (!flags && grad_of < 0) return Excuse::kNone;

@@ -41,6 +41,7 @@ if sys.argv[1:] == ["--serve"]:
 import torch  # noqa: E402 - after the variable above
 import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
+import torch._prims_common  # noqa: E402 - _dense()
 
 warnings.filterwarnings("ignore")
 torch.set_num_threads(1)  # deterministic reductions; the programs are tiny
@@ -339,7 +340,16 @@ def whole(src, target):
     a [1, 3, 1] tensor), which the engine allows, element i meeting element i, and PyTorch refuses
     as a partial overlap (DEVIATIONS.md, inplace-overlapping-views). Every other overlap reaches
     PyTorch as it is (x[1:] into x[:-1], a permuted view into its base, ...): both refuse it.
+    Also a copy where PyTorch's overlap check cannot tell (TOO_HARD: either tensor reaches an
+    element at several indices or leaves gaps) and lets the write run in element order over
+    elements it already wrote, where the engine reads such an operand before the write (Note
+    [Operands read before the write], ops/inplace.cc).
     """
+    if (isinstance(src, torch.Tensor) and src is not target and src.numel() > 0
+            and target.numel() > 0
+            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
+            and not (_dense(src) and _dense(target))):
+        return src.clone()
     if (isinstance(src, torch.Tensor) and src.numel() > 0 and target.numel() > 0
             and (src.shape != target.shape or src.stride() != target.stride())
             and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
@@ -348,6 +358,11 @@ def whole(src, target):
             and ((src.is_contiguous() and target.is_contiguous()) or _same_elements(src, target))):
         return src.clone()
     return src
+
+
+def _dense(t):
+    """PyTorch's is_non_overlapping_and_dense: without it, its overlap checks answer TOO_HARD."""
+    return torch._prims_common.is_non_overlapping_and_dense_or_false(t)
 
 
 def _same_elements(a, b):
