@@ -223,6 +223,7 @@ TensorList wrap_custom_outputs(const FunctionInfo& info, BackwardFn backward,
     for (const Tensor& out : outputs) is_output = is_output || out.is_same(t);
     saved.push_back(t.defined() ? SavedVariable(t, is_output && t.grad_fn() == node)
                                 : SavedVariable());
+    saved.back().mark_saved_by_function();  // Note [Saved values detached in place]
     if (t.defined()) counters().bytes_saved += static_cast<int64_t>(t.nbytes());
   }
   return outputs;

@@ -137,8 +137,9 @@ Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int inde
   }
   if (packed_ != nullptr) return unpack_packed(owner, slot, index, op);
   // Note [Saved values detached in place]
-  if (!is_leaf_ && !is_output_ && grad_fn_ != nullptr &&
-      grad_fn_->output_detached_in_place(output_nr_)) {
+  const bool detached = !is_leaf_ && !is_output_ && grad_fn_ != nullptr &&
+                        grad_fn_->output_detached_in_place(output_nr_);
+  if (detached && !saved_by_function_) {
     fail(
         "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). "
         "This is not supported, please use out-of-place `.detach()` instead (the value '",
@@ -163,7 +164,7 @@ Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int inde
     if (requires_grad == requires_grad_) return data_;
     return requires_grad_ ? data_.detach() : leaf_stand_in(data_, leaf_);
   }
-  if (grad_fn_ == nullptr && (!is_output_ || !requires_grad_)) return data_;
+  if (detached || (grad_fn_ == nullptr && (!is_output_ || !requires_grad_))) return data_;
   return with_history(data_, owner);
 }
 

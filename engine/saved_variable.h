@@ -54,7 +54,9 @@ struct SavedTensorHooks;
 // tensor that has been detached in-place"), before the version check. Here the value is an alias
 // (above), so detach_() marks the output of the tensor's node that it cuts off, and unpack()
 // refuses a non-leaf input saved with that node and output. A saved output and a packed value
-// keep their history, as in PyTorch.
+// keep their history, as in PyTorch. A custom Function's saved tensor is not refused (PyTorch
+// unpacks those with the Function's node to fall back on) and unpacks as the tensor is now, a leaf
+// that does not require grad (found by fuzz --against pytorch).
 class SavedVariable {
  public:
   SavedVariable() = default;
@@ -72,6 +74,8 @@ class SavedVariable {
     if (__builtin_expect(tangents_.defined(), 0)) give_tangents(value);
     return value;
   }
+  // A custom Function's save_for_backward (Note [Saved values detached in place]).
+  void mark_saved_by_function() { saved_by_function_ = true; }
   void release();
   bool defined() const { return data_.defined() || packed_ != nullptr; }
   bool released() const { return released_; }
@@ -109,6 +113,7 @@ class SavedVariable {
   uint32_t output_nr_ = 0;
   uint32_t saved_version_ = 0;
   bool released_ = false;
+  bool saved_by_function_ = false;
   Shape saved_shape_;  // kept after release for error messages
   // Note [Forward mode]: an alias that carries the value's tangents when it carried any when
   // saved; else undefined.

@@ -215,10 +215,14 @@ Tensor as_strided_gradient(const Tensor& grad, const Layout& input, const Layout
   r.offset -= low;
   i.offset -= low;
   Tensor g = view_gather(view_scatter(grad, {extent}, r), i);
-  if (!may_overlap(i)) return g;
-  // Note [as_strided gradients of overlapping inputs]
-  const Tensor ones_at_input = ones(i.sizes, g.dtype(), g.device());
-  return div(g, view_gather(view_scatter(ones_at_input, {extent}, i), i));
+  if (may_overlap(i)) {
+    // Note [as_strided gradients of overlapping inputs]
+    const Tensor ones_at_input = ones(i.sizes, g.dtype(), g.device());
+    g = div(g, view_gather(view_scatter(ones_at_input, {extent}, i), i));
+  }
+  // PyTorch's result is a view of the storage it fills (so detach_() on it raises, say): a view
+  // of new storage here too, as regenerated_view_gradient's (ops/shape_ops.cc).
+  return reshape(g, g.shape());
 }
 
 Layout layout_in_base(const Tensor& t) {

@@ -707,7 +707,8 @@ Excuse linear_saves_weight(const Pair& p) {
 // `output.mT().contiguous()`: a transposed view of the product where that is contiguous already
 // (a dim of size 1), whose in-place writes then go through CopySlices on the product. Here the
 // result is never a view. After an in-place op on such a result (or on a view of it) the two
-// graphs differ: the comparison ends at the first line that differs from then on.
+// graphs differ, and detach_() on it raises in PyTorch alone: the comparison ends at the first line
+// that differs from then on.
 Excuse matmul_result_view(const Pair& p) {
   const auto& stmts = p.c.program().stmts;
   const int upto = std::min(p.index, static_cast<int>(stmts.size()) - 1);
@@ -717,9 +718,10 @@ Excuse matmul_result_view(const Pair& p) {
     if (p.c.rank(m.instr.args[0]) != 2 || p.c.rank(m.instr.args[1]) < 3) continue;
     const int result = p.c.tensor(m.results[0]);
     for (int j = i + 1; j <= upto; ++j) {
-      if (stmts[j].kind == StmtKind::kInplace && p.c.storage_root(stmts[j].args[0]) == result) {
-        return Excuse::kStop;
-      }
+      // An in-place op on it, or detach_(), which refuses a view.
+      const bool writes =
+          stmts[j].kind == StmtKind::kInplace || stmts[j].kind == StmtKind::kDetachInplace;
+      if (writes && p.c.storage_root(stmts[j].args[0]) == result) return Excuse::kStop;
     }
   }
   return Excuse::kNone;
