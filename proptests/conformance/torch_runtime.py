@@ -334,7 +334,7 @@ def _exit_dual_levels():
 # ---- ops the engine defines differently (each names its entry in DEVIATIONS.md) -----------------
 
 
-def whole(src, target):
+def whole(src, target, copy=False):
     """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
     one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of
     a [1, 3, 1] tensor), which the engine allows, element i meeting element i, and PyTorch refuses
@@ -343,12 +343,17 @@ def whole(src, target):
     Also a copy where PyTorch's overlap check cannot tell (TOO_HARD: either tensor reaches an
     element at several indices or leaves gaps) and lets the write run in element order over
     elements it already wrote, where the engine reads such an operand before the write (Note
-    [Operands read before the write], ops/inplace.cc).
+    [Operands read before the write], ops/inplace.cc). Not for copy_ from the very elements of
+    the target in the same layout, which PyTorch returns from before any overlap check (`copy=True`:
+    the op is copy_).
     """
+    same_data = (isinstance(src, torch.Tensor) and src.shape == target.shape
+                 and src.stride() == target.stride()
+                 and src.storage_offset() == target.storage_offset())
     if (isinstance(src, torch.Tensor) and src is not target and src.numel() > 0
             and target.numel() > 0
             and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
-            and not (_dense(src) and _dense(target))):
+            and not (_dense(src) and _dense(target)) and not (copy and same_data)):
         return src.clone()
     if (isinstance(src, torch.Tensor) and src.numel() > 0 and target.numel() > 0
             and (src.shape != target.shape or src.stride() != target.stride())

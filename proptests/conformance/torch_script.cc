@@ -352,7 +352,8 @@ std::string torch_code(const Stmt& s) {
       return std::string(s.flag ? "with torch.no_grad(): " : "") + name(a[0]) + "." +
              inplace_name(s.inplace) + "(" +
              note_deviation("inplace-overlapping-views",
-                            "whole(" + name(a[1]) + ", " + name(a[0]) + ")") +
+                            "whole(" + name(a[1]) + ", " + name(a[0]) +
+                                (s.inplace == InplaceKind::kCopy ? ", copy=True" : "") + ")") +
              ")";
     case StmtKind::kGrad:
       // Deviation [unused-input-checked-first] (torch_runtime.grad)
