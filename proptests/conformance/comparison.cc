@@ -836,16 +836,34 @@ Excuse inplace_mul_aliased_tangent(const Pair& p) {
   return Excuse::kNone;
 }
 
+// Whether, before statement `before`, a tensor was detached in place after a write into its
+// storage: PyTorch's unpack of it (saved as the object) finds no history and raises "Trying to use
+// a saved tensor that has been detached in-place" before it checks the version, where the engine
+// (which keeps an alias: Note [Saved values detached in place]) finds the version error first.
+bool detached_after_write(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  std::set<int> written;  // storage roots written in place
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kInplace) written.insert(c.storage_root(s.args[0]));
+    if (s.kind == StmtKind::kDetachInplace && written.count(c.storage_root(s.args[0]))) return true;
+  }
+  return false;
+}
+
 // PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
 // into its storage that autograd does not record, with the CreationMeta error meant for a write
 // under grad mode (view_error_for_version); the engine raises the version error a saved tensor
-// written after its save gets. Both raise: the pair of raise lines is skipped.
+// written after its save gets. Likewise a saved tensor written and then detached in place
+// (detached_after_write). Both raise: the pair of raise lines is skipped.
 Excuse no_grad_view_saved_error(const Pair& p) {
   if (!p.s || (p.s->kind != StmtKind::kBackward && p.s->kind != StmtKind::kGrad) ||
       !p.status("raise", "raise") || p.e.size() != 2 || p.a.size() != 3 || p.a[2] != "version") {
     return Excuse::kNone;
   }
-  return view_error_for_version(p.c, p.index) ? Excuse::kSkipBoth : Excuse::kNone;
+  return view_error_for_version(p.c, p.index) || detached_after_write(p.c, p.index)
+             ? Excuse::kSkipBoth
+             : Excuse::kNone;
 }
 
 // In order: the first rule that excuses a pair names it. A PyTorch bug that changed the
