@@ -79,25 +79,24 @@ struct CopySlices {
 // PyTorch's CopySlices copies the write's gradient for self into the view's elements of the
 // gradient, which refuses a view that reaches one element at several indices (an expanded view,
 // written by copy_ from its own elements: Note [Overlapping writes]).
-Layout written_layout(const Ctx& c) {
-  const Layout at = c.attrs<ViewAttrs>().layout();
+// `what` names the layout in the error: the view written, or the base written through it.
+Layout refuse_internal_overlap(const Layout& at, const char* what) {
   AG_CHECK(!has_internal_overlap(at),
            "copy_slices: unsupported operation: more than one element of the written-to "
-           "tensor refers to a single memory location (the view written in place, strides ",
-           to_string(at.strides), "). Please clone() the tensor first.");
+           "tensor refers to a single memory location (",
+           what, ", strides ", to_string(at.strides), "). Please clone() the tensor first.");
   return at;
+}
+Layout written_layout(const Ctx& c) {
+  return refuse_internal_overlap(c.attrs<ViewAttrs>().layout(), "the view written in place");
 }
 // A view over its root's storage has the root's strides in `args` (Note [Views over a root's
 // storage]): the base's gradient goes into storage at the root's layout (PyTorch's
 // new_empty_strided(base) and copy_), and comes back from it at the view's, or, zeroed there, at
 // the root's.
 Layout root_layout(const Ctx& c) {
-  const Layout root{c.input_shape(CopySlices::base), c.attrs<ViewAttrs>().args, 0};
-  AG_CHECK(!has_internal_overlap(root),
-           "copy_slices: unsupported operation: more than one element of the written-to "
-           "tensor refers to a single memory location (the base written through a view, strides ",
-           to_string(root.strides), "). Please clone() the tensor first.");
-  return root;
+  return refuse_internal_overlap({c.input_shape(CopySlices::base), c.attrs<ViewAttrs>().args, 0},
+                                 "the base written through a view");
 }
 Tensor base_gradient_in_storage(const Ctx& c) {
   const Layout root = root_layout(c);
