@@ -10,6 +10,12 @@
 
 namespace ag::ops {
 
+Tensor copy_of(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  backend_for(t.device()).copy(out, t);
+  return out;
+}
+
 Tensor Backend::dense(const Tensor& t) {
   if (t.is_contiguous()) return t;
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());

@@ -90,4 +90,7 @@ inline Backend& backend_for(const Device& device) {
 }
 void register_backend(DeviceType type, Backend* backend);
 
+// A contiguous copy of `t` in new storage, not recorded (no autograd).
+Tensor copy_of(const Tensor& t);
+
 }  // namespace ag::ops

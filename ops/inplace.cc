@@ -40,15 +40,6 @@ const OpSpec CopyInplace::spec{"copy_",
                                in_place_forward<copy_>()};
 const DeclareJvp copy_inplace_jvp{CopyInplace::spec, jvp_from_formulas};
 
-// Whether two layouts of one shape take the same steps through memory in every dim of size > 1.
-bool same_steps(const Layout& a, const Layout& b) {
-  if (a.sizes != b.sizes) return false;
-  for (size_t d = 0; d < a.sizes.size(); ++d) {
-    if (a.sizes[d] != 1 && a.strides[d] != b.strides[d]) return false;
-  }
-  return true;
-}
-
 // Note [Overlapping writes]
 // As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
 // a tensor that reaches one element at several indices (an expanded tensor) is refused, and so is
@@ -78,7 +69,7 @@ void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   if (same_run && a.is_contiguous() && b.is_contiguous()) return;
   // Strides of dims of size 1 step nowhere: tensors that differ only there (x and x[0:1:3] of a
   // [1, n] x) reach the same elements in the same order, as two contiguous ones over the run.
-  const bool partial = same_run ? !same_steps(la, lb) : a_begin < b_end && b_begin < a_end;
+  const bool partial = same_run ? !same_elements(la, lb) : a_begin < b_end && b_begin < a_end;
   AG_CHECK(!partial, op, ": unsupported operation: some elements of the input tensor (",
            b.describe(), ") and the written-to tensor (", a.describe(),
            ") refer to a single memory location. Please clone() the tensor before performing "
@@ -129,10 +120,7 @@ Tensor self_of_write(const Tensor& a) {
 // write goes. The conformance scripts hand PyTorch the same copy (DEVIATIONS.md
 // `inplace-overlapping-views`).
 Tensor operand_before_write(const Tensor& a, const Tensor& b) {
-  if (!b.shares_storage_with(a) || b.is_same(a)) return b;
-  Tensor copy = Tensor::empty(b.shape(), b.dtype(), b.device());
-  backend_for(b.device()).copy(copy, b);
-  return copy;
+  return !b.shares_storage_with(a) || b.is_same(a) ? b : copy_of(b);
 }
 
 // The node of `spec` applied to (a, b), made before the write; null when nothing is recorded.

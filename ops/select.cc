@@ -114,10 +114,7 @@ const DeclareJvp clamp_jvp{Clamp::spec, jvp_from_formulas};
 // Note [Masks are 0 and 1]: the mask a recorded where or masked_fill keeps, a copy of its own;
 // none when nothing is recorded.
 Tensor condition_copy(const Tensor& cond, std::initializer_list<const Tensor*> inputs) {
-  if (!records_node(inputs)) return Tensor();
-  Tensor copy = Tensor::empty(cond.shape(), cond.dtype(), cond.device());
-  backend_for(cond.device()).copy(copy, cond);
-  return copy;
+  return records_node(inputs) ? copy_of(cond) : Tensor();
 }
 
 // An operand at the result's shape (a copy where it broadcasts).

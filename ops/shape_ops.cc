@@ -222,9 +222,7 @@ Tensor regenerated_view(const Tensor& base, const Tensor& view) {
 }
 
 Tensor copied_gradient(const Tensor& g, const Shape& shape) {
-  Tensor copy = Tensor::empty(g.shape(), g.dtype(), g.device());
-  backend_for(g.device()).copy(copy, g);
-  return record(CopiedGradient::spec, {&g}, copy.alias_with_shape(shape));
+  return record(CopiedGradient::spec, {&g}, copy_of(g).alias_with_shape(shape));
 }
 
 Tensor rebased_base(const Tensor& view, const Tensor& base) {

@@ -445,12 +445,6 @@ const DeclareJvp view_zeroed_jvp{kViewZeroed, jvp_linear};
 OpAttrs view_attrs(const Layout& at, Shape args = {}) {
   return ViewAttrs{std::move(args), at.sizes, at.strides, at.offset};
 }
-// A contiguous copy in new storage, not recorded.
-Tensor copy_of(const Tensor& t) {
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  backend_for(t.device()).copy(out, t);
-  return out;
-}
 }  // namespace
 
 Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at) {
