@@ -2,7 +2,6 @@
 // diagonal_backward and unfold_backward, each an op of its own whose gradient is its view op again
 // (Note [View gradients differentiate to views]).
 #include "engine/memory/shape.h"
-#include "ops/backend.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
@@ -39,10 +38,8 @@ OpAttrs backward_attrs(Shape args, const Shape& shape, const Layout& at) {
 // `g` added into zeros of `shape` at `at`, recorded as `spec`.
 Tensor scatter_recorded(const OpSpec& spec, const Tensor& g, const Shape& shape, Shape args,
                         const Layout& at) {
-  Tensor out = zeros(shape, g.dtype(), g.device());
-  backend_for(g.device()).scatter(out, at, g, /*accumulate=*/true);
-  out.bump_version();  // the zeros mark no longer holds (Note [Known zeros])
-  return record(spec, {&g}, out, [&] { return backward_attrs(args, shape, at); });
+  return record(spec, {&g}, scattered_into_zeros(g, shape, at),
+                [&] { return backward_attrs(args, shape, at); });
 }
 
 // The spec of the backward op `name` of a view op taking `n` integer arguments: its forward is

@@ -447,11 +447,16 @@ OpAttrs view_attrs(const Layout& at, Shape args = {}) {
 }
 }  // namespace
 
-Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at) {
+Tensor scattered_into_zeros(const Tensor& g, const Shape& shape, const Layout& at) {
   Tensor out = zeros(shape, g.dtype(), g.device());
   backend_for(g.device()).scatter(out, at, g, /*accumulate=*/true);
   out.bump_version();  // the zeros mark no longer holds (Note [Known zeros])
-  return record(kViewScatter, {&g}, out, [&] { return view_attrs(at, shape); });
+  return out;
+}
+
+Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at) {
+  return record(kViewScatter, {&g}, scattered_into_zeros(g, shape, at),
+                [&] { return view_attrs(at, shape); });
 }
 
 Tensor view_gather(const Tensor& t, const Layout& at) {

@@ -167,6 +167,8 @@ Tensor rebased_base(const Tensor& view, const Tensor& base);
 // requires grad under grad mode. `at` is a layout over the elements of a tensor of `shape` (of
 // t's, of g's) in row-major order.
 Tensor view_scatter(const Tensor& g, const Shape& shape, const Layout& at);
+// view_scatter's values, not recorded: `g` added into zeros of `shape` at `at`.
+Tensor scattered_into_zeros(const Tensor& g, const Shape& shape, const Layout& at);
 Tensor view_gather(const Tensor& t, const Layout& at);
 Tensor view_zeroed(const Tensor& g, const Layout& at);
 // The gradients of select, slice, diagonal and unfold: `g` added into zeros of `shape` where the
