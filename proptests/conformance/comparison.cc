@@ -382,8 +382,6 @@ bool autograd_call(const Pair& p) {
 // run for the bias's gradient alone): that raise ends the comparison where some leaf is not
 // requested.
 // The tensor whose storage value v uses: through views, reshapes and detached aliases.
-int storage_root(const Context& c, int v) { return c.storage_root(v); }
-
 // Whether an in-place op before statement `before` wrote into the storage of an earlier pow's
 // result. PyTorch's pow saves its result whether or not the exponent requires grad, and unpacks
 // it whenever the node runs; the engine's formula for the exponent alone reads it. (Both read the
@@ -392,10 +390,10 @@ bool pow_saved_value_written(const Context& c, int before) {
   const auto& stmts = c.program().stmts;
   for (int i = 0; i < before; ++i) {
     if (stmts[i].kind != StmtKind::kOp || stmts[i].instr.op != proptests::Op::kPow) continue;
-    const int result = storage_root(c, stmts[i].results[0]);
+    const int result = c.storage_root(stmts[i].results[0]);
     for (int j = i + 1; j < before; ++j) {
       if (stmts[j].kind != StmtKind::kInplace) continue;
-      if (storage_root(c, stmts[j].args[0]) == result) return true;
+      if (c.storage_root(stmts[j].args[0]) == result) return true;
     }
   }
   return false;
@@ -412,8 +410,8 @@ bool differentiated_regenerated_view(const Context& c, int before) {
   bool written = false;
   for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
     const Stmt& s = stmts[i];
-    if (makes_views(s)) viewed.insert(storage_root(c, s.args[0]));
-    if (s.kind == StmtKind::kInplace && viewed.count(storage_root(c, s.args[0]))) written = true;
+    if (makes_views(s)) viewed.insert(c.storage_root(s.args[0]));
+    if (s.kind == StmtKind::kInplace && viewed.count(c.storage_root(s.args[0]))) written = true;
     if (written && (s.kind == StmtKind::kGrad || s.kind == StmtKind::kBackward) && s.create_graph)
       return true;
   }
@@ -570,7 +568,7 @@ bool wrote_overlapping_windows_from_their_view(const Context& c, int before) {
                          made->view_op == ViewOp::kUnfold && made->ints.size() == 3 &&
                          made->ints[1] > made->ints[2];
     if (windows && c.tensor(s.args[0]) != c.tensor(s.args[1]) &&
-        storage_root(c, s.args[0]) == storage_root(c, s.args[1])) {
+        c.storage_root(s.args[0]) == c.storage_root(s.args[1])) {
       return true;
     }
   }
@@ -589,7 +587,7 @@ Excuse overlapping_operand_saved(const Pair& p) {
     if (s.kind != StmtKind::kInplace || s.flag || s.args.size() < 2) continue;
     const int target = s.args[0], operand = s.args[1];
     if (p.c.tensor(target) != p.c.tensor(operand) &&
-        storage_root(p.c, target) == storage_root(p.c, operand)) {
+        p.c.storage_root(target) == p.c.storage_root(operand)) {
       return Excuse::kStop;
     }
   }
@@ -609,11 +607,11 @@ Excuse held_grad_tensors(const Pair& p) {
   for (int i = 0; i <= last; ++i) {
     const Stmt& s = stmts[i];
     if (s.kind == StmtKind::kSetGrad && s.args.size() == 2)
-      held.insert(storage_root(p.c, s.args[1]));
-    if (s.kind == StmtKind::kReadGrad) held.insert(storage_root(p.c, s.results[0]));
+      held.insert(p.c.storage_root(s.args[1]));
+    if (s.kind == StmtKind::kReadGrad) held.insert(p.c.storage_root(s.results[0]));
     if (s.kind != StmtKind::kBackward || s.create_graph) continue;
     for (int g : s.grad_outputs) {
-      if (g >= 0 && held.count(storage_root(p.c, g))) return Excuse::kStop;
+      if (g >= 0 && held.count(p.c.storage_root(g))) return Excuse::kStop;
     }
   }
   return Excuse::kNone;
