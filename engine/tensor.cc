@@ -24,7 +24,7 @@ int64_t Tensor::size(int64_t d) const {
 }
 
 Shape Tensor::strides() const {
-  if (!is_contiguous()) return *impl_->strides;
+  if (impl_->strides) return *impl_->strides;
   const Shape& sizes = shape();
   Shape strides(sizes.size());
   int64_t s = 1;
@@ -39,7 +39,7 @@ int64_t Tensor::stride(int64_t d) const {
   int64_t n = dim();
   AG_CHECK(d >= -n && d < n, "stride: dim ", d, " out of range for shape ", to_string(shape()));
   if (d < 0) d += n;
-  if (!is_contiguous()) return (*impl_->strides)[d];
+  if (impl_->strides) return (*impl_->strides)[d];
   int64_t s = 1;  // the contiguous stride, without building strides()
   for (int64_t i = d + 1; i < n; ++i) s *= shape()[i];
   return s;
@@ -149,21 +149,23 @@ Tensor Tensor::alias_with_shape(const Shape& shape) const {
 }
 
 Tensor Tensor::alias_with_layout(const Shape& shape, const Shape& strides, int64_t offset) const {
-  // Note [Strided tensors]: a contiguous layout keeps its strides empty. As PyTorch's
-  // is_contiguous, strides of dims of size 1 do not matter, and an empty tensor is contiguous.
-  bool contiguous = true;
+  // Note [Strided tensors]: the row-major strides of the shape are kept as none. As PyTorch's
+  // is_contiguous, strides of dims of size 1 do not matter to contiguity, and an empty tensor is
+  // contiguous (it keeps no strides).
+  bool row_major = true, contiguous = true, empty = false;
   int64_t expected = 1;
   for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 0) {
-      contiguous = true;
-      break;
+    empty = empty || shape[i] == 0;
+    if (strides[i] != expected) {
+      row_major = false;
+      if (shape[i] != 1) contiguous = false;
     }
-    if (shape[i] != 1 && strides[i] != expected) contiguous = false;
     expected *= shape[i];
   }
+  const bool keep = !row_major && !empty;
   return Tensor(
       Ref<TensorImpl>::make(shape, impl_->dtype, impl_->storage, offset,
-                            contiguous ? nullptr : std::make_unique<const Strides>(strides)));
+                            keep ? std::make_unique<const Strides>(strides, contiguous) : nullptr));
 }
 
 std::string Tensor::describe() const {

@@ -41,15 +41,21 @@ enum class CreationMeta : uint8_t {
 // As PyTorch's, a tensor reads its Storage at sizes, strides and a storage offset: element
 // (i0, ..., ik) is element offset + i0 * s0 + ... + ik * sk of the storage. Every op writes a
 // fresh contiguous (row-major) output; only the view ops (ops/view_ops.cc) make other strides,
-// over their input's storage. A contiguous tensor keeps no strides (a null pointer), so making
-// one costs nothing over its shape, and that null is the contiguity test the kernels' fast paths
-// read; strides() computes them. The kernels take strided operands (ops/backend.h, dense()).
+// over their input's storage. A tensor with the row-major strides of its shape keeps no strides
+// (a null pointer), so making one costs nothing over its shape; strides() computes them. As
+// PyTorch's is_contiguous, strides of dims of size 1 do not matter to contiguity, but a view keeps
+// the ones its op gives them (x.unfold(0, 2, 1) of a [2] x is [1, 2] with strides [1, 1]), as
+// PyTorch's does: they decide whether two views are the same data (copy_'s early return) and
+// the strides that later views compute. is_contiguous() is the test the kernels' fast paths read.
+// The kernels take strided operands (ops/backend.h, dense()).
 //
 // A strided tensor's strides (TensorImpl::strides), pooled as the TensorImpl itself (Note [Pooled
 // tensor metadata]): a view with strides of its own (expand, a gradient expanded by sum's
 // backward, transpose) allocates nothing once warm.
 struct Strides final : Shape, PooledObject<Strides> {
-  explicit Strides(const Shape& strides) : Shape(strides) {}
+  Strides(const Shape& strides, bool contiguous) : Shape(strides), contiguous(contiguous) {}
+  // Contiguous in PyTorch's sense (row-major but for the strides of dims of size 1, or empty).
+  const bool contiguous;
 };
 
 // The state behind a Tensor handle: data (sizes and strides over a Storage) plus autograd
@@ -157,7 +163,7 @@ class Tensor {
   Shape strides() const;
   int64_t stride(int64_t d) const;
   int64_t storage_offset() const { return impl_->offset; }
-  bool is_contiguous() const { return impl_->strides == nullptr; }
+  bool is_contiguous() const { return impl_->strides == nullptr || impl_->strides->contiguous; }
   // Whether the two read one storage (a view and its base, two views of one base, an alias).
   bool shares_storage_with(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
   // A view (of any view op) and its root base, as PyTorch's _is_view() and _base.

@@ -125,7 +125,13 @@ Layout expand_layout(const Layout& in, const Shape& sizes) {
              ") must match the existing size (", own, ") at non-singleton dimension ", i,
              ".  Target sizes: ", to_string(sizes), ".  Tensor sizes: ", to_string(in.sizes));
     out.sizes[i] = want;
-    out.strides[i] = existing && own == want ? in.strides[i - (n - m)] : 0;
+    // A new dim that stays of size 1 steps over the dims after it (a 0-dim tensor's expand has
+    // every stride 0), as PyTorch's inferExpandGeometry gives it: strides of size-1 dims decide
+    // whether two views are the same data (copy_'s early return, ops/inplace.cc).
+    const int64_t own_stride = existing ? in.strides[i - (n - m)]
+                               : m == 0 ? 0
+                                        : out.sizes[i + 1] * out.strides[i + 1];
+    out.strides[i] = own == want ? own_stride : 0;
   }
   return out;
 }

@@ -36,6 +36,15 @@ TEST(StridedViews, LayoutsAsPyTorch) {
   expect_values(xt, {1, 4, 2, 5, 3, 6}, "t");
   EXPECT_EQ(ops::unsqueeze(x, 2).strides(), Shape({3, 1, 1}));
   EXPECT_EQ(ops::expand(constant({1, 2, 3}, {3, 1}), {-1, 4}).strides(), Shape({1, 0}));
+  // A new dim of size 1 steps over the dims after it; a 0-dim tensor's expand has strides 0.
+  EXPECT_EQ(ops::expand(constant({1, 2}, {2}), {2, 1, 2}).strides(), Shape({0, 2, 1}));
+  EXPECT_EQ(ops::expand(constant({1, 2}, {2}), {1, 1, 2}).strides(), Shape({2, 2, 1}));
+  EXPECT_EQ(ops::expand(constant({1, 2, 3}, {3, 1}), {1, 3, 4}).strides(), Shape({3, 1, 0}));
+  EXPECT_EQ(ops::expand(constant({1}, {}), {1, 3}).strides(), Shape({0, 0}));
+  EXPECT_EQ(
+      ops::view(ops::expand(ops::unfold(constant({1, 2}, {2}), 0, 2, 1), {2, 1, 2}), {2, 1, 2})
+          .strides(),
+      Shape({0, 2, 1}));
   Tensor row = ops::select(x, 0, 1);
   EXPECT_EQ(row.storage_offset(), 3);
   EXPECT_TRUE(row.is_contiguous());
@@ -354,6 +363,19 @@ TEST(StridedViews, Errors) {
   Tensor e = ops::expand(constant({1, 2, 3}, {1, 3}), {2, 3});
   expect_error([&] { ops::mul_(e, constant({2}, {1})); },
                {"mul_", "more than one element of the written-to tensor"});
+  // copy_ of an expanded tensor's own data returns before the check, as PyTorch's (same sizes,
+  // strides and offset); a view of it with other strides on a size-1 dim is not the same data.
+  Tensor wide = ops::expand(constant({1, 2}, {2}), {2, 1, 2});
+  ops::copy_(wide, ops::view(wide, {2, 1, 2}));
+  Tensor rows = ops::expand(ops::unfold(constant({1, 2}, {2}), 0, 2, 1), {2, 1, 2});
+  EXPECT_EQ(ops::unfold(constant({1, 2}, {2}), 0, 2, 1).strides(), Shape({1, 1}));
+  EXPECT_TRUE(ops::unfold(constant({1, 2}, {2}), 0, 2, 1).is_contiguous());
+  EXPECT_EQ(rows.strides(), Shape({0, 1, 1}));
+  expect_error(
+      [&] {
+        ops::copy_(rows, ops::view(rows, {2, 1, 2}));
+      },
+      {"copy_", "more than one element of the written-to tensor"});
   Tensor y = constant({0, 1, 2, 3, 4, 5}, {6});
   Tensor tail = ops::slice(y, 0, 1, 6), head = ops::slice(y, 0, 0, 5);
   expect_error([&] { ops::copy_(tail, head); }, {"copy_", "some elements of the input tensor"});
