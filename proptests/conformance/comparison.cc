@@ -62,7 +62,8 @@ class Context {
     // the engine (Note [Hooks], engine/hooks.h).
     if (s.kind == StmtKind::kBackward) {
       for (int in : s.inputs) {
-        const bool interior = !leaf(in) || view_of_base_made_to_require_grad(in, stmt);
+        const bool interior =
+            !leaf(in) || view_of_base_made_to_require_grad(in, stmt) || written_through_a_view(in);
         if (interior && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
       }
     }
@@ -86,11 +87,13 @@ class Context {
         }
       }
       written_since_[v] = stmt;
+      written_values_.insert(s.args[0]);
     }
     // retain_grad() on a tensor with a history: it retains grad in both engines.
     if (s.kind == StmtKind::kRetainGrad && t[1] == "ok") {
       const int in = s.args[0];
-      const bool interior = !leaf(in) || view_of_base_made_to_require_grad(in, stmt);
+      const bool interior =
+          !leaf(in) || view_of_base_made_to_require_grad(in, stmt) || written_through_a_view(in);
       if (interior && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
     }
     const bool call = s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad;
@@ -206,6 +209,23 @@ class Context {
     }
     return false;
   }
+  // Whether a recorded in-place write into a view of value v (through views and reshapes) left
+  // that view with a history (leaf=0 in its last record): the write gave v's tensor one too
+  // (CopySlices), though no record since showed v itself.
+  bool written_through_a_view(int v) const {
+    for (int w : written_values_) {
+      if (leaf(w)) continue;
+      int root = tensor(w);
+      for (const Stmt* made = producer(root); made; made = producer(root)) {
+        const bool view = makes_views(*made) || (made->kind == StmtKind::kOp &&
+                                                 made->instr.op == proptests::Op::kReshape);
+        if (!view) break;
+        root = tensor(made->kind == StmtKind::kOp ? made->instr.args[0] : made->args[0]);
+        if (root == tensor(v)) return true;
+      }
+    }
+    return false;
+  }
   // Whether the tensor retains grad (a non-leaf input of an earlier backward()) and PyTorch may
   // have run its retains-grad hook where the engine did not (extra-executions).
   bool extra_retained_grad(int v) const { return extra_retained_grads_.count(tensor(v)) > 0; }
@@ -250,6 +270,7 @@ class Context {
   std::set<int> extra_retained_grads_;  // retaining tensors PyTorch may have hooked alone
   std::set<int> moved_retains_grad_;    // tensors retains-grad-moved-by-output-nr befell
   std::map<int, int> written_since_;    // tensor -> its last recorded in-place write
+  std::set<int> written_values_;        // the values recorded in-place ops wrote, as named
   bool extra_frees_ = false;            // PyTorch may have freed saved tensors the engine kept
   bool recorded_inplace_ = false;       // an in-place op ran with grad mode on
   bool freed_after_extra_ = false;      // a call raised "freed" in both after extra frees
