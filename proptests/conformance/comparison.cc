@@ -575,31 +575,43 @@ Excuse version_check_per_formula(const Pair& p) {
 // itself, which its node saves and the write then changes. So a later call that runs that node
 // raises the version error here alone, or, the graphs differing there, in PyTorch alone; the
 // comparison ends there.
-// The same where the target is unfold's windows that overlap (size above step), written with grad
-// mode on: PyTorch's CopySlices copies the write's gradient into those windows element by element,
-// so at an element two windows share the last copy wins; the engine's gradient differs there.
-// The comparison ends at the first differing .grad line after such a write.
-bool wrote_overlapping_windows_from_their_view(const Context& c, int before) {
+// The same where the target reaches one element at several indices (unfold's windows that
+// overlap, size above step, or an as_strided whose indices share elements), written with grad
+// mode on: PyTorch's CopySlices copies the write's gradient into those indices element by
+// element, so at an element two indices share the last copy wins; the engine's gradient differs
+// there. The comparison ends at the first differing .grad line, or grad() result line, after such
+// a write.
+bool reaches_an_element_twice(const Stmt& made) {
+  if (made.kind != StmtKind::kViewOp) return false;
+  if (made.view_op == ViewOp::kUnfold) return made.ints.size() == 3 && made.ints[1] > made.ints[2];
+  if (made.view_op != ViewOp::kAsStrided || made.shape.size() != made.strides.size()) return false;
+  std::vector<int64_t> offsets = {0};
+  for (size_t d = 0; d < made.shape.size(); ++d) {
+    std::vector<int64_t> next;
+    for (int64_t o : offsets) {
+      for (int64_t i = 0; i < made.shape[d]; ++i) next.push_back(o + i * made.strides[d]);
+    }
+    offsets = std::move(next);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+}
+
+bool wrote_into_overlapping_indices(const Context& c, int before) {
   const auto& stmts = c.program().stmts;
   for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
     const Stmt& s = stmts[i];
-    if (s.kind != StmtKind::kInplace || s.flag || s.args.size() < 2) continue;
+    if (s.kind != StmtKind::kInplace || s.flag || s.args.empty()) continue;
     const Stmt* made = c.producer(c.tensor(s.args[0]));
-    const bool windows = made && made->kind == StmtKind::kViewOp &&
-                         made->view_op == ViewOp::kUnfold && made->ints.size() == 3 &&
-                         made->ints[1] > made->ints[2];
-    if (windows && c.tensor(s.args[0]) != c.tensor(s.args[1]) &&
-        c.storage_root(s.args[0]) == c.storage_root(s.args[1])) {
-      return true;
-    }
+    if (made && reaches_an_element_twice(*made)) return true;
   }
   return false;
 }
 
 Excuse overlapping_operand_saved(const Pair& p) {
-  if (p.grad_line_value() >= 0 && wrote_overlapping_windows_from_their_view(p.c, p.index)) {
-    return Excuse::kStop;
-  }
+  const bool gradient_line =
+      p.grad_line_value() >= 0 || (p.s && p.s->kind == StmtKind::kGrad && p.result_line());
+  if (gradient_line && wrote_into_overlapping_indices(p.c, p.index)) return Excuse::kStop;
   const bool here = p.status("ok", "raise") && p.a.size() == 3 && p.a[2] == "version";
   const bool there = p.status("raise", "ok") && p.error() == "version";
   if (!autograd_call(p) || !(here || there)) return Excuse::kNone;
