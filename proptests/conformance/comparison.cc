@@ -447,9 +447,11 @@ bool differentiated_regenerated_view(const Context& c, int before) {
 bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
   const auto& stmts = c.program().stmts;
   if (call.kind == StmtKind::kBackward && call.inputs.empty()) {
+    // Or a view made under no_grad: it has no gradient edge, so a node whose gradient goes only
+    // there reaches no leaf (pin-version-error-behind-a-no-grad-view).
     return std::any_of(stmts.begin(), stmts.begin() + index, [](const Stmt& s) {
       return (s.kind == StmtKind::kSetRequiresGrad && !s.flag) ||
-             s.kind == StmtKind::kDetachInplace;
+             s.kind == StmtKind::kDetachInplace || (s.kind == StmtKind::kViewOp && s.flag);
     });
   }
   for (int i = 0; i < index; ++i) {
