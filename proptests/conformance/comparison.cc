@@ -908,6 +908,21 @@ bool detached_after_write(const Context& c, int before) {
   return false;
 }
 
+// The other way round: whether, before statement `before`, a tensor detached in place was then
+// written in place with grad mode on, which gave it a history again: PyTorch's unpack of it reads
+// that history and goes on to the version error, where the engine (whose mark on the old node
+// cannot tell) raises the detached error (pin-saved-value-detached-then-written).
+bool written_after_detach(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  std::set<int> detached;
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kDetachInplace) detached.insert(c.tensor(s.args[0]));
+    if (s.kind == StmtKind::kInplace && !s.flag && detached.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
 // PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
 // into its storage that autograd does not record, with the CreationMeta error meant for a write
 // under grad mode (view_error_for_version); the engine raises the version error a saved tensor
@@ -923,9 +938,11 @@ Excuse no_grad_view_saved_error(const Pair& p) {
   const bool view_vs_version = p.e.size() == 2 && p.a.size() == 3 && p.a[2] == "version";
   const bool version_vs_view = p.e.size() == 3 && p.e[2] == "version" && p.a.size() == 2;
   if (!view_vs_version && !version_vs_view) return Excuse::kNone;
-  // A saved tensor detached in place after a write raises PyTorch's error only at unpack.
+  // A saved tensor detached in place after a write raises PyTorch's error only at unpack; one
+  // written with grad mode on after detach_() raises PyTorch's version error there.
   const bool explained = view_error_for_version(p.c, p.index) ||
-                         (view_vs_version && detached_after_write(p.c, p.index));
+                         (view_vs_version && detached_after_write(p.c, p.index)) ||
+                         (version_vs_view && written_after_detach(p.c, p.index));
   return explained ? Excuse::kSkipBoth : Excuse::kNone;
 }
 
