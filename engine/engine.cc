@@ -75,6 +75,10 @@ struct NodeState {
   // leaf that wants a gradient. Null for the other nodes, whose slots all count.
   const std::vector<char>* used_slots = nullptr;
   const std::vector<char>* wanted_slots = nullptr;
+  // Without targets, for a node wanted only in some slots (the slots of tensors that retain grad
+  // there, not the node's other gradients: gradients_hooks_want, engine/hooks.h): those slots,
+  // which wanted_slots then points to.
+  std::vector<char> own_wanted_slots;
 
   // Whether the gradient arriving in input slot `slot` is used: by apply(), or as a capture.
   // Per slot, not per node: a multi-output node's other outputs may lie on no path to a target.
@@ -86,6 +90,10 @@ struct NodeState {
     return false;
   }
   bool uses_any_gradient() const { return runs || !captures.empty(); }
+  // Without targets: whether the gradient arriving in input slot `slot` is wanted (3).
+  bool wants_gradient(uint32_t slot) const {
+    return wanted && (wanted_slots == nullptr || (*wanted_slots)[slot]);
+  }
 
   // Note [Reused node states] (engine/memory/node_map.h): empties the state for a node of a
   // later call, keeping the vectors' memory.
@@ -95,6 +103,7 @@ struct NodeState {
     buffer.clear();
     captures.clear();
     used_slots = wanted_slots = nullptr;
+    own_wanted_slots.clear();
   }
 };
 
@@ -153,8 +162,7 @@ class GraphTask final : public ExecPlan, private SlotMasks::Marks {
     const NodeState* state = nodes_.find(edge.function.get());
     if (state == nullptr) return false;
     if (!request_.targets.empty()) return state->uses_gradient(edge.input_nr);
-    return state->wanted &&
-           (state->wanted_slots == nullptr || (*state->wanted_slots)[edge.input_nr]);
+    return state->wants_gradient(edge.input_nr);
   }
   bool on_executed_path(const Edge& edge) const override {
     // Without targets every node runs (mark_runs_into_every_leaf); with them, as used.
@@ -307,7 +315,9 @@ void GraphTask::mark_runs() {
 // runs (Note [Accumulating into .grad]), so whether a gradient reaches a leaf that wants it is
 // known only now: needs_input_grad must not count a leaf whose requires_grad was turned off
 // after the graph was built. A node with hooks wants its gradients whatever lies behind it: its
-// hooks (a tensor that retains grad there too) see them, as in PyTorch (Note [Hooks]).
+// hooks see them, as in PyTorch (Note [Hooks]); but a tensor that retains grad there wants only
+// its own slot's, and only while it still has this node as its history (gradients_hooks_want,
+// engine/hooks.h). A gradient is wanted per slot of the node it goes to.
 // (A leaf moved into the graph's interior requires grad: its AccumulateGrad runs, and raises.)
 void GraphTask::mark_runs_into_every_leaf() {
   for (Node* node : post_order_) {
@@ -319,16 +329,30 @@ void GraphTask::mark_runs_into_every_leaf() {
       continue;
     }
     state.runs = true;
-    state.wanted = node->has_hooks();
+    const HookWants hooks =
+        node->has_hooks() ? gradients_hooks_want(*node, &state.own_wanted_slots) : HookWants::kNone;
+    bool behind = false;  // a gradient it sends on is wanted
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
       NodeState& child = nodes_[edge.function.get()];  // discovered: `state` stays valid
-      state.wanted = state.wanted || child.wanted;
+      behind = behind || child.wants_gradient(edge.input_nr);
       if (child.uses_gradient(edge.input_nr)) ++child.dependencies;
     }
+    state.wanted = behind || hooks == HookWants::kAll;
     if (node->stands_for_several_ops()) {
-      state.wanted_slots =
-          mark_slots(*node, [&](const Edge& edge) { return state_of(edge.function.get()).wanted; });
+      state.wanted_slots = mark_slots(*node, [&](const Edge& edge) {
+        return state_of(edge.function.get()).wants_gradient(edge.input_nr);
+      });
+    }
+    if (hooks == HookWants::kSlots && !state.wanted) {
+      // Only the retaining tensors' slots.
+      state.wanted = true;
+      state.wanted_slots = &state.own_wanted_slots;
+    } else if (hooks == HookWants::kSlots && state.wanted_slots != nullptr) {
+      // The retaining slots as well as those the node's ops use.
+      for (size_t i = 0; i < state.own_wanted_slots.size(); ++i)
+        state.own_wanted_slots[i] = state.own_wanted_slots[i] || (*state.wanted_slots)[i];
+      state.wanted_slots = &state.own_wanted_slots;
     }
   }
 }

@@ -314,6 +314,28 @@ void call_post_hooks(const Node& node, TensorList& grad_inputs, const TensorList
   }
 }
 
+HookWants gradients_hooks_want(const Node& node, std::vector<char>* slots) {
+  const NodeHooks* hooks = node.hooks_if_any();
+  if (hooks == nullptr) return HookWants::kNone;
+  const std::shared_ptr<const NodeHooks::Table> table = hooks->table();
+  for (const NodeHooks::TensorHooks& group : table->tensor) {
+    if (!group.hooks.empty()) return HookWants::kAll;
+  }
+  if (!table->pre.empty() || !table->post.empty() || !table->post_accumulate.empty()) {
+    return HookWants::kAll;
+  }
+  bool any = false;
+  slots->assign(node.num_inputs(), 0);
+  for (const auto& [slot, retained] : table->retains_grad) {
+    std::lock_guard<std::mutex> lock(retained->mutex);  // the tensor cannot die meanwhile
+    const TensorImpl* t = retained->tensor;
+    if (t == nullptr || t->grad_fn.get() != &node || t->output_nr != slot) continue;
+    (*slots)[slot] = 1;
+    any = true;
+  }
+  return any ? HookWants::kSlots : HookWants::kNone;
+}
+
 HookCounts count_hooks(const Node& node) {
   HookCounts counts;
   const NodeHooks* hooks = node.hooks_if_any();

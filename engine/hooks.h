@@ -188,6 +188,16 @@ inline std::shared_ptr<Node> retains_grad_node(const TensorImpl& t) {
 }
 void move_retains_grad(TensorImpl& t, const std::shared_ptr<Node>& old_fn);
 
+// Which of a node's gradients its hooks see, for a backward() without inputs (Note [The backward
+// pass], phase 3): all of them where it has any hook but a retains-grad one (a tensor hook, a
+// pre- or post-hook, a post-accumulate-grad hook); else, for each input slot, whether a tensor
+// retains grad there as it stands (its grad_fn is this node and it is this output). A retains-grad
+// hook reads its own slot alone, and one left behind by detach_() (which keeps the hook, as
+// PyTorch's) belongs to a tensor that no longer retains grad: PyTorch's `retains_grad` is False
+// for it. Returns kAll, or kSlots with `slots` (one flag per input slot), or kNone.
+enum class HookWants { kNone, kSlots, kAll };
+HookWants gradients_hooks_want(const Node& node, std::vector<char>* slots);
+
 // What describe_graph shows of a node's hooks: how many of each kind.
 struct HookCounts {
   size_t tensor = 0;  // tensor hooks, all slots

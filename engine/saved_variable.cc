@@ -26,6 +26,7 @@ void SavedVariable::keep(const Tensor& tensor) {
   if (const std::shared_ptr<Node>& grad_fn = tensor.grad_fn()) {
     data_ = tensor.detach();
     grad_fn_ = grad_fn;
+    saved_unpacked_output_ = tensor.impl()->unpacked_output;
     return;
   }
   if (const Ref<TensorImpl>& base = tensor.impl()->view_base) {
@@ -138,7 +139,7 @@ Tensor SavedVariable::unpack_value(const Node& owner, const char* slot, int inde
   if (packed_ != nullptr) return unpack_packed(owner, slot, index, op);
   // Note [Saved values detached in place]
   const bool detached = !is_leaf_ && !is_output_ && grad_fn_ != nullptr &&
-                        grad_fn_->output_detached_in_place(output_nr_);
+                        !saved_unpacked_output_ && grad_fn_->output_detached_in_place(output_nr_);
   if (detached && !saved_by_function_) {
     fail(
         "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_(). "
@@ -174,6 +175,8 @@ Tensor SavedVariable::with_history(const Tensor& data, const Node& owner) const 
   t.impl()->requires_grad = true;
   t.impl()->grad_fn = grad_fn_ ? grad_fn_ : std::const_pointer_cast<Node>(owner.shared_from_this());
   t.impl()->output_nr = output_nr_;
+  // Note [Saved values detached in place]
+  t.impl()->unpacked_output = grad_fn_ == nullptr || saved_unpacked_output_;
   return t;
 }
 

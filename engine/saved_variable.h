@@ -54,7 +54,11 @@ struct SavedTensorHooks;
 // tensor that has been detached in-place"), before the version check. Here the value is an alias
 // (above), so detach_() marks the output of the tensor's node that it cuts off, and unpack()
 // refuses a non-leaf input saved with that node and output. A saved output and a packed value
-// keep their history, as in PyTorch. A custom Function's saved tensor is not refused (PyTorch
+// keep their history, as in PyTorch. So does a saved output unpacked under create_graph: PyTorch's
+// unpack makes a tensor of its own with the output's history, which a derivative's op may save in
+// turn, and which a later detach_() of the output leaves as it is (tanh_backward's saved result;
+// found by fuzz --against pytorch): such a tensor is marked (TensorImpl::unpacked_output), and its
+// saves are not refused. A custom Function's saved tensor is not refused (PyTorch
 // unpacks those with the Function's node to fall back on) and unpacks as the tensor is now, a leaf
 // that does not require grad (found by fuzz --against pytorch).
 class SavedVariable {
@@ -114,7 +118,8 @@ class SavedVariable {
   uint32_t saved_version_ = 0;
   bool released_ = false;
   bool saved_by_function_ = false;
-  Shape saved_shape_;  // kept after release for error messages
+  bool saved_unpacked_output_ = false;  // Note [Saved values detached in place]
+  Shape saved_shape_;                   // kept after release for error messages
   // Note [Forward mode]: an alias that carries the value's tangents when it carried any when
   // saved; else undefined.
   Tensor tangents_;

@@ -103,6 +103,10 @@ struct TensorImpl final : RefCounted, PooledObject<TensorImpl> {
   // A non-leaf whose .grad the retains-grad hook on its grad_fn keeps (Tensor::retain_grad(),
   // Note [Hooks] in engine/hooks.h). Written under autograd_mutex.
   bool retains_grad = false;
+  // Made by unpacking a saved output (SavedVariable::with_history): a tensor of its own with the
+  // output's history, as PyTorch's unpack makes, which a later detach_() of the output does not
+  // touch (Note [Saved values detached in place], engine/saved_variable.h).
+  bool unpacked_output = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;         // which output of grad_fn this tensor is
   Ref<TensorImpl> grad;

@@ -119,6 +119,28 @@ TEST(DetachInPlace, ALeafDetachedInPlaceGetsNoGradient) {
   expect_values(grad({ops::sum(ops::mul(a, 3.0))}, {a})[0], {3, 3});
 }
 
+// x = tensor([0.5, -0.25]) leaf; y = tanh(x * 2); g = grad(exp(y).sum(), x, create_graph=True);
+// y.detach_(); g.sum().backward() -> x.grad [-3.9691603236774338, 3.390035316260429]: g's graph
+// saved tanh's result as PyTorch's unpack gave it, a tensor of its own that detach_() leaves as
+// it is (fuzz --against pytorch, r03: pin-detach-in-place-after-create-graph-unpacked-the-output).
+// a = x * 2; b = a * a; a.detach_(); b.sum().backward() raises "Trying to use a saved tensor that
+// has been detached in-place": the saved input is the tensor detached.
+TEST(DetachInPlace, ASavedOutputUnpackedUnderCreateGraphIsNotTheTensorDetached) {
+  Tensor x = leaf({0.5, -0.25}, {2});
+  Tensor y = ops::tanh(ops::mul(x, 2.0));
+  Tensor g = grad({ops::sum(ops::exp(y))}, {x}, GradArgs().create_graph())[0];
+  y.detach_();
+  backward({ops::sum(g)});
+  expect_values(g, {1.7989077506909523, 0.9908431906567599}, 1e-12);
+  expect_values(x.grad(), {-3.9691603236774338, 3.390035316260429}, 1e-12);
+
+  Tensor x2 = leaf({0.5, -0.25}, {2});
+  Tensor a = ops::mul(x2, 2.0);
+  Tensor b = ops::mul(a, a);
+  a.detach_();
+  expect_error([&] { backward({ops::sum(b)}); }, {"detached in-place"});
+}
+
 // --- matmul's broadcast operand (issue 44, point 6) -------------------------------------------
 
 // a, b = tensor(A) [2, 2], leaf(B) [2, 2, 2]: grad((a @ b).sum(), b) = [[4, 4], [6, 6]] twice;

@@ -493,6 +493,43 @@ TEST(PerCallNeeds, BackwardDoesNotNeedAPathThatEndsInALeafThatStoppedRequiringGr
   expect_values(q.grad(), {2 * std::exp(6.0), 4 * std::exp(8.0)});
 }
 
+// backward() without inputs: a tensor that retains grad wants its own slot's gradient, not the
+// other outputs' of its node (fuzz --against pytorch, q22 and q53: PyTorch's ideal needs [0, 1]
+// for `Mul(u, r)` with u's sibling w retaining grad and nothing else behind u).
+TEST(PerCallNeeds, ASiblingThatRetainsGradDoesNotWantTheOtherOutputsGradient) {
+  Tensor p = leaf({1, 2}, {2});
+  Tensor q = leaf({3, 4}, {2});
+  TensorList uw = Two::apply({p, q});
+  uw[1].retain_grad();
+  p.set_requires_grad(false);
+  q.set_requires_grad(false);
+  Tensor r = leaf({5, 6}, {2});
+  backward({ops::add(ops::sum(Mul::apply({uw[0], r})[0]), ops::sum(uw[1]))});
+  EXPECT_EQ(mul_needs, (std::vector<bool>{false, true}));
+  expect_values(r.grad(), {2, 4});       // u = 2p
+  expect_values(uw[1].grad(), {1, 1});   // w retains its own gradient
+  EXPECT_FALSE(uw[0].grad().defined());  // u does not retain grad
+  EXPECT_FALSE(p.grad().defined());
+}
+
+// ... and a tensor detached in place no longer retains grad (PyTorch's `retains_grad` is False
+// for it), though its hook stays on its old node: a gradient into that node is not wanted for it
+// (fuzz --against pytorch, q40: the ideal needs [0] for a custom Function whose input reaches
+// only the detached tensor's old node, and PyTorch's `.grad` of it stays None).
+TEST(PerCallNeeds, ATensorDetachedInPlaceNoLongerWantsItsOldNodesGradient) {
+  Tensor p = leaf({1, 2}, {2});
+  Tensor y = ops::mul(p, 2.0);
+  y.retain_grad();
+  Tensor h = ops::exp(y);
+  y.detach_();
+  p.set_requires_grad(false);
+  Tensor r = leaf({5, 6}, {2});
+  backward({ops::sum(Mul::apply({h, r})[0])});
+  EXPECT_EQ(mul_needs, (std::vector<bool>{false, true}));
+  expect_values(r.grad(), {std::exp(2.0), std::exp(4.0)});
+  EXPECT_FALSE(y.grad().defined());
+}
+
 // An error raised while the backward pass runs stops it where it is, as in PyTorch: gradients
 // already accumulated stay, the rest of the graph is untouched (README, "Errors").
 TEST(Errors, AnErrorMidBackwardKeepsWhatRanBeforeIt) {

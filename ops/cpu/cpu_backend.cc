@@ -130,11 +130,7 @@ class CpuBackend final : public Backend {
     return out;
   }
   void copy(const Tensor& dst, const Tensor& src) override {
-    if (!dst.is_contiguous()) {  // Note [Strided operands]
-      const Tensor values = Tensor::empty(dst.shape(), dst.dtype(), dst.device());
-      copy(values, src);
-      return scatter(dst, Layout{dst.shape(), dst.strides(), 0}, values, false);
-    }
+    if (!dst.is_contiguous()) return copy_in_tensor_iterator_order(dst, src);
     if (src.numel() == dst.numel() && src.is_contiguous()) {
       std::memcpy(dst.raw_data(), src.raw_data(), dst.nbytes());
       return;
@@ -171,6 +167,28 @@ class CpuBackend final : public Backend {
     Tensor out = Tensor::empty(shape, a.dtype(), a.device());
     dispatch_dtype(a.dtype(), [&](auto z) { sum_to_impl<decltype(z)>(a, out); });
     return out;
+  }
+  // Note [Strided operands]; Note [The order a write visits its target in] (ops/strided_loop.h).
+  void copy_in_tensor_iterator_order(const Tensor& dst, const Tensor& src) {
+    const Shape dst_strides = dst.strides();
+    const std::array<std::vector<int64_t>, 2> strides = {
+        std::vector<int64_t>(dst_strides.begin(), dst_strides.end()),
+        broadcast_strides(src.shape(), src.strides(), dst.shape())};
+    const std::vector<size_t> order = tensor_iterator_order(dst.shape(), strides);
+    Shape shape(order.size());
+    std::array<std::vector<int64_t>, 2> visited;
+    for (size_t i = 0; i < order.size(); ++i) {
+      shape[i] = dst.shape()[order[i]];
+      for (size_t k = 0; k < 2; ++k) visited[k].push_back(strides[k][order[i]]);
+    }
+    dispatch_dtype(dst.dtype(), [&](auto z) {
+      using T = decltype(z);
+      T* pd = dst.data<T>();
+      const T* ps = src.data<T>();
+      for_each_run<2>(shape, visited, [&](auto off, int64_t n, auto inc) {
+        for (int64_t i = 0; i < n; ++i) pd[off[0] + i * inc[0]] = ps[off[1] + i * inc[1]];
+      });
+    });
   }
   void strided_copy(const Tensor& src, const std::vector<int64_t>& src_strides,
                     const Tensor& dst) override {

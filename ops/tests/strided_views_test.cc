@@ -188,6 +188,32 @@ TEST(StridedViews, OperandSharingTheTargetIsReadBeforeTheWrite) {
   }
 }
 
+// Note [The order a write visits its target in] (ops/strided_loop.h): copy_ into a target that
+// reaches one element at several indices leaves there the value PyTorch's TensorIterator writes
+// last (fuzz --against pytorch, r06: pin-copy-into-overlapping-view-visits-columns-first). The
+// values are PyTorch 2.15's: base = zeros(8); base.as_strided(size, stride, 1).copy_(src).
+TEST(StridedViews, CopyIntoAnOverlappingTargetVisitsItAsPyTorchDoes) {
+  auto copied = [](const Shape& size, const Shape& stride, const Tensor& src) {
+    Tensor base = constant(V(8, 0.0), {8});
+    Tensor target = ops::as_strided(base, size, stride, 1);
+    ops::copy_(target, src);
+    return base;
+  };
+  // Equal strides: the dim of size 2 goes inside (down the columns), not row-major's 1 4 5 6.
+  expect_values(copied({2, 3}, {1, 1}, constant({1, 2, 3, 4, 5, 6}, {2, 3})),
+                {0, 1, 2, 3, 6, 0, 0, 0}, "[2, 3] strides [1, 1]");
+  expect_values(copied({2, 3}, {1, 1}, constant({1, 2, 3}, {3})), {0, 1, 2, 3, 3, 0, 0, 0},
+                "[2, 3] strides [1, 1], broadcast");
+  // The size-2 dim is already inside: row-major.
+  expect_values(copied({3, 2}, {1, 1}, constant({1, 2, 3, 4, 5, 6}, {3, 2})),
+                {0, 1, 3, 5, 6, 0, 0, 0}, "[3, 2] strides [1, 1]");
+  expect_values(copied({3, 2}, {1, 1}, constant({1, 2}, {2})), {0, 1, 1, 1, 2, 0, 0, 0},
+                "[3, 2] strides [1, 1], broadcast");
+  // The smaller stride goes inside.
+  expect_values(copied({2, 3}, {1, 2}, constant({1, 2, 3, 4, 5, 6}, {2, 3})),
+                {0, 1, 4, 2, 5, 3, 6, 0}, "[2, 3] strides [1, 2]");
+}
+
 // as_strided_backward's counts: an input that reads a storage element at several indices shares
 // its gradient among them (Note [as_strided gradients of overlapping inputs]).
 TEST(StridedViews, AsStridedOfOverlappingInputs) {

@@ -62,7 +62,8 @@ class Context {
     // the engine (Note [Hooks], engine/hooks.h).
     if (s.kind == StmtKind::kBackward) {
       for (int in : s.inputs) {
-        const bool interior = !leaf(in) || view_of_base_made_to_require_grad(in, stmt);
+        const bool interior =
+            !leaf(in) || view_of_base_made_to_require_grad(in, stmt) || written_through_a_view(in);
         if (interior && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
       }
     }
@@ -86,11 +87,13 @@ class Context {
         }
       }
       written_since_[v] = stmt;
+      written_values_.insert(s.args[0]);
     }
     // retain_grad() on a tensor with a history: it retains grad in both engines.
     if (s.kind == StmtKind::kRetainGrad && t[1] == "ok") {
       const int in = s.args[0];
-      const bool interior = !leaf(in) || view_of_base_made_to_require_grad(in, stmt);
+      const bool interior =
+          !leaf(in) || view_of_base_made_to_require_grad(in, stmt) || written_through_a_view(in);
       if (interior && !retained_since_.count(tensor(in))) retained_since_[tensor(in)] = stmt;
     }
     const bool call = s.kind == StmtKind::kBackward || s.kind == StmtKind::kGrad;
@@ -206,6 +209,23 @@ class Context {
     }
     return false;
   }
+  // Whether a recorded in-place write into a view of value v (through views and reshapes) left
+  // that view with a history (leaf=0 in its last record): the write gave v's tensor one too
+  // (CopySlices), though no record since showed v itself.
+  bool written_through_a_view(int v) const {
+    for (int w : written_values_) {
+      if (leaf(w)) continue;
+      int root = tensor(w);
+      for (const Stmt* made = producer(root); made; made = producer(root)) {
+        const bool view = makes_views(*made) || (made->kind == StmtKind::kOp &&
+                                                 made->instr.op == proptests::Op::kReshape);
+        if (!view) break;
+        root = tensor(made->kind == StmtKind::kOp ? made->instr.args[0] : made->args[0]);
+        if (root == tensor(v)) return true;
+      }
+    }
+    return false;
+  }
   // Whether the tensor retains grad (a non-leaf input of an earlier backward()) and PyTorch may
   // have run its retains-grad hook where the engine did not (extra-executions).
   bool extra_retained_grad(int v) const { return extra_retained_grads_.count(tensor(v)) > 0; }
@@ -250,6 +270,7 @@ class Context {
   std::set<int> extra_retained_grads_;  // retaining tensors PyTorch may have hooked alone
   std::set<int> moved_retains_grad_;    // tensors retains-grad-moved-by-output-nr befell
   std::map<int, int> written_since_;    // tensor -> its last recorded in-place write
+  std::set<int> written_values_;        // the values recorded in-place ops wrote, as named
   bool extra_frees_ = false;            // PyTorch may have freed saved tensors the engine kept
   bool recorded_inplace_ = false;       // an in-place op ran with grad mode on
   bool freed_after_extra_ = false;      // a call raised "freed" in both after extra frees
@@ -426,9 +447,11 @@ bool differentiated_regenerated_view(const Context& c, int before) {
 bool some_leaf_unrequested(const Context& c, const Stmt& call, int index) {
   const auto& stmts = c.program().stmts;
   if (call.kind == StmtKind::kBackward && call.inputs.empty()) {
+    // Or a view made under no_grad: it has no gradient edge, so a node whose gradient goes only
+    // there reaches no leaf (pin-version-error-behind-a-no-grad-view).
     return std::any_of(stmts.begin(), stmts.begin() + index, [](const Stmt& s) {
       return (s.kind == StmtKind::kSetRequiresGrad && !s.flag) ||
-             s.kind == StmtKind::kDetachInplace;
+             s.kind == StmtKind::kDetachInplace || (s.kind == StmtKind::kViewOp && s.flag);
     });
   }
   for (int i = 0; i < index; ++i) {
@@ -554,31 +577,43 @@ Excuse version_check_per_formula(const Pair& p) {
 // itself, which its node saves and the write then changes. So a later call that runs that node
 // raises the version error here alone, or, the graphs differing there, in PyTorch alone; the
 // comparison ends there.
-// The same where the target is unfold's windows that overlap (size above step), written with grad
-// mode on: PyTorch's CopySlices copies the write's gradient into those windows element by element,
-// so at an element two windows share the last copy wins; the engine's gradient differs there.
-// The comparison ends at the first differing .grad line after such a write.
-bool wrote_overlapping_windows_from_their_view(const Context& c, int before) {
+// The same where the target reaches one element at several indices (unfold's windows that
+// overlap, size above step, or an as_strided whose indices share elements), written with grad
+// mode on: PyTorch's CopySlices copies the write's gradient into those indices element by
+// element, so at an element two indices share the last copy wins; the engine's gradient differs
+// there. The comparison ends at the first differing .grad line, or grad() result line, after such
+// a write.
+bool reaches_an_element_twice(const Stmt& made) {
+  if (made.kind != StmtKind::kViewOp) return false;
+  if (made.view_op == ViewOp::kUnfold) return made.ints.size() == 3 && made.ints[1] > made.ints[2];
+  if (made.view_op != ViewOp::kAsStrided || made.shape.size() != made.strides.size()) return false;
+  std::vector<int64_t> offsets = {0};
+  for (size_t d = 0; d < made.shape.size(); ++d) {
+    std::vector<int64_t> next;
+    for (int64_t o : offsets) {
+      for (int64_t i = 0; i < made.shape[d]; ++i) next.push_back(o + i * made.strides[d]);
+    }
+    offsets = std::move(next);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+}
+
+bool wrote_into_overlapping_indices(const Context& c, int before) {
   const auto& stmts = c.program().stmts;
   for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
     const Stmt& s = stmts[i];
-    if (s.kind != StmtKind::kInplace || s.flag || s.args.size() < 2) continue;
+    if (s.kind != StmtKind::kInplace || s.flag || s.args.empty()) continue;
     const Stmt* made = c.producer(c.tensor(s.args[0]));
-    const bool windows = made && made->kind == StmtKind::kViewOp &&
-                         made->view_op == ViewOp::kUnfold && made->ints.size() == 3 &&
-                         made->ints[1] > made->ints[2];
-    if (windows && c.tensor(s.args[0]) != c.tensor(s.args[1]) &&
-        c.storage_root(s.args[0]) == c.storage_root(s.args[1])) {
-      return true;
-    }
+    if (made && reaches_an_element_twice(*made)) return true;
   }
   return false;
 }
 
 Excuse overlapping_operand_saved(const Pair& p) {
-  if (p.grad_line_value() >= 0 && wrote_overlapping_windows_from_their_view(p.c, p.index)) {
-    return Excuse::kStop;
-  }
+  const bool gradient_line =
+      p.grad_line_value() >= 0 || (p.s && p.s->kind == StmtKind::kGrad && p.result_line());
+  if (gradient_line && wrote_into_overlapping_indices(p.c, p.index)) return Excuse::kStop;
   const bool here = p.status("ok", "raise") && p.a.size() == 3 && p.a[2] == "version";
   const bool there = p.status("raise", "ok") && p.error() == "version";
   if (!autograd_call(p) || !(here || there)) return Excuse::kNone;
@@ -873,6 +908,21 @@ bool detached_after_write(const Context& c, int before) {
   return false;
 }
 
+// The other way round: whether, before statement `before`, a tensor detached in place was then
+// written in place with grad mode on, which gave it a history again: PyTorch's unpack of it reads
+// that history and goes on to the version error, where the engine (whose mark on the old node
+// cannot tell) raises the detached error (pin-saved-value-detached-then-written).
+bool written_after_detach(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  std::set<int> detached;
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    const Stmt& s = stmts[i];
+    if (s.kind == StmtKind::kDetachInplace) detached.insert(c.tensor(s.args[0]));
+    if (s.kind == StmtKind::kInplace && !s.flag && detached.count(c.tensor(s.args[0]))) return true;
+  }
+  return false;
+}
+
 // PyTorch 2.15 refuses a backward that unpacks a saved view made under no_grad, after a write
 // into its storage that autograd does not record, with the CreationMeta error meant for a write
 // under grad mode (view_error_for_version); the engine raises the version error a saved tensor
@@ -888,9 +938,11 @@ Excuse no_grad_view_saved_error(const Pair& p) {
   const bool view_vs_version = p.e.size() == 2 && p.a.size() == 3 && p.a[2] == "version";
   const bool version_vs_view = p.e.size() == 3 && p.e[2] == "version" && p.a.size() == 2;
   if (!view_vs_version && !version_vs_view) return Excuse::kNone;
-  // A saved tensor detached in place after a write raises PyTorch's error only at unpack.
+  // A saved tensor detached in place after a write raises PyTorch's error only at unpack; one
+  // written with grad mode on after detach_() raises PyTorch's version error there.
   const bool explained = view_error_for_version(p.c, p.index) ||
-                         (view_vs_version && detached_after_write(p.c, p.index));
+                         (view_vs_version && detached_after_write(p.c, p.index)) ||
+                         (version_vs_view && written_after_detach(p.c, p.index));
   return explained ? Excuse::kSkipBoth : Excuse::kNone;
 }
 
