@@ -168,6 +168,8 @@ class Tensor {
   int64_t stride(int64_t d) const;
   int64_t storage_offset() const { return impl_->offset; }
   bool is_contiguous() const { return impl_->strides == nullptr || impl_->strides->contiguous; }
+  // Whether the strides are the row-major ones of the shape, size-1 dims included (none kept).
+  bool has_row_major_strides() const { return impl_->strides == nullptr; }
   // Whether the two read one storage (a view and its base, two views of one base, an alias).
   bool shares_storage_with(const Tensor& o) const { return impl_->storage == o.impl_->storage; }
   // A view (of any view op) and its root base, as PyTorch's _is_view() and _base.

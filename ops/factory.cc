@@ -96,7 +96,7 @@ Tensor clone_as(const Tensor& t, const Shape* strides) {
 
 // memory_format=preserve (Note [Output layout of elementwise ops], ops/output_layout.h).
 Tensor clone(const Tensor& t) {
-  if (!t.defined() || t.is_contiguous()) return clone_as(t, nullptr);
+  if (!t.defined() || t.has_row_major_strides()) return clone_as(t, nullptr);
   const Shape strides = preserve_format_strides(layout_of(t));
   return clone_as(t, &strides);
 }

@@ -30,14 +30,16 @@ Shape output_strides(const Shape& shape, std::initializer_list<const Tensor*> op
 // gives it directly: contiguous operands, or Note [Output layout of elementwise ops]'s rule 2
 // with the dims in row-major order (a broadcast gradient times a scalar), told without
 // allocating. False where it is not, or not told: output_strides() then computes it.
-// Contiguous operands, the common case, are told inline, in a few instructions a call.
+// Operands with row-major strides, the common case, are told inline, in a few instructions a
+// call. A contiguous operand whose size-1 dims have other strides (Note [Strided tensors]) is not
+// told inline: TensorIterator reads those strides where the operands broadcast.
 bool strided_operands_give_contiguous_output(const Shape& shape,
                                              std::initializer_list<const Tensor*> operands,
                                              bool scalar);
 inline bool contiguous_output(const Shape& shape, std::initializer_list<const Tensor*> operands,
                               bool scalar = false) {
   for (const Tensor* t : operands) {
-    if (!t->is_contiguous())
+    if (!t->has_row_major_strides())
       return strided_operands_give_contiguous_output(shape, operands, scalar);
   }
   return true;

@@ -14,7 +14,8 @@
 //     is 0 (a broadcast dim) is skipped; a strictly smaller stride goes inner and decides; on
 //     equal strides the dim of smaller size goes inner (only a larger inner size swaps, else the
 //     next operand is asked); a pair no operand decides keeps its order. The output gets the
-//     dense strides of that order. Contiguous operands always give the identity order.
+//     dense strides of that order. Operands with row-major strides (size-1 dims included)
+//     always give the identity order.
 // clone() and empty_like() (memory_format=preserve) keep a non-overlapping and dense input's
 // strides, else the dense strides of the input's stride order (infer_dense_strides: rule 2 with
 // the one operand). An empty output is contiguous here (PyTorch's strides of an empty result are

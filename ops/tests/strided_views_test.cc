@@ -41,6 +41,22 @@ TEST(StridedViews, LayoutsAsPyTorch) {
   EXPECT_EQ(ops::expand(constant({1, 2}, {2}), {1, 1, 2}).strides(), Shape({2, 2, 1}));
   EXPECT_EQ(ops::expand(constant({1, 2, 3}, {3, 1}), {1, 3, 4}).strides(), Shape({3, 1, 0}));
   EXPECT_EQ(ops::expand(constant({1}, {}), {1, 3}).strides(), Shape({0, 0}));
+  // A contiguous view keeps its size-1 dims' strides, and elementwise outputs follow them where
+  // the operands broadcast (TensorIterator's order), as PyTorch's: v0.permute(1, 2, 0) is [3, 1, 1]
+  // with strides [1, 1, 3]; v1 * v0 has strides [1, 3, 9], v1 * 2 [1, 1, 3], v1.exp() [1, 1, 1].
+  Tensor v0 = constant({1, 2, 3}, {1, 3, 1});
+  Tensor v1 = ops::permute(v0, {1, 2, 0});
+  EXPECT_EQ(v1.strides(), Shape({1, 1, 3}));
+  EXPECT_TRUE(v1.is_contiguous());
+  EXPECT_TRUE(ops::contiguous(v1).is_same(v1));
+  Tensor product = ops::mul(v1, v0);
+  EXPECT_EQ(product.strides(), Shape({1, 3, 9}));
+  EXPECT_FALSE(product.is_contiguous());
+  expect_values(product, {1, 2, 3, 2, 4, 6, 3, 6, 9}, "broadcast product");
+  EXPECT_EQ(ops::mul(v1, 2.0).strides(), Shape({1, 1, 3}));
+  EXPECT_EQ(ops::exp(v1).strides(), Shape({1, 1, 1}));
+  EXPECT_EQ(ops::add(v1, v1).strides(), Shape({1, 1, 1}));
+  EXPECT_EQ(ops::clone(v1).strides(), Shape({1, 1, 3}));
   EXPECT_EQ(
       ops::view(ops::expand(ops::unfold(constant({1, 2}, {2}), 0, 2, 1), {2, 1, 2}), {2, 1, 2})
           .strides(),
