@@ -120,7 +120,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--findings")
       a.findings = v;
     else if (flag == "--modes-every")
-      a.modes_every = std::atoi(v.c_str());
+      a.modes_every = std::atoi(v);
     else if (flag == "--reduce-crashes")
       a.reduce_crashes.push_back(v);
     else

@@ -128,8 +128,8 @@ void check_modes(const ConformanceProgram& program) {
     stats.record("modes", std::string("failed to run: ") + e.what());
     return;
   }
-  if (!run) {
-    stats.record("modes", "programs without a functional core");
+  if (!run->skipped.empty()) {
+    stats.record("modes", "programs skipped: " + run->skipped);
     return;
   }
   ++tally.checked;
@@ -145,6 +145,11 @@ void check_modes(const ConformanceProgram& program) {
     }
   }
   stats.record("modes", "programs run in the modes");
+  const size_t ops = run->modes.stmts.back().body.size();
+  stats.record("modes: ops in the functional core", ops <= 1   ? "1"
+                                                    : ops <= 3 ? "2-3"
+                                                    : ops <= 7 ? "4-7"
+                                                               : "8 or more");
   for (const Mode& m : pytorch_modes()) {
     const bool raised = std::count(run->raised.begin(), run->raised.end(), m.name) > 0;
     stats.record(raised ? "modes: programs raised per mode" : "modes: programs run per mode",

@@ -382,12 +382,19 @@ std::string mode_repro_script(const ConformanceProgram& modes) {
          "print(\"the modes agree\")\n";
 }
 
-std::optional<ModeCheckRun> run_mode_check(const ConformanceProgram& program,
-                                           ForeignEngine& pytorch) {
-  const std::optional<FunctionalCore> core = functional_core(program);
-  if (!core) return std::nullopt;
+ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch) {
   ModeCheckRun run;
-  run.modes = mode_program(*core);
+  const std::optional<FunctionalCore> core = functional_core(program);
+  if (!core) {
+    run.skipped = "no functional core";
+    return run;
+  }
+  try {
+    run.modes = mode_program(*core);  // evaluates the core for its result's shape
+  } catch (const std::exception&) {
+    run.skipped = "the core raises";
+    return run;
+  }
   const Records theirs = pytorch.run(pytorch.script(run.modes, "mode check"));
   const Records ours = run_on_engine(run.modes);
   ModeCheckInput in = mode_check_input(run.modes, theirs, ours, &run.raised);

@@ -66,12 +66,13 @@ bool smooth_at_primals(const ConformanceProgram& modes, double step = 1e-6);
 std::string mode_repro_script(const ConformanceProgram& modes);
 
 struct ModeCheckRun {
+  // Why the program was not run in the modes: "no functional core", "the core raises" (one of its
+  // ops raises on this engine, as it did in the program); empty when it ran.
+  std::string skipped;
   ConformanceProgram modes;
   std::vector<std::string> raised;  // modes that raised in PyTorch
   ModeVerdict verdict;
 };
-// Nothing when the program has no functional core.
-std::optional<ModeCheckRun> run_mode_check(const ConformanceProgram& program,
-                                           ForeignEngine& pytorch);
+ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch);
 
 }  // namespace ag::proptests
