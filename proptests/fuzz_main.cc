@@ -10,7 +10,8 @@
 //   --modes [--modes-every N] (with --against): every (N-th) program's functional core also runs
 //       through PyTorch's modes (torch.autograd.grad, torch.func.vjp/jvp, forward_ad,
 //       torch.compile(backend="aot_eager")), compared with each other (Note [PyTorch against
-//       itself], proptests/conformance/mode_check.h); seconds per program (torch.compile)
+//       itself], proptests/conformance/mode_check.h); seconds per program (torch.compile);
+//       --modes-jax: with JAX's vjp and jvp, jit off and on, as answers too (jax_runtime.py)
 //   --findings DIR (with --against): every crashing program as it happens, and each crash
 //       signature's reduced program and standalone script at the end (fuzz_against.h);
 //       --no-reduce leaves the reductions to a later `--against E --reduce-crashes DIR/crashes.txt
@@ -55,6 +56,7 @@ struct Args {
   bool hooks = false;      // --against: programs with hooks too (hook_gen.h)
   bool modes = false;      // --against: the mode check too (mode_check.h)
   int modes_every = 1;     // --against --modes: on every N-th program
+  bool modes_jax = false;  // --against --modes: JAX's answers too
   std::vector<std::string> reduce_crashes;  // --against: reduce these crash logs, run nothing
   bool keep_going = false;                  // report a failing batch and go on with the next one
   bool no_shrink = false;                   // report a failing case unshrunk
@@ -66,7 +68,7 @@ struct Args {
       "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
       "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
       "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n"
-      "            [--hooks] [--modes [--modes-every N]] [--no-shrink]\n",
+      "            [--hooks] [--modes [--modes-every N] [--modes-jax]] [--no-shrink]\n",
       error);
   std::exit(2);
 }
@@ -83,8 +85,9 @@ Args parse(int argc, char** argv) {
       a.keep_going = true;
       continue;
     }
-    if (flag == "--modes") {
+    if (flag == "--modes" || flag == "--modes-jax") {
       a.modes = true;
+      a.modes_jax |= flag == "--modes-jax";
       continue;
     }
     if (flag == "--hooks") {
@@ -159,8 +162,8 @@ int run(Args a) {
     return 0;
   }
   if (!a.against.empty()) {
-    a.property = proptests::register_against(
-        {a.against, a.seed, a.findings, !a.no_reduce, a.hooks, a.modes, a.modes_every});
+    a.property = proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce, a.hooks,
+                                              a.modes, a.modes_every, a.modes_jax});
   }
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {

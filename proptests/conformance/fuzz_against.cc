@@ -34,6 +34,12 @@ std::unique_ptr<ForeignEngine>& foreign() {
   return engine;
 }
 
+// The mode check's second engine (--modes-jax), or none.
+std::unique_ptr<ForeignEngine>& jax() {
+  static std::unique_ptr<ForeignEngine> engine;
+  return engine;
+}
+
 AgainstOptions& options() {
   static AgainstOptions o;
   return o;
@@ -77,8 +83,9 @@ void write_file(const std::string& path, const std::string& text) {
 struct ModeTally {
   int64_t offered = 0;  // programs offered to it (every modes_every-th is checked)
   int64_t checked = 0;  // ... that had a functional core and ran
-  double seconds = 0;   // wall time of those runs, both engines
+  double seconds = 0;   // wall time of those runs, both engines (and JAX)
   std::vector<std::string> findings;
+  int64_t jax_disagreements = 0;  // with --modes-jax: JAX's answers against PyTorch's
 };
 
 ModeTally& mode_tally() {
@@ -123,7 +130,7 @@ void check_modes(const ConformanceProgram& program) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<ModeCheckRun> run;
   try {
-    run = run_mode_check(program, *foreign());
+    run = run_mode_check(program, *foreign(), jax().get());
   } catch (const std::exception& e) {
     stats.record("modes", std::string("failed to run: ") + e.what());
     return;
@@ -160,6 +167,21 @@ void check_modes(const ConformanceProgram& program) {
     out << "# " << id << ": raised in";
     for (const std::string& m : run->raised) out << " " << m;
     out << "\n" << to_text(run->modes) << "\n";
+  }
+  if (run->with_jax) {
+    for (const char* m : {"jax.vjp", "jax.jit(jax.vjp)", "jax.jvp", "jax.jit(jax.jvp)"}) {
+      const bool raised = std::count(run->jax_raised.begin(), run->jax_raised.end(), m) > 0;
+      stats.record(
+          raised ? "modes: programs raised per JAX mode" : "modes: programs run per JAX mode", m);
+    }
+    stats.record("mode verdict with JAX", mode_verdict_name(run->with_jax->kind));
+    if (run->with_jax->enters_findings()) {
+      ++tally.jax_disagreements;
+      if (!options().findings_dir.empty()) {
+        std::ofstream out(options().findings_dir + "/jax_disagreements.txt", std::ios::app);
+        out << "# " << id << ": " << run->with_jax->reason << "\n" << to_text(run->modes) << "\n";
+      }
+    }
   }
   stats.record("mode verdict", mode_verdict_name(run->verdict.kind));
   if (run->verdict.kind == ModeVerdictKind::kUndecided) {
@@ -283,6 +305,15 @@ std::string register_against(const AgainstOptions& o) {
     std::fprintf(stderr, "fuzz: --against %s: %s\n", o.engine.c_str(), e.what());
     std::exit(2);
   }
+  if (o.modes_jax) {
+    try {
+      jax() = make_foreign_engine("jax");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fuzz: --modes-jax: %s\n", e.what());
+      std::exit(2);
+    }
+    std::fprintf(stderr, "fuzz: mode check with %s\n", jax()->version().c_str());
+  }
   if (!o.findings_dir.empty()) std::filesystem::create_directories(o.findings_dir);
   std::fprintf(stderr, "fuzz: against %s\n", foreign()->version().c_str());
   proptests::register_property("Conformance", "AgainstForeignEngine", &against_foreign_engine);
@@ -358,6 +389,10 @@ std::string bug_class_report() {
                 t.checked ? t.seconds / static_cast<double>(t.checked) : 0.0, t.findings.size());
   out += line;
   for (const std::string& f : t.findings) out += "  " + f;
+  if (options().modes_jax) {
+    out += "  with JAX's answers too: " + std::to_string(t.jax_disagreements) +
+           " programs where they disagree with PyTorch's (jax_disagreements.txt)\n";
+  }
   return out;
 }
 

@@ -30,6 +30,9 @@ struct AgainstOptions {
   // findings_dir/mode_NN/ (program.txt, modes.txt, repro.py, verdict.txt).
   bool modes = false;
   int modes_every = 1;
+  // The mode check with JAX's answers too (jax_runtime.py; jit off and on): --modes-jax. Where JAX
+  // disagrees, the program goes to findings_dir/jax_disagreements.txt (not a PyTorch finding).
+  bool modes_jax = false;
 };
 
 // Starts the foreign engine (its interpreter: $AG_PEER_PYTHON or found, see foreign_engine.h)

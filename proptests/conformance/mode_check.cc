@@ -1,5 +1,6 @@
 #include "proptests/conformance/mode_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -297,6 +298,44 @@ ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& 
   return in;
 }
 
+void add_jax_answers(ModeCheckInput& in, const ConformanceProgram& modes, const Records& jax,
+                     std::vector<std::string>* raised) {
+  const ModeLayout l = layout(modes);
+  const std::vector<double> cotangent = leaf_value(l.leaves.at(l.primals)).to_vector();
+  std::vector<std::vector<double>> tangents;
+  for (size_t i = 0; i < l.primals; ++i) {
+    tangents.push_back(leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
+  }
+  const std::map<size_t, StatementValues> theirs = statement_values(jax);
+  size_t m = 0;
+  for (size_t i = 0; i < modes.stmts.size(); ++i) {
+    const Stmt& s = modes.stmts[i];
+    if (s.kind != StmtKind::kTransform) continue;
+    const Mode& mode = pytorch_modes().at(m++);
+    const char* name = mode.transform == TransformKind::kVjp           ? "jax.vjp"
+                       : mode.transform == TransformKind::kCompiledVjp ? "jax.jit(jax.vjp)"
+                       : mode.transform == TransformKind::kJvp         ? "jax.jvp"
+                       : mode.transform == TransformKind::kDualJvp     ? "jax.jit(jax.jvp)"
+                                                                       : nullptr;
+    if (!name) continue;
+    const auto it = theirs.find(i);
+    const Answers a =
+        answers(s, mode, it == theirs.end() ? nullptr : &it->second, cotangent, tangents);
+    if (!a.available) {
+      if (raised) raised->push_back(name);
+      continue;
+    }
+    // The quantities in mode_check_input's order: value, a gradient per primal, <c, J t>.
+    in.quantities.front().answers.push_back({name, a.value});
+    for (size_t g = 0; g < a.grads.size(); ++g) {
+      in.quantities.at(1 + g).answers.push_back({name, a.grads[g]});
+    }
+    ModeQuantity& directional = in.quantities.back();
+    directional.answers.push_back({name, {a.directional}});
+    directional.scale = std::max(directional.scale, a.magnitude);
+  }
+}
+
 bool smooth_at_primals(const ConformanceProgram& modes, double step) {
   const ModeLayout l = layout(modes);
   TensorList x;
@@ -382,7 +421,8 @@ std::string mode_repro_script(const ConformanceProgram& modes) {
          "print(\"the modes agree\")\n";
 }
 
-ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch) {
+ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch,
+                            ForeignEngine* jax) {
   ModeCheckRun run;
   const std::optional<FunctionalCore> core = functional_core(program);
   if (!core) {
@@ -395,13 +435,23 @@ ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& py
     run.skipped = "the core raises";
     return run;
   }
-  const Records theirs = pytorch.run(pytorch.script(run.modes, "mode check"));
+  const std::string script = pytorch.script(run.modes, "mode check");
+  const Records theirs = pytorch.run(script);
   const Records ours = run_on_engine(run.modes);
   ModeCheckInput in = mode_check_input(run.modes, theirs, ours, &run.raised);
-  run.verdict = decide_modes(in, mode_tolerance(false));
-  if (run.verdict.kind == ModeVerdictKind::kInconsistent) {
-    in.smooth = smooth_at_primals(run.modes);
-    run.verdict = decide_modes(in, mode_tolerance(false));
+  // The kink test costs a forward per element: only for a disagreement.
+  std::optional<bool> smooth;
+  auto decide = [&](ModeCheckInput& input) {
+    ModeVerdict v = decide_modes(input, mode_tolerance(false));
+    if (v.kind != ModeVerdictKind::kInconsistent) return v;
+    if (!smooth) smooth = smooth_at_primals(run.modes);
+    input.smooth = *smooth;
+    return decide_modes(input, mode_tolerance(false));
+  };
+  run.verdict = decide(in);
+  if (jax) {
+    add_jax_answers(in, run.modes, jax->run(script), &run.jax_raised);
+    run.with_jax = decide(in);
   }
   return run;
 }

@@ -57,6 +57,11 @@ ConformanceProgram mode_program(const FunctionalCore& core);
 // caller's, below); `raised` gets the modes whose statement PyTorch raised on.
 ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& pytorch,
                                 const Records& engine, std::vector<std::string>* raised = nullptr);
+// Adds JAX's answers from its records for the mode program (foreign_engine.h, jax_runtime.py):
+// "jax.vjp", "jax.jit(jax.vjp)", "jax.jvp", "jax.jit(jax.jvp)" (its eager_vjp is its vjp again,
+// left out); `raised` gets those that raised (an op JAX's namespace lacks, say).
+void add_jax_answers(ModeCheckInput& input, const ConformanceProgram& modes, const Records& jax,
+                     std::vector<std::string>* raised = nullptr);
 
 // Whether <c, f(x)> is smooth at the primals: the one-sided differences of every element agree
 // with the central one.
@@ -71,8 +76,13 @@ struct ModeCheckRun {
   std::string skipped;
   ConformanceProgram modes;
   std::vector<std::string> raised;  // modes that raised in PyTorch
-  ModeVerdict verdict;
+  ModeVerdict verdict;              // PyTorch's modes against each other
+  // With JAX: PyTorch's modes and JAX's, jit off and on, against each other (a disagreement of
+  // JAX's is not a finding about PyTorch; the driver logs it apart), and JAX's modes that raised.
+  std::optional<ModeVerdict> with_jax;
+  std::vector<std::string> jax_raised;
 };
-ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch);
+ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch,
+                            ForeignEngine* jax = nullptr);
 
 }  // namespace ag::proptests

@@ -120,6 +120,27 @@ TEST(ModeCheck, AModeThatRaisedIsLeftOut) {
   EXPECT_EQ(decide_modes(in, mode_tolerance(false)).kind, ModeVerdictKind::kConsistent);
 }
 
+// JAX's records (jax_runtime.py) stand in as the engine's: four more answers per quantity, two
+// per gradient; PyTorch's own verdict is not affected by them.
+TEST(ModeCheck, JaxAnswersJoinEveryQuantity) {
+  const ConformanceProgram modes = mode_program(*functional_core(parse_program(kProgram)));
+  const Records ours = run_on_engine(modes);
+  ModeCheckInput in = mode_check_input(modes, ours, ours);
+  std::vector<std::string> raised;
+  // JAX's jit(jvp) (statement 9, results v16 v17) with a doubled tangent.
+  add_jax_answers(in, modes, planted(ours, "s9 v17 "), &raised);
+  EXPECT_TRUE(raised.empty());
+  EXPECT_EQ(in.quantities[0].answers.size(), 9u);
+  EXPECT_EQ(in.quantities[1].answers.size(), 5u);
+  EXPECT_EQ(in.quantities[1].answers[3].mode, "jax.vjp");
+  EXPECT_EQ(in.quantities[1].answers[4].mode, "jax.jit(jax.vjp)");
+  in.smooth = smooth_at_primals(modes);
+  const ModeVerdict v = decide_modes(in, mode_tolerance(false));
+  ASSERT_EQ(v.kind, ModeVerdictKind::kInconsistent) << v.reason;
+  EXPECT_EQ(v.quantity, "<c, J t>");
+  EXPECT_EQ(v.disagreeing, std::vector<std::string>{"jax.jit(jax.jvp)"});
+}
+
 TEST(ModeCheck, TheStandaloneScriptSpellsEveryMode) {
   const std::string script =
       mode_repro_script(mode_program(*functional_core(parse_program(kProgram))));
