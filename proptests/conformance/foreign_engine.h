@@ -110,6 +110,7 @@ struct ForeignOptions {
   double time_limit_s = 60;  // per script; beyond it the engine hangs (0: no limit)
 };
 
+// "pytorch", and "jax" (the functional subset: programs of leaves, ops and transform statements).
 std::vector<std::string> foreign_engine_names();
 // Throws std::runtime_error naming what is missing (unknown name, no interpreter, no runtime).
 std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,

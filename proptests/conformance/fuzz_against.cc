@@ -299,6 +299,14 @@ std::string report_groups(const CrashGroups& groups, size_t max_groups) {
 
 std::string register_against(const AgainstOptions& o) {
   options() = o;
+  if (o.engine == "jax") {
+    // jax_runtime.py runs only transform statements on JAX; the rest of a program would be
+    // PyTorch's.
+    std::fprintf(stderr,
+                 "fuzz: --against jax: JAX runs the functional subset only; use "
+                 "--against pytorch --modes-jax\n");
+    std::exit(2);
+  }
   try {
     foreign() = make_foreign_engine(o.engine);
   } catch (const std::exception& e) {

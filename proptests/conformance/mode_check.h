@@ -21,6 +21,9 @@
 //      forward (as Note [Independent answers for a grad() result] does for grad() results).
 // An inconsistency is a finding of the bug class "mode inconsistency" (Note [Bug classes]); its
 // standalone script (mode_repro_script) needs only PyTorch and asserts that the modes agree.
+// With `--modes-jax` the same script also runs on JAX (jax_runtime.py: jax.vjp and jax.jvp, jit
+// off and on), whose answers join PyTorch's in a second verdict (add_jax_answers): a disagreement
+// there is logged apart, as it may be JAX's or a convention (a subgradient at a tie is a kink).
 
 #include <optional>
 #include <string>
