@@ -16,6 +16,7 @@
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/mode_check.h"
+#include "proptests/conformance/mode_repro.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
 #include "proptests/foreign/bug_class.h"
@@ -392,7 +393,7 @@ std::string bug_class_report() {
   char line[200];
   std::snprintf(line, sizeof(line),
                 "mode check (Note [PyTorch against itself]): %lld of %lld programs offered had a "
-                "functional core and ran, %.2f s each; %zu inconsistencies\n",
+                "functional core and ran, %.2f s each; inconsistent: %zu\n",
                 static_cast<long long>(t.checked), static_cast<long long>(t.offered),
                 t.checked ? t.seconds / static_cast<double>(t.checked) : 0.0, t.findings.size());
   out += line;

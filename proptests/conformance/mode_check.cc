@@ -9,7 +9,6 @@
 #include "ops/ops.h"
 #include "proptests/conformance/engine_runner.h"
 #include "proptests/conformance/text.h"
-#include "proptests/conformance/torch_script.h"
 #include "proptests/ops/composition.h"
 
 namespace ag::proptests {
@@ -39,10 +38,6 @@ std::optional<std::set<size_t>> pure_cone(const ConformanceProgram& p,
   return cone;
 }
 
-Tensor leaf_value(const Stmt& leaf) {
-  return ops::uniform(leaf.shape, -1.0, 1.0, leaf.seed, DType::kFloat64);
-}
-
 // The body's result at `primals`, grad mode off.
 Tensor evaluate(const std::vector<Instr>& body, TensorList values) {
   NoGradGuard no_grad;
@@ -52,24 +47,6 @@ Tensor evaluate(const std::vector<Instr>& body, TensorList values) {
     values.push_back(run_instr(in, args));
   }
   return values.back();
-}
-
-struct ModeLayout {
-  size_t primals = 0;  // k: primals v0..v(k-1), cotangent vk, tangents v(k+1)..v(2k)
-  std::vector<Stmt> leaves;
-  std::vector<Instr> body;
-};
-
-ModeLayout layout(const ConformanceProgram& modes) {
-  ModeLayout out;
-  for (const Stmt& s : modes.stmts) {
-    if (s.kind == StmtKind::kLeaf) out.leaves.push_back(s);
-    if (s.kind == StmtKind::kTransform && out.body.empty()) {
-      out.body = s.body;
-      out.primals = static_cast<size_t>(s.num_primals);
-    }
-  }
-  return out;
 }
 
 // Statement index -> the values of its results (value id -> elements), or "raised".
@@ -142,20 +119,23 @@ Answers answers(const Stmt& s, const Mode& mode, const StatementValues* v,
   return a;
 }
 
-std::string py_values(const Tensor& t) {
-  std::string out = "torch.tensor([";
-  const std::vector<double> xs = t.to_vector();
-  for (size_t i = 0; i < xs.size(); ++i) {
-    out += (i ? ", " : "") + torch_float(xs[i], TorchSpelling::kPlainTorch);
-  }
-  out += "], dtype=torch.float64).reshape([";
-  for (size_t i = 0; i < t.shape().size(); ++i) {
-    out += (i ? ", " : "") + std::to_string(t.shape()[i]);
-  }
-  return out + "])";
+}  // namespace
+
+Tensor mode_leaf_value(const Stmt& leaf) {
+  return ops::uniform(leaf.shape, -1.0, 1.0, leaf.seed, DType::kFloat64);
 }
 
-}  // namespace
+ModeLayout mode_layout(const ConformanceProgram& modes) {
+  ModeLayout out;
+  for (const Stmt& s : modes.stmts) {
+    if (s.kind == StmtKind::kLeaf) out.leaves.push_back(s);
+    if (s.kind == StmtKind::kTransform && out.body.empty()) {
+      out.body = s.body;
+      out.primals = static_cast<size_t>(s.num_primals);
+    }
+  }
+  return out;
+}
 
 std::optional<FunctionalCore> functional_core(const ConformanceProgram& p) {
   std::map<int, size_t> maker;
@@ -213,7 +193,7 @@ ConformanceProgram mode_program(const FunctionalCore& core) {
     primals.push_back(i);
   }
   TensorList values;
-  for (const Stmt& s : core.leaves) values.push_back(leaf_value(s));
+  for (const Stmt& s : core.leaves) values.push_back(mode_leaf_value(s));
   const uint64_t base = core.leaves.front().seed * 31 + 7;
   auto extra_leaf = [&](const Shape& shape, uint64_t n) {
     Stmt leaf;
@@ -251,11 +231,11 @@ ConformanceProgram mode_program(const FunctionalCore& core) {
 
 ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& pytorch,
                                 const Records& engine, std::vector<std::string>* raised) {
-  const ModeLayout l = layout(modes);
-  const std::vector<double> cotangent = leaf_value(l.leaves.at(l.primals)).to_vector();
+  const ModeLayout l = mode_layout(modes);
+  const std::vector<double> cotangent = mode_leaf_value(l.leaves.at(l.primals)).to_vector();
   std::vector<std::vector<double>> tangents;
   for (size_t i = 0; i < l.primals; ++i) {
-    tangents.push_back(leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
+    tangents.push_back(mode_leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
   }
   const std::map<size_t, StatementValues> theirs = statement_values(pytorch);
   const std::map<size_t, StatementValues> ours = statement_values(engine);
@@ -300,11 +280,11 @@ ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& 
 
 void add_jax_answers(ModeCheckInput& in, const ConformanceProgram& modes, const Records& jax,
                      std::vector<std::string>* raised) {
-  const ModeLayout l = layout(modes);
-  const std::vector<double> cotangent = leaf_value(l.leaves.at(l.primals)).to_vector();
+  const ModeLayout l = mode_layout(modes);
+  const std::vector<double> cotangent = mode_leaf_value(l.leaves.at(l.primals)).to_vector();
   std::vector<std::vector<double>> tangents;
   for (size_t i = 0; i < l.primals; ++i) {
-    tangents.push_back(leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
+    tangents.push_back(mode_leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
   }
   const std::map<size_t, StatementValues> theirs = statement_values(jax);
   size_t m = 0;
@@ -337,10 +317,10 @@ void add_jax_answers(ModeCheckInput& in, const ConformanceProgram& modes, const 
 }
 
 bool smooth_at_primals(const ConformanceProgram& modes, double step) {
-  const ModeLayout l = layout(modes);
+  const ModeLayout l = mode_layout(modes);
   TensorList x;
-  for (size_t i = 0; i < l.primals; ++i) x.push_back(leaf_value(l.leaves[i]));
-  const std::vector<double> c = leaf_value(l.leaves.at(l.primals)).to_vector();
+  for (size_t i = 0; i < l.primals; ++i) x.push_back(mode_leaf_value(l.leaves[i]));
+  const std::vector<double> c = mode_leaf_value(l.leaves.at(l.primals)).to_vector();
   auto objective = [&](const TensorList& at) {
     double unused = 0;
     return dot(c, evaluate(l.body, at).to_vector(), &unused);
@@ -361,64 +341,6 @@ bool smooth_at_primals(const ConformanceProgram& modes, double step) {
     }
   }
   return true;
-}
-
-std::string mode_repro_script(const ConformanceProgram& modes) {
-  const ModeLayout l = layout(modes);
-  std::string f = "def f(";
-  for (size_t i = 0; i < l.primals; ++i) f += (i ? ", v" : "v") + std::to_string(i);
-  f += "):\n";
-  int next = static_cast<int>(l.primals);
-  for (const Instr& in : l.body) {
-    f += "    v" + std::to_string(next++) + " = " + torch_op_expr(in, TorchSpelling::kPlainTorch) +
-         "\n";
-  }
-  f += "    return v" + std::to_string(next - 1) + "\n";
-  auto tensors = [&](size_t from, size_t count) {
-    std::string out = "[";
-    for (size_t i = from; i < from + count; ++i) {
-      out += std::string(i > from ? ",\n     " : "") + py_values(leaf_value(l.leaves.at(i)));
-    }
-    return out + "]";
-  };
-  return "# PyTorch's modes on one function (Note [PyTorch against itself], mode_check.h).\n"
-         "import torch\n"
-         "fwAD = torch.autograd.forward_ad\n\n\n" +
-         f + "\n\nx = " + tensors(0, l.primals) +
-         "\nc = " + py_values(leaf_value(l.leaves.at(l.primals))) +
-         "\nt = " + tensors(l.primals + 1, l.primals) +
-         "\n\n\n"
-         "def reverse(fn):\n"
-         "    xs = [a.clone().requires_grad_(True) for a in x]\n"
-         "    out = fn(*xs)\n"
-         "    if not out.requires_grad:\n"
-         "        return out.detach(), [torch.zeros_like(a) for a in x]\n"
-         "    grads = torch.autograd.grad(out, xs, c, allow_unused=True, materialize_grads=True)\n"
-         "    return out.detach(), list(grads)\n\n\n"
-         "out, pullback = torch.func.vjp(f, *x)\n"
-         "backward = {\"torch.func.vjp\": (out, list(pullback(c)))}\n"
-         "backward[\"torch.autograd.grad\"] = reverse(f)\n"
-         "backward[\"torch.compile(aot_eager)\"] = reverse(torch.compile(f, "
-         "backend=\"aot_eager\"))\n"
-         "forward = {\"torch.func.jvp\": torch.func.jvp(f, tuple(x), tuple(t))}\n"
-         "with fwAD.dual_level():\n"
-         "    p, u = fwAD.unpack_dual(f(*[fwAD.make_dual(a, b) for a, b in zip(x, t)]))\n"
-         "    forward[\"forward_ad\"] = (p.clone(), torch.zeros_like(p) if u is None else "
-         "u.clone())\n"
-         "value, grads = backward[\"torch.func.vjp\"]\n"
-         "want = sum((g * b).sum() for g, b in zip(grads, t))\n"
-         "close = dict(rtol=1e-9, atol=1e-12)\n"
-         "for mode, (o, gs) in backward.items():\n"
-         "    assert torch.allclose(o, value, **close), f\"{mode}: value {o} against {value}\"\n"
-         "    for i, (g, h) in enumerate(zip(gs, grads)):\n"
-         "        assert torch.allclose(g, h, **close), f\"{mode}: grad of input {i} {g} against "
-         "{h}\"\n"
-         "for mode, (o, u) in forward.items():\n"
-         "    assert torch.allclose(o, value, **close), f\"{mode}: value {o} against {value}\"\n"
-         "    got = (c * u).sum()\n"
-         "    assert torch.allclose(got, want, rtol=1e-9, atol=1e-10), f\"{mode}: <c, J t> {got} "
-         "against {want}\"\n"
-         "print(\"the modes agree\")\n";
 }
 
 ModeCheckRun run_mode_check(const ConformanceProgram& program, ForeignEngine& pytorch,

@@ -20,15 +20,17 @@
 //      forward: <c, jvp>), with a kink tested by finite differences of <c, f(x)> on this engine's
 //      forward (as Note [Independent answers for a grad() result] does for grad() results).
 // An inconsistency is a finding of the bug class "mode inconsistency" (Note [Bug classes]); its
-// standalone script (mode_repro_script) needs only PyTorch and asserts that the modes agree.
-// With `--modes-jax` the same script also runs on JAX (jax_runtime.py: jax.vjp and jax.jvp, jit
-// off and on), whose answers join PyTorch's in a second verdict (add_jax_answers): a disagreement
-// there is logged apart, as it may be JAX's or a convention (a subgradient at a tie is a kink).
+// standalone script (mode_repro_script, mode_repro.h) needs only PyTorch and asserts that the modes
+// agree. With `--modes-jax` the same script also runs on JAX (jax_runtime.py: jax.vjp and jax.jvp,
+// jit off and on), whose answers join PyTorch's in a second verdict (add_jax_answers): a
+// disagreement there is logged apart, as it may be JAX's or a convention (a subgradient at a tie is
+// a kink).
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/tensor.h"
 #include "proptests/conformance/foreign_engine.h"
 #include "proptests/conformance/program.h"
 #include "proptests/conformance/records.h"
@@ -43,6 +45,17 @@ struct FunctionalCore {
   std::vector<Instr> body;
 };
 std::optional<FunctionalCore> functional_core(const ConformanceProgram& program);
+
+// The mode program's parts: its leaves (the primals, the cotangent, a tangent per primal) and its
+// transform statements' body.
+struct ModeLayout {
+  size_t primals = 0;  // k: primals v0..v(k-1), cotangent vk, tangents v(k+1)..v(2k)
+  std::vector<Stmt> leaves;
+  std::vector<Instr> body;
+};
+ModeLayout mode_layout(const ConformanceProgram& modes);
+// A leaf statement's values (float64, as the engine and torch_runtime.py's leaf() make them).
+Tensor mode_leaf_value(const Stmt& leaf);
 
 // PyTorch's modes in the mode program's order, with the names the verdict uses.
 struct Mode {
@@ -69,9 +82,6 @@ void add_jax_answers(ModeCheckInput& input, const ConformanceProgram& modes, con
 // Whether <c, f(x)> is smooth at the primals: the one-sided differences of every element agree
 // with the central one.
 bool smooth_at_primals(const ConformanceProgram& modes, double step = 1e-6);
-
-// Plain PyTorch (leaf values written out) that runs the modes and asserts that they agree.
-std::string mode_repro_script(const ConformanceProgram& modes);
 
 struct ModeCheckRun {
   // Why the program was not run in the modes: "no functional core", "the core raises" (one of its

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "proptests/conformance/engine_runner.h"
+#include "proptests/conformance/mode_repro.h"
 #include "proptests/conformance/text.h"
 
 namespace ag::proptests {
