@@ -7,6 +7,11 @@
 //       conformance programs against a live PyTorch (proptests/conformance/fuzz_against.h)
 //   --hooks (with --against): the programs get hook statements too (Note [Conformance hooks],
 //       proptests/conformance/program.h)
+//   --modes [--modes-every N] (with --against): every (N-th) program's functional core also runs
+//       through PyTorch's modes (torch.autograd.grad, torch.func.vjp/jvp, forward_ad,
+//       torch.compile(backend="aot_eager")), compared with each other (Note [PyTorch against
+//       itself], proptests/conformance/mode_check.h); seconds per program (torch.compile);
+//       --modes-jax: with JAX's vjp and jvp, jit off and on, as answers too (jax_runtime.py)
 //   --findings DIR (with --against): every crashing program as it happens, and each crash
 //       signature's reduced program and standalone script at the end (fuzz_against.h);
 //       --no-reduce leaves the reductions to a later `--against E --reduce-crashes DIR/crashes.txt
@@ -49,6 +54,9 @@ struct Args {
   std::string findings;    // --against: where crashes and their reduced scripts go
   bool no_reduce = false;  // --against: log the crashes, reduce none at the end
   bool hooks = false;      // --against: programs with hooks too (hook_gen.h)
+  bool modes = false;      // --against: the mode check too (mode_check.h)
+  int modes_every = 1;     // --against --modes: on every N-th program
+  bool modes_jax = false;  // --against --modes: JAX's answers too
   std::vector<std::string> reduce_crashes;  // --against: reduce these crash logs, run nothing
   bool keep_going = false;                  // report a failing batch and go on with the next one
   bool no_shrink = false;                   // report a failing case unshrunk
@@ -60,7 +68,7 @@ struct Args {
       "fuzz: %s\nusage: fuzz [--seed S] [--iterations N | --seconds T] [--property NAME]\n"
       "            [--max-nodes K] [--batch B] [--batch-seed X] [--list] [--against ENGINE]\n"
       "            [--keep-going] [--findings DIR] [--no-reduce] [--reduce-crashes LOG]...\n"
-      "            [--hooks] [--no-shrink]\n",
+      "            [--hooks] [--modes [--modes-every N] [--modes-jax]] [--no-shrink]\n",
       error);
   std::exit(2);
 }
@@ -75,6 +83,11 @@ Args parse(int argc, char** argv) {
     }
     if (flag == "--keep-going") {
       a.keep_going = true;
+      continue;
+    }
+    if (flag == "--modes" || flag == "--modes-jax") {
+      a.modes = true;
+      a.modes_jax |= flag == "--modes-jax";
       continue;
     }
     if (flag == "--hooks") {
@@ -109,6 +122,8 @@ Args parse(int argc, char** argv) {
       a.against = v;
     else if (flag == "--findings")
       a.findings = v;
+    else if (flag == "--modes-every")
+      a.modes_every = std::atoi(v);
     else if (flag == "--reduce-crashes")
       a.reduce_crashes.push_back(v);
     else
@@ -147,8 +162,8 @@ int run(Args a) {
     return 0;
   }
   if (!a.against.empty()) {
-    a.property =
-        proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce, a.hooks});
+    a.property = proptests::register_against({a.against, a.seed, a.findings, !a.no_reduce, a.hooks,
+                                              a.modes, a.modes_every, a.modes_jax});
   }
   std::vector<const NamedProperty*> selected;
   for (const NamedProperty& p : property_registry()) {

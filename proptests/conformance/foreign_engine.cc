@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+#include <utility>
 
 #include "proptests/conformance/torch_script.h"
 
@@ -50,19 +51,27 @@ std::string find_package_file(const std::string& file) {
   throw std::runtime_error("cannot find " + rel + " (run through bazel, or from the workspace)");
 }
 
+// PyTorch, or JAX for the functional subset: jax_runtime.py runs the same scripts through
+// torch_runtime.py with the transform statements on JAX (its docstring).
 class PyTorchEngine final : public ForeignEngine {
  public:
-  explicit PyTorchEngine(const ForeignOptions& o)
-      : runtime_(o.runtime.empty() ? find_package_file("torch_runtime.py") : o.runtime),
+  // `name` "pytorch" (torch_runtime.py) or "jax" (jax_runtime.py).
+  PyTorchEngine(const ForeignOptions& o, std::string name)
+      : name_(std::move(name)),
+        runtime_(o.runtime.empty()
+                     ? find_package_file(name_ == "jax" ? "jax_runtime.py" : "torch_runtime.py")
+                     : o.runtime),
         python_(find_python(o.python)),
         time_limit_s_(o.time_limit_s),
         server_({python_, runtime_, "--serve"}, o.time_limit_s) {}
 
-  std::string name() const override { return "pytorch"; }
+  std::string name() const override { return name_; }
   std::string version() override {
-    return "torch " +
-           capture(shell_quote(python_) + " -c 'import torch; print(torch.__version__)'") + " (" +
-           python_ + ")";
+    const std::string module = name_ == "jax" ? "jax" : "torch";
+    return module + " " +
+           capture(shell_quote(python_) + " -c 'import " + module + "; print(" + module +
+                   ".__version__)'") +
+           " (" + python_ + ")";
   }
   std::string script(const ConformanceProgram& p, const std::string& title) const override {
     return torch_script(p, title);
@@ -147,6 +156,7 @@ class PyTorchEngine final : public ForeignEngine {
         "interpreter in AG_PEER_PYTHON (export also takes --python)");
   }
 
+  std::string name_;
   std::string runtime_;
   std::string python_;
   double time_limit_s_;
@@ -296,12 +306,12 @@ ForeignOutcome run_process(const std::vector<std::string>& argv, double time_lim
   return ForeignOutcome::from_wait_status(status, hung, std::move(text));
 }
 
-std::vector<std::string> foreign_engine_names() { return {"pytorch"}; }
+std::vector<std::string> foreign_engine_names() { return {"pytorch", "jax"}; }
 
 std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,
                                                    const ForeignOptions& options) {
-  if (name == "pytorch") return std::make_unique<PyTorchEngine>(options);
-  throw std::runtime_error("unknown foreign engine '" + name + "' (known: pytorch)");
+  if (name == "pytorch" || name == "jax") return std::make_unique<PyTorchEngine>(options, name);
+  throw std::runtime_error("unknown foreign engine '" + name + "' (known: pytorch, jax)");
 }
 
 }  // namespace ag::proptests

@@ -8,9 +8,11 @@
 //             script over torch_runtime.py's helpers), readable and runnable by hand;
 //   run():    the script's records, from the engine itself.
 // Adapters that run in an interpreter share ScriptServer: one long-lived process (e.g.
-// `python3 torch_runtime.py --serve`) fed scripts over a pipe. Adding JAX means a jax_script.cc
-// renderer, a jax_runtime.py with the same record format (records.h), and one entry in
-// make_foreign_engine().
+// `python3 torch_runtime.py --serve`) fed scripts over a pipe. JAX ("jax") runs the functional
+// subset only (leaves, ops, transform statements: the mode check's programs, Note [PyTorch
+// against itself]): jax_runtime.py runs PyTorch's scripts through torch_runtime.py with the
+// transform statements' bodies on JAX, so it needs no renderer of its own; whole programs in JAX
+// would need a jax_script.cc renderer with the same record format (records.h).
 
 #include <sys/types.h>
 
@@ -108,6 +110,7 @@ struct ForeignOptions {
   double time_limit_s = 60;  // per script; beyond it the engine hangs (0: no limit)
 };
 
+// "pytorch", and "jax" (the functional subset: programs of leaves, ops and transform statements).
 std::vector<std::string> foreign_engine_names();
 // Throws std::runtime_error naming what is missing (unknown name, no interpreter, no runtime).
 std::unique_ptr<ForeignEngine> make_foreign_engine(const std::string& name,

@@ -3,6 +3,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,8 @@
 
 #include "proptests/conformance/comparison.h"
 #include "proptests/conformance/foreign_engine.h"
+#include "proptests/conformance/mode_check.h"
+#include "proptests/conformance/mode_repro.h"
 #include "proptests/conformance/program_gen.h"
 #include "proptests/conformance/reduce.h"
 #include "proptests/foreign/bug_class.h"
@@ -28,6 +31,12 @@ namespace ag::proptests {
 namespace {
 
 std::unique_ptr<ForeignEngine>& foreign() {
+  static std::unique_ptr<ForeignEngine> engine;
+  return engine;
+}
+
+// The mode check's second engine (--modes-jax), or none.
+std::unique_ptr<ForeignEngine>& jax() {
   static std::unique_ptr<ForeignEngine> engine;
   return engine;
 }
@@ -71,6 +80,121 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// The mode check's tally (Note [PyTorch against itself]).
+struct ModeTally {
+  int64_t offered = 0;  // programs offered to it (every modes_every-th is checked)
+  int64_t checked = 0;  // ... that had a functional core and ran
+  double seconds = 0;   // wall time of those runs, both engines (and JAX)
+  std::vector<std::string> findings;
+  int64_t jax_disagreements = 0;  // with --modes-jax: JAX's answers against PyTorch's
+};
+
+ModeTally& mode_tally() {
+  static ModeTally t;
+  return t;
+}
+
+// Fresh `python` processes for an inconsistency's standalone script.
+constexpr int kModeConfirmations = 10;
+// Inconsistencies confirmed and written out (each confirmation costs seconds per process).
+constexpr size_t kMaxModeFindings = 5;
+
+void write_mode_finding(const ConformanceProgram& program, const ModeCheckRun& run,
+                        const std::string& id) {
+  const std::string script = mode_repro_script(run.modes);
+  int failed = 0;
+  for (int i = 0; i < kModeConfirmations; ++i) {
+    const std::optional<ForeignOutcome> o = foreign()->run_standalone(script);
+    failed += o && o->exit_code != 0 && o->stderr_text.find("AssertionError") != std::string::npos;
+  }
+  const std::string confirmation = "standalone script: the modes disagreed in " +
+                                   std::to_string(failed) + " of " +
+                                   std::to_string(kModeConfirmations) + " fresh processes\n";
+  mode_tally().findings.push_back(id + ": " + run.verdict.reason + "\n" + confirmation);
+  if (options().findings_dir.empty()) return;
+  char name[32];
+  std::snprintf(name, sizeof(name), "/mode_%02zu", mode_tally().findings.size() - 1);
+  const std::string dir = options().findings_dir + name;
+  std::filesystem::create_directories(dir);
+  write_file(dir + "/program.txt", "# " + id + "\n" + to_text(program));
+  write_file(dir + "/modes.txt", to_text(run.modes));
+  write_file(dir + "/repro.py", script);
+  write_file(dir + "/verdict.txt",
+             std::string("mode inconsistency: ") + run.verdict.reason + "\n" + confirmation);
+}
+
+// The program's functional core through PyTorch's modes, every modes_every-th program.
+void check_modes(const ConformanceProgram& program) {
+  ModeTally& tally = mode_tally();
+  if (tally.offered++ % std::max(1, options().modes_every) != 0) return;
+  auto& stats = proptests::fuzz_stats();
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<ModeCheckRun> run;
+  try {
+    run = run_mode_check(program, *foreign(), jax().get());
+  } catch (const std::exception& e) {
+    stats.record("modes", std::string("failed to run: ") + e.what());
+    return;
+  }
+  if (!run->skipped.empty()) {
+    stats.record("modes", "programs skipped: " + run->skipped);
+    return;
+  }
+  ++tally.checked;
+  tally.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  coverage().add_mode_check(run->modes);
+  const std::string id = "seed " + std::to_string(options().seed) + " program " +
+                         std::to_string(stats.snapshot().graphs);
+  if (const std::optional<ForeignOutcome> crash = foreign()->take_crash()) {
+    if (const std::optional<Signature> sig = crash_signature(*crash)) {
+      stats.record("foreign engine crashed", crash_kind_name(sig->kind));
+      crash_groups().add(*sig, id + " (mode check)", to_text(run->modes));
+      log_crash(*sig, id + " (mode check)", to_text(run->modes));
+    }
+  }
+  stats.record("modes", "programs run in the modes");
+  const size_t ops = run->modes.stmts.back().body.size();
+  stats.record("modes: ops in the functional core", ops <= 1   ? "1"
+                                                    : ops <= 3 ? "2-3"
+                                                    : ops <= 7 ? "4-7"
+                                                               : "8 or more");
+  for (const Mode& m : pytorch_modes()) {
+    const bool raised = std::count(run->raised.begin(), run->raised.end(), m.name) > 0;
+    stats.record(raised ? "modes: programs raised per mode" : "modes: programs run per mode",
+                 m.name);
+  }
+  if (!run->raised.empty() && !options().findings_dir.empty()) {
+    std::ofstream out(options().findings_dir + "/mode_raises.txt", std::ios::app);
+    out << "# " << id << ": raised in";
+    for (const std::string& m : run->raised) out << " " << m;
+    out << "\n" << to_text(run->modes) << "\n";
+  }
+  if (run->with_jax) {
+    for (const char* m : {"jax.vjp", "jax.jit(jax.vjp)", "jax.jvp", "jax.jit(jax.jvp)"}) {
+      const bool raised = std::count(run->jax_raised.begin(), run->jax_raised.end(), m) > 0;
+      stats.record(
+          raised ? "modes: programs raised per JAX mode" : "modes: programs run per JAX mode", m);
+    }
+    stats.record("mode verdict with JAX", mode_verdict_name(run->with_jax->kind));
+    if (run->with_jax->enters_findings()) {
+      ++tally.jax_disagreements;
+      if (!options().findings_dir.empty()) {
+        std::ofstream out(options().findings_dir + "/jax_disagreements.txt", std::ios::app);
+        out << "# " << id << ": " << run->with_jax->reason << "\n" << to_text(run->modes) << "\n";
+      }
+    }
+  }
+  stats.record("mode verdict", mode_verdict_name(run->verdict.kind));
+  if (run->verdict.kind == ModeVerdictKind::kUndecided) {
+    stats.record("mode verdict: undecided because", run->verdict.reason.substr(0, 40));
+  }
+  if (run->verdict.enters_findings()) {
+    std::fprintf(stderr, "fuzz: mode inconsistency (%s): %s\n%s", id.c_str(),
+                 run->verdict.reason.c_str(), to_text(run->modes).c_str());
+    if (tally.findings.size() < kMaxModeFindings) write_mode_finding(program, *run, id);
+  }
+}
+
 void against_foreign_engine() {
   const ConformanceSpec spec = *program_spec_gen(options().hooks);
   const ConformanceProgram program = build_program(spec);
@@ -106,6 +230,7 @@ void against_foreign_engine() {
     stats.record("hooks", fires > 0 ? "programs with a hook firing" : "programs without");
     for (int64_t k = 0; k < fires; ++k) stats.record("hooks", "firings in the expected records");
   }
+  if (options().modes) check_modes(program);
   if (!c.ok()) {
     last_mismatch() = program;
     // A disagreement on a grad() result's values goes before the independent answers (Note
@@ -175,11 +300,28 @@ std::string report_groups(const CrashGroups& groups, size_t max_groups) {
 
 std::string register_against(const AgainstOptions& o) {
   options() = o;
+  if (o.engine == "jax") {
+    // jax_runtime.py runs only transform statements on JAX; the rest of a program would be
+    // PyTorch's.
+    std::fprintf(stderr,
+                 "fuzz: --against jax: JAX runs the functional subset only; use "
+                 "--against pytorch --modes-jax\n");
+    std::exit(2);
+  }
   try {
     foreign() = make_foreign_engine(o.engine);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz: --against %s: %s\n", o.engine.c_str(), e.what());
     std::exit(2);
+  }
+  if (o.modes_jax) {
+    try {
+      jax() = make_foreign_engine("jax");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fuzz: --modes-jax: %s\n", e.what());
+      std::exit(2);
+    }
+    std::fprintf(stderr, "fuzz: mode check with %s\n", jax()->version().c_str());
   }
   if (!o.findings_dir.empty()) std::filesystem::create_directories(o.findings_dir);
   std::fprintf(stderr, "fuzz: against %s\n", foreign()->version().c_str());
@@ -244,6 +386,23 @@ std::string reduce_logged_crashes(const AgainstOptions& o, const std::vector<std
   return out + report_groups(groups, max_groups);
 }
 
-std::string bug_class_report() { return coverage().report(); }
+std::string bug_class_report() {
+  std::string out = coverage().report();
+  if (!options().modes) return out;
+  const ModeTally& t = mode_tally();
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "mode check (Note [PyTorch against itself]): %lld of %lld programs offered had a "
+                "functional core and ran, %.2f s each; inconsistent: %zu\n",
+                static_cast<long long>(t.checked), static_cast<long long>(t.offered),
+                t.checked ? t.seconds / static_cast<double>(t.checked) : 0.0, t.findings.size());
+  out += line;
+  for (const std::string& f : t.findings) out += "  " + f;
+  if (options().modes_jax) {
+    out += "  with JAX's answers too: " + std::to_string(t.jax_disagreements) +
+           " programs where they disagree with PyTorch's (jax_disagreements.txt)\n";
+  }
+  return out;
+}
 
 }  // namespace ag::proptests

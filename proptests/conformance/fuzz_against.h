@@ -25,6 +25,14 @@ struct AgainstOptions {
   bool reduce = true;
   // Programs with hook statements too (hook_gen.h, Note [Conformance hooks]): --hooks.
   bool hooks = false;
+  // The mode check (mode_check.h, Note [PyTorch against itself]) on every `modes_every`th
+  // program's functional core: --modes [--modes-every N]. An inconsistency is written to
+  // findings_dir/mode_NN/ (program.txt, modes.txt, repro.py, verdict.txt).
+  bool modes = false;
+  int modes_every = 1;
+  // The mode check with JAX's answers too (jax_runtime.py; jit off and on): --modes-jax. Where JAX
+  // disagrees, the program goes to findings_dir/jax_disagreements.txt (not a PyTorch finding).
+  bool modes_jax = false;
 };
 
 // Starts the foreign engine (its interpreter: $AG_PEER_PYTHON or found, see foreign_engine.h)
@@ -48,7 +56,8 @@ std::string crash_report();
 std::string reduce_logged_crashes(const AgainstOptions& options,
                                   const std::vector<std::string>& logs, size_t max_groups);
 
-// The programs run per bug class (proptests/foreign/bug_class.h, Note [Bug classes]).
+// The programs run per bug class (proptests/foreign/bug_class.h, Note [Bug classes]), and with
+// --modes the mode check's counts and its inconsistencies.
 std::string bug_class_report();
 
 }  // namespace ag::proptests

@@ -170,7 +170,8 @@ bool parse_view_op(const std::string& head, ViewOp* op) {
   return false;
 }
 const char* const kCustomNames[] = {"Mul", "Two", "Split"};
-const char* const kTransformNames[] = {"jvp", "vjp", "jacrev", "jacfwd", "hessian", "hvp"};
+const char* const kTransformNames[] = {"jvp", "vjp",       "jacrev",       "jacfwd",  "hessian",
+                                       "hvp", "eager_vjp", "compiled_vjp", "dual_jvp"};
 
 // A transform's body in the text form: each instruction as a kOp statement without results,
 // ',' for ' ', ';' between instructions (Note [Conformance forward mode]).
@@ -351,8 +352,11 @@ const char* transform_name(TransformKind kind) { return kTransformNames[static_c
 int num_results(TransformKind kind, int num_primals) {
   switch (kind) {
     case TransformKind::kJvp:
+    case TransformKind::kDualJvp:
       return 2;
     case TransformKind::kVjp:
+    case TransformKind::kEagerVjp:
+    case TransformKind::kCompiledVjp:
       return 1 + num_primals;
     case TransformKind::kJacrev:
     case TransformKind::kJacfwd:

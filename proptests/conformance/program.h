@@ -77,6 +77,11 @@
 //     v9 = func jacrev n=1 v1 body=...                      one Jacobian per primal (and jacfwd)
 //     v9 = func hessian n=1 v1 body=...                     a scalar body's Hessian
 //     v9 = func hvp n=1 v1 v2 body=...                      jvp(grad(f), (x,), (v,))[1]
+// Three more run the same vjp or jvp through another of PyTorch's modes, for the mode check
+// (mode_check.h, Note [PyTorch against itself]); this engine runs them as plain vjp and jvp:
+//     v9 v10 = func eager_vjp n=1 v1 v2 body=...     torch.autograd.grad of f on fresh leaves
+//     v9 v10 = func compiled_vjp n=1 v1 v2 body=...  the same of torch.compile(f, "aot_eager")
+//     v9 v10 = func dual_jvp n=1 v1 v2 body=...      forward_ad: make_dual, f, unpack_dual
 
 #include <cstdint>
 #include <string>
@@ -112,7 +117,17 @@ enum class StmtKind {
 };
 
 // What a kTransform statement applies (Note [Conformance forward mode]).
-enum class TransformKind { kJvp, kVjp, kJacrev, kJacfwd, kHessian, kHvp };
+enum class TransformKind {
+  kJvp,
+  kVjp,
+  kJacrev,
+  kJacfwd,
+  kHessian,
+  kHvp,
+  kEagerVjp,     // vjp through torch.autograd.grad
+  kCompiledVjp,  // vjp through torch.compile(f, backend="aot_eager") and torch.autograd.grad
+  kDualJvp,      // jvp through torch.autograd.forward_ad
+};
 
 // What a kHook statement registers (Note [Conformance hooks]).
 enum class HookKind {
@@ -206,7 +221,7 @@ std::vector<const char*> view_int_names(ViewOp op);
 ops::OpId view_op_id(ViewOp op);
 const char* custom_name(CustomKind kind);
 const char* hook_kind_name(HookKind kind);       // the text form's head: hook, prehook, ...
-const char* transform_name(TransformKind kind);  // jvp, vjp, jacrev, jacfwd, hessian, hvp
+const char* transform_name(TransformKind kind);  // jvp, vjp, jacrev, jacfwd, hessian, hvp, ...
 // The number of results of a transform statement with `num_primals` primals.
 int num_results(TransformKind kind, int num_primals);
 int num_results(CustomKind kind);

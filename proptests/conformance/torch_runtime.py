@@ -322,7 +322,29 @@ def transform(kind, f, args, n):
         return [torch.func.hessian(f)(primals[0])]
     if kind == "hvp":  # forward-over-reverse, as ag::func::hvp
         return [torch.func.jvp(torch.func.grad(f), (primals[0],), (args[1],))[1]]
+    if kind == "eager_vjp":
+        return _autograd_vjp(f, primals, args[n])
+    if kind == "compiled_vjp":
+        torch._dynamo.reset()  # each body is a new function: no cache to grow
+        return _autograd_vjp(torch.compile(f, backend="aot_eager"), primals, args[n])
+    if kind == "dual_jvp":
+        with fwAD.dual_level():
+            out = f(*[fwAD.make_dual(p, t) for p, t in zip(primals, args[n:2 * n])])
+            primal, tangent = fwAD.unpack_dual(out)
+            tangent = torch.zeros_like(primal) if tangent is None else tangent.clone()
+            return [primal.clone(), tangent]
     raise ValueError("unknown transform " + kind)
+
+
+def _autograd_vjp(f, primals, cotangent):
+    """The mode check's reverse modes (Note [PyTorch against itself], mode_check.h): f on fresh
+    leaves, then torch.autograd.grad; zeros where f's result does not depend on an input."""
+    xs = [p.clone().requires_grad_(True) for p in primals]
+    out = f(*xs)
+    if not out.requires_grad:
+        return [out.detach()] + [torch.zeros_like(x) for x in xs]
+    grads = torch.autograd.grad(out, xs, cotangent, allow_unused=True, materialize_grads=True)
+    return [out.detach()] + list(grads)
 
 
 def _exit_dual_levels():

@@ -37,12 +37,17 @@ TensorList run_transform(const Stmt& s, const TensorList& args) {
   const func::Function f = body_function(s.body);
   const size_t n = static_cast<size_t>(s.num_primals);
   const TensorList primals = range(args, 0, n);
+  // The other modes' statements are PyTorch's own modes of the same transform
+  // (Note [PyTorch against itself]); this engine has one of each.
   switch (s.transform) {
-    case TransformKind::kJvp: {
+    case TransformKind::kJvp:
+    case TransformKind::kDualJvp: {
       const func::JvpResult r = func::jvp(f, primals, range(args, n, 2 * n));
       return {r.outputs.at(0), r.tangents.at(0)};
     }
-    case TransformKind::kVjp: {
+    case TransformKind::kVjp:
+    case TransformKind::kEagerVjp:
+    case TransformKind::kCompiledVjp: {
       const func::VjpResult r = func::vjp(f, primals);
       TensorList out = {r.outputs.at(0)};
       for (const Tensor& g : r.vjp(range(args, n, n + 1))) out.push_back(g);

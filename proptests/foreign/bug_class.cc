@@ -53,8 +53,11 @@ const char* bug_class_name(BugClass c) {
   return "?";
 }
 
-// Hooks: only with the fuzz driver's --hooks (program_gen.h).
-bool generated(BugClass c) { return c != BugClass::kModeInconsistency; }
+const char* generated_only_with(BugClass c) {
+  if (c == BugClass::kHooks) return "--hooks";  // program_gen.h
+  if (c == BugClass::kModeInconsistency) return "--modes";
+  return "";
+}
 
 std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
   std::set<BugClass> found;
@@ -108,7 +111,12 @@ std::vector<BugClass> bug_classes(const ConformanceProgram& program) {
       case StmtKind::kDualLevel:
       case StmtKind::kMakeDual:
       case StmtKind::kUnpackDual:
+        break;
       case StmtKind::kTransform:
+        if (s.transform == TransformKind::kEagerVjp || s.transform == TransformKind::kCompiledVjp ||
+            s.transform == TransformKind::kDualJvp) {
+          found.insert(BugClass::kModeInconsistency);
+        }
         break;
     }
   }
@@ -120,14 +128,20 @@ void BugClassCoverage::add(const ConformanceProgram& program) {
   for (BugClass c : bug_classes(program)) ++counts_[static_cast<size_t>(c)];
 }
 
+void BugClassCoverage::add_mode_check(const ConformanceProgram& mode_program) {
+  for (BugClass c : bug_classes(mode_program)) ++counts_[static_cast<size_t>(c)];
+}
+
 std::string BugClassCoverage::report() const {
   std::string out =
       "programs per bug class (Note [Bug classes]), of " + std::to_string(programs_) + ":\n";
   char line[160];
   for (size_t i = 0; i < kNumBugClasses; ++i) {
     const auto c = static_cast<BugClass>(i);
+    const std::string flag = generated_only_with(c);
     std::snprintf(line, sizeof(line), "  %-20s %12lld%s\n", bug_class_name(c),
-                  static_cast<long long>(counts_[i]), generated(c) ? "" : "  (not generated)");
+                  static_cast<long long>(counts_[i]),
+                  counts_[i] == 0 && !flag.empty() ? ("  (only with " + flag + ")").c_str() : "");
     out += line;
   }
   return out;

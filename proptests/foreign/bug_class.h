@@ -14,8 +14,11 @@
 //   backward(inputs=)  a backward() with inputs;
 //   .grad state        reading or setting a tensor's .grad;
 //   hooks              a tensor or Node hook (generated with the fuzz driver's --hooks);
-//   mode inconsistency one program run in two of PyTorch's modes (not generated yet: 0).
-// The last is listed so that a summary says it was not searched.
+//   mode inconsistency one function run in several of PyTorch's modes: the mode check's programs
+//                      (a transform statement of eager_vjp, compiled_vjp or dual_jvp; Note
+//                      [PyTorch against itself], proptests/conformance/mode_check.h), made only
+//                      with the fuzz driver's --modes, and counted per generated program whose
+//                      functional core ran in the modes (BugClassCoverage::add_mode_check).
 
 #include <array>
 #include <cstdint>
@@ -39,8 +42,8 @@ enum class BugClass {
 constexpr size_t kNumBugClasses = 8;
 
 const char* bug_class_name(BugClass c);  // "views x in-place", ...
-// Whether conformance programs can exercise the class at all (modes: not yet).
-bool generated(BugClass c);
+// The fuzz driver's flag without which no program exercises the class ("" for none).
+const char* generated_only_with(BugClass c);
 
 // The classes `program` exercises, in enum order.
 std::vector<BugClass> bug_classes(const ConformanceProgram& program);
@@ -49,9 +52,11 @@ std::vector<BugClass> bug_classes(const ConformanceProgram& program);
 class BugClassCoverage {
  public:
   void add(const ConformanceProgram& program);
+  // The classes of the mode check's program for the program last added (not a program more).
+  void add_mode_check(const ConformanceProgram& mode_program);
   int64_t programs() const { return programs_; }
   int64_t count(BugClass c) const { return counts_[static_cast<size_t>(c)]; }
-  // One line per class, every class listed (0 and "not generated" where it is so).
+  // One line per class, every class listed (0, and the flag that generates it where one does).
   std::string report() const;
 
  private:

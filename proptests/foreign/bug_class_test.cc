@@ -77,9 +77,34 @@ TEST(BugClass, CoverageCountsEveryClassOfEveryProgram) {
   const std::string report = coverage.report();
   EXPECT_NE(report.find("of 3:"), std::string::npos) << report;
   EXPECT_NE(report.find("custom Function                 2\n"), std::string::npos) << report;
-  EXPECT_NE(report.find("hooks                           0\n"), std::string::npos) << report;
-  EXPECT_NE(report.find("mode inconsistency              0  (not generated)"), std::string::npos)
+  EXPECT_NE(report.find("hooks                           0  (only with --hooks)\n"),
+            std::string::npos)
       << report;
+  EXPECT_NE(report.find("mode inconsistency              0  (only with --modes)\n"),
+            std::string::npos)
+      << report;
+}
+
+// The mode check's program (proptests/conformance/mode_check.h) for a generated one: counted in
+// "mode inconsistency", not as a program of its own.
+TEST(BugClass, AModeCheckCountsItsClassNotAProgram) {
+  const ConformanceProgram modes = parse_program(
+      "v0 = leaf [2] seed=1 requires_grad=1\n"
+      "v1 = leaf [] seed=2 requires_grad=0\n"
+      "v2 v3 = func vjp n=1 v0 v1 body=sum,v0\n"
+      "v4 v5 = func compiled_vjp n=1 v0 v1 body=sum,v0\n");
+  EXPECT_EQ(bug_classes(modes), std::vector<BugClass>{BugClass::kModeInconsistency});
+  EXPECT_TRUE(bug_classes(parse_program("v0 = leaf [2] seed=1 requires_grad=1\n"
+                                        "v1 = leaf [] seed=2 requires_grad=0\n"
+                                        "v2 v3 = func vjp n=1 v0 v1 body=sum,v0\n"))
+                  .empty());
+  BugClassCoverage coverage;
+  coverage.add(parse_program("v0 = leaf [2] seed=1 requires_grad=1\nv1 = sum v0\n"));
+  coverage.add_mode_check(modes);
+  EXPECT_EQ(coverage.programs(), 1);
+  EXPECT_EQ(coverage.count(BugClass::kModeInconsistency), 1);
+  EXPECT_NE(coverage.report().find("mode inconsistency              1\n"), std::string::npos)
+      << coverage.report();
 }
 
 }  // namespace
