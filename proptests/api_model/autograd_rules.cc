@@ -20,7 +20,11 @@ struct Model::BackwardWalk {
   // Needed only as a backward(inputs=...) input's own node (PyTorch issue 92331), whose
   // PyTorch node may be only the last of the ops the model's node stands for.
   std::vector<char> own_only;
-  std::vector<char> to_leaf;    // leads to a leaf that requires grad now (or was moved: it raises)
+  std::vector<char> to_leaf;  // leads to a leaf that requires grad now (or was moved: it raises)
+  // backward() without inputs: the edges of tensors that retain grad (their own slot only), and
+  // the nodes a reachable node feeds along one of them.
+  std::set<Ref> retained_edges;
+  std::vector<char> fed_retained;
   std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
   std::map<Ref, double> scale;  // per edge, the factors of its live hooks (Note [Model hooks])
 
@@ -44,14 +48,14 @@ struct Model::BackwardWalk {
   // backward() without inputs: every edge, or (all_only_to_leaves) those leading to a leaf that
   // requires grad now.
   bool edge_needed(const Ref& e) const {
-    if (all) return !all_only_to_leaves || to_leaf[e.node];
+    if (all) return !all_only_to_leaves || to_leaf[e.node] || retained_edges.count(e) > 0;
     return is_target(e) || needed[e.node];
   }
   // Whether node n is called: it gets a gradient.
   bool runs(int n) const {
     if (!all) return needed[n];
     if (!reachable[n]) return false;
-    if (!all_only_to_leaves || to_leaf[n]) return true;
+    if (!all_only_to_leaves || to_leaf[n] || fed_retained[n]) return true;
     return std::any_of(roots.begin(), roots.end(), [&](const Use& r) { return r.ref.node == n; });
   }
 };
@@ -150,6 +154,9 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
     }
   }
   p.to_leaf.assign(size, 0);
+  for (const ImplState& t : impls_) {
+    if (t.retains_grad && t.grad_fn.node >= 0) p.retained_edges.insert(t.grad_fn);
+  }
   for (int n = 0; n < size; ++n) {  // children come before their parents
     if (!p.reachable[n]) continue;
     const Node& node = program_.node(n);
@@ -157,17 +164,22 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
       const ImplState& x = impls_[node.leaf_impl];
       p.to_leaf[n] = x.grad_fn.node >= 0 || x.leaf_requires_grad;
     }
-    // A node with hooks (here: a tensor that retains grad, whose values the model may no longer
-    // know) wants its gradients as such a leaf does: the engine's per-call needs compute them
-    // (Note [Hooks], engine/hooks.h).
-    for (const ImplState& t : impls_) {
-      if (t.retains_grad && t.grad_fn.node == n) p.to_leaf[n] = 1;
-    }
+    // A node with hooks wants its gradients as such a leaf does: the engine's per-call needs
+    // compute them (Note [Hooks], engine/hooks.h). A tensor that retains grad (whose values the
+    // model may no longer know) wants its own slot's alone, as PyTorch's ideal needs: an edge
+    // into that slot is needed, its node's other slots are not for its sake.
     for (const auto& [id, h] : hooks_) {
       if (!h.removed && h.edge.node == n) p.to_leaf[n] = 1;
     }
     for (const auto& [i, e] : program_.edges(n)) {
-      if (p.to_leaf[e.node]) p.to_leaf[n] = 1;
+      if (p.to_leaf[e.node] || p.retained_edges.count(e)) p.to_leaf[n] = 1;
+    }
+  }
+  p.fed_retained.assign(size, 0);  // a reachable node with an edge into a retained slot runs
+  for (int n = 0; n < size; ++n) {
+    if (!p.reachable[n]) continue;
+    for (const auto& [i, e] : program_.edges(n)) {
+      if (p.retained_edges.count(e)) p.fed_retained[e.node] = 1;
     }
   }
   std::set<int> hooked_nodes;  // with pre- or post-hooks

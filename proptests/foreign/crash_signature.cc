@@ -367,12 +367,17 @@ std::vector<std::string> engine_frames(const std::string& stderr_text, size_t ma
   bool in_current_thread = false;
   const std::vector<std::string> lines = lines_of(stderr_text);
   const std::vector<bool> skip = other_threads_lines(lines);
+  // A message may hold several c10::Error stacks one after the other (an assert whose message
+  // carries an earlier one's): the first is the assert's own, and the signature keeps it alone.
+  bool first_stack_ended = false;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i];
     const std::string t = trim(line);
     if (starts_with(t, "Current thread ")) in_current_thread = true;
     if (starts_with(t, "Thread 0x")) in_current_thread = false;
     if (skip[i]) continue;
+    if (starts_with(t, "frame #0:") && !native.empty()) first_stack_ended = true;
+    if (first_stack_ended) continue;
     if (auto f = parse_native_frame(line)) {
       const std::string symbol = normalize_symbol(f->symbol);
       if (is_noise(symbol) || !is_engine_frame(f->library, symbol)) continue;

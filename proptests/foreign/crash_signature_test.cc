@@ -216,6 +216,22 @@ TEST(CrashSignature, InternalAssertIsNormalized) {
                                                    "torch::autograd::SavedVariable::unpack"}));
 }
 
+// Two c10::Error stacks in one message (seed 5801's `old_fn` asserts): the first one's frames.
+TEST(CrashSignature, OnlyTheFirstOfTwoStacksInAMessageCounts) {
+  ForeignOutcome one, two;
+  one.exit_code = two.exit_code = 1;
+  one.stderr_text = internal_assert_stderr("/pytorch", 456, "8b5c6e2");
+  std::string second = internal_assert_stderr("/pytorch", 456, "8b5c6e2");
+  const std::string other_frame = "torch::autograd::SavedVariable::unpack";
+  second.replace(second.find(other_frame), other_frame.size(), "at::_ops::mul__Tensor::call");
+  two.stderr_text = one.stderr_text + second.substr(second.find("frame #0:"));
+  const auto sig = crash_signature(two, 8);
+  ASSERT_TRUE(sig);
+  EXPECT_EQ(sig->frames, (std::vector<std::string>{"torch::autograd::impl::grad_accumulator",
+                                                   "torch::autograd::SavedVariable::unpack"}));
+  EXPECT_EQ(*sig, *crash_signature(one, 8));
+}
+
 TEST(CrashSignature, InternalAssertWithOtherLineNumbersAndPathsIsTheSame) {
   ForeignOutcome a, b;
   a.exit_code = b.exit_code = 1;
