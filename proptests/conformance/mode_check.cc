@@ -229,14 +229,29 @@ ConformanceProgram mode_program(const FunctionalCore& core) {
   return p;
 }
 
+namespace {
+
+// The mode program's cotangent c and its tangents t, one per primal, as values.
+struct ModeDirections {
+  std::vector<double> cotangent;
+  std::vector<std::vector<double>> tangents;
+};
+ModeDirections mode_directions(const ConformanceProgram& modes) {
+  const ModeLayout l = mode_layout(modes);
+  ModeDirections d{mode_leaf_value(l.leaves.at(l.primals)).to_vector(), {}};
+  for (size_t i = 0; i < l.primals; ++i) {
+    d.tangents.push_back(mode_leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
+  }
+  return d;
+}
+
+}  // namespace
+
 ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& pytorch,
                                 const Records& engine, std::vector<std::string>* raised) {
-  const ModeLayout l = mode_layout(modes);
-  const std::vector<double> cotangent = mode_leaf_value(l.leaves.at(l.primals)).to_vector();
-  std::vector<std::vector<double>> tangents;
-  for (size_t i = 0; i < l.primals; ++i) {
-    tangents.push_back(mode_leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
-  }
+  const ModeDirections directions = mode_directions(modes);
+  const std::vector<double>& cotangent = directions.cotangent;
+  const std::vector<std::vector<double>>& tangents = directions.tangents;
   const std::map<size_t, StatementValues> theirs = statement_values(pytorch);
   const std::map<size_t, StatementValues> ours = statement_values(engine);
   auto find = [](const std::map<size_t, StatementValues>& m, size_t i) {
@@ -246,7 +261,8 @@ ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& 
   ModeCheckInput in;
   ModeQuantity value{"value", {}, {}, 1};
   std::vector<ModeQuantity> grads;
-  for (size_t i = 0; i < l.primals; ++i) grads.push_back({"grad v" + std::to_string(i), {}, {}, 1});
+  for (size_t i = 0; i < tangents.size(); ++i)
+    grads.push_back({"grad v" + std::to_string(i), {}, {}, 1});
   ModeQuantity directional{"<c, J t>", {}, {}, 1};
   size_t m = 0;
   for (size_t i = 0; i < modes.stmts.size(); ++i) {
@@ -280,12 +296,9 @@ ModeCheckInput mode_check_input(const ConformanceProgram& modes, const Records& 
 
 void add_jax_answers(ModeCheckInput& in, const ConformanceProgram& modes, const Records& jax,
                      std::vector<std::string>* raised) {
-  const ModeLayout l = mode_layout(modes);
-  const std::vector<double> cotangent = mode_leaf_value(l.leaves.at(l.primals)).to_vector();
-  std::vector<std::vector<double>> tangents;
-  for (size_t i = 0; i < l.primals; ++i) {
-    tangents.push_back(mode_leaf_value(l.leaves.at(l.primals + 1 + i)).to_vector());
-  }
+  const ModeDirections directions = mode_directions(modes);
+  const std::vector<double>& cotangent = directions.cotangent;
+  const std::vector<std::vector<double>>& tangents = directions.tangents;
   const std::map<size_t, StatementValues> theirs = statement_values(jax);
   size_t m = 0;
   for (size_t i = 0; i < modes.stmts.size(); ++i) {
