@@ -50,8 +50,13 @@ class Context {
         shape_[value] = dims.empty() ? Tokens{} : split(dims, ',');
       }
       for (const std::string& tok : t) {
-        if (has_prefix(tok, "leaf=")) is_leaf_[value] = tok == "leaf=1";
         if (has_prefix(tok, "same=")) tensor_of_[value] = tensor(value_of(tok.substr(5)));
+      }
+      // Per tensor, not per value: the values a same= names are one tensor, whose newest record
+      // says whether it is a leaf now (v9 = contiguous v8 is v8; a copy_ into v9 gives v8 a
+      // history too).
+      for (const std::string& tok : t) {
+        if (has_prefix(tok, "leaf=")) is_leaf_[tensor(value)] = tok == "leaf=1";
       }
     }
     if ((t[1] != "ok" && t[1] != "raise") || stmt >= static_cast<int>(program_.stmts.size())) {
@@ -162,7 +167,7 @@ class Context {
     return it == producer_.end() ? nullptr : &program_.stmts[it->second];
   }
   bool leaf(int v) const {
-    const auto it = is_leaf_.find(v);
+    const auto it = is_leaf_.find(tensor(v));
     return it == is_leaf_.end() || it->second;
   }
   int rank(int v) const {
