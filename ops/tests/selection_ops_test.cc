@@ -177,6 +177,23 @@ TEST(SelectionOps, Softmax) {  // "softmax_dim0", "softmax_dim1"
                   -0.16622112838919742, 0.20401822987118698});
 }
 
+// softmax's gradient is one op (Note [softmax's gradient is one op], ops/scan.cc): the gradient
+// of it wrt the softmax result reads only its inputs, so after that grad() freed the first
+// gradient's nodes, a backward through it still runs, into x.
+TEST(SelectionOps, SoftmaxGradientOfGradient) {  // "softmax_gradient_of_gradient"
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  const Tensor y = ops::softmax(x, 0);
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  const Tensor g =
+      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
+  expect_values(g, {-0.08311022741021316, -0.02387066327038312, 0.10698089068059637});
+  const Tensor gy =
+      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
+  expect_values(gy, {-1.1591133149113946, 0.9504348658364264, -1.0901599823648844});
+  backward({gy}, BackwardArgs().grad_tensors({w}));
+  expect_values(x.grad(), {2.58406042460459, 2.112112308837783, -4.696172733442374});
+}
+
 TEST(SelectionOps, Cumsum) {  // "cumsum_dim0", "cumsum_dim1", "cumsum_double"
   const std::vector<double> xs = {0.5, -1.0, 2.0, 0.25, 1.0, -0.5};
   Tensor x = leaf(xs, {2, 3});
