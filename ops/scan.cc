@@ -63,7 +63,8 @@ const OpSpec SoftmaxBackward::spec{
     {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
        return softmax_backward(a[grad], a[output], a.attrs<DimAttrs>().dim);
      }}};
-// Linear in each input: each input's part is the formula above applied to its tangent.
+// Linear in grad, so its part is softmax_backward of grad's tangent; output's part is the
+// derivative in output along its tangent, whose transpose the formula above applies.
 const DeclareJvp softmax_backward_jvp{
     SoftmaxBackward::spec, [](const JvpContext& c) {
       const int64_t dim = c.attrs<DimAttrs>().dim;
@@ -73,7 +74,7 @@ const DeclareJvp softmax_backward_jvp{
       Tensor t;
       if (gt.defined()) t = softmax_backward(gt, y, dim);
       if (yt.defined()) {
-        Tensor part = g * yt - sum(y * g, dim, true) * yt - g * sum(y * yt, dim, true);
+        Tensor part = g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true);
         t = t.defined() ? t + part : part;
       }
       return t;

@@ -580,8 +580,8 @@ Excuse version_check_per_formula(const Pair& p) {
 // What inplace-overlapping-views leaves: the script passes PyTorch a copy of an in-place op's
 // operand that views the target's memory with another shape (or strides), the engine the operand
 // itself, which its node saves and the write then changes. So a later call that runs that node
-// raises the version error here alone, or, the graphs differing there, in PyTorch alone; the
-// comparison ends there.
+// raises the version error here alone (PyTorch's call goes on, and may raise "freed" at a later
+// node), or, the graphs differing there, in PyTorch alone; the comparison ends there.
 // The same where the target reaches one element at several indices (unfold's windows that
 // overlap, size above step, or an as_strided whose indices share elements), written with grad
 // mode on: PyTorch's CopySlices copies the write's gradient into those indices element by
@@ -619,7 +619,11 @@ Excuse overlapping_operand_saved(const Pair& p) {
   const bool gradient_line =
       p.grad_line_value() >= 0 || (p.s && p.s->kind == StmtKind::kGrad && p.result_line());
   if (gradient_line && wrote_into_overlapping_indices(p.c, p.index)) return Excuse::kStop;
-  const bool here = p.status("ok", "raise") && p.a.size() == 3 && p.a[2] == "version";
+  // Here: the engine raises the version error at the node, where PyTorch's call runs past it,
+  // and succeeds or raises another error at a later node (its freed saved values).
+  const bool engine_version = p.a.size() == 3 && p.a[2] == "version";
+  const bool here = engine_version && (p.status("ok", "raise") ||
+                                       (p.status("raise", "raise") && p.error() != "version"));
   const bool there = p.status("raise", "ok") && p.error() == "version";
   if (!autograd_call(p) || !(here || there)) return Excuse::kNone;
   for (int i = 0; i < p.index; ++i) {
