@@ -45,6 +45,14 @@ class Context {
     const size_t v = t[1] == "flags" ? 2 : 1;
     if (v + 1 < t.size() && value_of(t[v]) >= 0) {
       const int value = value_of(t[v]);
+      // An unreadable result of contiguous (a stale view, whose history PyTorch refuses to read)
+      // is its input itself: a copy is a new tensor, readable, and copying a stale view raises.
+      const Stmt* made = producer(value);
+      if (t[v + 1] == "unreadable" && stmt < static_cast<int>(program_.stmts.size()) &&
+          made == &program_.stmts[stmt] && made->kind == StmtKind::kViewOp &&
+          made->view_op == ViewOp::kContiguous) {
+        tensor_of_[value] = tensor(made->args[0]);
+      }
       if (t[v + 1].front() == '[') {
         const std::string dims = t[v + 1].substr(1, t[v + 1].size() - 2);
         shape_[value] = dims.empty() ? Tokens{} : split(dims, ',');
