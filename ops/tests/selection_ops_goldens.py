@@ -105,6 +105,11 @@ w = torch.tensor([1.0, -2.0, 3.0])
 gy.backward(w)
 show("softmax_gradient_of_gradient", g, gy, x.grad)
 
+# The Hessian by forward-over-reverse: the tangent of softmax's gradient (its jvp rule).
+x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
+show("softmax_hessian",
+     torch.func.hessian(lambda x: (torch.softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
+
 # cumsum over dims 0 and 1, and its double backward through the gradient.
 for dim in (0, 1):
     x = t([0.5, -1.0, 2.0, 0.25, 1.0, -0.5], (2, 3))

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/forward_ad.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -192,6 +193,24 @@ TEST(SelectionOps, SoftmaxGradientOfGradient) {  // "softmax_gradient_of_gradien
   expect_values(gy, {-1.1591133149113946, 0.9504348658364264, -1.0901599823648844});
   backward({gy}, BackwardArgs().grad_tensors({w}));
   expect_values(x.grad(), {2.58406042460459, 2.112112308837783, -4.696172733442374});
+}
+
+// The Hessian by forward-over-reverse, a column per tangent: the tangent of softmax's gradient,
+// softmax_backward's jvp rule.
+TEST(SelectionOps, SoftmaxHessian) {  // "softmax_hessian"
+  const std::vector<double> h = {-0.16550257107699887, 0.040503622718937496, 0.12499894835806136,
+                                 0.0405036227189375,   -0.16057482281428054, 0.12007120009534306,
+                                 0.12499894835806141,  0.12007120009534306,  -0.24507014845340436};
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  for (size_t j = 0; j < 3; ++j) {
+    DualLevel level;
+    std::vector<double> e(3, 0.0);
+    e[j] = 1.0;
+    const Tensor xd = make_dual(x, values(e, {3}));
+    const Tensor g = grad({ops::sum(ops::mul(ops::softmax(xd, 0), w))}, {x})[0];
+    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
+  }
 }
 
 TEST(SelectionOps, Cumsum) {  // "cumsum_dim0", "cumsum_dim1", "cumsum_double"
