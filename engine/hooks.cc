@@ -208,6 +208,13 @@ void Tensor::retain_grad() const {
   AG_CHECK(requires_grad(),
            "retain_grad: can't retain_grad on Tensor that has requires_grad=False (", describe(),
            ")");
+  // A tensor that retains grad already: a no-op, as in PyTorch, which tests that before it reads
+  // the history, so a stale view that would refuse to regenerate it (a split output whose base
+  // was written since) does not raise here.
+  {
+    std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
+    if (impl_->retains_grad) return;
+  }
   // A leaf keeps its .grad anyway: a no-op, as in PyTorch, whose leaf test (VariableHooks::
   // is_leaf) reads the history as it stands: a view made under no_grad, whose base was written
   // since, is a leaf here and does not raise (its grad_fn would).

@@ -1,5 +1,6 @@
 // The ops along a dim that keep the shape: softmax and cumsum (log_softmax is ops/loss.cc's).
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "ops/checks.h"
 #include "ops/host_kernels.h"
 #include "ops/ops.h"
@@ -11,30 +12,83 @@ namespace {
 
 Tensor cumsum_along(const Tensor& a, int64_t dim, bool reverse);
 
-// softmax(self, dim) = result: PyTorch's _softmax_backward_data, result * (grad - sum(grad *
-// result, dim)), written with the engine's ops so that it is differentiable again.
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
+
+// softmax(self, dim) = result: d/dself is softmax_backward(grad, result), PyTorch's
+// _softmax_backward_data.
 struct Softmax {
   static constexpr Input self{0, "self"};
   static constexpr Result result{};
   static const OpSpec spec;
 };
-const OpSpec Softmax::spec{"softmax",
-                           {{self,
-                             {result},
-                             [](const Ctx& c) {
-                               const int64_t dim = c.attrs<DimAttrs>().dim;
-                               const Tensor& y = c[result];
-                               return y * (c.grad() - sum(c.grad() * y, dim, true));
-                             }}},
-                           {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
-                              return softmax(a[self], a.attrs<DimAttrs>().dim);
-                            }}};
+const OpSpec Softmax::spec{
+    "softmax",
+    {{self,
+      {result},
+      [](const Ctx& c) { return softmax_backward(c.grad(), c[result], c.attrs<DimAttrs>().dim); }}},
+    {AliasKind::kPure, DimAttrs{0},
+     [](const OpArgs& a) { return softmax(a[self], a.attrs<DimAttrs>().dim); }}};
 // PyTorch's: result * (self_t - sum(result * self_t, dim, keepdim)).
 const DeclareJvp softmax_jvp{Softmax::spec, [](const JvpContext& c) {
                                const Tensor& t = c.tangent(Softmax::self);
                                const Tensor& y = c.result();
                                return y * (t - sum(y * t, c.attrs<DimAttrs>().dim, true));
                              }};
+
+// Note [softmax's gradient is one op]
+// softmax_backward(grad, output) = output * (grad - sum(grad * output, dim)), recorded as one op
+// of its own, as PyTorch's _softmax_backward_data, not as the mul, sum and sub it computes: its
+// derivatives read only grad and output (softmax_double_backward), so a gradient of it reaches
+// their histories and no node of softmax's own gradient. A later call through it then runs
+// where PyTorch's does: after grad(softmax's gradient, [output]) without retain_graph freed
+// that gradient's nodes, a backward() through the result still runs (found by a live fuzz run,
+// pin-softmax-double-backward-reads-no-freed-node).
+struct SoftmaxBackward {
+  static constexpr Input grad{0, "grad_output"}, output{1, "output"};
+  static const OpSpec spec;
+};
+const OpSpec SoftmaxBackward::spec{
+    "softmax_backward",
+    {{grad,
+      {output},
+      [](const Ctx& c) { return softmax_backward(c.grad(), c[output], c.attrs<DimAttrs>().dim); }},
+     // PyTorch's softmax_double_backward(gg, grad, dim, output).
+     {output,
+      {grad, output},
+      [](const Ctx& c) {
+        const int64_t dim = c.attrs<DimAttrs>().dim;
+        const Tensor &gg = c.grad(), &g = c[grad], &y = c[output];
+        return g * gg - sum(y * g, dim, true) * gg - g * sum(y * gg, dim, true);
+      }}},
+    {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+       return softmax_backward(a[grad], a[output], a.attrs<DimAttrs>().dim);
+     }}};
+// Linear in grad, so its part is softmax_backward of grad's tangent; output's part is the
+// derivative in output along its tangent, whose transpose the formula above applies.
+const DeclareJvp softmax_backward_jvp{
+    SoftmaxBackward::spec, [](const JvpContext& c) {
+      const int64_t dim = c.attrs<DimAttrs>().dim;
+      const Tensor &g = c.primal(SoftmaxBackward::grad), &y = c.primal(SoftmaxBackward::output);
+      const Tensor gt = c.term_tangent(SoftmaxBackward::grad);
+      const Tensor yt = c.term_tangent(SoftmaxBackward::output);
+      Tensor t;
+      if (gt.defined()) t = softmax_backward(gt, y, dim);
+      if (yt.defined()) {
+        Tensor part = g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true);
+        t = t.defined() ? t + part : part;
+      }
+      return t;
+    }};
+
+Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  Tensor out;
+  {
+    NoGradGuard values;
+    const Tensor g = grad.detach(), y = output.detach();
+    out = y * (g - sum(g * y, dim, true));
+  }
+  return record(SoftmaxBackward::spec, {&grad, &output}, std::move(out), DimAttrs{dim});
+}
 
 // cumsum(self, dim): PyTorch's cumsum_backward, the running sum of the gradient from the last
 // element (grad.flip(dim).cumsum(dim).flip(dim)); the reversed sum's own gradient is the

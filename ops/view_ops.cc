@@ -203,15 +203,27 @@ int64_t view_dim(const char* op, int64_t dim, const Tensor& t, bool allow_0_dim 
 
 }  // namespace
 
-Tensor as_strided_gradient(const Tensor& grad, const Layout& input, const Layout& result) {
+Tensor as_strided_gradient(const Tensor& incoming, const Layout& input, const Layout& result) {
   // Note [Zero-size as_strided gradients]
-  if (grad.numel() == 0 || numel(input.sizes) == 0) {
-    return zeros(input.sizes, grad.dtype(), grad.device());
+  if (incoming.numel() == 0 || numel(input.sizes) == 0) {
+    return zeros(input.sizes, incoming.dtype(), incoming.device());
   }
-  const int64_t low = std::min(result.offset, input.offset);
-  const int64_t extent =
-      std::max(result.offset + storage_extent(result), input.offset + storage_extent(input)) - low;
+  // As PyTorch's as_strided_backward, the result's dims that add no storage element go first,
+  // the last dim first: a size-1 dim squeezed, a stride-0 dim summed. The same values; but the
+  // double backward then runs through those ops' gradients, an unsqueeze and an expand, so the
+  // gradient of `incoming` has their strides (a stride-0 [2,1] result's is [0,1]), not a
+  // contiguous gather's.
+  Tensor grad = incoming;
   Layout r = result, i = input;
+  for (auto d = static_cast<int64_t>(r.sizes.size()) - 1; d >= 0; --d) {
+    const auto at = static_cast<size_t>(d);
+    if (r.sizes[at] != 1 && r.strides[at] != 0) continue;
+    grad = r.sizes[at] == 1 ? squeeze(grad, d) : sum(grad, d, false);
+    r.sizes.erase(r.sizes.begin() + d);
+    r.strides.erase(r.strides.begin() + d);
+  }
+  const int64_t low = std::min(r.offset, i.offset);
+  const int64_t extent = std::max(r.offset + storage_extent(r), i.offset + storage_extent(i)) - low;
   r.offset -= low;
   i.offset -= low;
   Tensor g = view_gather(view_scatter(grad, {extent}, r), i);

@@ -372,6 +372,17 @@ u.register_hook(hook("u"))
                                          torch.ones(2, dtype=f64)])
 show("RootGradientsReachACapturedNode", result=r, u_grad=u.grad)
 
+# RetainGradAgainOnAStaleSplitOutput: retain_grad() on a tensor that retains grad returns before
+# it reads the history; a chunk output that does not retain grad yet raises there.
+x = leaf(1, 2)
+a, b = x.chunk(2)
+a.retain_grad()
+with torch.no_grad():
+    x.add_(torch.ones(2, dtype=f64))
+a.retain_grad()
+print("RetainGradAgainOnAStaleSplitOutput: retains_grad=%s, b: %s" %
+      (a.retains_grad, error(lambda: b.retain_grad())[:60]))
+
 # SingleRootReachingNoInput: with one root, PyTorch runs the root's node even where it reaches
 # no requested tensor (its graph root is always needed), and so its hooks. The engine does not
 # run it (DEVIATIONS.md, extra-executions): the test pins "|| result=None, y_grad=None".

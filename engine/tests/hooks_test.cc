@@ -132,6 +132,23 @@ TEST(Hooks, Errors) {
   expect_error([&] { y.grad_fn()->register_prehook(nullptr); }, {"register_prehook", "empty"});
 }
 
+// retain_grad() on a tensor that retains grad already returns before it reads the history, as
+// PyTorch's: a chunk output whose base was written since would refuse to regenerate it, and
+// does for a chunk output that does not retain grad yet.
+TEST(Hooks, RetainGradAgainOnAStaleSplitOutput) {
+  Tensor x = leaf({1, 2}, {2});
+  std::vector<Tensor> ab = ops::chunk(x, 2);
+  Tensor &a = ab[0], &b = ab[1];
+  a.retain_grad();
+  {
+    NoGradGuard no_grad;
+    ops::add_(x, values({1, 1}, {2}));
+  }
+  a.retain_grad();
+  EXPECT_TRUE(a.retains_grad());
+  expect_error([&] { b.retain_grad(); }, {"is a view and its base", "has been modified"});
+}
+
 // grad() runs the hooks of a captured tensor whose node does not run, and returns what they
 // left; the retains-grad hook writes y.grad in grad() too; a leaf's AccumulateGrad does not run
 // in grad(): no post-accumulate-grad hook.

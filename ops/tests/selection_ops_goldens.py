@@ -94,6 +94,22 @@ for dim in (0, 1):
     (gg,) = torch.autograd.grad((g * g).sum(), x)
     show("softmax_dim%d" % dim, y, g, gg)
 
+# softmax's gradient is one op (_softmax_backward_data): the gradient of that gradient wrt the
+# softmax result reads only its inputs, so after that grad() freed the first gradient's graph a
+# backward through it still runs, into x.
+x = t([0.5, -1.0, 2.0], (3,))
+y = torch.softmax(x, 0)
+w = torch.tensor([1.0, -2.0, 3.0])
+(g,) = torch.autograd.grad(y, x, y, retain_graph=True, create_graph=True)
+(gy,) = torch.autograd.grad(g, y, w, retain_graph=False, create_graph=True)
+gy.backward(w)
+show("softmax_gradient_of_gradient", g, gy, x.grad)
+
+# The Hessian by forward-over-reverse: the tangent of softmax's gradient (its jvp rule).
+x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
+show("softmax_hessian",
+     torch.func.hessian(lambda x: (torch.softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
+
 # cumsum over dims 0 and 1, and its double backward through the gradient.
 for dim in (0, 1):
     x = t([0.5, -1.0, 2.0, 0.25, 1.0, -0.5], (2, 3))

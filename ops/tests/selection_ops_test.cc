@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/autograd.h"
+#include "engine/forward_ad.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -175,6 +176,41 @@ TEST(SelectionOps, Softmax) {  // "softmax_dim0", "softmax_dim1"
                   0.23256009787525173, -0.5398161803340688, 0.30725608245881714},
                  {0.10562427087340287, 0.05040445548220015, -0.156028726355603, -0.0377971014819893,
                   -0.16622112838919742, 0.20401822987118698});
+}
+
+// softmax's gradient is one op (Note [softmax's gradient is one op], ops/scan.cc): the gradient
+// of it wrt the softmax result reads only its inputs, so after that grad() freed the first
+// gradient's nodes, a backward through it still runs, into x.
+TEST(SelectionOps, SoftmaxGradientOfGradient) {  // "softmax_gradient_of_gradient"
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  const Tensor y = ops::softmax(x, 0);
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  const Tensor g =
+      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
+  expect_values(g, {-0.08311022741021316, -0.02387066327038312, 0.10698089068059637});
+  const Tensor gy =
+      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
+  expect_values(gy, {-1.1591133149113946, 0.9504348658364264, -1.0901599823648844});
+  backward({gy}, BackwardArgs().grad_tensors({w}));
+  expect_values(x.grad(), {2.58406042460459, 2.112112308837783, -4.696172733442374});
+}
+
+// The Hessian by forward-over-reverse, a column per tangent: the tangent of softmax's gradient,
+// softmax_backward's jvp rule.
+TEST(SelectionOps, SoftmaxHessian) {  // "softmax_hessian"
+  const std::vector<double> h = {-0.16550257107699887, 0.040503622718937496, 0.12499894835806136,
+                                 0.0405036227189375,   -0.16057482281428054, 0.12007120009534306,
+                                 0.12499894835806141,  0.12007120009534306,  -0.24507014845340436};
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  for (size_t j = 0; j < 3; ++j) {
+    DualLevel level;
+    std::vector<double> e(3, 0.0);
+    e[j] = 1.0;
+    const Tensor xd = make_dual(x, values(e, {3}));
+    const Tensor g = grad({ops::sum(ops::mul(ops::softmax(xd, 0), w))}, {x})[0];
+    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
+  }
 }
 
 TEST(SelectionOps, Cumsum) {  // "cumsum_dim0", "cumsum_dim1", "cumsum_double"

@@ -122,6 +122,17 @@ gx, gs = torch.autograd.grad((y * y * w).sum(), [x, s], create_graph=True)
 show("as_strided_of_transposed_root", y, gx, gs,
      *torch.autograd.grad((gx * gx).sum() + gs * gs, [x, s]))
 
+# The double backward of as_strided's gradient wrt the incoming gradient: as_strided_backward
+# sums the result's stride-0 dims and squeezes its size-1 ones first, so that gradient is an
+# expand of an unsqueeze, strides [0, 1], not contiguous.
+x = leaf([1, 2, 3], (1, 3))
+u = x.unfold(1, 1, 1)
+y = u.as_strided([2, 1], [0, 0], 2)
+gu, = torch.autograd.grad(y, [u], y, create_graph=True)
+gy, = torch.autograd.grad(gu, [y], gu)
+show("as_strided_double_backward_layout", gu, gy)
+print("as_strided_double_backward_layout strides", gy.stride(), gy.is_contiguous())
+
 # a write through such a view, and a sibling view regenerated after it.
 x = leaf([1, 2, 3, 4, 5, 6], (3, 2))
 z = leaf([2, -1], (2,))

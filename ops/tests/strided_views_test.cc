@@ -265,6 +265,22 @@ TEST(StridedViews, AsStridedOfNonContiguousRoot) {
   expect_values(gg[1], {600}, "d(dx.dx + ds.ds)/ds");
 }
 
+// as_strided_backward sums a result's stride-0 dims and squeezes its size-1 ones before it
+// scatters: the double backward's gradient wrt the incoming gradient is then an expand of an
+// unsqueeze, strides [0, 1] in PyTorch, so contiguous() copies it.
+TEST(StridedViews, AsStridedDoubleBackwardLayout) {
+  Tensor x = leaf({1, 2, 3}, {1, 3});
+  Tensor u = ops::unfold(x, 1, 1, 1);
+  Tensor y = ops::as_strided(u, {2, 1}, {0, 0}, 2);
+  Tensor gu = grad({y}, {u}, GradArgs().grad_outputs({y}).create_graph())[0];
+  expect_values(gu, {0, 0, 6}, "du");
+  Tensor gy = grad({gu}, {y}, GradArgs().grad_outputs({gu}))[0];
+  expect_values(gy, {6, 6}, "d(du)/dy");
+  EXPECT_EQ(gy.strides(), Shape({0, 1}));
+  EXPECT_FALSE(gy.is_contiguous());
+  EXPECT_FALSE(ops::contiguous(gy).is_same(gy));
+}
+
 TEST(StridedViews, WriteThroughAsStridedOfNonContiguousRoot) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6}, {3, 2});
   Tensor z = leaf({2, -1}, {2});

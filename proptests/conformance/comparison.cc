@@ -45,13 +45,26 @@ class Context {
     const size_t v = t[1] == "flags" ? 2 : 1;
     if (v + 1 < t.size() && value_of(t[v]) >= 0) {
       const int value = value_of(t[v]);
+      // An unreadable result of contiguous (a stale view, whose history PyTorch refuses to read)
+      // is its input itself: a copy is a new tensor, readable, and copying a stale view raises.
+      const Stmt* made = producer(value);
+      if (t[v + 1] == "unreadable" && stmt < static_cast<int>(program_.stmts.size()) &&
+          made == &program_.stmts[stmt] && made->kind == StmtKind::kViewOp &&
+          made->view_op == ViewOp::kContiguous) {
+        tensor_of_[value] = tensor(made->args[0]);
+      }
       if (t[v + 1].front() == '[') {
         const std::string dims = t[v + 1].substr(1, t[v + 1].size() - 2);
         shape_[value] = dims.empty() ? Tokens{} : split(dims, ',');
       }
       for (const std::string& tok : t) {
-        if (has_prefix(tok, "leaf=")) is_leaf_[value] = tok == "leaf=1";
         if (has_prefix(tok, "same=")) tensor_of_[value] = tensor(value_of(tok.substr(5)));
+      }
+      // Per tensor, not per value: the values a same= names are one tensor, whose newest record
+      // says whether it is a leaf now (v9 = contiguous v8 is v8; a copy_ into v9 gives v8 a
+      // history too).
+      for (const std::string& tok : t) {
+        if (has_prefix(tok, "leaf=")) is_leaf_[tensor(value)] = tok == "leaf=1";
       }
     }
     if ((t[1] != "ok" && t[1] != "raise") || stmt >= static_cast<int>(program_.stmts.size())) {
@@ -162,7 +175,7 @@ class Context {
     return it == producer_.end() ? nullptr : &program_.stmts[it->second];
   }
   bool leaf(int v) const {
-    const auto it = is_leaf_.find(v);
+    const auto it = is_leaf_.find(tensor(v));
     return it == is_leaf_.end() || it->second;
   }
   int rank(int v) const {
@@ -575,8 +588,8 @@ Excuse version_check_per_formula(const Pair& p) {
 // What inplace-overlapping-views leaves: the script passes PyTorch a copy of an in-place op's
 // operand that views the target's memory with another shape (or strides), the engine the operand
 // itself, which its node saves and the write then changes. So a later call that runs that node
-// raises the version error here alone, or, the graphs differing there, in PyTorch alone; the
-// comparison ends there.
+// raises the version error here alone (PyTorch's call goes on, and may raise "freed" at a later
+// node), or, the graphs differing there, in PyTorch alone; the comparison ends there.
 // The same where the target reaches one element at several indices (unfold's windows that
 // overlap, size above step, or an as_strided whose indices share elements), written with grad
 // mode on: PyTorch's CopySlices copies the write's gradient into those indices element by
@@ -614,7 +627,11 @@ Excuse overlapping_operand_saved(const Pair& p) {
   const bool gradient_line =
       p.grad_line_value() >= 0 || (p.s && p.s->kind == StmtKind::kGrad && p.result_line());
   if (gradient_line && wrote_into_overlapping_indices(p.c, p.index)) return Excuse::kStop;
-  const bool here = p.status("ok", "raise") && p.a.size() == 3 && p.a[2] == "version";
+  // Here: the engine raises the version error at the node, where PyTorch's call runs past it,
+  // and succeeds or raises another error at a later node (its freed saved values).
+  const bool engine_version = p.a.size() == 3 && p.a[2] == "version";
+  const bool here = engine_version && (p.status("ok", "raise") ||
+                                       (p.status("raise", "raise") && p.error() != "version"));
   const bool there = p.status("raise", "ok") && p.error() == "version";
   if (!autograd_call(p) || !(here || there)) return Excuse::kNone;
   for (int i = 0; i < p.index; ++i) {

@@ -284,9 +284,14 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # Under create_graph AccumulateGrad copies anyway, and a copy here would hide the formulas'
     # reads of the caller's gradients (an in-place write into one then fails their version check).
     # .grad first: `is_leaf` reads grad_fn, which regenerates a stale view's history (PyTorch's
-    # VariableHooks::grad_fn), a side effect that requires_grad_() would see later.
+    # VariableHooks::grad_fn), a side effect that requires_grad_() would see later. And
+    # `retains_grad` (a flag) before it: a tensor that retains grad is no leaf, and regenerating
+    # its history moves its retains-grad hook off the old grad_fn, so a gradient that still flows
+    # through the old one would no longer reach its .grad (found by a live fuzz run: a view's
+    # .grad took a gradient twice in PyTorch's own program, once here).
     held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
-            if isinstance(t, torch.Tensor) and t.grad is not None and _readable_leaf(t)}
+            if isinstance(t, torch.Tensor) and t.grad is not None and not t.retains_grad and
+            _readable_leaf(t)}
     # The copies are made with grad mode off: a recorded clone reads its input's grad_fn, which
     # would regenerate a stale view's history (the side effect above), where the engine's call
     # reads nothing of the gradients' histories without create_graph.
