@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::ops {
 namespace {
@@ -84,6 +85,7 @@ Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
   Tensor out;
   {
     NoGradGuard values;
+    TracePause one_op;  // a trace records softmax_backward, not the ops that compute it
     const Tensor g = grad.detach(), y = output.detach();
     out = y * (g - sum(g * y, dim, true));
   }
