@@ -135,6 +135,13 @@ bool rule_two_keeps_row_major(const Shape& shape, const IterationStrides& stride
   return !sort_dims(shape, strides, perm);
 }
 
+std::vector<size_t> iteration_order(const Shape& shape, const IterationStrides& strides) {
+  std::vector<size_t> perm(shape.size());
+  std::iota(perm.rbegin(), perm.rend(), size_t{0});
+  sort_dims(shape, strides, perm);
+  return perm;
+}
+
 Shape preserve_format_strides(const Layout& in) {
   if (numel(in.sizes) == 0) return contiguous_strides(in.sizes);
   if (is_non_overlapping_and_dense(in)) return in.strides;

@@ -45,6 +45,9 @@ struct IterationStrides {
 // caller's to rule out.
 inline constexpr size_t kMaxRowMajorCheckRank = 8;
 bool rule_two_keeps_row_major(const Shape& shape, const IterationStrides& strides);
+// The dims of `shape` innermost first, in the order rule 2 sorts them (TensorIterator's
+// reorder_dimensions over the operands' strides, the output's first).
+std::vector<size_t> iteration_order(const Shape& shape, const IterationStrides& strides);
 // The strides of clone(in) and empty_like(in) with memory_format=preserve.
 Shape preserve_format_strides(const Layout& in);
 

@@ -19,6 +19,7 @@
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/zero_operand.h"
+#include "ops/output_layout.h"
 #include "ops/scalar_rules.h"
 #include "ops/strided_loop.h"
 
@@ -168,18 +169,32 @@ class CpuBackend final : public Backend {
     dispatch_dtype(a.dtype(), [&](auto z) { sum_to_impl<decltype(z)>(a, out); });
     return out;
   }
-  // Note [Strided operands]; Note [The order a write visits its target in] (ops/strided_loop.h).
+  // Note [The order a write visits its target in]
+  // A write into a target that reaches one storage element at several indices (an overlapping
+  // as_strided or unfold: PyTorch's overlap checks cannot tell, Note [Overlapping writes] in
+  // ops/inplace.cc) leaves there the value of whichever index is visited last. PyTorch's
+  // TensorIterator does not visit in row-major order: it sorts the dims by the operands' strides
+  // (reorder_dimensions: the output's first, then each input's, a broadcast dim of stride 0 telling
+  // nothing; for equal strides the dim of smaller size goes inside), so copy_ into
+  // `x.as_strided([2, 3], [1, 1])` visits down the columns. The CPU copy into a non-contiguous
+  // target visits its dims in that order, so such a copy leaves what PyTorch's leaves; for a target
+  // without overlap the order changes nothing. (An in-place add_ or mul_ into such a target applies
+  // each index's operand in turn to the shared element, in either order: only the rounding of the
+  // sum or product can differ.)
+  // The order is rule 2's of Note [Output layout of elementwise ops] (ops/output_layout.h).
   void copy_in_tensor_iterator_order(const Tensor& dst, const Tensor& src) {
     const Shape dst_strides = dst.strides();
-    const std::array<std::vector<int64_t>, 2> strides = {
-        std::vector<int64_t>(dst_strides.begin(), dst_strides.end()),
-        broadcast_strides(src.shape(), src.strides(), dst.shape())};
-    const std::vector<size_t> order = tensor_iterator_order(dst.shape(), strides);
-    Shape shape(order.size());
+    const std::vector<int64_t> src_strides =
+        broadcast_strides(src.shape(), src.strides(), dst.shape());
+    const std::vector<size_t> inner_first = iteration_order(
+        dst.shape(),
+        {2, [&](size_t k, size_t d) { return k == 0 ? dst_strides[d] : src_strides[d]; }});
+    Shape shape;
     std::array<std::vector<int64_t>, 2> visited;
-    for (size_t i = 0; i < order.size(); ++i) {
-      shape[i] = dst.shape()[order[i]];
-      for (size_t k = 0; k < 2; ++k) visited[k].push_back(strides[k][order[i]]);
+    for (auto d = inner_first.rbegin(); d != inner_first.rend(); ++d) {  // outermost first
+      shape.push_back(dst.shape()[*d]);
+      visited[0].push_back(dst_strides[*d]);
+      visited[1].push_back(src_strides[*d]);
     }
     dispatch_dtype(dst.dtype(), [&](auto z) {
       using T = decltype(z);

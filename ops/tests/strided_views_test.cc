@@ -204,7 +204,7 @@ TEST(StridedViews, OperandSharingTheTargetIsReadBeforeTheWrite) {
   }
 }
 
-// Note [The order a write visits its target in] (ops/strided_loop.h): copy_ into a target that
+// Note [The order a write visits its target in] (ops/cpu/cpu_backend.cc): copy_ into a target that
 // reaches one element at several indices leaves there the value PyTorch's TensorIterator writes
 // last (fuzz --against pytorch, r06: pin-copy-into-overlapping-view-visits-columns-first). The
 // values are PyTorch 2.15's: base = zeros(8); base.as_strided(size, stride, 1).copy_(src).
