@@ -29,11 +29,11 @@ const OpSpec Softmax::spec{
       [](const Ctx& c) { return softmax_backward(c.grad(), c[result], c.attrs<DimAttrs>().dim); }}},
     {AliasKind::kPure, DimAttrs{0},
      [](const OpArgs& a) { return softmax(a[self], a.attrs<DimAttrs>().dim); }}};
-// PyTorch's: result * (self_t - sum(result * self_t, dim, keepdim)).
+// PyTorch's: result * (self_t - sum(result * self_t, dim, keepdim)), which is softmax's gradient
+// formula applied to the tangent.
 const DeclareJvp softmax_jvp{Softmax::spec, [](const JvpContext& c) {
-                               const Tensor& t = c.tangent(Softmax::self);
-                               const Tensor& y = c.result();
-                               return y * (t - sum(y * t, c.attrs<DimAttrs>().dim, true));
+                               return softmax_backward(c.tangent(Softmax::self), c.result(),
+                                                       c.attrs<DimAttrs>().dim);
                              }};
 
 // Note [softmax's gradient is one op]
