@@ -64,11 +64,30 @@ BugClassCoverage& coverage() {
   return c;
 }
 
+// The program being run, as crash and finding logs name it ("seed 34 program 12").
+std::string program_id() {
+  return "seed " + std::to_string(options().seed) + " program " +
+         std::to_string(proptests::fuzz_stats().snapshot().graphs);
+}
+
 // Every crashing program, as it happens, for reductions after the run.
 void log_crash(const Signature& sig, const std::string& id, const std::string& text) {
   if (options().findings_dir.empty()) return;
   std::ofstream out(options().findings_dir + "/crashes.txt", std::ios::app);
   out << crash_log_entry(sig, id, text);
+}
+
+// Keeps the foreign engine's crash on the script of `ran` just run, if it crashed: counted,
+// grouped by signature and logged, as program_id() + `where`.
+void keep_crash(const ConformanceProgram& ran, const char* where) {
+  const std::optional<ForeignOutcome> crash = foreign()->take_crash();
+  if (!crash) return;
+  const std::optional<Signature> sig = crash_signature(*crash);
+  if (!sig) return;
+  proptests::fuzz_stats().record("foreign engine crashed", crash_kind_name(sig->kind));
+  const std::string id = program_id() + where, text = to_text(ran);
+  crash_groups().add(*sig, id, text);
+  log_crash(*sig, id, text);
 }
 
 // Fresh-process runs of a reduced program; its standalone script then gets 10
@@ -143,15 +162,8 @@ void check_modes(const ConformanceProgram& program) {
   ++tally.checked;
   tally.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   coverage().add_mode_check(run->modes);
-  const std::string id = "seed " + std::to_string(options().seed) + " program " +
-                         std::to_string(stats.snapshot().graphs);
-  if (const std::optional<ForeignOutcome> crash = foreign()->take_crash()) {
-    if (const std::optional<Signature> sig = crash_signature(*crash)) {
-      stats.record("foreign engine crashed", crash_kind_name(sig->kind));
-      crash_groups().add(*sig, id + " (mode check)", to_text(run->modes));
-      log_crash(*sig, id + " (mode check)", to_text(run->modes));
-    }
-  }
+  const std::string id = program_id();
+  keep_crash(run->modes, " (mode check)");
   stats.record("modes", "programs run in the modes");
   const size_t ops = run->modes.stmts.back().body.size();
   stats.record("modes: ops in the functional core", ops <= 1   ? "1"
@@ -209,16 +221,7 @@ void against_foreign_engine() {
   const BothEngines both = run_both_engines(program, *foreign(), script);
   const Comparison& c = both.comparison;
   // Its records say "reference-failed" (pytorch-internal-error); the crash itself is kept.
-  if (const std::optional<ForeignOutcome> crash = foreign()->take_crash()) {
-    if (const std::optional<Signature> sig = crash_signature(*crash)) {
-      stats.record("foreign engine crashed", crash_kind_name(sig->kind));
-      const std::string id = "seed " + std::to_string(options().seed) + " program " +
-                             std::to_string(stats.snapshot().graphs);
-      const std::string text = to_text(program);
-      crash_groups().add(*sig, id, text);
-      log_crash(*sig, id, text);
-    }
-  }
+  keep_crash(program, "");
   if (both.cleared_by_fresh_process) {
     stats.record("not repeated by a fresh process", foreign()->name());
   }
