@@ -59,24 +59,16 @@ std::map<size_t, StatementValues> statement_values(const Records& records) {
   std::map<size_t, StatementValues> out;
   for (const std::string& line : records.lines) {
     const std::vector<std::string> f = split(line, ' ');
-    if (f.size() < 2 || f[0].size() < 2 || f[0][0] != 's') continue;
-    size_t stmt = 0;
-    try {
-      stmt = std::stoul(f[0].substr(1));
-    } catch (const std::exception&) {
-      continue;
+    if (f.size() >= 2 && f[0].size() >= 2 && f[0][0] == 's' &&
+        (f[1] == "raise" || f[1] == "skip")) {
+      try {
+        out[std::stoul(f[0].substr(1))].raised = true;
+      } catch (const std::exception&) {
+      }
     }
-    if (f[1] == "raise" || f[1] == "skip") out[stmt].raised = true;
-    if (f[1].size() < 2 || f[1][0] != 'v') continue;
-    size_t i = 2;
-    while (i < f.size() && f[i] != "=") ++i;
-    std::vector<double> values;
-    try {
-      for (++i; i < f.size(); ++i) values.push_back(parse_double(f[i]));
-    } catch (const std::exception&) {
-      continue;  // "none"
+    if (std::optional<ValueLine> v = parse_value_line(line)) {
+      out[v->stmt].values[v->value] = std::move(v->values);
     }
-    out[stmt].values[std::stoi(f[1].substr(1))] = std::move(values);
   }
   return out;
 }

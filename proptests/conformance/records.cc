@@ -46,6 +46,25 @@ Digest digest(const std::vector<double>& values) {
   return g;
 }
 
+std::optional<ValueLine> parse_value_line(const std::string& line) {
+  const std::vector<std::string> f = split(line, ' ');
+  if (f.size() < 2 || f[0].size() < 2 || f[0][0] != 's' || f[1].size() < 2 || f[1][0] != 'v') {
+    return std::nullopt;
+  }
+  ValueLine out;
+  try {
+    out.stmt = std::stoul(f[0].substr(1));
+    out.value = std::stoi(f[1].substr(1));
+    size_t i = 2;
+    while (i < f.size() && f[i] != "=") ++i;
+    if (i == f.size()) return std::nullopt;
+    for (++i; i < f.size(); ++i) out.values.push_back(parse_double(f[i]));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 namespace {
 
 // "d=1.5" -> ("d=", "1.5"); a plain number -> ("", it).

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct Records {
   std::string text() const;
   static Records parse(const std::string& text);
 };
+
+// A result's record "s4 v7 [3] rg=0 leaf=1 = 0.5 -1": statement 4, value 7, {0.5, -1}. Nothing
+// for another line, or one with no values ("none", no " = ").
+struct ValueLine {
+  size_t stmt = 0;
+  int value = -1;
+  std::vector<double> values;
+};
+std::optional<ValueLine> parse_value_line(const std::string& line);
 
 // Digest of a tensor's values (row-major): d = sum x_i w_i and a = sum |x_i| w_i, with
 // w_i = 1 + frac(i * 0.618...) so that a swap or a change of any element changes d. Summed in

@@ -155,36 +155,6 @@ VerdictInput grad_verdict_input(const ConformanceProgram& p, size_t index, size_
   return in;
 }
 
-namespace {
-
-// "s4 v7 [3] rg=0 leaf=1 = 0.5 -1" -> statement 4, value 7, {0.5, -1}.
-struct ValueLine {
-  size_t stmt = 0;
-  int value = -1;
-  std::vector<double> values;
-};
-
-std::optional<ValueLine> parse_value_line(const std::string& line) {
-  const std::vector<std::string> f = split(line, ' ');
-  if (f.size() < 2 || f[0].size() < 2 || f[0][0] != 's' || f[1].size() < 2 || f[1][0] != 'v') {
-    return std::nullopt;
-  }
-  ValueLine out;
-  try {
-    out.stmt = std::stoul(f[0].substr(1));
-    out.value = std::stoi(f[1].substr(1));
-    size_t i = 2;
-    while (i < f.size() && f[i] != "=") ++i;
-    if (i == f.size()) return std::nullopt;
-    for (++i; i < f.size(); ++i) out.values.push_back(std::stod(f[i]));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  return out;
-}
-
-}  // namespace
-
 std::optional<Verdict> grad_value_verdict(const ConformanceProgram& p, const Mismatch& m) {
   const std::optional<ValueLine> theirs = parse_value_line(m.expected);
   const std::optional<ValueLine> ours = parse_value_line(m.actual);
