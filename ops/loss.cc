@@ -1,37 +1,95 @@
 // log_softmax, nll_loss and cross_entropy (= nll_loss of log_softmax over classes).
 #include "engine/error.h"
+#include "engine/grad_mode.h"
 #include "ops/backend.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
+#include "ops/trace_hook.h"
 
 namespace ag::ops {
 namespace {
 
-// log_softmax(self, dim) = result: d/dself = grad - softmax * sum(grad) along dim, where
-// softmax = exp(result).
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim);
+
+// log_softmax(self, dim) = result: d/dself is log_softmax_backward(grad, result), PyTorch's
+// _log_softmax_backward_data.
 struct LogSoftmax {
   static constexpr Input self{0, "self"};
   static constexpr Result result{};
   static const OpSpec spec;
 };
-const OpSpec LogSoftmax::spec{"log_softmax",
-                              {{self,
-                                {result},
-                                [](const Ctx& c) {
-                                  const int64_t dim = c.attrs<DimAttrs>().dim;
-                                  return c.grad() - exp(c[result]) * sum(c.grad(), dim, true);
-                                }}},
-                              {AliasKind::kPure, DimAttrs{1}, [](const OpArgs& a) {
-                                 return log_softmax(a[self], a.attrs<DimAttrs>().dim);
-                               }}};
-// PyTorch's: self_t - sum(exp(result) * self_t, dim, keepdim).
+const OpSpec LogSoftmax::spec{
+    "log_softmax",
+    {{self,
+      {result},
+      [](const Ctx& c) {
+        return log_softmax_backward(c.grad(), c[result], c.attrs<DimAttrs>().dim);
+      }}},
+    {AliasKind::kPure, DimAttrs{1},
+     [](const OpArgs& a) { return log_softmax(a[self], a.attrs<DimAttrs>().dim); }}};
+// PyTorch's: self_t - logsumexp_jvp(self_p, self_t), that is self_t - sum(exp(result) * self_t).
 const DeclareJvp log_softmax_jvp{LogSoftmax::spec, [](const JvpContext& c) {
                                    const Tensor& t = c.tangent(LogSoftmax::self);
                                    const int64_t dim = c.attrs<DimAttrs>().dim;
                                    return t - sum(exp(c.result()) * t, dim, true);
                                  }};
+
+// log_softmax_backward(grad, output) = grad - exp(output) * sum(grad, dim), recorded as one op
+// of its own, as PyTorch's _log_softmax_backward_data, for the reason softmax's gradient is
+// (Note [softmax's gradient is one op], ops/scan.cc): under create_graph its node saves the
+// incoming gradient and the result and reads nothing else, as PyTorch's
+// LogSoftmaxBackwardDataBackward0.
+struct LogSoftmaxBackward {
+  static constexpr Input grad{0, "grad_output"}, output{1, "output"};
+  static const OpSpec spec;
+};
+const OpSpec LogSoftmaxBackward::spec{
+    "log_softmax_backward",
+    {// PyTorch's: grad - (grad * output.exp()).sum(dim, true).
+     {grad,
+      {output},
+      [](const Ctx& c) {
+        return c.grad() - sum(c.grad() * exp(c[output]), c.attrs<DimAttrs>().dim, true);
+      }},
+     // PyTorch's: -grad_output.sum(dim, true) * output.exp() * grad.
+     {output,
+      {grad, output},
+      [](const Ctx& c) {
+        return -sum(c[grad], c.attrs<DimAttrs>().dim, true) * exp(c[output]) * c.grad();
+      }}},
+    {AliasKind::kPure, DimAttrs{0}, [](const OpArgs& a) {
+       return log_softmax_backward(a[grad], a[output], a.attrs<DimAttrs>().dim);
+     }}};
+// Linear in grad, so its part is log_softmax_backward of grad's tangent; output's part is the
+// derivative in output along its tangent, -exp(output) * output_t * sum(grad).
+const DeclareJvp log_softmax_backward_jvp{
+    LogSoftmaxBackward::spec, [](const JvpContext& c) {
+      const int64_t dim = c.attrs<DimAttrs>().dim;
+      const Tensor &g = c.primal(LogSoftmaxBackward::grad),
+                   &y = c.primal(LogSoftmaxBackward::output);
+      const Tensor gt = c.term_tangent(LogSoftmaxBackward::grad);
+      const Tensor yt = c.term_tangent(LogSoftmaxBackward::output);
+      Tensor t;
+      if (gt.defined()) t = log_softmax_backward(gt, y, dim);
+      if (yt.defined()) {
+        Tensor part = -sum(g, dim, true) * exp(y) * yt;
+        t = t.defined() ? t + part : part;
+      }
+      return t;
+    }};
+
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
+  Tensor out;
+  {
+    NoGradGuard values;
+    TracePause one_op;  // a trace records log_softmax_backward, not the ops that compute it
+    const Tensor g = grad.detach(), y = output.detach();
+    out = g - exp(y) * sum(g, dim, true);
+  }
+  return record(LogSoftmaxBackward::spec, {&grad, &output}, std::move(out), DimAttrs{dim});
+}
 
 // loss = -(1/N) sum_i logp[i, t_i]; its gradient is a constant pattern times the (scalar)
 // incoming gradient. The pattern needs only the targets and the shape.

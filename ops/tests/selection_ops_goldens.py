@@ -110,6 +110,18 @@ x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
 show("softmax_hessian",
      torch.func.hessian(lambda x: (torch.softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
 
+# log_softmax's gradient is one op as well (_log_softmax_backward_data), with its own double
+# backward and, under torch.func, its jvp.
+x = t([0.5, -1.0, 2.0], (3,))
+y = torch.log_softmax(x, 0)
+(g,) = torch.autograd.grad(y, x, y, retain_graph=True, create_graph=True)
+(gy,) = torch.autograd.grad(g, y, w, retain_graph=False, create_graph=True)
+gy.backward(w)
+show("log_softmax_gradient_of_gradient", g, gy, x.grad)
+x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
+show("log_softmax_hessian",
+     torch.func.hessian(lambda x: (torch.log_softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
+
 # cumsum over dims 0 and 1, and its double backward through the gradient.
 for dim in (0, 1):
     x = t([0.5, -1.0, 2.0, 0.25, 1.0, -0.5], (2, 3))

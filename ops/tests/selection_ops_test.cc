@@ -13,6 +13,7 @@
 
 #include "engine/autograd.h"
 #include "engine/forward_ad.h"
+#include "engine/node.h"
 #include "engine/tests/test_util.h"
 #include "ops/ops.h"
 
@@ -209,6 +210,41 @@ TEST(SelectionOps, SoftmaxHessian) {  // "softmax_hessian"
     e[j] = 1.0;
     const Tensor xd = make_dual(x, values(e, {3}));
     const Tensor g = grad({ops::sum(ops::mul(ops::softmax(xd, 0), w))}, {x})[0];
+    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
+  }
+}
+
+// log_softmax's gradient is one op too (log_softmax_backward, ops/loss.cc), PyTorch's
+// _log_softmax_backward_data: after grad() of it wrt the result freed its nodes, a backward
+// through that second gradient still runs, into x.
+TEST(SelectionOps, LogSoftmaxGradientOfGradient) {  // "log_softmax_gradient_of_gradient"
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  const Tensor y = ops::log_softmax(x, 0);
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  const Tensor g =
+      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
+  EXPECT_EQ(g.grad_fn()->name(), "log_softmax_backward");
+  expect_values(g, {-0.8256058765704306, -3.0369897996244206, 3.8625956761948514});
+  const Tensor gy =
+      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
+  expect_values(gy, {-0.5381509292797627, -4.8624993434319626, 12.857864569189534});
+  backward({gy}, BackwardArgs().grad_tensors({w}));
+  expect_values(x.grad(), {-8.862311988617968, -6.880288277627772, 15.742600266245741});
+}
+
+// The Hessian by forward-over-reverse: log_softmax_backward's jvp rule.
+TEST(SelectionOps, LogSoftmaxHessian) {  // "log_softmax_hessian"
+  const std::vector<double> h = {-0.2891273411268577,  0.013712116612449442, 0.27541522451440825,
+                                 0.013712116612449442, -0.07516555976566511, 0.06145344315321567,
+                                 0.27541522451440825,  0.06145344315321568,  -0.3368686676676239};
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  for (size_t j = 0; j < 3; ++j) {
+    DualLevel level;
+    std::vector<double> e(3, 0.0);
+    e[j] = 1.0;
+    const Tensor xd = make_dual(x, values(e, {3}));
+    const Tensor g = grad({ops::sum(ops::mul(ops::log_softmax(xd, 0), w))}, {x})[0];
     expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
   }
 }

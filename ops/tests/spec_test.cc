@@ -81,9 +81,9 @@ namespace {
 // except the derivatives recorded as ops of their own.
 TEST(OpList, EveryRegisteredSpecIsNamedAsInTheList) {
   const std::set<std::string> derivative_ops = {
-      "nll_loss_backward", "scaled_product",  "view_scatter",   "view_gather",
-      "view_zeroed",       "select_backward", "slice_backward", "diagonal_backward",
-      "unfold_backward",   "softmax_backward"};
+      "nll_loss_backward", "scaled_product",   "view_scatter",        "view_gather",
+      "view_zeroed",       "select_backward",  "slice_backward",      "diagonal_backward",
+      "unfold_backward",   "softmax_backward", "log_softmax_backward"};
   ASSERT_FALSE(all_op_specs().empty());
   for (const OpSpec* spec : all_op_specs()) {
     OpId op = OpId::kAdd;

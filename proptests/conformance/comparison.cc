@@ -122,12 +122,8 @@ class Context {
         }
       }
     }
-    if (call && t[1] == "ok" && s.create_graph) create_graph_ran_ = true;
     if (call && t[1] == "raise" && t.size() == 3 && t[2] == "version")
       version_raises_.push_back(stmt);
-    if (call && t[1] == "raise" && t.size() == 3 && t[2] == "version" && create_graph_ran_) {
-      version_raised_after_create_graph_ = true;
-    }
     // Both raised "freed" after PyTorch may have freed more: which nodes ran before the error,
     // and so the state after it, may differ.
     if (t[1] == "raise" && t.size() == 3 && t[2] == "freed" && extra_frees_)
@@ -163,7 +159,6 @@ class Context {
     const auto it = retained_since_.find(tensor(v));
     return it != retained_since_.end() && it->second <= stmt;
   }
-  bool version_raised_after_create_graph() const { return version_raised_after_create_graph_; }
 
   const ConformanceProgram& program() const { return program_; }
   const Stmt* stmt(int index) const {
@@ -290,8 +285,6 @@ class Context {
   bool version_raised_ = false;         // a call without retain_graph raised "version" in both
   int version_raised_at_ = -1;          // the first such call
   std::vector<int> version_raises_;     // every call that raised "version" in both
-  bool create_graph_ran_ = false;       // a call with create_graph succeeded
-  bool version_raised_after_create_graph_ = false;  // then a call raised "version" in both
 };
 
 enum class Excuse { kNone, kSkipExpected, kSkipActual, kSkipBoth, kStop };
@@ -801,19 +794,6 @@ Excuse matmul_result_view(const Pair& p) {
   return Excuse::kNone;
 }
 
-// Under create_graph the engine records some derivatives as the ops of their formula
-// (log_softmax's grad - exp(y) * sum(grad)), PyTorch as one backward op
-// (LogSoftmaxBackwardDataBackward0) that saves y and the incoming gradient and unpacks both
-// whenever it runs. After an in-place write into y, a
-// call through that graph raises the version error in both, but here only at the node that reads
-// y, after the other branches delivered their gradients: leaves may have a .grad here and not in
-// PyTorch. Once a call raised the version error in both after a call with create_graph, the
-// comparison ends at the first .grad line that differs.
-Excuse composite_derivatives(const Pair& p) {
-  return p.c.version_raised_after_create_graph() && p.grad_line_value() >= 0 ? Excuse::kStop
-                                                                             : Excuse::kNone;
-}
-
 // An in-place op on a view records its node with a fresh view of the base at the view's layout
 // as its self edge (PyTorch's AsStridedBackward0) leading to its base's history; PyTorch's
 // CopySlices leads to the base's history directly. The extra step passes a gradient on as a copy,
@@ -974,7 +954,6 @@ const Rule kRules[] = {
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
     {"matmul-result-view", matmul_result_view},
-    {"composite-derivatives", composite_derivatives},
     {"zero-size-view-written", zero_size_view_written},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"rebased-base-node-edges", rebased_base_node_edges},

@@ -46,8 +46,6 @@ const std::vector<Explanation>& explanations() {
        "linear saves its weight, not a transposed view of it with a history of its own"},
       {"matmul-result-view", kDeviation, kComparing,
        "matmul of a matrix by a batch never returns a view (PyTorch's may be a transposed one)"},
-      {"composite-derivatives", kDeviation, kComparing,
-       "a derivative under create_graph is recorded as its formula's ops, not one backward op"},
       {"zero-size-view-written", kDeviation, kComparing,
        "an in-place op on a zero-size view passes plain zeros on to its base's history"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
