@@ -108,7 +108,7 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool overla
 Tensor self_of_write(const Tensor& a) {
   if (!a.impl()->view_base || a.grad_fn() == nullptr) return a;
   TracePause bookkeeping;  // history, not the program's op
-  return regenerated_view(Tensor(a.impl()->view_base), a);
+  return regenerated_view(Tensor(a.impl()->view_base), a, /*written=*/true);
 }
 
 // Note [Operands read before the write]

@@ -28,7 +28,8 @@ const DeclareJvp reshape_jvp{Reshape::spec, jvp_linear};
 // PyTorch's): new storage, never the incoming gradient's, so a gradient through them neither
 // shares memory with the caller's grad_outputs nor, made without create_graph, requires grad
 // through them. A zero-size view's gradient is plain zeros, which never require grad (Note
-// [Zero-size as_strided gradients], ops/view_ops.cc). No forward: none of the three is an op of
+// [Zero-size as_strided gradients], ops/view_ops.cc), except where a write reads the view as its
+// self (Note [A write's self keeps the write's history]). No forward: none of the three is an op of
 // the JIT.
 struct RegeneratedView {
   static constexpr Input self{0, "self"};
@@ -57,6 +58,26 @@ bool add_regenerated_view_gradient_into(const Tensor& sum, const Ctx& c) {
 const OpSpec RegeneratedView::spec{
     "regenerated_view",
     {{self, {}, regenerated_view_gradient, add_regenerated_view_gradient_into}}};
+
+// Note [A write's self keeps the write's history]
+// The view an in-place op reads as its self (self_of_write, ops/inplace.cc) is a regenerated
+// view with one difference, at zero size: PyTorch's CopySlices copies the op's gradient for self
+// into a clone of the base's gradient (result_slice.copy_(res)), so under create_graph the base's
+// gradient has that gradient's history even where the copy moves no element. Plain zeros, the
+// regenerated view's zero-size gradient (AsStridedBackward0's), would drop it: a grad() through a
+// write into a zero-size view would not require grad where PyTorch's does.
+struct WrittenView {
+  static constexpr Input self{0, "self"};
+  static const OpSpec spec;
+};
+Tensor written_view_gradient(const Ctx& c) {
+  const Tensor& g = c.grad();
+  if (g.numel() != 0) return regenerated_view_gradient(c);
+  const Shape& shape = c.input_shape(WrittenView::self);
+  return reshape(view_scatter(g, shape, contiguous_layout(g.shape())), shape);
+}
+const OpSpec WrittenView::spec{
+    "regenerated_view", {{self, {}, written_view_gradient, add_regenerated_view_gradient_into}}};
 
 struct RebasedBase {
   static constexpr Input view{0, "view"};
@@ -213,10 +234,10 @@ Shape root_strides_if_over_storage(const Tensor& view, const Tensor& base) {
 }
 }  // namespace
 
-Tensor regenerated_view(const Tensor& base, const Tensor& view) {
+Tensor regenerated_view(const Tensor& base, const Tensor& view, bool written) {
   const Layout at = layout_in_base(view);
   return record_node(
-      RegeneratedView::spec, {&base},
+      written ? WrittenView::spec : RegeneratedView::spec, {&base},
       base.alias_with_layout(view.shape(), view.strides(), view.storage_offset()),
       ViewAttrs{root_strides_if_over_storage(view, base), at.sizes, at.strides, at.offset}, {});
 }

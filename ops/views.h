@@ -159,8 +159,9 @@ void rebase_history_after_inplace(const Tensor& t, bool recorded);
 // Tensors over the storage of `base` (of `view`) at its layout, whose history is a node reading
 // it, recorded whatever grad mode and its requires_grad() are: a view's regenerated history
 // (PyTorch's AsStridedBackward0) and a base's after a write through `view` (CopySlices). Their
-// gradients are in new storage (Note [Views of any stride]).
-Tensor regenerated_view(const Tensor& base, const Tensor& view);
+// gradients are in new storage (Note [Views of any stride]). `written`: the view is what a write
+// reads as its self (Note [A write's self keeps the write's history], ops/shape_ops.cc).
+Tensor regenerated_view(const Tensor& base, const Tensor& view, bool written = false);
 Tensor rebased_base(const Tensor& view, const Tensor& base);
 
 // The three linear ops of Note [Views of any stride], recorded (as any op) when their input

@@ -429,5 +429,29 @@ TEST(OverlappingWrites, AnOperandDifferingOnlyInStridesOfSizeOneDimsMeetsTheTarg
   EXPECT_NE(error_of([&] { ops::mul_(y, yt); }).find("single memory location"), std::string::npos);
 }
 
+// A write into a zero-size view keeps its history in the base's gradient under create_graph, as
+// PyTorch's CopySlices copies the op's gradient into a clone of the base's (Note [A write's self
+// keeps the write's history], ops/shape_ops.cc); before, the base's part was plain zeros.
+// w = torch.ones(0, dtype=f64, requires_grad=True); g = torch.ones(0, dtype=f64,
+// requires_grad=True) a = torch.zeros(0, ..., requires_grad=True); v = (a * 1).view([0]); v.mul_(w)
+// ga, = torch.autograd.grad(v, a, g, create_graph=True) -> ga.requires_grad True, ga.shape [0]
+// a = torch.zeros(3, ..., requires_grad=True); v = (a * 1).narrow(0, 1, 0); v.mul_(w)
+// ga, = torch.autograd.grad(v, a, g, create_graph=True) -> ga = [0, 0, 0], requires_grad True
+TEST(ZeroSizeWrites, TheBasesGradientKeepsTheWritesHistory) {
+  const Tensor w = leaf({}, {0}), g = leaf({}, {0});
+  Tensor a0 = leaf({}, {0});
+  Tensor v0 = ops::view(ops::mul(a0, 1.0), {0});
+  ops::mul_(v0, w);
+  const Tensor ga0 = grad({v0}, {a0}, GradArgs().grad_outputs({g}).create_graph())[0];
+  EXPECT_TRUE(ga0.requires_grad());
+  EXPECT_EQ(ga0.shape(), Shape({0}));
+  Tensor a3 = leaf({0, 0, 0}, {3});
+  Tensor v3 = ops::narrow(ops::mul(a3, 1.0), 0, 1, 0);
+  ops::mul_(v3, w);
+  const Tensor ga3 = grad({v3}, {a3}, GradArgs().grad_outputs({g}).create_graph())[0];
+  EXPECT_TRUE(ga3.requires_grad());
+  expect_values(ga3, {0, 0, 0});
+}
+
 }  // namespace
 }  // namespace ag

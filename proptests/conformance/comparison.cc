@@ -794,27 +794,6 @@ Excuse matmul_result_view(const Pair& p) {
   return Excuse::kNone;
 }
 
-// An in-place op on a view records its node with a fresh view of the base at the view's layout
-// as its self edge (PyTorch's AsStridedBackward0) leading to its base's history; PyTorch's
-// CopySlices leads to the base's history directly. The extra step passes a gradient on as a copy,
-// but for a zero-size view as plain zeros (as as_strided_backward), which do not require grad:
-// under create_graph a gradient through it may require grad in PyTorch alone. The comparison ends
-// at a line that differs in rg= and leaf= alone, in a call with create_graph, after a recorded
-// in-place op on a zero-size view.
-Excuse zero_size_view_written(const Pair& p) {
-  if (!autograd_call(p) || !p.s->create_graph || !differ_in_flags_alone(p)) return Excuse::kNone;
-  const auto& stmts = p.c.program().stmts;
-  for (int i = 0; i < p.index; ++i) {
-    const Stmt& s = stmts[i];
-    if (s.kind != StmtKind::kInplace || s.flag ||
-        p.c.storage_root(s.args[0]) == p.c.tensor(s.args[0]))
-      continue;
-    const Tokens& shape = p.c.shape(s.args[0]);
-    if (std::find(shape.begin(), shape.end(), "0") != shape.end()) return Excuse::kStop;
-  }
-  return Excuse::kNone;
-}
-
 Excuse mean_of_empty_raises(const Pair& p) {
   return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
                  std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
@@ -954,7 +933,6 @@ const Rule kRules[] = {
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
     {"matmul-result-view", matmul_result_view},
-    {"zero-size-view-written", zero_size_view_written},
     {"mean-of-empty-raises", mean_of_empty_raises},
     {"rebased-base-node-edges", rebased_base_node_edges},
     {"pytorch-internal-error", pytorch_internal_error},

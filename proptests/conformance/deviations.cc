@@ -46,8 +46,6 @@ const std::vector<Explanation>& explanations() {
        "linear saves its weight, not a transposed view of it with a history of its own"},
       {"matmul-result-view", kDeviation, kComparing,
        "matmul of a matrix by a batch never returns a view (PyTorch's may be a transposed one)"},
-      {"zero-size-view-written", kDeviation, kComparing,
-       "an in-place op on a zero-size view passes plain zeros on to its base's history"},
       {"mean-of-empty-raises", kDeviation, kComparing, "mean over an empty dimension raises"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
