@@ -62,7 +62,8 @@ const DeclareJvp sum_dim_jvp{SumDim::spec, jvp_linear};
 // contiguous tensor, not a view of the incoming gradient as sum's. So mean is an op of its own
 // (not sum's node and a scaling after it, whose gradient would be sum's view): its gradient
 // scales the expanded gradient, which writes a new tensor. Both scale by 1/n, forward and
-// backward, as the engine always has.
+// backward, as the engine always has. Over no elements that is 0 * inf, NaN, as PyTorch's 0 / 0;
+// the gradient there has no elements.
 double inverse_count(int64_t n) { return 1.0 / static_cast<double>(n); }
 
 struct Mean : OfSelf {
@@ -131,7 +132,7 @@ Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
 }
 
 Tensor mean(const Tensor& a) {
-  AG_CHECK(a.defined() && a.numel() > 0, "mean: input ", a.describe(), " has no elements");
+  check_defined("mean", a, "input");
   Backend& be = backend_for(a.device());
   Tensor out = be.unary(UnaryKind::kMulScalar, be.sum_all(a), inverse_count(a.numel()));
   return record(Mean::spec, {&a}, std::move(out));
@@ -142,7 +143,6 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   const int64_t d = normalize_dim("mean", dim, a);
   if (a.dim() == 0) return mean(a);  // Note [Dims of a 0-dim tensor]: the whole tensor
   const int64_t n = a.shape()[d];
-  AG_CHECK(n > 0, "mean: dim ", dim, " of ", a.describe(), " is empty");
   Tensor out = backend_for(a.device())
                    .unary(UnaryKind::kMulScalar, summed_over(a, d, keepdim), inverse_count(n));
   return record(MeanDim::spec, {&a}, std::move(out), DimAttrs{d, keepdim});

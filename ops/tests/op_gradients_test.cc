@@ -310,5 +310,24 @@ TEST(OpSemantics, NllLossIgnoresInfinitiesOutsideTheTargets) {
   testing::expect_values(grad({loss}, {logp})[0], {-0.5, 0, 0, 0, 0, -0.5});
 }
 
+// mean over no elements is NaN, as PyTorch's 0 / 0, and its gradient has no elements:
+// torch.zeros(0, 3).mean(0) -> [nan, nan, nan]; .sum().backward() -> grad of shape [0, 3];
+// torch.zeros(0).mean() -> nan; torch.zeros(3, 0).mean(0) has shape [0].
+TEST(OpSemantics, MeanOverNoElementsIsNan) {
+  Tensor x = ops::zeros({0, 3}, DType::kFloat64);
+  x.set_requires_grad(true);
+  const Tensor m = ops::mean(x, 0);
+  ASSERT_EQ(m.shape(), Shape({3}));
+  for (double v : m.to_vector()) EXPECT_TRUE(std::isnan(v));
+  const Tensor g = grad({ops::sum(m)}, {x})[0];
+  EXPECT_EQ(g.shape(), Shape({0, 3}));
+  Tensor e = ops::zeros({0}, DType::kFloat64);
+  e.set_requires_grad(true);
+  const Tensor all = ops::mean(e);
+  EXPECT_TRUE(std::isnan(all.to_vector()[0]));
+  EXPECT_EQ(grad({all}, {e})[0].shape(), Shape({0}));
+  EXPECT_EQ(ops::mean(ops::zeros({3, 0}, DType::kFloat64), 0).shape(), Shape({0}));
+}
+
 }  // namespace
 }  // namespace ag

@@ -794,13 +794,6 @@ Excuse matmul_result_view(const Pair& p) {
   return Excuse::kNone;
 }
 
-Excuse mean_of_empty_raises(const Pair& p) {
-  return (p.op(proptests::Op::kMean) || p.op(proptests::Op::kMeanDim)) && p.status("ok", "raise") &&
-                 std::find(p.rest.begin(), p.rest.end(), p.e[0] + " skip") == p.rest.end()
-             ? Excuse::kStop
-             : Excuse::kNone;
-}
-
 Excuse pytorch_internal_error(const Pair& p) {
   return p.e.size() >= 2 && p.e[1] == "reference-failed" ? Excuse::kStop : Excuse::kNone;
 }
@@ -933,7 +926,6 @@ const Rule kRules[] = {
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
     {"matmul-result-view", matmul_result_view},
-    {"mean-of-empty-raises", mean_of_empty_raises},
     {"rebased-base-node-edges", rebased_base_node_edges},
     {"pytorch-internal-error", pytorch_internal_error},
     {"inplace-mul-aliased-tangent", inplace_mul_aliased_tangent},
