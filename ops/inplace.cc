@@ -43,10 +43,13 @@ const DeclareJvp copy_inplace_jvp{CopyInplace::spec, jvp_from_formulas};
 // Note [Overlapping writes]
 // As PyTorch's in-place ops (assert_no_internal_overlap, assert_no_partial_overlap): a write into
 // a tensor that reaches one element at several indices (an expanded tensor) is refused, and so is
-// one whose other operand shares part of its memory, laid out differently, where the result
-// would depend on the order the elements are visited in. Like PyTorch, only what is cheap to
-// tell is refused: two dense layouts over intersecting runs of one storage that do not reach the
-// same elements in the same order; gapped layouts (x[::2] and x[1::2]) pass, as there.
+// one whose other operand shares part of its memory, laid out differently. Like PyTorch
+// (get_overlap_status), only what is cheap to tell is refused: two dense layouts over
+// intersecting runs of one storage, unless they are the same run with the same strides (a full
+// overlap). Other strides over the same run are a partial overlap even where every element meets
+// itself (a [3, 1] view of a [1, 3, 1] tensor, or strides that differ in a dim of size 1), as
+// there. Gapped or self-overlapping layouts (x[::2] and x[1::2], an unfold) pass, as PyTorch's
+// TOO_HARD does; Note [Operands read before the write] makes their result order-free.
 void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   const Layout la = layout_of(a);
   AG_CHECK(!has_internal_overlap(la), op,
@@ -63,13 +66,7 @@ void check_overlap(const char* op, const Tensor& a, const Tensor& b) {
   const int64_t a_begin = la.offset, a_end = la.offset + a.numel();
   const int64_t b_begin = lb.offset, b_end = lb.offset + b.numel();
   const bool same_run = a_begin == b_begin && a_end == b_end;
-  // Two contiguous tensors over the same run (reshapes of one another) meet element for element
-  // here: DEVIATIONS.md `inplace-overlapping-views`, until the conformance scripts stop copying
-  // the operand.
-  if (same_run && a.is_contiguous() && b.is_contiguous()) return;
-  // Strides of dims of size 1 step nowhere: tensors that differ only there (x and x[0:1:3] of a
-  // [1, n] x) reach the same elements in the same order, as two contiguous ones over the run.
-  const bool partial = same_run ? !same_elements(la, lb) : a_begin < b_end && b_begin < a_end;
+  const bool partial = same_run ? la.strides != lb.strides : a_begin < b_end && b_begin < a_end;
   AG_CHECK(!partial, op, ": unsupported operation: some elements of the input tensor (",
            b.describe(), ") and the written-to tensor (", a.describe(),
            ") refer to a single memory location. Please clone() the tensor before performing "
@@ -118,7 +115,7 @@ Tensor self_of_write(const Tensor& a) {
 // layout meeting another: PyTorch's overlap checks answer TOO_HARD there), the result then does
 // not depend on the order the kernel visits the elements in. The target itself is read as the
 // write goes. The conformance scripts hand PyTorch the same copy (DEVIATIONS.md
-// `inplace-overlapping-views`).
+// `too-hard-overlaps-read-first`).
 Tensor operand_before_write(const Tensor& a, const Tensor& b) {
   return !b.shares_storage_with(a) || b.is_same(a) ? b : copy_of(b);
 }

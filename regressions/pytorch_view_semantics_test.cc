@@ -413,20 +413,31 @@ TEST(OverlappingWrites, CopyFromTheSameElementsIntoAnExpandedViewRuns) {
   EXPECT_NE(error_of([&] { ops::add_(f, f); }).find("single memory location"), std::string::npos);
 }
 
-// DEVIATIONS.md `inplace-overlapping-views`: an operand of the target's shape over the same
-// elements in the same order (strides that differ only in dims of size 1) meets it element for
-// element, as two contiguous tensors over one run do: u[0:1:3] *= u for an unfold u of x squares
-// x (PyTorch, which compares every stride, refuses it; the conformance scripts pass it a copy,
-// whose result is this). A transposed operand over the same run is still refused.
-TEST(OverlappingWrites, AnOperandDifferingOnlyInStridesOfSizeOneDimsMeetsTheTarget) {
+// As PyTorch's get_overlap_status, an operand over exactly the target's run with other strides
+// is a partial overlap, refused, even where each element meets itself: strides that differ only
+// in dims of size 1, a [3, 1] view of a [1, 3, 1] target, a transpose. PyTorch 2.15:
+// x = torch.arange(1., 7.).reshape(3, 2, 1); u = x.unfold(0, 3, 1)  # strides (2, 1, 1, 2)
+// u[0:1:3].mul_(u)  # strides (6, 1, 1, 2) -> "some elements of the input tensor and the
+// written-to tensor refer to a single memory location"; a.mul_(a.view(3, 1)) for a [1, 3, 1] a,
+// and y.mul_(y.t()), the same. x is unchanged.
+TEST(OverlappingWrites, AnOperandOverTheSameRunWithOtherStridesIsRefused) {
   Tensor x = values({1, 2, 3, 4, 5, 6}, {3, 2, 1});
   Tensor u = ops::unfold(x, 0, 3, 1);  // [1, 2, 1, 3], strides (2, 1, 1, 2)
   Tensor v = ops::slice(u, 0, 0, 1, 3);
-  ops::mul_(v, u);
-  expect_values(x, {1, 4, 9, 16, 25, 36});
+  EXPECT_NE(error_of([&] { ops::mul_(v, u); }).find("single memory location"), std::string::npos);
+  expect_values(x, {1, 2, 3, 4, 5, 6});
+  Tensor a = values({1, 2, 3}, {1, 3, 1});
+  EXPECT_NE(error_of([&] {
+              ops::mul_(a, ops::view(a, {3, 1}));
+            }).find("single memory location"),
+            std::string::npos);
   Tensor y = values({1, 2, 3, 4}, {2, 2});
   Tensor yt = ops::t(y);
   EXPECT_NE(error_of([&] { ops::mul_(y, yt); }).find("single memory location"), std::string::npos);
+  // The same strides over the same run are a full overlap: the write runs.
+  Tensor z = values({1, 2, 3}, {3});
+  ops::mul_(z, ops::view(z, {3}));
+  expect_values(z, {1, 4, 9});
 }
 
 // A write into a zero-size view keeps its history in the base's gradient under create_graph, as

@@ -535,10 +535,6 @@ const char* Model::overlap_error(OpKind kind, int a, int b) const {
   if (!same_storage || a == b) return nullptr;
   const Strided sa = layout(a), sb = layout(b);
   if (overlap(sa, sb) != Overlap::kPartial) return nullptr;
-  if (sem_.same_run_is_no_overlap && is_contiguous(sa) && is_contiguous(sb) &&
-      sa.offset == sb.offset && count(sa.sizes) == count(sb.sizes)) {
-    return nullptr;
-  }
   return "unsupported operation: some elements of the input tensor and the written-to tensor "
          "refer to a single memory location";
 }

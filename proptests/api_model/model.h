@@ -119,12 +119,6 @@ struct Semantics {
   // from it: a tensor that retains grad there gets the root gradient.
   bool single_root_skips_unneeded_node = true;
 
-  // An in-place op whose other operand is a contiguous tensor over exactly self's (contiguous)
-  // memory with other strides (a [3, 1] view of a [1, 3, 1] self) reads element i for element
-  // i; PyTorch calls that a partial overlap and refuses it (DEVIATIONS.md
-  // inplace-overlapping-views).
-  bool same_run_is_no_overlap = true;
-
   // A custom Function's needs_input_grad is per call (input i needed iff its edge leads to a
   // requested input), so its backward computes only those gradients and a post-hook sees None
   // for the others. PyTorch's is per graph: whether input i required grad when the forward ran
@@ -150,7 +144,7 @@ struct Semantics {
 
   static Semantics engine() { return {}; }
   static Semantics pytorch() {
-    return {false, false, false, false, false, false, false, false, false, false, false, false};
+    return {false, false, false, false, false, false, false, false, false, false, false};
   }
 };
 

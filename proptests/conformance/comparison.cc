@@ -578,8 +578,8 @@ Excuse version_check_per_formula(const Pair& p) {
   return !p.c.recorded_inplace() || unrequested_leaf ? Excuse::kStop : Excuse::kNone;
 }
 
-// What inplace-overlapping-views leaves: the script passes PyTorch a copy of an in-place op's
-// operand that views the target's memory with another shape (or strides), the engine the operand
+// What too-hard-overlaps-read-first leaves: the script passes PyTorch a copy of an in-place op's
+// operand that overlaps the target's memory in a way PyTorch cannot tell, the engine the operand
 // itself, which its node saves and the write then changes. So a later call that runs that node
 // raises the version error here alone (PyTorch's call goes on, and may raise "freed" at a later
 // node), or, the graphs differing there, in PyTorch alone; the comparison ends there.

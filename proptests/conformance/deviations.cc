@@ -24,8 +24,9 @@ const std::vector<Explanation>& explanations() {
       // Deviations, applied where the scripts are rendered.
       {"engine-random-numbers", kDeviation, kRendering,
        "leaf values and dropout masks come from the engine's counter-based generator"},
-      {"inplace-overlapping-views", kDeviation, kRendering,
-       "an in-place op may read a view of its target's memory with another shape"},
+      {"too-hard-overlaps-read-first", kDeviation, kRendering,
+       "an in-place op reads an operand that overlaps its target where PyTorch cannot tell how "
+       "(TOO_HARD) before the write, not as the write goes"},
       {"unused-input-checked-first", kDeviation, kRendering,
        "grad() checks that every input is reachable before it runs anything"},
       {"backward-grad-tensors-copied", kDeviation, kRendering,

@@ -15,6 +15,8 @@
 //                        program still mismatches the same way (a minimal repro)
 //   ... --scripts DIR    also writes every script (and torch_runtime.py) to DIR
 //   ... --python PY      the interpreter that imports torch (default: $AG_PEER_PYTHON, python3)
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -167,8 +169,10 @@ int show(const Args& a, ForeignEngine& foreign) {
   }
   if (a.reduce) p = reduce_mismatch(p, foreign);
   const std::string script = foreign.script(p, title);
-  // Written first: the script to run by hand if the foreign engine fails on it.
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "conformance_show.py";
+  // Written first: the script to run by hand if the foreign engine fails on it. Named for this
+  // process: the records printed below are read back from it, and several exports may run at once.
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() /
+                                    ("conformance_show-" + std::to_string(getpid()) + ".py");
   write_file(tmp, script);
   const Records expected = foreign.run(script);
   const Records actual = run_on_engine_with_timeout(p, 10).value_or(hang_records());
@@ -193,6 +197,7 @@ int show(const Args& a, ForeignEngine& foreign) {
     }
   }
   std::printf("\n%s", explain(c).c_str());
+  std::filesystem::remove(tmp);
   return c.ok() ? 0 : 1;
 }
 

@@ -362,17 +362,14 @@ def _exit_dual_levels():
 
 
 def whole(src, target, copy=False):
-    """`src` for an in-place op on `target`: a copy when both are contiguous over the same run of
-    one storage with another shape or other strides (a reshape of the target, say a [3, 1] view of
-    a [1, 3, 1] tensor), which the engine allows, element i meeting element i, and PyTorch refuses
-    as a partial overlap (DEVIATIONS.md, inplace-overlapping-views). Every other overlap reaches
-    PyTorch as it is (x[1:] into x[:-1], a permuted view into its base, ...): both refuse it.
-    Also a copy where PyTorch's overlap check cannot tell (TOO_HARD: either tensor reaches an
-    element at several indices or leaves gaps) and lets the write run in element order over
-    elements it already wrote, where the engine reads such an operand before the write (Note
-    [Operands read before the write], ops/inplace.cc). Not for copy_ from the very elements of
-    the target in the same layout, which PyTorch returns from before any overlap check (`copy=True`:
-    the op is copy_).
+    """`src` for an in-place op on `target`: a copy where PyTorch's overlap check cannot tell
+    (TOO_HARD: either tensor reaches an element at several indices or leaves gaps) and lets the
+    write run in element order over elements it already wrote, where the engine reads such an
+    operand before the write (Note [Operands read before the write], ops/inplace.cc; DEVIATIONS.md,
+    too-hard-overlaps-read-first). Every overlap PyTorch's check can tell reaches it as it is, and
+    both refuse the partial ones (a [3, 1] view of a [1, 3, 1] tensor, x[1:] into x[:-1], a
+    permuted view into its base). Not for copy_ from the very elements of the target in the same
+    layout, which PyTorch returns from before any overlap check (`copy=True`: the op is copy_).
     """
     same_data = (isinstance(src, torch.Tensor) and src.shape == target.shape
                  and src.stride() == target.stride()
@@ -382,28 +379,12 @@ def whole(src, target, copy=False):
             and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
             and not (_dense(src) and _dense(target)) and not (copy and same_data)):
         return src.clone()
-    if (isinstance(src, torch.Tensor) and src.numel() > 0 and target.numel() > 0
-            and (src.shape != target.shape or src.stride() != target.stride())
-            and src.untyped_storage().data_ptr() == target.untyped_storage().data_ptr()
-            and src.storage_offset() == target.storage_offset()
-            and src.numel() == target.numel()
-            and ((src.is_contiguous() and target.is_contiguous()) or _same_elements(src, target))):
-        return src.clone()
     return src
 
 
 def _dense(t):
     """PyTorch's is_non_overlapping_and_dense: without it, its overlap checks answer TOO_HARD."""
     return torch._prims_common.is_non_overlapping_and_dense_or_false(t)
-
-
-def _same_elements(a, b):
-    """Whether a and b, of one shape over one storage offset, reach each element at the same
-    address: their strides differ only in dims of size 1, which PyTorch compares all the same
-    (a partial overlap) and the engine does not keep (found by a live fuzz run: copy_ into a
-    custom Function's [1, 2, 2] output, strides (1, 1, 2), from its view, strides (2, 1, 2))."""
-    return a.shape == b.shape and all(
-        n == 1 or sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
 
 
 # ---- custom Functions (the same formulas as custom_functions.cc) --------------------------------

@@ -348,10 +348,10 @@ std::string torch_code(const Stmt& s) {
       return results(s) + " = " + (expr.empty() ? "None" : expr);
     }
     case StmtKind::kInplace:
-      // Deviation [inplace-overlapping-views]
+      // Deviation [too-hard-overlaps-read-first]
       return std::string(s.flag ? "with torch.no_grad(): " : "") + name(a[0]) + "." +
              inplace_name(s.inplace) + "(" +
-             note_deviation("inplace-overlapping-views",
+             note_deviation("too-hard-overlaps-read-first",
                             "whole(" + name(a[1]) + ", " + name(a[0]) +
                                 (s.inplace == InplaceKind::kCopy ? ", copy=True" : "") + ")") +
              ")";
