@@ -2,6 +2,7 @@
 
 #include <cstddef>
 
+#include "engine/hooks.h"
 #include "engine/node.h"
 #include "engine/options.h"
 
@@ -43,6 +44,8 @@ class Call {
     const Edge& e = node_.next_edge(i);
     if (!e.is_valid()) return false;
     if (!options_.per_call_needs_input_grad || plan_ == nullptr) return true;
+    // Note [Post-hooks see every executed gradient], engine/hooks.h
+    if (computes_every_executed_gradient(node_)) return plan_->on_executed_path(e);
     return plan_->gradient_used(e);
   }
   // True iff the i-th next edge is on a path this call executes, whatever the options. A node

@@ -39,7 +39,8 @@ namespace ag {
 //                          every node runs, as in PyTorch, except the AccumulateGrad of a leaf
 //                          that no longer requires grad (and has no hooks: Note [Hooks]); a
 //                          gradient is then needed (Note [Per-call view]) iff it leads to a leaf
-//                          that wants it. In the
+//                          that wants it, or its node has a post-hook (Note [Post-hooks see every
+//                          executed gradient], engine/hooks.h). In the
 //                          same pass, each node that runs adds one dependency to every node its
 //                          used gradients go to: a node waits for one gradient per used edge. A
 //                          node that stands for several ops counts per slot instead: the call's

@@ -55,7 +55,8 @@ namespace ag {
 // that grad() or backward(inputs=...) captures (PyTorch's capture hooks: grad(z, [y]) runs y's
 // hooks without running y's node, and returns what they left). A node the discovery cuts never
 // expanded, or that the call does not run, runs none of its hooks; the cuts and per-call
-// needs_input_grad only skip work that no hook can see, so every option combination runs the
+// needs_input_grad only skip work that no hook can see (a post-hook sees what its node computes:
+// Note [Post-hooks see every executed gradient]), so every option combination runs the
 // same hooks in the same order (proptests/hook_properties.cc). One exception follows PyTorch's
 // exec_info rather than the per-call view: backward() without inputs runs the AccumulateGrad of
 // a leaf that no longer requires grad, and computes its gradient, iff that node has hooks (its
@@ -164,6 +165,26 @@ void call_pre_hooks(const Node& node, TensorList& grads);     // 3
 bool has_post_hooks(const Node& node);
 void call_post_accumulate_grad_hooks(Node& node);  // 5; node is an AccumulateGrad
 void call_post_hooks(const Node& node, TensorList& grad_inputs, const TensorList& grad_outputs);
+
+// Note [Post-hooks see every executed gradient]
+// A post-hook is handed grad_inputs, the gradients the node computed: PyTorch computes one for
+// each input whose edge is on its graph task's executed path (needs_input_grad reads exec_info,
+// not what lies behind the edge). In backward() without inputs that is every input that required
+// grad in the forward, also one whose gradient reaches only a leaf that no longer requires grad
+// (requires_grad_(False), detach_()), which the engine's per-call needs (Note [Per-call view],
+// engine/call.h) would skip. So a node with post-hooks computes every gradient on an executed
+// path (Call::needs_input_grad asks this first); with inputs (grad(), backward(inputs=...)) that
+// is every used one, as without post-hooks. The gradients it computes go on along their edges: a
+// node they reach runs, as in PyTorch (with nothing needed there it evaluates no formula and
+// unpacks nothing, but a custom Function's backward is called, and a node whose history a
+// backward freed raises: Note [Written through a view], ops/views.h), and they go no further; a
+// leaf's AccumulateGrad that does not run (no requires_grad, no hooks) drops them. Everything
+// else a hook or .grad can see was already computed: a node with any hook, or a retaining
+// tensor's slot, wants its gradients (Note [The backward pass], phase 3). A node without hooks
+// pays the one has_hooks() test.
+inline bool computes_every_executed_gradient(const Node& node) {
+  return node.has_hooks() && has_post_hooks(node);
+}
 
 // 1 to 6 around `apply`, which runs the node (4) on its gradients and returns its results.
 template <typename Apply>

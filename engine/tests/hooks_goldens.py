@@ -317,6 +317,41 @@ w.register_post_accumulate_grad_hook(lambda t: log.append("wpacc " + fmt(t.grad)
 NoGradForSecond.apply(x, w).sum().backward()
 show("UndefinedIntoAccumulateGrad", x_grad=x.grad, w_grad=w.grad)
 
+
+class Doubled(torch.autograd.Function):
+    """2 x, logging each call of its backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        log.append("doubled")
+        return g * 2
+
+
+# PostHookBehindALeafTurnedOff: backward() without inputs hands a post-hook every gradient its
+# node computes, also one that reaches only a leaf that no longer requires grad, and the node that
+# gradient reaches runs; with inputs, only those on a path to them (Note [Post-hooks see every
+# executed gradient], engine/hooks.h).
+def post_hook_behind_a_leaf_turned_off():
+    a, b, c = leaf(1, 2), leaf(3, 4), leaf(5, 6)
+    y = a * Doubled.apply(b)
+    y.grad_fn.register_hook(post("post"))
+    b.requires_grad_(False)
+    return a, b, (y * c).sum()
+
+
+a, b, z = post_hook_behind_a_leaf_turned_off()
+z.backward()
+show("PostHookBehindALeafTurnedOff", a_grad=a.grad, b_grad=b.grad)
+a, b, z = post_hook_behind_a_leaf_turned_off()
+z.backward(inputs=[a])
+show("PostHookBehindALeafTurnedOff inputs", a_grad=a.grad)
+a, b, z = post_hook_behind_a_leaf_turned_off()
+show("PostHookBehindALeafTurnedOff grad", ga=torch.autograd.grad(z, [a])[0])
+
 # CreateGraph: hooks see differentiable gradients; .grad of a retained tensor is recorded.
 x = leaf(1, 2)
 y = x * x

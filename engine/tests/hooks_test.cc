@@ -478,6 +478,49 @@ TEST(Hooks, UndefinedIntoAccumulateGrad) {
   EXPECT_EQ(fmt(w.grad()), "None");
 }
 
+// 2 x, logging each call of its backward.
+struct Doubled : Function<Doubled> {
+  static constexpr const char* name = "Doubled";
+  static Log* log;
+  static TensorList forward(ForwardCtx&, const TensorList& in) { return {ops::mul(in[0], 2.0)}; }
+  static TensorList backward(BackwardCtx&, const TensorList& g) {
+    log->add("doubled");
+    return {ops::mul(g[0], 2.0)};
+  }
+};
+Log* Doubled::log = nullptr;
+
+// Note [Post-hooks see every executed gradient]: backward() without inputs hands a post-hook every
+// gradient its node computes, also one that reaches only a leaf that no longer requires grad, and
+// the node that gradient reaches runs (Doubled); with inputs, only those on a path to them.
+TEST(Hooks, PostHookBehindALeafTurnedOff) {
+  Log log;
+  Doubled::log = &log;
+  struct Graph {
+    Tensor a, b, z;
+  };
+  auto build = [&] {
+    Tensor a = leaf({1, 2}, {2}), b = leaf({3, 4}, {2}), c = leaf({5, 6}, {2});
+    Tensor y = ops::mul(a, Doubled::apply({b})[0]);
+    y.grad_fn()->register_hook(log.post("post"));
+    b.set_requires_grad(false);
+    return Graph{a, b, ops::sum(ops::mul(y, c))};
+  };
+  Graph g = build();
+  backward(g.z);
+  EXPECT_EQ(log.take(), "post ([30, 48], [5, 12]) ([5, 6]); doubled");
+  EXPECT_EQ(fmt(g.a.grad()), "[30, 48]");
+  EXPECT_EQ(fmt(g.b.grad()), "None");
+  g = build();
+  backward(g.z, BackwardArgs().inputs({g.a}));
+  EXPECT_EQ(log.take(), "post ([30, 48], None) ([5, 6])");
+  EXPECT_EQ(fmt(g.a.grad()), "[30, 48]");
+  g = build();
+  EXPECT_EQ(fmt(grad({g.z}, {g.a})[0]), "[30, 48]");
+  EXPECT_EQ(log.take(), "post ([30, 48], None) ([5, 6])");
+  Doubled::log = nullptr;
+}
+
 // Hooks see differentiable gradients under create_graph; a retained .grad is recorded.
 TEST(Hooks, CreateGraph) {
   Log log;

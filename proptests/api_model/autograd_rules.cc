@@ -25,6 +25,10 @@ struct Model::BackwardWalk {
   // the nodes a reachable node feeds along one of them.
   std::set<Ref> retained_edges;
   std::vector<char> fed_retained;
+  // backward() without inputs (all_only_to_leaves): the nodes with a post-hook, which compute
+  // every tracked input's gradient, and the nodes (not leaves) those gradients reach, which then
+  // run (Note [Post-hooks see every executed gradient], engine/hooks.h).
+  std::vector<char> post_hooked, fed_by_post_hooks;
   std::set<Ref> reached_edges;  // root edges and the edges of every reachable node
   std::map<Ref, double> scale;  // per edge, the factors of its live hooks (Note [Model hooks])
 
@@ -51,11 +55,17 @@ struct Model::BackwardWalk {
     if (all) return !all_only_to_leaves || to_leaf[e.node] || retained_edges.count(e) > 0;
     return is_target(e) || needed[e.node];
   }
+  // Whether node n, when it runs, computes the gradient along its (tracked) input edge e: where
+  // it is needed, and in backward() without inputs every one of a node with a post-hook, whose
+  // grad_inputs hold them as PyTorch's do.
+  bool computes(int n, const Ref& e) const {
+    return edge_needed(e) || (all && all_only_to_leaves && post_hooked[n]);
+  }
   // Whether node n is called: it gets a gradient.
   bool runs(int n) const {
     if (!all) return needed[n];
     if (!reachable[n]) return false;
-    if (!all_only_to_leaves || to_leaf[n] || fed_retained[n]) return true;
+    if (!all_only_to_leaves || to_leaf[n] || fed_retained[n] || fed_by_post_hooks[n]) return true;
     return std::any_of(roots.begin(), roots.end(), [&](const Use& r) { return r.ref.node == n; });
   }
 };
@@ -182,6 +192,19 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
       if (p.retained_edges.count(e)) p.fed_retained[e.node] = 1;
     }
   }
+  p.post_hooked.assign(size, 0);
+  p.fed_by_post_hooks.assign(size, 0);
+  for (const auto& [id, h] : hooks_) {
+    if (!h.removed && h.kind == HookKind::kPost && p.reachable[h.edge.node]) {
+      p.post_hooked[h.edge.node] = 1;
+    }
+  }
+  for (int n = 0; n < size; ++n) {  // a post-hooked node that is reachable runs (to_leaf)
+    if (!p.post_hooked[n]) continue;
+    for (const auto& [i, e] : program_.edges(n)) {
+      if (program_.node(e.node).kind != OpKind::kLeaf) p.fed_by_post_hooks[e.node] = 1;
+    }
+  }
   std::set<int> hooked_nodes;  // with pre- or post-hooks
   for (const auto& [id, h] : hooks_) {
     if (h.removed) continue;
@@ -223,10 +246,10 @@ Model::BackwardWalk Model::plan(const CallArgs& args, const std::vector<Ref>& ta
 
 Outcome Model::execute_checks(const BackwardWalk& p, const std::set<int>& written) {
   Outcome out;
-  auto edge_needed = [&](const Ref& e) { return p.edge_needed(e); };
   for (int n = 0; n < p.planned(); ++n) {
     if (!p.runs(n)) continue;
     const Node& node = program_.node(n);
+    auto edge_needed = [&](const Ref& e) { return p.computes(n, e); };
     if (node.kind == OpKind::kGrad) {
       // Its backward graph saved values the model does not itemize (Note [Uncertain state]).
       bool written = false;
@@ -313,9 +336,9 @@ void Model::release_call_siblings(int n) {
 namespace {
 
 // The custom Function nodes a call runs and the needs_input_grad each must see.
-template <typename RunsFn, typename EdgeNeeded>
+template <typename RunsFn, typename Computes>
 std::map<int, std::vector<bool>> custom_needs(const ApiProgram& program, RunsFn runs,
-                                              EdgeNeeded edge_needed) {
+                                              Computes computes) {
   std::map<int, std::vector<bool>> out;
   for (int n = 0; n < program.size(); ++n) {
     const Node& node = program.node(n);
@@ -323,7 +346,7 @@ std::map<int, std::vector<bool>> custom_needs(const ApiProgram& program, RunsFn 
       continue;
     }
     std::vector<bool> needs;
-    for (const Use& in : node.inputs) needs.push_back(in.tracked && edge_needed(in.ref));
+    for (const Use& in : node.inputs) needs.push_back(in.tracked && computes(n, in.ref));
     out[n] = needs;
   }
   return out;
@@ -550,10 +573,11 @@ void Model::fire_hooks(const BackwardWalk& p, Outcome& out) const {
 
 // Note [Model node hooks]: a node's pre- and post-hooks run iff the node runs.
 void Model::fire_node_hooks(const BackwardWalk& p, Outcome& out) const {
-  // Whether the node's backward computes the gradient along edge e (PyTorch: per node, or every
-  // edge for backward() without inputs; the engine: per edge, Note [Retained gradients]).
-  auto computes = [&](const Ref& e) {
-    if (p.all || sem_.runs_only_paths_to_requested_edges) return p.edge_needed(e);
+  // Whether node n's backward computes the gradient along edge e (PyTorch: per node, or every
+  // edge for backward() without inputs; the engine: per edge, Note [Retained gradients], but
+  // every one of a node with a post-hook in backward() without inputs: BackwardWalk::computes).
+  auto computes = [&](int n, const Ref& e) {
+    if (p.all || sem_.runs_only_paths_to_requested_edges) return p.computes(n, e);
     return p.needed[e.node] || p.is_target_node(e.node);
   };
   for (const auto& [id, h] : hooks_) {
@@ -593,7 +617,7 @@ void Model::fire_node_hooks(const BackwardWalk& p, Outcome& out) const {
       const Use& in = node.inputs[i];
       const bool defined = function && !sem_.custom_functions_see_per_call_needs
                                ? in.tracked
-                               : in.tracked && computes(in.ref);
+                               : in.tracked && computes(n, in.ref);
       HookValue v;
       if (defined) {
         v = {true, gis[i]};
@@ -694,7 +718,8 @@ Outcome Model::backward(const CallArgs& args) {
   for (int g : p.go_impls)
     order_dependent = order_dependent || (g >= 0 && written.count(impls_[g].storage));
   out.needs = custom_needs(
-      program_, [&](int n) { return p.runs(n); }, [&](const Ref& e) { return p.edge_needed(e); });
+      program_, [&](int n) { return p.runs(n); },
+      [&](int n, const Ref& e) { return p.computes(n, e); });
   fire_hooks(p, out);
   fire_node_hooks(p, out);
   out.hooks_known = !order_dependent;
@@ -770,7 +795,7 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
   }
   out.needs = custom_needs(
       program_, [&](int n) { return p.needed[n] != 0; },
-      [&](const Ref& e) { return p.edge_needed(e); });
+      [&](int n, const Ref& e) { return p.computes(n, e); });
   fire_hooks(p, out);
   fire_node_hooks(p, out);
   Watch watch;

@@ -106,7 +106,10 @@ struct Semantics {
   // backward() without inputs evaluates a formula only for an edge that leads to a leaf that
   // requires grad when the call runs (per-call needs_input_grad; a leaf whose requires_grad was
   // turned off after the graph was built counts for nothing), so a node that no gradient reaches
-  // is not called and unpacks nothing. PyTorch evaluates every formula and calls every node.
+  // is not called and unpacks nothing. But a node with a post-hook evaluates every formula of a
+  // tracked input, for the hook's grad_inputs, and the nodes those gradients reach are called
+  // (Note [Post-hooks see every executed gradient], engine/hooks.h; BackwardWalk::computes).
+  // PyTorch evaluates every formula and calls every node.
   bool backward_computes_only_gradients_for_leaves_that_want_them = true;
   // backward(inputs=[t]) with a non-leaf t runs only the nodes on a path to t's edge, and takes
   // t's gradient there. PyTorch marks t's own grad_fn as needed and runs it too (PyTorch issue
@@ -196,7 +199,8 @@ struct Semantics {
 // (None where none did: flow_into), times the factors of the earlier pre-hooks. A post-hook is
 // handed grad_inputs, one per input of the op (ApiProgram::input_vjp of grad_outputs after all
 // pre-hooks, times the earlier post-hooks' factors; None for an input that was not tracked or
-// whose gradient the call does not compute: per node in PyTorch, per edge in the engine; a custom
+// whose gradient the call does not compute: per node in PyTorch, per edge in the engine, but in
+// backward() without inputs every tracked one, in both, where the node has a post-hook; a custom
 // Function in PyTorch computes what its static needs_input_grad asks for), then grad_outputs.
 // A pre- or post-hook that returns its tensors times f scales every path through the node, so
 // p.scale of each of the node's slots takes f; a grad() result captured at the node is taken

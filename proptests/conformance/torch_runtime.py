@@ -23,8 +23,8 @@ records are the same lines the engine's runner writes.
 Custom Functions' needs_input_grad: PyTorch's own ctx.needs_input_grad only says which inputs
 require grad (PyTorch issue 56500). The records hold the ideal instead: input i is needed iff its
 gradient edge reaches an edge the current grad()/backward() call requested (for backward()
-without inputs: an AccumulateGrad whose leaf requires grad, or a node with hooks), found by
-walking PyTorch's graph.
+without inputs: an AccumulateGrad whose leaf requires grad, or a node with hooks; and every input
+that required grad, on a node with a post-hook), found by walking PyTorch's graph.
 """
 
 import faulthandler
@@ -131,6 +131,7 @@ class _Call:
     keep = []  # the target nodes, alive while the call runs (ids stay unique)
     memo = {}
     hooked = {}  # hook number -> the node it is registered on, while registered (kept alive)
+    post_hooked = {}  # the same, for the post-hooks (grad_fn.register_hook) alone
 
 
 def _begin_call(inputs):
@@ -205,6 +206,13 @@ def _edge_needed(node, output_nr):
 
 
 def _ideal_needs(ctx):
+    if _Call.targets is None and any(n is ctx for n in _Call.post_hooked.values()):
+        # backward() without inputs: a node with a post-hook computes every gradient whose input
+        # required grad, as PyTorch's, for the hook's grad_inputs (Note [Post-hooks see every
+        # executed gradient], engine/hooks.h; found by a live fuzz run: a post-hook saw None
+        # where PyTorch's saw the gradient of an input leading only to a leaf that no longer
+        # requires grad).
+        return [node is not None for node, _ in ctx.next_functions]
     return [_edge_needed(node, nr) for node, nr in ctx.next_functions]
 
 
@@ -219,8 +227,11 @@ def _note_hooks(text, ns):
         node = tensor.grad_fn if words[1].split(".")[1] == "grad_fn" else _node(tensor)
         if node is not None:
             _Call.hooked[int(words[0][1:])] = node
+            if ".grad_fn.register_hook(" in words[1]:
+                _Call.post_hooked[int(words[0][1:])] = node
     elif text.startswith("h") and text.endswith(".remove()"):
         _Call.hooked.pop(int(text[1:-len(".remove()")]), None)
+        _Call.post_hooked.pop(int(text[1:-len(".remove()")]), None)
 
 
 def _edge(t):
@@ -567,7 +578,7 @@ def _grad_of(t):
 
 def run_program(stmts):
     """Runs a list of S; returns the record lines."""
-    _Call.hooked = {}
+    _Call.hooked, _Call.post_hooked = {}, {}
     ns = {k: v for k, v in globals().items() if not k.startswith("_")}
     names = set()
     for s in stmts:
