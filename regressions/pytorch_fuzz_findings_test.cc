@@ -489,5 +489,41 @@ TEST(Cumsum, AlongADimOfSizeOneTheGradientIsTheIncomingOne) {
   EXPECT_TRUE(g0.is_leaf());
 }
 
+// x = tensor(0.5, requires_grad=True); y = x * 2; y.retain_grad(); z = y.relu(); y.detach_()
+// x.requires_grad_(False); z.backward()
+// -> y.retains_grad True, y.is_leaf True, y.grad 1.0: detach_() leaves the retains-grad hook on
+// y's old node, which backward() runs (f01, f04 of fuzz --against pytorch, seed 5802; the engine
+// skipped the node, whose gradient no leaf wanted any more).
+TEST(RetainGrad, ATensorDetachedInPlaceStillGetsItsOldNodesGradient) {
+  Tensor x = leaf({0.5}, {});
+  Tensor y = ops::mul(x, 2.0);
+  y.retain_grad();
+  Tensor z = ops::relu(y);
+  y.detach_();
+  EXPECT_TRUE(y.retains_grad());
+  EXPECT_EQ(y.grad_fn(), nullptr);
+  x.set_requires_grad(false);
+  backward({z});
+  expect_values(y.grad(), {1.0});
+  EXPECT_FALSE(x.grad().defined());
+}
+
+// The same hook after its tensor died writes nothing (PyTorch's hook holds a weak reference):
+// y = x * 2; y.retain_grad(); z = y.exp(); y.detach_(); del y; z.backward() -> x.grad e.
+TEST(RetainGrad, TheOldNodesHookOfADeadDetachedTensorWritesNothing) {
+  Tensor x = leaf({1.0}, {});
+  Tensor z;
+  {
+    Tensor y = ops::mul(x, 1.0);
+    y.retain_grad();
+    z = ops::exp(y);
+    y.detach_();
+  }
+  Tensor w = leaf({3.0}, {});  // may take the dead tensor's pooled metadata
+  backward({z});
+  expect_values(x.grad(), {std::exp(1.0)});
+  EXPECT_FALSE(w.grad().defined());
+}
+
 }  // namespace
 }  // namespace ag
