@@ -179,10 +179,12 @@ def _retained_edges():
 
 def _note_detach(s, ns):
     """Before `t.detach_()`: the edge of a t that retains grad, where its hook stays. Not for a
-    view (detach_() refuses it), so reading the history changes nothing."""
+    view (detach_() refuses it), so reading the history changes nothing; nor for a t detached
+    before (a leaf, whose hook stays where the first detach_() left it)."""
     t = ns.get(s.target) if s.target and s.text == s.target + ".detach_()" else None
-    if isinstance(t, torch.Tensor) and t.retains_grad and not t._is_view():
-        edge = _edge(t)
+    if (isinstance(t, torch.Tensor) and t.retains_grad and not t._is_view() and
+            t.grad_fn is not None):
+        edge = _retained_edge(t)
         if edge is not None:
             _Call.detached[id(t)] = (t, edge)
 
