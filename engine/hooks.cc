@@ -2,6 +2,7 @@
 #include "engine/hooks.h"
 
 #include <string>
+#include <unordered_map>
 
 #include "engine/accumulate_grad.h"
 #include "engine/error.h"
@@ -252,9 +253,46 @@ RemovableHandle Tensor::register_post_accumulate_grad_hook(
   return {node, id};
 }
 
+namespace {
+
+// The old nodes of the tensors that were detached in place while they retained grad (few): where
+// their hooks are (keep_retains_grad_on_old_node).
+struct DetachedRetainers {
+  std::mutex mutex;
+  std::unordered_map<const TensorImpl*, std::weak_ptr<Node>> old_node;
+};
+
+DetachedRetainers& detached_retainers() {
+  static DetachedRetainers* const retainers = new DetachedRetainers;  // never destroyed
+  return *retainers;
+}
+
+// Takes out the retains-grad link of `t` from the node it was detached from, if any.
+std::shared_ptr<RetainedTensor> take_detached_retains_grad(const TensorImpl* t) {
+  std::shared_ptr<Node> node;
+  {
+    DetachedRetainers& retainers = detached_retainers();
+    std::lock_guard<std::mutex> lock(retainers.mutex);
+    const auto it = retainers.old_node.find(t);
+    if (it == retainers.old_node.end()) return nullptr;
+    node = it->second.lock();
+    retainers.old_node.erase(it);
+  }
+  return node != nullptr ? node->hooks().take_retains_grad(t) : nullptr;
+}
+
+}  // namespace
+
+void keep_retains_grad_on_old_node(const TensorImpl& t, const std::shared_ptr<Node>& old_fn) {
+  DetachedRetainers& retainers = detached_retainers();
+  std::lock_guard<std::mutex> lock(retainers.mutex);
+  retainers.old_node[&t] = old_fn;
+}
+
 void TensorImpl::forget_retains_grad() {
-  if (grad_fn == nullptr) return;
-  const std::shared_ptr<RetainedTensor> link = grad_fn->hooks().take_retains_grad(this);
+  std::shared_ptr<RetainedTensor> link =
+      grad_fn != nullptr ? grad_fn->hooks().take_retains_grad(this) : nullptr;
+  if (link == nullptr) link = take_detached_retains_grad(this);
   if (link == nullptr) return;
   // Waits for a retains-grad hook writing .grad right now (RetainedTensor).
   std::lock_guard<std::mutex> lock(link->mutex);
@@ -336,7 +374,7 @@ HookWants gradients_hooks_want(const Node& node, std::vector<char>* slots) {
   for (const auto& [slot, retained] : table->retains_grad) {
     std::lock_guard<std::mutex> lock(retained->mutex);  // the tensor cannot die meanwhile
     const TensorImpl* t = retained->tensor;
-    if (t == nullptr || t->grad_fn.get() != &node || t->output_nr != slot) continue;
+    if (t == nullptr) continue;
     (*slots)[slot] = 1;
     any = true;
   }

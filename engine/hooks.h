@@ -31,8 +31,10 @@ namespace ag {
 // node and still run when a gradient reaches it (never the write's own: a write through a view
 // reads self past a view node with hooks, as PyTorch's CopySlices does, ops/inplace.cc), and new
 // ones go on the new node; only the retains-grad hook moves along (retains_grad_moved, as
-// PyTorch's update_tensor_hooks_on_new_gradfn). A view that requires grad only through its base
-// (made with grad mode off) has no node a gradient reaches: a hook registered there never runs.
+// PyTorch's update_tensor_hooks_on_new_gradfn). detach_() moves none: the retains-grad hook stays
+// on the old node and still writes the (now leaf) tensor's .grad when a gradient reaches it. A view
+// that requires grad only through its base (made with grad mode off) has no node a gradient
+// reaches: a hook registered there never runs.
 //
 // The order, for one node taken off the ready queue:
 //   1. its tensor hooks, grouped per output slot in the order each slot got its first hook,
@@ -209,13 +211,18 @@ inline std::shared_ptr<Node> retains_grad_node(const TensorImpl& t) {
 }
 void move_retains_grad(TensorImpl& t, const std::shared_ptr<Node>& old_fn);
 
+// detach_() of a tensor that retains grad: its hook stays on `old_fn` (Note [Hooks], Where they
+// live) and the tensor keeps retaining grad, as PyTorch's detach_() leaves both; the tensor, whose
+// grad_fn that node no longer is, finds its hook through this when it dies.
+void keep_retains_grad_on_old_node(const TensorImpl& t, const std::shared_ptr<Node>& old_fn);
+
 // Which of a node's gradients its hooks see, for a backward() without inputs (Note [The backward
 // pass], phase 3): all of them where it has any hook but a retains-grad one (a tensor hook, a
 // pre- or post-hook, a post-accumulate-grad hook); else, for each input slot, whether a tensor
-// retains grad there as it stands (its grad_fn is this node and it is this output). A retains-grad
-// hook reads its own slot alone, and one left behind by detach_() (which keeps the hook, as
-// PyTorch's) belongs to a tensor that no longer retains grad: PyTorch's `retains_grad` is False
-// for it. Returns kAll, or kSlots with `slots` (one flag per input slot), or kNone.
+// that is still alive retains grad there. A retains-grad hook reads its own slot alone; one left
+// behind by detach_() still writes its tensor's .grad, as PyTorch's (whose `retains_grad` stays
+// True: found by fuzz --against pytorch). Returns kAll, or kSlots with `slots` (one flag per input
+// slot), or kNone.
 enum class HookWants { kNone, kSlots, kAll };
 HookWants gradients_hooks_want(const Node& node, std::vector<char>* slots);
 

@@ -2,6 +2,7 @@
 
 #include "engine/engine_ops.h"
 #include "engine/error.h"
+#include "engine/hooks.h"
 #include "engine/memory/allocator.h"
 #include "engine/node.h"
 
@@ -136,6 +137,8 @@ Tensor& Tensor::detach_() {
     std::lock_guard<std::mutex> lock(impl_->autograd_mutex);
     // Note [Saved values detached in place] (engine/saved_variable.h)
     if (impl_->grad_fn) impl_->grad_fn->mark_output_detached_in_place(impl_->output_nr);
+    if (impl_->grad_fn && impl_->retains_grad)
+      keep_retains_grad_on_old_node(*impl_, impl_->grad_fn);
     impl_->grad_fn = nullptr;
     impl_->output_nr = 0;
   }

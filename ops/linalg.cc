@@ -207,6 +207,14 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     AG_CHECK(bias.shape() == Shape{weight.shape()[0]}, "linear: bias ", bias.describe(),
              " does not match weight ", weight.describe());
   }
+  if (input.dim() != 2 && bias.defined() && !input.is_contiguous()) {
+    // As PyTorch's at::linear, which folds only a contiguous input into one product with the bias
+    // (below): the product without it, then the bias added in place (`output.add_(bias)`), so
+    // the bias's gradient is the output's very gradient where their shapes agree (a grad()
+    // result then is the root's gradient itself: found by fuzz --against pytorch, seed 5802).
+    Tensor out = linear(input, weight, Tensor());
+    return add_(out, bias);
+  }
   if (input.dim() != 2) {  // [..., in] -> [N, in] -> [..., out]
     Shape out_shape = input.shape();
     out_shape.back() = weight.shape()[0];

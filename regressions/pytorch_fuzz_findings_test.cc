@@ -489,5 +489,72 @@ TEST(Cumsum, AlongADimOfSizeOneTheGradientIsTheIncomingOne) {
   EXPECT_TRUE(g0.is_leaf());
 }
 
+// x = tensor(0.5, requires_grad=True); y = x * 2; y.retain_grad(); z = y.relu(); y.detach_()
+// x.requires_grad_(False); z.backward()
+// -> y.retains_grad True, y.is_leaf True, y.grad 1.0: detach_() leaves the retains-grad hook on
+// y's old node, which backward() runs (f01, f04 of fuzz --against pytorch, seed 5802; the engine
+// skipped the node, whose gradient no leaf wanted any more).
+TEST(RetainGrad, ATensorDetachedInPlaceStillGetsItsOldNodesGradient) {
+  Tensor x = leaf({0.5}, {});
+  Tensor y = ops::mul(x, 2.0);
+  y.retain_grad();
+  Tensor z = ops::relu(y);
+  y.detach_();
+  EXPECT_TRUE(y.retains_grad());
+  EXPECT_EQ(y.grad_fn(), nullptr);
+  x.set_requires_grad(false);
+  backward({z});
+  expect_values(y.grad(), {1.0});
+  EXPECT_FALSE(x.grad().defined());
+}
+
+// The same hook after its tensor died writes nothing (PyTorch's hook holds a weak reference):
+// y = x * 2; y.retain_grad(); z = y.exp(); y.detach_(); del y; z.backward() -> x.grad e.
+TEST(RetainGrad, TheOldNodesHookOfADeadDetachedTensorWritesNothing) {
+  Tensor x = leaf({1.0}, {});
+  Tensor z;
+  {
+    Tensor y = ops::mul(x, 1.0);
+    y.retain_grad();
+    z = ops::exp(y);
+    y.detach_();
+  }
+  Tensor w = leaf({3.0}, {});  // may take the dead tensor's pooled metadata
+  backward({z});
+  expect_values(x.grad(), {std::exp(1.0)});
+  EXPECT_FALSE(w.grad().defined());
+}
+
+// x = tensor(-0.5).as_strided([2], [0]); w = tensor([[0.5, 2.]]); b = tensor([0.25], rg=True)
+// out = F.linear(x, w, b) -> [-1.], AddBackward0; g = ones_like(out); gb, = grad(out, b, g)
+// -> gb is g: at::linear multiplies a non-contiguous input (not 2-D) without the bias and adds
+// the bias in place (fuzz --against pytorch, seed 5802: the engine's gradient was a new tensor).
+TEST(Linear, ANonContiguousInputsBiasGradientIsTheOutputsOwn) {
+  Tensor x = ops::as_strided(values({-0.5}, {}), {2}, {0}, 0);
+  Tensor w = values({0.5, 2.0}, {1, 2});
+  Tensor b = leaf({0.25}, {1});
+  Tensor out = ops::linear(x, w, b);
+  expect_values(out, {-1.0});
+  EXPECT_EQ(out.grad_fn()->name(), "add_");
+  Tensor g = values({1.0}, {1});
+  Tensor gb = grad({out}, {b}, GradArgs().grad_outputs({g}))[0];
+  EXPECT_EQ(gb.impl().get(), g.impl().get());
+}
+
+// x = tensor([[[1., 2.], [3., 4.]], [[5., 6.], [7., 8.]]]).transpose(0, 1)
+// w = tensor([[1., -1.], [.5, 2.]], rg=True); b = tensor([.25, -.5], rg=True)
+// out = F.linear(x, w, b) -> [[[-.75, 4], [-.75, 14]], [[-.75, 9], [-.75, 19]]]
+// grad(out.sum(), [w, b]) -> [[16, 20], [16, 20]], [4, 4]
+TEST(Linear, ANonContiguousBatchGetsTheSameValuesAndGradients) {
+  Tensor x = ops::transpose(values({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}), 0, 1);
+  Tensor w = leaf({1, -1, 0.5, 2}, {2, 2});
+  Tensor b = leaf({0.25, -0.5}, {2});
+  Tensor out = ops::linear(x, w, b);
+  expect_values(out, {-0.75, 4, -0.75, 14, -0.75, 9, -0.75, 19});
+  TensorList g = grad({ops::sum(out)}, {w, b});
+  expect_values(g[0], {16, 20, 16, 20});
+  expect_values(g[1], {4, 4});
+}
+
 }  // namespace
 }  // namespace ag

@@ -523,6 +523,18 @@ bool view_error_for_version(const Context& c, int before) {
   return false;
 }
 
+// Whether a detach_() before statement `before` cut a non-leaf (a value no `leaf` statement made)
+// off its history.
+bool detached_a_non_leaf(const Context& c, int before) {
+  const auto& stmts = c.program().stmts;
+  for (int i = 0; i < before && i < static_cast<int>(stmts.size()); ++i) {
+    if (stmts[i].kind != StmtKind::kDetachInplace || stmts[i].args.empty()) continue;
+    const Stmt* made = c.producer(c.tensor(stmts[i].args[0]));
+    if (made && made->kind != StmtKind::kLeaf) return true;
+  }
+  return false;
+}
+
 Excuse version_check_per_formula(const Pair& p) {
   // Both raised the version error in a call, PyTorch's at a pow node whose saved result was
   // written, the engine's at a later one: on the way the engine's call may have accumulated
@@ -531,6 +543,13 @@ Excuse version_check_per_formula(const Pair& p) {
   const int grad_of = p.grad_line_value();
   if (grad_of >= 0 && accumulated_before_a_raise_elsewhere(p.c, grad_of)) return Excuse::kStop;
   if (!autograd_call(p)) return Excuse::kNone;
+  // Likewise PyTorch's unpack refuses a saved non-leaf input detached in place since ("Trying to
+  // use a saved tensor that has been detached in-place") in every node that runs, the engine only
+  // in the formulas this call runs (Note [Saved values detached in place]; pin
+  // s59_unneeded_saved_value_detached_in_place).
+  if (p.status("raise", "ok") && p.error().empty() && detached_a_non_leaf(p.c, p.index)) {
+    return Excuse::kStop;
+  }
   // PyTorch's unpack may raise a view error in place of the version error there
   // (view_error_for_version): as the version error.
   const std::string error =
@@ -719,22 +738,28 @@ bool requires_grad_set_between(const Context& c, int tensor, int from, int to) {
   return false;
 }
 
-// Whether value v is a grad() result for a tensor that a linear read as its weight before that
-// grad() (linear-saves-weight).
-bool linear_weight_gradient(const Context& c, int v) {
+// Whether value v is a grad() result for a tensor that an op statement before that grad() read,
+// as `read(op statement, tensor)` says.
+template <typename Read>
+bool gradient_of_a_tensor_read(const Context& c, int v, Read read) {
   const Stmt* g = c.producer(c.tensor(v));
   if (!g || g->kind != StmtKind::kGrad) return false;
   const auto& stmts = c.program().stmts;
   for (size_t k = 0; k < g->results.size() && k < g->inputs.size(); ++k) {
     if (c.tensor(g->results[k]) != c.tensor(v)) continue;
     for (const Stmt* s = stmts.data(); s < g; ++s) {
-      if (s->kind == StmtKind::kOp && s->instr.op == proptests::Op::kLinear &&
-          c.tensor(s->instr.args[1]) == c.tensor(g->inputs[k])) {
-        return true;
-      }
+      if (s->kind == StmtKind::kOp && read(*s, c.tensor(g->inputs[k]))) return true;
     }
   }
   return false;
+}
+
+// Whether value v is a grad() result for a tensor that a linear read as its weight before that
+// grad() (linear-saves-weight).
+bool linear_weight_gradient(const Context& c, int v) {
+  return gradient_of_a_tensor_read(c, v, [&](const Stmt& s, int t) {
+    return s.instr.op == proptests::Op::kLinear && c.tensor(s.instr.args[1]) == t;
+  });
 }
 
 // PyTorch's linear saves weight.t(), a view made then (with a history of its own if the weight
@@ -792,6 +817,26 @@ Excuse matmul_result_view(const Pair& p) {
     }
   }
   return Excuse::kNone;
+}
+
+// PyTorch's mm gives the gradient of an operand laid out column-major (a transposed view, a
+// [1, 1] tensor) as a transposed view of a product (mm_mat1_backward, mm_mat2_backward), which
+// detach_() refuses ("Can't detach views in-place"); here it is the product itself. The comparison
+// ends at a detach_() that raises in PyTorch alone on a grad() result for a tensor that an mm (or
+// a matmul of two matrices, which is one) read before that grad().
+Excuse mm_gradient_view(const Pair& p) {
+  if (!p.s || p.s->kind != StmtKind::kDetachInplace || p.s->args.empty() ||
+      !p.status("raise", "ok")) {
+    return Excuse::kNone;
+  }
+  const bool read = gradient_of_a_tensor_read(p.c, p.s->args[0], [&](const Stmt& s, int t) {
+    const auto& args = s.instr.args;
+    const bool mm = s.instr.op == proptests::Op::kMm ||
+                    (s.instr.op == proptests::Op::kMatmul && args.size() == 2 &&
+                     p.c.rank(args[0]) == 2 && p.c.rank(args[1]) == 2);
+    return mm && args.size() == 2 && (p.c.tensor(args[0]) == t || p.c.tensor(args[1]) == t);
+  });
+  return read ? Excuse::kStop : Excuse::kNone;
 }
 
 Excuse pytorch_internal_error(const Pair& p) {
@@ -926,6 +971,7 @@ const Rule kRules[] = {
     {"overlapping-operand-saved", overlapping_operand_saved},
     {"linear-saves-weight", linear_saves_weight},
     {"matmul-result-view", matmul_result_view},
+    {"mm-gradient-view", mm_gradient_view},
     {"rebased-base-node-edges", rebased_base_node_edges},
     {"pytorch-internal-error", pytorch_internal_error},
     {"inplace-mul-aliased-tangent", inplace_mul_aliased_tangent},

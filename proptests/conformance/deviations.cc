@@ -47,6 +47,8 @@ const std::vector<Explanation>& explanations() {
        "linear saves its weight, not a transposed view of it with a history of its own"},
       {"matmul-result-view", kDeviation, kComparing,
        "matmul of a matrix by a batch never returns a view (PyTorch's may be a transposed one)"},
+      {"mm-gradient-view", kDeviation, kComparing,
+       "mm's gradient for a column-major operand is the product, not a transposed view of it"},
       {"pytorch-internal-error", kDeviation, kComparing,
        "PyTorch fails an internal assert: the rest of the program is not compared"},
       {"rebased-base-node-edges", kDeviation, kComparing,

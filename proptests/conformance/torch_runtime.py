@@ -127,26 +127,18 @@ class _Call:
     """What the current grad()/backward() call requested, for the ideal needs_input_grad."""
 
     targets = None  # set of (id(node), output_nr), or None for "every leaf" (backward())
-    retained = set()  # backward(): the edges of tensors that retain grad, whose .grad it writes
+    retained = None  # backward(): the edges of tensors that retain grad (None: not read yet)
     keep = []  # the target nodes, alive while the call runs (ids stay unique)
     memo = {}
     hooked = {}  # hook number -> the node it is registered on, while registered (kept alive)
     post_hooked = {}  # the same, for the post-hooks (grad_fn.register_hook) alone
+    detached = {}  # id(t) -> (t, its edge before t.detach_()), for a t that retained grad then
 
 
 def _begin_call(inputs):
     _Call.memo = {}
     if inputs is None:
-        # backward() writes the .grad of every tensor that retains grad as well as every leaf's:
-        # an edge to one is needed (found by a live fuzz run: a custom Function skipped the
-        # gradient of an input that retained grad, where the engine accumulated it).
-        _Call.targets, _Call.keep, _Call.retained = None, [], set()
-        for t in _run["values"]:
-            if isinstance(t, torch.Tensor) and t.retains_grad:
-                edge = _retained_edge(t)
-                if edge is not None:
-                    _Call.keep.append(edge.node)
-                    _Call.retained.add((id(edge.node), edge.output_nr))
+        _Call.targets, _Call.keep, _Call.retained = None, [], None
         return
     _Call.targets, _Call.keep = set(), []
     for t in inputs:
@@ -158,6 +150,44 @@ def _begin_call(inputs):
         if edge is not None:
             _Call.keep.append(edge.node)
             _Call.targets.add((id(edge.node), edge.output_nr))
+
+
+def _retained_edges():
+    """backward() without inputs writes the .grad of every tensor that retains grad as well as
+    every leaf's: an edge to one is needed (found by a live fuzz run: a custom Function skipped the
+    gradient of an input that retained grad, where the engine accumulated it). Its retains-grad
+    hook lives on the node it had when it retained grad, which detach_() leaves there (found by
+    fuzz --against pytorch: the hook still writes .grad, and `retains_grad` stays True).
+    Read when a custom Function first asks, not as the call starts: reading a stale view's history
+    regenerates it and moves its hook off the old node (PyTorch's VariableHooks::grad_fn), which
+    PyTorch's own program, reading nothing, does not do (found by fuzz --against pytorch: the
+    hook of a view that was stale at backward() no longer saw the gradient through its old node).
+    """
+    if _Call.retained is None:
+        _Call.retained = set()
+        for t in _run["values"]:
+            if isinstance(t, torch.Tensor) and t.retains_grad:
+                detached = _Call.detached.get(id(t))
+                if detached is not None and detached[0] is t and t.grad_fn is None:
+                    edge = detached[1]
+                else:
+                    edge = _retained_edge(t)
+                if edge is not None:
+                    _Call.keep.append(edge.node)
+                    _Call.retained.add((id(edge.node), edge.output_nr))
+    return _Call.retained
+
+
+def _note_detach(s, ns):
+    """Before `t.detach_()`: the edge of a t that retains grad, where its hook stays. Not for a
+    view (detach_() refuses it), so reading the history changes nothing; nor for a t detached
+    before (a leaf, whose hook stays where the first detach_() left it)."""
+    t = ns.get(s.target) if s.target and s.text == s.target + ".detach_()" else None
+    if (isinstance(t, torch.Tensor) and t.retains_grad and not t._is_view() and
+            t.grad_fn is not None):
+        edge = _retained_edge(t)
+        if edge is not None:
+            _Call.detached[id(t)] = (t, edge)
 
 
 def _retained_edge(t):
@@ -200,7 +230,7 @@ def _edge_needed(node, output_nr):
         return False
     if _Call.targets is not None and (id(node), output_nr) in _Call.targets:
         return True
-    if _Call.targets is None and (id(node), output_nr) in _Call.retained:
+    if _Call.targets is None and (id(node), output_nr) in _retained_edges():
         return True
     return _reaches(node)
 
@@ -300,13 +330,19 @@ def backward(tensors, grad_tensors, inputs=None, **kwargs):
     # its history moves its retains-grad hook off the old grad_fn, so a gradient that still flows
     # through the old one would no longer reach its .grad (found by a live fuzz run: a view's
     # .grad took a gradient twice in PyTorch's own program, once here).
-    held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
-            if isinstance(t, torch.Tensor) and t.grad is not None and not t.retains_grad and
-            _readable_leaf(t)}
+    # Only where a copy would be made, and only for a .grad that shares storage with one of the
+    # gradients (the side effect again: found by a live fuzz run, `v2.grad = v3` on a view `v2`
+    # whose base then required grad, which PyTorch's own program never regenerates).
     # The copies are made with grad mode off: a recorded clone reads its input's grad_fn, which
     # would regenerate a stale view's history (the side effect above), where the engine's call
     # reads nothing of the gradients' histories without create_graph.
     if not kwargs.get("create_graph", False):
+        given = {g.untyped_storage().data_ptr() for g in grad_tensors
+                 if isinstance(g, torch.Tensor)}
+        held = {t.grad.untyped_storage().data_ptr() for t in _run["values"]
+                if isinstance(t, torch.Tensor) and t.grad is not None and
+                t.grad.untyped_storage().data_ptr() in given and not t.retains_grad and
+                _readable_leaf(t)}
         with torch.no_grad():
             grad_tensors = [g.clone() if isinstance(g, torch.Tensor) and
                             g.untyped_storage().data_ptr() not in held else g
@@ -578,7 +614,7 @@ def _grad_of(t):
 
 def run_program(stmts):
     """Runs a list of S; returns the record lines."""
-    _Call.hooked, _Call.post_hooked = {}, {}
+    _Call.hooked, _Call.post_hooked, _Call.detached = {}, {}, {}
     ns = {k: v for k, v in globals().items() if not k.startswith("_")}
     names = set()
     for s in stmts:
@@ -598,6 +634,7 @@ def run_program(stmts):
             continue
         _run["stmt"], _run["needs"], _run["fires"] = i, [], []
         _run["values"] = [ns.get(n) for n in names]
+        _note_detach(s, ns)
         try:
             exec(s.code, ns)
         except Exception as e:  # noqa: BLE001 - any exception is "this statement raises"
