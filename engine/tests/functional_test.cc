@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "engine/tests/test_util.h"
+#include "ops/batched_jvp.h"
 #include "ops/ops.h"
 
 namespace ag::func {
@@ -101,6 +102,65 @@ TEST(Transforms, TransformsCompose) {
   };
   expect_near(jacfwd(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
   expect_near(jacrev(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
+}
+
+// Note [Batched tangents]: jacfwd's and hessian's one batched level gives the column-by-column
+// values, on a two-input function with broadcasting, views and a reduction.
+const Function kTwoInputs = [](const TensorList& in) -> TensorList {
+  const Tensor m = ops::matmul(in[1], in[0]);  // [3, 2] @ [2, 2]
+  return {ops::sum(ops::mul(ops::exp(m), ops::select(in[0], 0, 1)), 0),
+          ops::tanh(ops::add(in[1], ops::select(in[0], 0, 0)))};
+};
+
+TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
+  const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
+  const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
+  const Function f = [](const TensorList& in) -> TensorList {
+    return {ops::transpose(in[0], 0, 1), ops::sum(ops::tanh(in[0]), 1)};
+  };
+  for (const auto& [fn, primals] : {std::pair{kTwoInputs, TensorList{ops::slice(y, 1, 0, 2), z}},
+                                    std::pair{f, TensorList{z}}}) {
+    const std::vector<TensorList> batched = jacfwd(fn, primals);
+    const std::vector<TensorList> columns = jacfwd_by_columns(fn, primals);
+    const std::vector<TensorList> rows = jacrev(fn, primals);
+    ASSERT_EQ(batched.size(), columns.size());
+    for (size_t o = 0; o < batched.size(); ++o) {
+      for (size_t i = 0; i < primals.size(); ++i) {
+        EXPECT_EQ(batched[o][i].shape(), columns[o][i].shape());
+        expect_near(batched[o][i], columns[o][i].to_vector());
+        expect_near(batched[o][i], rows[o][i].to_vector());
+      }
+    }
+  }
+  expect_near(hessian(kCubic, vec({.3, -.7, 1.1})),
+              hessian_by_columns(kCubic, vec({.3, -.7, 1.1})).to_vector());
+}
+
+// Note [Batching rules]: the small net of the paper's jacfwd rows (linear, tanh) takes a batching
+// rule at every op but the elementwise ones, which have none yet and run row by row; an op with
+// none (cumsum) runs row by row too, and gives the same Jacobian.
+TEST(Transforms, OpsWithoutABatchingRuleRunRowByRow) {
+  const Tensor w1 = ops::from_vector({.5, -1, .25, 1.5, .75, -.5}, {3, 2}, DType::kFloat64);
+  const Tensor w2 = ops::from_vector({.3, .2, -.4, 1, -1, .6}, {2, 3}, DType::kFloat64);
+  const Function net = [&](const TensorList& in) -> TensorList {
+    return {ops::tanh(ops::linear(ops::tanh(ops::linear(in[0], w1)), w2))};
+  };
+  const Tensor x = vec({.3, -.7});
+  ops::batched_jvp_fallbacks().clear();
+  const Tensor j = jacfwd(net, {x})[0][0];
+  expect_near(j, jacrev(net, {x})[0][0].to_vector());
+  EXPECT_EQ(ops::batched_jvp_fallbacks().count("linear"), 0u);
+  EXPECT_EQ(ops::batched_jvp_fallbacks().count("reshape"), 0u);
+  EXPECT_EQ(ops::batched_jvp_fallbacks().count("mm"), 0u);
+  EXPECT_GT(ops::batched_jvp_fallbacks()["tanh"], 0);
+  const Function running_sum = [](const TensorList& in) -> TensorList {
+    return {ops::cumsum(ops::mul(in[0], in[0]), 0)};
+  };
+  ops::batched_jvp_fallbacks().clear();
+  const Tensor c = jacfwd(running_sum, {x})[0][0];
+  EXPECT_EQ(ops::batched_jvp_fallbacks()["cumsum"], 1);
+  expect_near(c, jacfwd_by_columns(running_sum, {x})[0][0].to_vector());
+  expect_near(c, {.6, 0, .6, -1.4});
 }
 
 }  // namespace
