@@ -39,6 +39,37 @@ Tensor per_row(const OpSpec& spec, const JvpContext& c) {
   return stack(rows, 0);
 }
 
+// jvp_from_formulas with every slot and tangent expanded to [B, *result shape] (views): the
+// formulas' kernels, some of which want equal shapes (tanh_backward's fused kernel), then see
+// one shape, the row's with the batch dim in front.
+Tensor batched_from_formulas(const JvpContext& c) {
+  const OpSpec& spec = c.spec();
+  const Shape out = batched(c.batch(), c.result().shape());
+  const auto expanded = [&](const Tensor& t) {
+    return t.defined() && t.dim() <= c.result().dim() ? broadcast_to(t, out) : t;
+  };
+  std::vector<Tensor> slots(spec.num_slots());
+  for (size_t j = 0; j < slots.size(); ++j) {
+    const Slot& s = spec.slot(j);
+    slots[j] = expanded(s.kind == Slot::Kind::kInput    ? c.primal(Input(s.position, s.name))
+                        : s.kind == Slot::Kind::kResult ? c.result()
+                                                        : c.forward_value(s.position));
+  }
+  const std::vector<Shape> shapes(c.num_inputs(), out);
+  Tensor sum;
+  for (size_t i = 0; i < spec.num_inputs(); ++i) {
+    if (!spec.differentiable(i)) continue;
+    const Tensor t = c.term_tangent(Input(static_cast<int>(i), ""));
+    if (!t.defined()) continue;
+    // Named: the context keeps a reference to its gradient.
+    const Tensor grad = broadcast_to(align_batched(t, c.result().dim()), out);
+    const BackwardContext ctx(spec, grad, i, shapes, c.all_attrs(), slots.data());
+    Tensor part = spec.formula(i)(ctx);
+    sum = sum.defined() ? add(sum, part) : part;
+  }
+  return sum;
+}
+
 }  // namespace
 
 Tensor align_batched(const Tensor& t, int64_t rank) {
@@ -48,7 +79,9 @@ Tensor align_batched(const Tensor& t, int64_t rank) {
 }
 
 Tensor batched_jvp(const OpSpec& spec, const JvpContext& c) {
-  const JvpFn rule = spec.batched_jvp();
+  const JvpFn rule = spec.batched_jvp() != nullptr     ? spec.batched_jvp()
+                     : spec.jvp() == jvp_from_formulas ? batched_from_formulas
+                                                       : nullptr;
   Tensor t = rule != nullptr ? rule(c) : per_row(spec, c);
   const Shape shape = batched(c.batch(), c.result().shape());
   if (t.defined() && t.shape() != shape)

@@ -23,10 +23,10 @@ namespace ag::ops {
 //   const DeclareBatchedJvp reshape_batched_jvp{Reshape::spec, batched_as_reshape};
 //
 // and must equal the rule run row by row, which //proptests/ops:batched_jacobian_prop_test checks
-// for the whole op list. An op with no batching rule (the elementwise ops' jvp_from_formulas has
-// none yet: its formulas' fused kernels want unbatched shapes) takes the per-row fallback: its jvp
-// rule run B times on rows, then stacked; each use counts in batched_jvp_fallbacks(), so a test can
-// see that a function takes batching rules only.
+// for the whole op list. jvp_from_formulas batches by itself (its formulas see the primals and
+// the tangent broadcast to [B, *result shape]). An op with no batching rule takes the per-row
+// fallback: its jvp rule run B times on rows, then stacked; each use counts in
+// batched_jvp_fallbacks(), so a test can see that a function takes batching rules only.
 Tensor batched_jvp(const OpSpec& spec, const JvpContext& c);
 
 // Declares `rule` as `spec`'s batching rule (Note [Batching rules]).
