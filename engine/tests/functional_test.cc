@@ -104,14 +104,36 @@ TEST(Transforms, TransformsCompose) {
   expect_near(jacrev(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
 }
 
-// Note [Batched tangents]: jacfwd's and hessian's one batched level gives the column-by-column
-// values, on a two-input function with broadcasting, views and a reduction.
+// Note [Batched tangents]: a two-input function with broadcasting, views and a reduction.
+// def f(a, z): m = z @ a; return (exp(m) * a[1]).sum(0), tanh(z + a[0])
 const Function kTwoInputs = [](const TensorList& in) -> TensorList {
   const Tensor m = ops::matmul(in[1], in[0]);  // [3, 2] @ [2, 2]
   return {ops::sum(ops::mul(ops::exp(m), ops::select(in[0], 0, 1)), 0),
           ops::tanh(ops::add(in[1], ops::select(in[0], 0, 0)))};
 };
 
+// y = [[.5, 1, -.25], [2, .1, -1.5]] (float64); a = y[:, 0:2] (a view);
+// z = [[.2, .4], [-.6, 1.2], [-.3, .9]]
+// torch.func.jacfwd(f, argnums=(0, 1))(a, z)[0]: the first output's Jacobians.
+TEST(Transforms, BatchedJacfwdGivesTorchFuncsJacobians) {
+  const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
+  const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
+  const std::vector<TensorList> j = jacfwd(kTwoInputs, {ops::slice(y, 1, 0, 2), z});
+  EXPECT_EQ(j[0][0].shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(j[0][1].shape(), (Shape{2, 3, 2}));
+  expect_near(j[0][0],
+              {-11.939750546926309, 0.0, 46.771806818916104, 0.0, 0.0, -0.036019547881045964, 0.0,
+               2.8986733432646425},
+              1e-10);
+  expect_near(
+      j[0][1],
+      {2.45960311115695, 9.8384124446278, 8.16616991256765, 32.6646796502706, 5.2069798271798495,
+       20.827919308719398, 0.1271249150321405, 0.01271249150321405, 0.061878339180614084,
+       0.006187833918061408, 0.08105842459701872, 0.008105842459701872},
+      1e-10);
+}
+
+// jacfwd's and hessian's one batched level gives the column-by-column values.
 TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
   const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
   const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
