@@ -207,10 +207,7 @@ namespace forward_ad {
 
 int num_levels() { return detail::live_levels.load(std::memory_order_acquire); }
 
-int64_t batch_size(int level) {
-  id_of(level);  // checks that it is live
-  return level_batch[level].load(std::memory_order_relaxed);
-}
+int64_t batch_size(int level) { return level_batch[level].load(std::memory_order_relaxed); }
 
 Shape tangent_shape(const Tensor& t, int level) {
   Shape shape = t.shape();
@@ -233,9 +230,11 @@ Tensor tangent(const Tensor& t, int level) {
 
 void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op,
                  bool view_op_result) {
-  AG_CHECK(tangent.shape() == tangent_shape(t, level) && tangent.dtype() == t.dtype() &&
-               tangent.device() == t.device(),
-           op, ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
+  // Note [Batched tangents]: an unbatched level compares the shapes as they are.
+  const bool same_shape = batch_size(level) == 0 ? tangent.shape() == t.shape()
+                                                 : tangent.shape() == tangent_shape(t, level);
+  AG_CHECK(same_shape && tangent.dtype() == t.dtype() && tangent.device() == t.device(), op,
+           ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
            t.describe(), ")");
   const uint64_t id = id_of(level);
   TensorImpl& impl = *t.impl();

@@ -87,6 +87,7 @@ inline std::atomic<int> live_levels{0};
 inline bool live() { return detail::live_levels.load(std::memory_order_relaxed) != 0; }
 int num_levels();
 // The batch size of live level `level` (Note [Batched tangents]); 0 for an unbatched level.
+// Unchecked (one relaxed load): the level must be live.
 int64_t batch_size(int level);
 // The shape of the tangents `t` carries at `level`: its own, after the batch dim where batched.
 Shape tangent_shape(const Tensor& t, int level);
