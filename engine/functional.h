@@ -15,12 +15,12 @@ namespace ag::func {
 // [Forward mode], engine/forward_ad.h) and unpacks the tangents of its outputs; vjp runs it on
 // fresh leaves and returns grad() through them; hvp is forward-over-reverse, the jvp of the
 // gradient: the backward formulas are ops, so inside the dual level the gradient carries the
-// Hessian-vector product as its tangent, for about the cost of one more gradient. jacfwd and
-// jacrev build a Jacobian column by column (jvp along each unit tangent) or row by row (vjp of
-// each unit cotangent); hessian is jacfwd of the gradient. jacfwd and hessian run one batched
-// level (Note [Batched tangents], engine/forward_ad.h) whose tangents are the identity, every
-// column at once; the column-by-column versions stay as their reference. Inputs need not
-// require grad; where the caller's do, the results are differentiable in them (a transform of a
+// Hessian-vector product as its tangent, for about the cost of one more gradient. jacfwd builds
+// a Jacobian from the jvps along every unit tangent, all at once in one batched level (Note
+// [Batched tangents], engine/forward_ad.h) whose tangents are the identity; jacrev row by row
+// (one vjp per unit cotangent); hessian is jacfwd of the gradient, one batched hvp. The
+// column-by-column versions (one jvp or hvp per unit tangent) stay as their reference. Inputs need
+// not require grad; where the caller's do, the results are differentiable in them (a transform of a
 // transform composes).
 using Function = std::function<TensorList(const TensorList&)>;
 
