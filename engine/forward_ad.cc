@@ -16,6 +16,7 @@ namespace {
 constexpr int kMaxLevels = 8;
 std::mutex levels_mutex;  // guards entering and ending levels
 std::atomic<uint64_t> level_ids[kMaxLevels];
+std::atomic<int64_t> level_batch[kMaxLevels];  // Note [Batched tangents]: 0 where unbatched
 uint64_t next_level_id = 1;
 
 thread_local uint32_t suspended_levels = 0;  // bit i: level i
@@ -107,7 +108,12 @@ Tensor view_of_base_tangent(const Tensor& view, const TensorImpl& base, const Te
   Tensor t;
   {
     forward_ad::SuspendLevel reading_the_tangent(level);
-    t = engine_ops::as_strided(base_tangent, impl.shape, impl.view_strides,
+    Shape shape = impl.shape, strides = impl.view_strides;
+    if (forward_ad::batch_size(level) > 0) {  // Note [Batched tangents]: row b views row b
+      shape.insert(shape.begin(), base_tangent.shape()[0]);
+      strides.insert(strides.begin(), base_tangent.strides()[0]);
+    }
+    t = engine_ops::as_strided(base_tangent, shape, strides,
                                base_tangent.storage_offset() - start + impl.view_offset);
   }
   forward_ad::set_tangent(view, level, t, "forward AD");
@@ -116,11 +122,15 @@ Tensor view_of_base_tangent(const Tensor& view, const TensorImpl& base, const Te
 
 }  // namespace
 
-DualLevel::DualLevel() {
+DualLevel::DualLevel() : DualLevel(0) {}
+
+DualLevel::DualLevel(int64_t batch) {
+  AG_CHECK(batch >= 0, "forward AD: a level's batch size must be >= 0 (0: unbatched), got ", batch);
   std::lock_guard<std::mutex> lock(levels_mutex);
   const int n = forward_ad::detail::live_levels.load(std::memory_order_relaxed);
   AG_CHECK(n < kMaxLevels, "forward AD: at most ", kMaxLevels, " dual levels may be live");
   level_ids[n].store(next_level_id++, std::memory_order_relaxed);
+  level_batch[n].store(batch, std::memory_order_relaxed);
   index_ = n;
   forward_ad::detail::live_levels.store(n + 1, std::memory_order_release);
 }
@@ -152,8 +162,9 @@ DualLevel::~DualLevel() {
 Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
   level = resolve(level, "make_dual");
   AG_CHECK(primal.defined() && tangent.defined(), "make_dual: expected defined tensors");
-  AG_CHECK(tangent.shape() == primal.shape(), "make_dual: the tangent's shape ",
-           to_string(tangent.shape()), " is not the primal's ", to_string(primal.shape()),
+  AG_CHECK(tangent.shape() == forward_ad::tangent_shape(primal, level),
+           "make_dual: the tangent's shape ", to_string(tangent.shape()), " is not the primal's ",
+           to_string(forward_ad::tangent_shape(primal, level)),
            " (PyTorch: Trying to set a forward gradient that has a different size than that of "
            "the original Tensor)");
   AG_CHECK(tangent.dtype() == primal.dtype() && tangent.device() == primal.device(),
@@ -164,7 +175,7 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent, int level) {
            "make_dual: Making a dual Tensor based on a Tensor that already has a forward gradient "
            "at the same level ",
            level, " is not supported");
-  check_tangent_layout(primal, tangent);
+  if (forward_ad::batch_size(level) == 0) check_tangent_layout(primal, tangent);
   Tensor dual;
   {
     forward_ad::SuspendLevel reading_primal(level);  // the alias carries no tangent of its own
@@ -196,6 +207,15 @@ namespace forward_ad {
 
 int num_levels() { return detail::live_levels.load(std::memory_order_acquire); }
 
+int64_t batch_size(int level) { return level_batch[level].load(std::memory_order_relaxed); }
+
+Shape tangent_shape(const Tensor& t, int level) {
+  Shape shape = t.shape();
+  const int64_t batch = batch_size(level);
+  if (batch > 0) shape.insert(shape.begin(), batch);
+  return shape;
+}
+
 Tensor tangent(const Tensor& t, int level) {
   if (!t.defined() || level >= num_levels()) return Tensor();
   const uint64_t id = id_of(level);
@@ -210,9 +230,11 @@ Tensor tangent(const Tensor& t, int level) {
 
 void set_tangent(const Tensor& t, int level, const Tensor& tangent, const char* op,
                  bool view_op_result) {
-  AG_CHECK(tangent.shape() == t.shape() && tangent.dtype() == t.dtype() &&
-               tangent.device() == t.device(),
-           op, ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
+  // Note [Batched tangents]: an unbatched level compares the shapes as they are.
+  const bool same_shape = batch_size(level) == 0 ? tangent.shape() == t.shape()
+                                                 : tangent.shape() == tangent_shape(t, level);
+  AG_CHECK(same_shape && tangent.dtype() == t.dtype() && tangent.device() == t.device(), op,
+           ": forward AD: the tangent (", tangent.describe(), ") does not match the result (",
            t.describe(), ")");
   const uint64_t id = id_of(level);
   TensorImpl& impl = *t.impl();
@@ -248,13 +270,21 @@ Tensor tangent_to_write(const Tensor& t, int level) {
     const Ref<TensorImpl> base = forward_base(*t.impl());
     const Tensor owner(base ? base : t.impl());
     const TensorImpl& o = *owner.impl();
+    // Note [Batched tangents]: zeros of the batched shape, each row in the owner's layout.
+    const auto zeros = [level](const Tensor& like) {
+      return engine_ops::zeros({tangent_shape(like, level), like.dtype(), like.device()});
+    };
     if (o.view_base == nullptr) {
-      set_tangent(owner, level, engine_ops::zeros_like(owner), "forward AD");
+      set_tangent(owner, level, zeros(owner), "forward AD");
     } else {  // a make_dual result: its layout in zeros of its root's shape (Note [Tangents of
               // views])
-      const Tensor zeros = engine_ops::zeros_like(Tensor(o.view_base));
-      set_tangent(owner, level,
-                  engine_ops::as_strided(zeros, o.shape, o.view_strides, o.view_offset),
+      const Tensor root = zeros(Tensor(o.view_base));
+      Shape shape = o.shape, strides = o.view_strides;
+      if (batch_size(level) > 0) {
+        shape.insert(shape.begin(), root.shape()[0]);
+        strides.insert(strides.begin(), root.strides()[0]);
+      }
+      set_tangent(owner, level, engine_ops::as_strided(root, shape, strides, o.view_offset),
                   "forward AD");
     }
   }

@@ -43,9 +43,20 @@ namespace ag {
 // bypass the ops, and so would drop tangents: they are off while any level is live
 // (values_unobserved()). AccumulateGrad's sum into an existing .grad stays in place inside a
 // level, as PyTorch's (a held .grad sees it): it goes through ops::add_, which carries tangents.
+//
+// Note [Batched tangents]
+// A level entered with a batch size B carries B tangents at once: each tangent there has shape
+// [B, *primal shape] (make_dual's too), row b being the b-th direction. An op's result gets its
+// B tangents from its batching rule where one is declared, else from its jvp rule run once per
+// row (ops/batched_jvp.h); views and in-place writes read and write a base's batched tangent
+// through the same layouts, shifted past the batch dim. jacfwd and hessian run one batched level
+// where they ran one level per column (engine/functional.h). An unbatched level costs nothing
+// more: every batched path is behind the level's batch size.
 class DualLevel {
  public:
-  DualLevel();   // enters a new innermost level
+  DualLevel();  // enters a new innermost level
+  // A batched level (Note [Batched tangents]): its tangents have a leading dim of `batch` >= 1.
+  explicit DualLevel(int64_t batch);
   ~DualLevel();  // ends it; levels end innermost first
   DualLevel(const DualLevel&) = delete;
   DualLevel& operator=(const DualLevel&) = delete;
@@ -75,6 +86,11 @@ inline std::atomic<int> live_levels{0};
 // Whether any dual level is live: what every op reads first (one relaxed load).
 inline bool live() { return detail::live_levels.load(std::memory_order_relaxed) != 0; }
 int num_levels();
+// The batch size of live level `level` (Note [Batched tangents]); 0 for an unbatched level.
+// Unchecked (one relaxed load): the level must be live.
+int64_t batch_size(int level);
+// The shape of the tangents `t` carries at `level`: its own, after the batch dim where batched.
+Shape tangent_shape(const Tensor& t, int level);
 
 // The tangent `t` carries at live level `level` (its own, or its root base's seen through its
 // layout, which it then keeps as its own), or an undefined tensor.

@@ -34,6 +34,50 @@ Tensor assemble(const TensorList& columns, const Shape& inner, const Shape& oute
   return ops::reshape(ops::stack(columns, -1), shape);
 }
 
+// Rows `offset`.. of the identity of size `batch`, as a batched tangent of `like`: row b is the
+// unit tangent at flat position b - offset (zeros outside like's rows).
+Tensor identity_rows(int64_t batch, int64_t offset, const Tensor& like) {
+  const int64_t n = like.numel();
+  std::vector<double> values(static_cast<size_t>(batch * n), 0.0);
+  for (int64_t k = 0; k < n; ++k) values[static_cast<size_t>((offset + k) * n + k)] = 1.0;
+  Shape shape = like.shape();
+  shape.insert(shape.begin(), batch);
+  return ops::from_vector(values, shape, like.dtype(), like.device());
+}
+
+// The tangents of f's outputs at one batched level (Note [Batched tangents]) whose tangents are
+// `tangents` ([batch, *primal shape] each): [batch, *output shape] each.
+JvpResult batched_jvp(const Function& f, const TensorList& primals, const TensorList& tangents,
+                      int64_t batch) {
+  DualLevel level(batch);
+  TensorList duals;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    duals.push_back(make_dual(primals[i], tangents[i], level.index()));
+  }
+  JvpResult out;
+  for (const Tensor& o : f(duals)) {
+    UnpackedDual u = unpack_dual(o, level.index());
+    out.tangents.push_back(u.tangent.defined()
+                               ? u.tangent
+                               : ops::zeros(forward_ad::tangent_shape(u.primal, level.index()),
+                                            u.primal.dtype(), u.primal.device()));
+    out.outputs.push_back(std::move(u.primal));
+  }
+  return out;
+}
+
+// Rows `offset`..`offset + inner.numel()` of a batched tangent of an output of shape `outer`
+// (row k: the column for element k of an input of shape `inner`), as the Jacobian block
+// outer ++ inner.
+Tensor block_of_rows(const Tensor& tangents, int64_t offset, const Shape& outer,
+                     const Shape& inner) {
+  const int64_t n = numel(inner), m = numel(outer);
+  const Tensor rows = ops::reshape(ops::narrow(tangents, 0, offset, n), {n, m});
+  Shape shape = outer;
+  shape.insert(shape.end(), inner.begin(), inner.end());
+  return ops::reshape(ops::transpose(rows, 0, 1), shape);
+}
+
 }  // namespace
 
 JvpResult jvp(const Function& f, const TensorList& primals, const TensorList& tangents) {
@@ -105,7 +149,7 @@ std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
   return jac;
 }
 
-std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals) {
+std::vector<TensorList> jacfwd_by_columns(const Function& f, const TensorList& primals) {
   std::vector<std::vector<TensorList>> columns;  // columns[o][i]: one per element of primals[i]
   TensorList outputs;
   for (size_t i = 0; i < primals.size(); ++i) {
@@ -133,17 +177,52 @@ std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals) {
   return jac;
 }
 
-Tensor hvp(const Function& f, const Tensor& x, const Tensor& v) {
-  const Function gradient = [&f](const TensorList& xs) {
+std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals) {
+  int64_t batch = 0;  // one tangent per element of every primal
+  for (const Tensor& p : primals) batch += p.numel();
+  if (batch == 0) return jacfwd_by_columns(f, primals);  // no column: f's outputs' shapes only
+  TensorList tangents;
+  for (int64_t i = 0, offset = 0; i < static_cast<int64_t>(primals.size()); ++i) {
+    tangents.push_back(identity_rows(batch, offset, primals[i]));
+    offset += primals[i].numel();
+  }
+  const JvpResult r = batched_jvp(f, primals, tangents, batch);
+  std::vector<TensorList> jac(r.outputs.size());
+  for (size_t o = 0; o < r.outputs.size(); ++o) {
+    for (int64_t i = 0, offset = 0; i < static_cast<int64_t>(primals.size()); ++i) {
+      jac[o].push_back(
+          block_of_rows(r.tangents[o], offset, r.outputs[o].shape(), primals[i].shape()));
+      offset += primals[i].numel();
+    }
+  }
+  return jac;
+}
+
+namespace {
+
+// x -> the gradient of f (one single-element tensor) at x: hvp's jvp is its tangent.
+Function gradient_of(const Function& f) {
+  return [f](const TensorList& xs) {
     const VjpResult r = vjp(f, xs);
     AG_CHECK(r.outputs.size() == 1 && r.outputs[0].numel() == 1,
              "hvp: the function must return one single-element tensor");
     return r.vjp({ops::ones_like(r.outputs[0])});
   };
-  return jvp(gradient, {x}, {v}).tangents[0];
+}
+
+}  // namespace
+
+Tensor hvp(const Function& f, const Tensor& x, const Tensor& v) {
+  return jvp(gradient_of(f), {x}, {v}).tangents[0];
 }
 
 Tensor hessian(const Function& f, const Tensor& x) {
+  if (x.numel() == 0) return hessian_by_columns(f, x);
+  const JvpResult r = batched_jvp(gradient_of(f), {x}, {identity_rows(x.numel(), 0, x)}, x.numel());
+  return block_of_rows(r.tangents[0], 0, x.shape(), x.shape());
+}
+
+Tensor hessian_by_columns(const Function& f, const Tensor& x) {
   TensorList columns;
   for (int64_t k = 0; k < x.numel(); ++k) columns.push_back(hvp(f, x, unit(x, k)));
   return assemble(columns, x.shape(), x.shape());

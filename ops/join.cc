@@ -87,9 +87,14 @@ void join_tangents(const TensorList& tensors, int64_t dim, bool stack, const Ten
   forward_ad::for_each_tangent_level(inputs, [&](int level, TensorList tangents) {
     forward_ad::SuspendLevel rule_reads_primals(level);
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!tangents[i].defined()) tangents[i] = zeros_like(tensors[i]);
+      if (!tangents[i].defined()) {
+        const Tensor& t = tensors[i];
+        tangents[i] = zeros(forward_ad::tangent_shape(t, level), t.dtype(), t.device());
+      }
     }
-    forward_ad::set_tangent(out, level, stack ? ops::stack(tangents, dim) : cat(tangents, dim),
+    // Note [Batched tangents]: the rows join along the dim after the batch dim (dim is >= 0).
+    const int64_t d = forward_ad::batch_size(level) > 0 ? dim + 1 : dim;
+    forward_ad::set_tangent(out, level, stack ? ops::stack(tangents, d) : cat(tangents, d),
                             stack ? "stack" : "cat");
   });
 }

@@ -3,6 +3,7 @@
 #include "ops/jvp.h"
 
 #include "engine/error.h"
+#include "ops/batched_jvp.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 
@@ -15,6 +16,7 @@ Tensor run_rule(const OpSpec& spec, const JvpContext& ctx, int level) {
            ": forward-mode AD: the op has no jvp rule (Note [Jvp rules], ops/jvp.h), so a "
            "tangent cannot pass through it");
   forward_ad::SuspendLevel rule_reads_primals(level);  // Note [Forward mode]
+  if (__builtin_expect(ctx.batch() > 0, 0)) return batched_jvp(spec, ctx);
   Tensor t = spec.jvp()(ctx);
   if (t.defined() && t.shape() != ctx.result().shape()) t = broadcast_to(t, ctx.result().shape());
   return t;
@@ -24,7 +26,12 @@ Tensor run_rule(const OpSpec& spec, const JvpContext& ctx, int level) {
 
 Tensor JvpContext::tangent_or_zeros(const Input& input) const {
   const Tensor& t = tangent(input);
-  return t.defined() ? t : zeros_like(primal(input));
+  if (t.defined()) return t;
+  if (batch_ == 0) return zeros_like(primal(input));
+  const Tensor& p = primal(input);
+  Shape shape = p.shape();
+  shape.insert(shape.begin(), batch_);
+  return zeros(shape, p.dtype(), p.device());
 }
 
 Tensor JvpContext::term_tangent(const Input& input) const {
@@ -114,7 +121,8 @@ void compute_tangents(const OpSpec& spec, std::initializer_list<const Tensor*> i
   bool view_of_input = false;
   for (const Tensor* in : inputs) view_of_input = view_of_input || shares_storage(*in, result);
   forward_ad::for_each_tangent_level(inputs, [&](int level, const TensorList& tangents) {
-    const JvpContext ctx(spec, inputs, tangents, result, attrs, from_forward);
+    const JvpContext ctx(spec, inputs, tangents, result, attrs, from_forward,
+                         forward_ad::batch_size(level));
     Tensor t = run_rule(spec, ctx, level);
     if (!t.defined()) return;
     // Any other op's result gets a tangent of its own, as PyTorch's (whose formula computes a new
@@ -158,10 +166,11 @@ TensorList tangents_of_write(const OpSpec& spec, const Tensor& self, const Tenso
   forward_ad::for_each_tangent_level(inputs, [&](int level, const TensorList& tangents) {
     // No in-place op's rule reads its result; self stands in for it.
     const OpAttrs attrs = spec.forward().attrs;
-    const JvpContext ctx(spec, inputs, tangents, self, attrs, {});
+    const JvpContext ctx(spec, inputs, tangents, self, attrs, {}, forward_ad::batch_size(level));
     Tensor& t = out[static_cast<size_t>(level)];
     t = run_rule(spec, ctx, level);
-    if (!t.defined()) t = zeros_like(self);
+    if (!t.defined())
+      t = zeros(forward_ad::tangent_shape(self, level), self.dtype(), self.device());
   });
   return out;
 }

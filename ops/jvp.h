@@ -46,19 +46,25 @@ class JvpContext {
  public:
   JvpContext(const OpSpec& spec, std::initializer_list<const Tensor*> inputs,
              const TensorList& tangents, const Tensor& result, const OpAttrs& attrs,
-             std::initializer_list<Tensor> from_forward)
+             std::initializer_list<Tensor> from_forward, int64_t batch = 0)
       : spec_(spec),
         inputs_(inputs),
         tangents_(tangents),
         result_(result),
         attrs_(attrs),
-        from_forward_(from_forward) {}
+        from_forward_(from_forward),
+        batch_(batch) {}
+
+  // The same call with other tangents (which must outlive it), batched by `batch`.
+  JvpContext with_tangents(const TensorList& tangents, int64_t batch) const {
+    return JvpContext(spec_, inputs_, tangents, result_, attrs_, from_forward_, batch);
+  }
 
   const OpSpec& spec() const { return spec_; }
   const Tensor& primal(const Input& input) const { return *inputs_.begin()[input.position]; }
   // The input's tangent; undefined where it carries none (a zero tangent).
   const Tensor& tangent(const Input& input) const { return tangents_[input.position]; }
-  // The input's tangent, or zeros of its shape.
+  // The input's tangent, or zeros of its shape (of its tangents' shape where batched).
   Tensor tangent_or_zeros(const Input& input) const;
   // The tangent a term of the rule reads for `input`: its tangent, or zeros where it carries none
   // but the term would record history, else undefined (skip the term; Note [Zero tangent terms]).
@@ -71,6 +77,9 @@ class JvpContext {
   }
   const OpAttrs& all_attrs() const { return attrs_; }
   size_t num_inputs() const { return inputs_.size(); }
+  // The level's batch size: the tangents' leading dim (Note [Batching rules], ops/batched_jvp.h),
+  // 0 where unbatched.
+  int64_t batch() const { return batch_; }
   // The op's forward on `args`, with the recorded attributes.
   Tensor call(const TensorList& args) const;
 
@@ -84,6 +93,7 @@ class JvpContext {
   const Tensor& result_;
   const OpAttrs& attrs_;
   std::initializer_list<Tensor> from_forward_;
+  int64_t batch_;
 };
 
 // The standard rules of Note [Jvp rules].

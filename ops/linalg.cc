@@ -8,6 +8,7 @@
 
 #include "engine/error.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -54,6 +55,24 @@ const DeclareJvp mm_jvp{kMm, jvp_bilinear};
 const OpSpec kBmm =
     Product::spec_named("bmm", [](const OpArgs& a) { return checked_product(kBmm, a, 3); });
 const DeclareJvp bmm_jvp{kBmm, jvp_bilinear};
+
+// Note [Batching rules]: op(ta) op(b) + op(a) op(tb) as matmuls, whose batch dims broadcast the
+// tangents' leading one against the primals.
+Tensor op_of(const Tensor& t, bool transposed) { return transposed ? transpose(t, -1, -2) : t; }
+Tensor batched_product_jvp(const JvpContext& c) {
+  const auto& [trans_a, trans_b] = c.attrs<ProductAttrs>();
+  const Tensor ta = c.term_tangent(Product::self), tb = c.term_tangent(Product::mat2);
+  const Tensor &a = c.primal(Product::self), &b = c.primal(Product::mat2);
+  Tensor sum;
+  if (ta.defined()) sum = matmul(op_of(ta, trans_a), op_of(b, trans_b));
+  if (tb.defined()) {
+    Tensor part = matmul(op_of(a, trans_a), op_of(tb, trans_b));
+    sum = sum.defined() ? add(sum, part) : part;
+  }
+  return sum;
+}
+const DeclareBatchedJvp mm_batched_jvp{kMm, batched_product_jvp};
+const DeclareBatchedJvp bmm_batched_jvp{kBmm, batched_product_jvp};
 
 Tensor product(const OpSpec& spec, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return record(spec, {&a, &b}, backend_for(a.device()).matmul(a, b, ta, tb, nullptr),
@@ -105,6 +124,19 @@ const DeclareJvp addmm_jvp{Addmm::spec, [](const JvpContext& c) {
                              return t;
                            }};
 
+// Note [Batching rules]: as addmm's rule, with matmul for mm.
+const DeclareBatchedJvp addmm_batched_jvp{Addmm::spec, [](const JvpContext& c) {
+                                            Tensor t =
+                                                align_batched(c.tangent_or_zeros(Addmm::self), 2);
+                                            const Tensor t1 = c.term_tangent(Addmm::mat1);
+                                            const Tensor t2 = c.term_tangent(Addmm::mat2);
+                                            if (t1.defined())
+                                              t = add(t, matmul(t1, c.primal(Addmm::mat2)));
+                                            if (t2.defined())
+                                              t = add(t, matmul(c.primal(Addmm::mat1), t2));
+                                            return t;
+                                          }};
+
 // linear(input, weight, bias) = input @ weight^T + bias: input [N, in], weight [out, in],
 // bias [out]
 struct Linear {
@@ -136,6 +168,25 @@ const DeclareJvp linear_jvp{Linear::spec, [](const JvpContext& c) {
                               if (tb.defined()) plus(tb);
                               return t;
                             }};
+
+// Note [Batching rules]: input_t is any [..., in] linear takes; weight_t [B, out, in] is a matmul
+// batched over the input's leading dims (1s where it has them); bias_t aligns past the batch dim.
+const DeclareBatchedJvp linear_batched_jvp{
+    Linear::spec, [](const JvpContext& c) {
+      const Tensor tx = c.term_tangent(Linear::input);
+      const Tensor tw = c.term_tangent(Linear::weight);
+      const Tensor& tb = c.tangent(Linear::bias);
+      const Tensor& x = c.primal(Linear::input);
+      Tensor t;
+      const auto plus = [&t](const Tensor& part) { t = t.defined() ? add(t, part) : part; };
+      if (tx.defined()) plus(linear(tx, c.primal(Linear::weight), Tensor()));
+      if (tw.defined()) {
+        const Tensor w = x.dim() >= 2 ? align_batched(tw, x.dim()) : tw;
+        plus(matmul(x, transpose(w, -1, -2)));
+      }
+      if (tb.defined()) plus(align_batched(tb, c.result().dim()));
+      return t;
+    }};
 
 // The broadcast of a's and b's batch dims (all but the last two), as matmul names them.
 Shape broadcast_batch(const Tensor& a, const Tensor& b) {

@@ -1,6 +1,7 @@
 // Reductions: sum, mean and sum_to; their gradients expand the incoming one (broadcast_to).
 #include "engine/error.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -40,6 +41,17 @@ const OpSpec Sum::spec{
     {{self, {}, [](const Ctx& c) { return expand_gradient(c.grad(), c.input_shape(self)); }}},
     unary_forward<sum>()};
 const DeclareJvp sum_jvp{Sum::spec, jvp_linear};
+// Note [Batching rules]: each reduction sums every row over the same dims.
+Shape all_ones(const JvpContext& c) { return Shape(c.primal(OfSelf::self).shape().size(), 1); }
+const DeclareBatchedJvp sum_batched_jvp{
+    Sum::spec, [](const JvpContext& c) { return batched_sum_to_result(c, all_ones(c), false); }};
+// The input's shape with dim (kept) of size 1.
+Shape kept_dim(const JvpContext& c) {
+  Shape kept = c.primal(OfSelf::self).shape();
+  const int64_t dim = c.attrs<DimAttrs>().dim;
+  if (!kept.empty()) kept[dim < 0 ? dim + static_cast<int64_t>(kept.size()) : dim] = 1;
+  return kept;
+}
 
 struct SumDim : OfSelf {
   static const OpSpec spec;
@@ -56,6 +68,8 @@ const OpSpec SumDim::spec{"sum_dim",
                              return sum(a[self], dim, keepdim);
                            }}};
 const DeclareJvp sum_dim_jvp{SumDim::spec, jvp_linear};
+const DeclareBatchedJvp sum_dim_batched_jvp{
+    SumDim::spec, [](const JvpContext& c) { return batched_sum_to_result(c, kept_dim(c), false); }};
 
 // Note [mean's gradient is a new tensor]
 // PyTorch's mean_backward divides the expanded gradient (sum_backward(grad) / n): a new,
@@ -78,6 +92,8 @@ const OpSpec Mean::spec{"mean",
                           }}},
                         unary_forward<mean>()};
 const DeclareJvp mean_jvp{Mean::spec, jvp_linear};
+const DeclareBatchedJvp mean_batched_jvp{
+    Mean::spec, [](const JvpContext& c) { return batched_sum_to_result(c, all_ones(c), true); }};
 
 struct MeanDim : OfSelf {
   static const OpSpec spec;
@@ -96,6 +112,8 @@ const OpSpec MeanDim::spec{"mean_dim",
                               return mean(a[self], dim, keepdim);
                             }}};
 const DeclareJvp mean_dim_jvp{MeanDim::spec, jvp_linear};
+const DeclareBatchedJvp mean_dim_batched_jvp{
+    MeanDim::spec, [](const JvpContext& c) { return batched_sum_to_result(c, kept_dim(c), true); }};
 
 // PyTorch's sum(dims, keepdim=True) inside sum_to: the result keeps a's rank.
 struct SumTo : OfSelf {
@@ -107,6 +125,15 @@ const OpSpec SumTo::spec{
     {AliasKind::kPure, ShapeAttrs{},
      [](const OpArgs& a) { return sum_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
 const DeclareJvp sum_to_jvp{SumTo::spec, jvp_linear};
+// The result's shape, with the leading dims sum_to drops kept as 1s.
+const DeclareBatchedJvp sum_to_batched_jvp{SumTo::spec, [](const JvpContext& c) {
+                                             Shape kept = c.result().shape();
+                                             const int64_t rank = c.primal(OfSelf::self).dim();
+                                             while (static_cast<int64_t>(kept.size()) < rank) {
+                                               kept.insert(kept.begin(), 1);
+                                             }
+                                             return batched_sum_to_result(c, kept, false);
+                                           }};
 
 // a summed over `dim` (kept, of size 1), or squeezed there without keepdim.
 Tensor summed_over(const Tensor& a, int64_t dim, bool keepdim) {

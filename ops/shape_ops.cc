@@ -2,6 +2,7 @@
 // counter), else reshape copies; and the histories of views and bases that in-place writes make.
 #include "engine/error.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -21,6 +22,7 @@ const OpSpec Reshape::spec{
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return reshape(a[self], a.attrs<ShapeAttrs>().shape); }}};
 const DeclareJvp reshape_jvp{Reshape::spec, jvp_linear};
+const DeclareBatchedJvp reshape_batched_jvp{Reshape::spec, batched_as_reshape};
 
 // The histories an in-place op gives views and bases (Note [In-place ops on views]): a view
 // regenerated from its base is PyTorch's AsStridedBackward0, a base written through a view its

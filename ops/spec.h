@@ -113,6 +113,10 @@ class OpSpec {
   // none is, which an op reached by a tangent reports.
   JvpFn jvp() const { return jvp_; }
   void declare_jvp(JvpFn jvp) const { jvp_ = jvp; }
+  // Its batching rule (Note [Batched tangents], ops/batched_jvp.h): the jvp on tangents with a
+  // leading batch dim; null where none is declared (the standard rules' own, or one per row).
+  JvpFn batched_jvp() const { return batched_jvp_; }
+  void declare_batched_jvp(JvpFn jvp) const { batched_jvp_ = jvp; }
 
   // The slots some formula uses, numbered 0..num_slots()-1 in order of first use.
   size_t num_slots() const { return slots_.size(); }
@@ -146,7 +150,8 @@ class OpSpec {
   std::vector<Formula> formulas_;
   bool has_derivative_ = true;
   OpForward forward_;
-  mutable JvpFn jvp_ = nullptr;  // set once, at static initialization (DeclareJvp)
+  mutable JvpFn jvp_ = nullptr;          // set once, at static initialization (DeclareJvp)
+  mutable JvpFn batched_jvp_ = nullptr;  // likewise (DeclareBatchedJvp)
   // slot_index() lookups: by input position, the result, by forward position (-1: unused).
   std::vector<int8_t> input_slot_, forward_slot_;
   int8_t result_slot_ = -1;

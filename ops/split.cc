@@ -89,7 +89,8 @@ std::vector<Tensor> with_recorded_tangents(std::vector<Tensor> views, const Tens
     const Tensor t = forward_ad::tangent(a, level);
     if (!t.defined() || !t.requires_grad()) continue;
     forward_ad::SuspendLevel rule_reads_primals(level);  // Note [Forward mode]
-    const std::vector<Tensor> pieces = split_again(t);
+    // Note [Batched tangents]: split after the batch dim.
+    const std::vector<Tensor> pieces = split_again(t, forward_ad::batch_size(level) > 0 ? 1 : 0);
     for (size_t i = 0; i < views.size(); ++i) {
       forward_ad::set_tangent(views[i], level, pieces.at(i), name);
     }
@@ -120,7 +121,7 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   }
   return with_recorded_tangents(
       as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split"), a, "split",
-      [&](const Tensor& t) { return split(t, split_size, dim); });
+      [&](const Tensor& t, int64_t shift) { return split(t, split_size, dim + shift); });
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
@@ -139,7 +140,7 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
   }
   return with_recorded_tangents(
       as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/false, "split_with_sizes"), a,
-      "chunk", [&](const Tensor& t) { return chunk(t, chunks, dim); });
+      "chunk", [&](const Tensor& t, int64_t shift) { return chunk(t, chunks, dim + shift); });
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
@@ -153,7 +154,7 @@ std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
   }
   return with_recorded_tangents(
       as_outputs_of_one_node(std::move(out), a, dim, /*stacked=*/true, "unbind"), a, "unbind",
-      [&](const Tensor& t) { return unbind(t, dim); });
+      [&](const Tensor& t, int64_t shift) { return unbind(t, dim + shift); });
 }
 
 }  // namespace ag::ops

@@ -9,6 +9,7 @@
 #include "engine/counters.h"
 #include "engine/error.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -95,7 +96,33 @@ AG_VIEW_SPEC_OWN_JVP(kAlias, "alias", alias_gradient, nullptr, alias(a[self]))
 // As PyTorch's (`result: self_t`): the alias carries its input's very tangent, where the other
 // view ops carry a view of it (found by the conformance corpus, corpus/forward.txt).
 const DeclareJvp kAlias_jvp{kAlias, [](const JvpContext& c) { return c.tangent(self); }};
+const DeclareBatchedJvp kAlias_batched_jvp{kAlias, kAlias.jvp()};
 #undef AG_VIEW_SPEC
+
+// Note [Batching rules]: the view ops' batching rules are the same views of the tangent, past its
+// batch dim.
+int64_t dim_in(const JvpContext& c, int64_t dim) {
+  return dim < 0 ? dim + c.primal(self).dim() : dim;
+}
+const DeclareBatchedJvp unsqueeze_batched_jvp{kUnsqueeze, batched_as_reshape};
+const DeclareBatchedJvp squeeze_batched_jvp{kSqueeze, batched_as_reshape};
+const DeclareBatchedJvp select_batched_jvp{kSelect, [](const JvpContext& c) {
+                                             const Shape& x = c.attrs<ViewAttrs>().args;
+                                             return select(c.tangent_or_zeros(self),
+                                                           dim_in(c, x[0]) + 1, x[1]);
+                                           }};
+const DeclareBatchedJvp slice_batched_jvp{kSlice, [](const JvpContext& c) {
+                                            const Shape& x = c.attrs<ViewAttrs>().args;
+                                            return slice(c.tangent_or_zeros(self),
+                                                         dim_in(c, x[0]) + 1, x[1], x[2], x[3]);
+                                          }};
+const DeclareBatchedJvp permute_batched_jvp{kPermute, [](const JvpContext& c) {
+                                              std::vector<int64_t> dims = {0};
+                                              for (int64_t d : c.attrs<ViewAttrs>().args) {
+                                                dims.push_back(dim_in(c, d) + 1);
+                                              }
+                                              return permute(c.tangent_or_zeros(self), dims);
+                                            }};
 
 // expand's gradient sums over the expanded dims, as PyTorch's (at::sum_to).
 const OpSpec kExpand{
@@ -104,6 +131,7 @@ const OpSpec kExpand{
     {AliasKind::kView, ViewAttrs{},
      [](const OpArgs& a) { return expand(a[self], a.attrs<ViewAttrs>().args); }}};
 const DeclareJvp expand_jvp{kExpand, jvp_linear};
+const DeclareBatchedJvp expand_batched_jvp{kExpand, batched_as_broadcast};
 
 // broadcast_to is expand under its own name (PyTorch's broadcast_to calls expand): a view, also
 // to the input's own shape (a new view, not the input), whose attribute is the result's shape.
@@ -113,6 +141,7 @@ const OpSpec kBroadcastTo{
     {AliasKind::kView, ShapeAttrs{},
      [](const OpArgs& a) { return broadcast_to(a[self], a.attrs<ShapeAttrs>().shape); }}};
 const DeclareJvp broadcast_to_jvp{kBroadcastTo, jvp_linear};
+const DeclareBatchedJvp broadcast_to_batched_jvp{kBroadcastTo, batched_as_broadcast};
 
 // transpose's attributes are its two dims (the JIT's text form spells them `dim0`, `dim1`); its
 // gradient is the same transpose of the incoming gradient, a view of it as PyTorch's.
@@ -128,6 +157,11 @@ const OpSpec kTranspose{"transpose",
                            return transpose(a[self], dim0, dim1);
                          }}};
 const DeclareJvp transpose_jvp{kTranspose, jvp_linear};
+const DeclareBatchedJvp transpose_batched_jvp{
+    kTranspose, [](const JvpContext& c) {
+      const auto& [dim0, dim1] = c.attrs<TransposeAttrs>();
+      return transpose(c.tangent_or_zeros(self), dim_in(c, dim0) + 1, dim_in(c, dim1) + 1);
+    }};
 
 // Note [Zero-size as_strided gradients]
 // PyTorch's as_strided_backward returns at::zeros of the input's shape when the result or the

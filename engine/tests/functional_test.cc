@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "engine/tests/test_util.h"
+#include "ops/batched_jvp.h"
 #include "ops/ops.h"
 
 namespace ag::func {
@@ -101,6 +102,88 @@ TEST(Transforms, TransformsCompose) {
   };
   expect_near(jacfwd(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
   expect_near(jacrev(gradient, {x})[0][0], hessian(kCubic, x).to_vector());
+}
+
+// Note [Batched tangents]: a two-input function with broadcasting, views and a reduction.
+// def f(a, z): m = z @ a; return (exp(m) * a[1]).sum(0), tanh(z + a[0])
+const Function kTwoInputs = [](const TensorList& in) -> TensorList {
+  const Tensor m = ops::matmul(in[1], in[0]);  // [3, 2] @ [2, 2]
+  return {ops::sum(ops::mul(ops::exp(m), ops::select(in[0], 0, 1)), 0),
+          ops::tanh(ops::add(in[1], ops::select(in[0], 0, 0)))};
+};
+
+// y = [[.5, 1, -.25], [2, .1, -1.5]] (float64); a = y[:, 0:2] (a view);
+// z = [[.2, .4], [-.6, 1.2], [-.3, .9]]
+// torch.func.jacfwd(f, argnums=(0, 1))(a, z)[0]: the first output's Jacobians.
+TEST(Transforms, BatchedJacfwdGivesTorchFuncsJacobians) {
+  const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
+  const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
+  const std::vector<TensorList> j = jacfwd(kTwoInputs, {ops::slice(y, 1, 0, 2), z});
+  EXPECT_EQ(j[0][0].shape(), (Shape{2, 2, 2}));
+  EXPECT_EQ(j[0][1].shape(), (Shape{2, 3, 2}));
+  expect_near(j[0][0],
+              {-11.939750546926309, 0.0, 46.771806818916104, 0.0, 0.0, -0.036019547881045964, 0.0,
+               2.8986733432646425},
+              1e-10);
+  expect_near(
+      j[0][1],
+      {2.45960311115695, 9.8384124446278, 8.16616991256765, 32.6646796502706, 5.2069798271798495,
+       20.827919308719398, 0.1271249150321405, 0.01271249150321405, 0.061878339180614084,
+       0.006187833918061408, 0.08105842459701872, 0.008105842459701872},
+      1e-10);
+}
+
+// jacfwd's and hessian's one batched level gives the column-by-column values.
+TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
+  const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
+  const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
+  const Function f = [](const TensorList& in) -> TensorList {
+    return {ops::transpose(in[0], 0, 1), ops::sum(ops::tanh(in[0]), 1)};
+  };
+  for (const auto& [fn, primals] : {std::pair{kTwoInputs, TensorList{ops::slice(y, 1, 0, 2), z}},
+                                    std::pair{f, TensorList{z}}}) {
+    const std::vector<TensorList> batched = jacfwd(fn, primals);
+    const std::vector<TensorList> columns = jacfwd_by_columns(fn, primals);
+    const std::vector<TensorList> rows = jacrev(fn, primals);
+    ASSERT_EQ(batched.size(), columns.size());
+    for (size_t o = 0; o < batched.size(); ++o) {
+      for (size_t i = 0; i < primals.size(); ++i) {
+        EXPECT_EQ(batched[o][i].shape(), columns[o][i].shape());
+        expect_near(batched[o][i], columns[o][i].to_vector());
+        expect_near(batched[o][i], rows[o][i].to_vector());
+      }
+    }
+  }
+  expect_near(hessian(kCubic, vec({.3, -.7, 1.1})),
+              hessian_by_columns(kCubic, vec({.3, -.7, 1.1})).to_vector());
+}
+
+// Note [Batching rules]: the small net of the paper's jacfwd rows (linear, tanh) takes a batching
+// rule at every op, forward and (for its Hessian) backward; an op with none (cumsum) runs row by
+// row, and gives the same Jacobian.
+TEST(Transforms, OpsWithoutABatchingRuleRunRowByRow) {
+  const Tensor w1 = ops::from_vector({.5, -1, .25, 1.5, .75, -.5}, {3, 2}, DType::kFloat64);
+  const Tensor w2 = ops::from_vector({.3, .2, -.4, 1, -1, .6}, {2, 3}, DType::kFloat64);
+  const Function net = [&](const TensorList& in) -> TensorList {
+    return {ops::tanh(ops::linear(ops::tanh(ops::linear(in[0], w1)), w2))};
+  };
+  const Tensor x = vec({.3, -.7});
+  ops::batched_jvp_fallbacks().clear();
+  const Tensor j = jacfwd(net, {x})[0][0];
+  expect_near(j, jacrev(net, {x})[0][0].to_vector());
+  EXPECT_TRUE(ops::batched_jvp_fallbacks().empty());
+  const Function loss = [&](const TensorList& in) -> TensorList { return {ops::sum(net(in)[0])}; };
+  expect_near(hessian(loss, x), hessian_by_columns(loss, x).to_vector());
+  for (const auto& [op, count] : ops::batched_jvp_fallbacks())
+    ADD_FAILURE() << op << " ran by rows";
+  const Function running_sum = [](const TensorList& in) -> TensorList {
+    return {ops::cumsum(ops::mul(in[0], in[0]), 0)};
+  };
+  ops::batched_jvp_fallbacks().clear();
+  const Tensor c = jacfwd(running_sum, {x})[0][0];
+  EXPECT_EQ(ops::batched_jvp_fallbacks()["cumsum"], 1);
+  expect_near(c, jacfwd_by_columns(running_sum, {x})[0][0].to_vector());
+  expect_near(c, {.6, 0, .6, -1.4});
 }
 
 }  // namespace

@@ -246,10 +246,11 @@ void forward_section(const Context& context, Report& report) {
     << "f(x) = tanh(W2 tanh(W1 x)), x of " << kJacobianWidth << " float32 elements, W1 and W2 ["
     << kJacobianWidth << ", " << kJacobianWidth
     << "] float32 not requiring grad; one step is the whole [16, 16] Jacobian. Ours "
-       "(ag::func::jacfwd, jacrev) builds it column by column (16 jvps, each in its own dual "
-       "level) or row by row (16 vjps of one forward), then stacks; torch.func's jacfwd and "
-       "jacrev vmap one jvp or vjp over the 16 unit vectors, so each runs one batched "
-       "computation. Issue 46's targets: each of ours at most "
+       "jacfwd (ag::func::jacfwd) runs one jvp in one batched dual level whose 16 tangents are "
+       "the unit vectors (Note [Batched tangents]); ours jacrev builds it row by row (16 vjps "
+       "of one forward), then stacks; torch.func's jacfwd and jacrev vmap one jvp or vjp over "
+       "the 16 unit vectors, so each runs one batched computation. Issue 46's targets: each of "
+       "ours at most "
     << format(kPeerTarget) << "x torch.func's.\n\n";
   Table c({"condition", "transform", "ours", peer, "ours / its (middle half)",
            "target <= " + format(kPeerTarget) + "x"});

@@ -32,8 +32,8 @@ struct SmallNet {
   Tensor operator()(const Tensor& x) const;
 };
 SmallNet make_small_net(int width);
-// Its [width, width] Jacobian at net.x: column by column (jacfwd: `width` jvps) or row by row
-// (jacrev: `width` vjps of one forward).
+// Its [width, width] Jacobian at net.x: every column at once (jacfwd: one jvp with `width`
+// batched tangents) or row by row (jacrev: `width` vjps of one forward).
 Tensor small_net_jacfwd(const SmallNet& net);
 Tensor small_net_jacrev(const SmallNet& net);
 
