@@ -56,6 +56,13 @@ struct Known {
   Value* value;
   Shape shape;                     // tensors
   std::vector<Shape> list_shapes;  // lists
+  // The storage a tensor's elements live in (a view or an in-place result shares its operand's),
+  // and the storages of a list's items: an in-place op whose other operand shares self's storage
+  // with another layout is a partial overlap, refused at run time (Note [Overlapping writes],
+  // ops/inplace.cc), so the generator pairs only operands over other storages, or self with
+  // itself.
+  int storage = -1;
+  std::vector<int> list_storages;
 };
 
 class Builder {
@@ -69,7 +76,8 @@ class Builder {
     for (size_t i = 0; i < spec_.input_shapes.size(); ++i) {
       Shape s = inputShapeMenu()[spec_.input_shapes[i] % inputShapeMenu().size()];
       out.input_shapes.push_back(s);
-      known_.push_back({g_->addInput(Type::Tensor, "in" + std::to_string(i)), s, {}});
+      known_.push_back(
+          {g_->addInput(Type::Tensor, "in" + std::to_string(i)), s, {}, next_storage_++, {}});
     }
     for (const IrNodeSpec& n : spec_.nodes) addNode(n);
     for (const Known& k : known_) {
@@ -100,11 +108,20 @@ class Builder {
     return g_->append(kindOf(kind), inputs, std::move(attrs), num_outputs);
   }
 
+  // Defines n's outputs; `storages` are the outputs' storages where they alias an operand's (a
+  // list's: its items'), else each output gets storage of its own.
   void define(Node* n, const IrNodeSpec& spec, std::vector<Shape> shapes,
-              std::vector<Shape> list_shapes = {}) {
+              std::vector<Shape> list_shapes = {}, std::vector<int> storages = {}) {
     for (size_t i = 0; i < n->outputs().size(); ++i) {
-      Known k{n->output(i), i < shapes.size() ? shapes[i] : Shape{}, {}};
-      if (n->output(i)->type() == Type::TensorList) k.list_shapes = list_shapes;
+      Known k{n->output(i),
+              i < shapes.size() ? shapes[i] : Shape{},
+              {},
+              i < storages.size() ? storages[i] : next_storage_++,
+              {}};
+      if (n->output(i)->type() == Type::TensorList) {
+        k.list_shapes = list_shapes;
+        k.list_storages = storages;
+      }
       known_.push_back(k);
     }
     if (spec.also_return && !n->outputs().empty()) returned_.insert(n->output(0));
@@ -173,7 +190,8 @@ class Builder {
         if (a == nullptr) return;
         Shape s = a->shape;
         std::swap(s[0], s[1]);
-        define(emit(op, {a->value}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}), spec, {s});
+        define(emit(op, {a->value}, {{"dim0", int64_t{0}}, {"dim1", int64_t{1}}}), spec, {s}, {},
+               {a->storage});
         return;
       }
       case OpId::kReshape: {
@@ -182,14 +200,14 @@ class Builder {
         int64_t numel = 1;
         for (int64_t d : a->shape) numel *= d;
         Shape s = spec.attr % 2 == 0 ? Shape{numel} : Shape{1, numel};
-        define(emit(op, {a->value}, {{"shape", s}}), spec, {s});
+        define(emit(op, {a->value}, {{"shape", s}}), spec, {s}, {}, {a->storage});
         return;
       }
       case OpId::kDetach: {  // a view without history
         const Known* a = pick(operand(0), isTensor);
         if (a == nullptr) return;
         Shape sa = a->shape;
-        define(emit(op, {a->value}), spec, {sa});
+        define(emit(op, {a->value}), spec, {sa}, {}, {a->storage});
         return;
       }
       case OpId::kAddInplace:
@@ -197,11 +215,14 @@ class Builder {
         const Known* self = pick(operand(0), isTensor);
         if (self == nullptr) return;
         Shape ss = self->shape;
+        const int storage = self->storage;
+        Value* const target = self->value;
         const Known* other = pick(operand(1), [&](const Known& k) {
-          return isTensor(k) && broadcastable(ss, k.shape) && *broadcastShape(ss, k.shape) == ss;
+          return isTensor(k) && broadcastable(ss, k.shape) && *broadcastShape(ss, k.shape) == ss &&
+                 (k.storage != storage || k.value == target);
         });
         if (other == nullptr) return;
-        define(emit(op, {self->value, other->value}), spec, {ss});
+        define(emit(op, {self->value, other->value}), spec, {ss}, {}, {storage});
         return;
       }
       default:  // not a node kind here (the traits table's kIrGraph column)
@@ -216,7 +237,7 @@ class Builder {
         const Known* a = pick(operand(0), isTensor);
         if (a == nullptr) return;
         Shape sa = a->shape;
-        define(emit(prim, {a->value}), spec, {sa});
+        define(emit(prim, {a->value}), spec, {sa}, {}, {a->storage});
         return;
       }
       case Prim::ListConstruct: {
@@ -224,13 +245,17 @@ class Builder {
         if (first == nullptr) return;
         Shape s = first->shape;
         std::vector<Value*> items{first->value};
+        std::vector<int> storages{first->storage};
         for (unsigned i = 0; i < spec.attr % 3; ++i) {
           const Known* k = pick(operand(1 + i % 2) + i,
                                 [&](const Known& c) { return isTensor(c) && c.shape == s; });
-          if (k != nullptr) items.push_back(k->value);
+          if (k != nullptr) {
+            items.push_back(k->value);
+            storages.push_back(k->storage);
+          }
         }
         std::vector<Shape> shapes(items.size(), s);
-        define(emit(prim, items), spec, {Shape{}}, shapes);
+        define(emit(prim, items), spec, {Shape{}}, shapes, storages);
         return;
       }
       case Prim::ListUnpack: {
@@ -238,7 +263,9 @@ class Builder {
             pick(operand(0), [](const Known& k) { return k.value->type() == Type::TensorList; });
         if (l == nullptr) return;
         std::vector<Shape> shapes = l->list_shapes;
-        define(emit(prim, {l->value}, {}, static_cast<int>(shapes.size())), spec, shapes);
+        std::vector<int> storages = l->list_storages;
+        define(emit(prim, {l->value}, {}, static_cast<int>(shapes.size())), spec, shapes, {},
+               storages);
         return;
       }
       case Prim::Constant: {
@@ -254,6 +281,7 @@ class Builder {
   const IrGraphSpec& spec_;
   Graph* g_ = nullptr;
   std::vector<Known> known_;
+  int next_storage_ = 0;
   std::unordered_set<const Value*> returned_;
 };
 
