@@ -258,9 +258,15 @@ Tensor rebased_base(const Tensor& view, const Tensor& base) {
   const bool whole = root_strides.empty()
                          ? is_contiguous(at) && at.offset == 0 && view.numel() == base.numel()
                          : same_elements(at, storage_layout_of_root(base));
+  // PyTorch's CopySlices first copies the base's gradient into new storage at the base's strides
+  // (new_empty_strided, copy_), which refuses a base that reaches one element at several indices
+  // (an expanded base, detached): its backward raises, whatever the view written, even one of no
+  // elements. The base's strides as the storage's make root_layout() refuse it the same way.
+  const Shape storage_strides =
+      has_internal_overlap(layout_of(base)) ? base.strides() : root_strides;
   Tensor out = whole ? record_node(RebasedBase::spec, {&view}, rebased, NoAttrs(), {})
                      : record_node(CopySlices::spec, {&view, &base}, rebased,
-                                   ViewAttrs{root_strides, at.sizes, at.strides, at.offset}, {});
+                                   ViewAttrs{storage_strides, at.sizes, at.strides, at.offset}, {});
   // Note [Written through a view]: the base's node is where a backward's gradient for the base
   // arrives, as at CopySlices, so it refuses to run again once a backward has freed it, also
   // where that backward's gradient goes no further (backward() when no leaf behind it wants one).

@@ -464,5 +464,27 @@ TEST(ZeroSizeWrites, TheBasesGradientKeepsTheWritesHistory) {
   expect_values(ga3, {0, 0, 0});
 }
 
+// PyTorch's CopySlices copies the base's gradient into new storage at the base's strides before
+// anything else, so a write through a view of an expanded (detached) base makes a history whose
+// backward raises the overlap error, whatever the view written, even one of no elements:
+// b = x.broadcast_to([2]).detach(); b.narrow(0, 1, n).mul_(w); torch.neg(b).backward(ones(2))
+// -> "unsupported operation: more than one element of the written-to tensor refers to a single
+// memory location", for n = 0 and n = 1 (fuzz --against pytorch --hooks, seed 5860).
+TEST(OverlappingWrites, ABackwardThroughAWriteIntoAnExpandedBaseIsRefused) {
+  for (int64_t n : {0, 1}) {
+    Tensor x = leaf({1.5}, {});
+    Tensor b = ops::detach(ops::broadcast_to(x, {2}));
+    Tensor v = ops::narrow(b, 0, 1, n);
+    const Tensor w = leaf(std::vector<double>(static_cast<size_t>(n), 1.0), {n});
+    ops::mul_(v, w);
+    EXPECT_NE(error_of([&] {
+                backward({ops::neg(b)}, BackwardArgs().grad_tensors({values({1, 1}, {2})}));
+              }).find("more than one element of the written-to tensor refers to a single memory"),
+              std::string::npos)
+        << "n = " << n;
+    EXPECT_FALSE(w.grad().defined());
+  }
+}
+
 }  // namespace
 }  // namespace ag
