@@ -226,11 +226,23 @@ Layout unfold_layout(const Layout& in, int64_t dim, int64_t size, int64_t step) 
 bool reshape_layout(const Layout& in, const Shape& sizes, Layout* out) {
   // PyTorch's computeStride: walk the input's dims from the last, grouping runs of dims that are
   // laid out contiguously relative to each other ("chunks"); each chunk must be matched by a run
-  // of the result's dims with the same element count, which then gets the chunk's strides.
-  *out = Layout{sizes, Shape(sizes.size()), in.offset};
-  if (numel(in.sizes) == 0 || is_contiguous(in)) {
-    *out = contiguous_layout(sizes);
-    out->offset = in.offset;
+  // of the result's dims with the same element count, which then gets the chunk's strides. A
+  // contiguous input too: its dims of size 1 may have any strides, which its result's size-1 dims
+  // inherit as PyTorch's do (a [1] view with stride 2 viewed as [1, 1] has strides [2, 2]).
+  *out = Layout{sizes, Shape(sizes.size(), 1), in.offset};
+  if (in.sizes.empty()) return true;  // a 0-dim input: strides of 1
+  if (numel(in.sizes) == 0) {
+    // No element to place: the input's strides at its own shape, else row-major over sizes of at
+    // least 1.
+    if (in.sizes == sizes) {
+      out->strides = in.strides;
+      return true;
+    }
+    int64_t s = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      out->strides[i] = s;
+      s *= std::max<int64_t>(sizes[i], 1);
+    }
     return true;
   }
   const auto n_in = static_cast<int64_t>(in.sizes.size());

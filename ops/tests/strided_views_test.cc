@@ -61,6 +61,20 @@ TEST(StridedViews, LayoutsAsPyTorch) {
       ops::view(ops::expand(ops::unfold(constant({1, 2}, {2}), 0, 2, 1), {2, 1, 2}), {2, 1, 2})
           .strides(),
       Shape({0, 2, 1}));
+  // view and reshape give a contiguous input PyTorch's computeStride strides too: its size-1 dims'
+  // strides carry over (x = torch.zeros(()).as_strided([1], [2]): x.view(1) (2,), x.view(1, 1)
+  // (2, 2); torch.zeros(3, 4)[:, :1].view(1, 3, 1) (12, 4, 1)); a write of one by the other is
+  // then a full overlap, as in PyTorch (found by fuzz --against pytorch, seed 5902).
+  Tensor s = ops::as_strided(constant({7}, {}), {1}, {2}, 0);
+  EXPECT_EQ(ops::view(s, {1}).strides(), Shape({2}));
+  EXPECT_EQ(ops::view(s, {1, 1}).strides(), Shape({2, 2}));
+  EXPECT_EQ(ops::reshape(s, {1, 1, 1}).strides(), Shape({2, 2, 2}));
+  EXPECT_EQ(
+      ops::view(ops::slice(constant(std::vector<double>(12, 1.0), {3, 4}), 1, 0, 1), {1, 3, 1})
+          .strides(),
+      Shape({12, 4, 1}));
+  ops::add_(s, ops::view(s, {1}));
+  expect_values(s, {14}, "add_ of a view over the same elements at the same strides");
   Tensor row = ops::select(x, 0, 1);
   EXPECT_EQ(row.storage_offset(), 3);
   EXPECT_TRUE(row.is_contiguous());
