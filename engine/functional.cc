@@ -45,11 +45,11 @@ Tensor identity_rows(int64_t batch, int64_t offset, const Tensor& like) {
   return ops::from_vector(values, shape, like.dtype(), like.device());
 }
 
-// The tangents of f's outputs at one batched level (Note [Batched tangents]) whose tangents are
-// `tangents` ([batch, *primal shape] each): [batch, *output shape] each.
-JvpResult batched_jvp(const Function& f, const TensorList& primals, const TensorList& tangents,
-                      int64_t batch) {
-  DualLevel level(batch);
+// f's outputs at duals of `primals` carrying `tangents` at `level`, and the outputs' tangents
+// there (zeros where an output carries none; at a batched level, Note [Batched tangents], each is
+// [batch, *its primal's shape]).
+JvpResult jvp_at(const DualLevel& level, const Function& f, const TensorList& primals,
+                 const TensorList& tangents) {
   TensorList duals;
   for (size_t i = 0; i < primals.size(); ++i) {
     duals.push_back(make_dual(primals[i], tangents[i], level.index()));
@@ -57,10 +57,13 @@ JvpResult batched_jvp(const Function& f, const TensorList& primals, const Tensor
   JvpResult out;
   for (const Tensor& o : f(duals)) {
     UnpackedDual u = unpack_dual(o, level.index());
-    out.tangents.push_back(u.tangent.defined()
-                               ? u.tangent
-                               : ops::zeros(forward_ad::tangent_shape(u.primal, level.index()),
-                                            u.primal.dtype(), u.primal.device()));
+    const Shape shape = forward_ad::tangent_shape(u.primal, level.index());
+    if (!u.tangent.defined()) {
+      u.tangent = shape == u.primal.shape()
+                      ? ops::zeros_like(u.primal)
+                      : ops::zeros(shape, u.primal.dtype(), u.primal.device());
+    }
+    out.tangents.push_back(std::move(u.tangent));
     out.outputs.push_back(std::move(u.primal));
   }
   return out;
@@ -83,18 +86,8 @@ Tensor block_of_rows(const Tensor& tangents, int64_t offset, const Shape& outer,
 JvpResult jvp(const Function& f, const TensorList& primals, const TensorList& tangents) {
   AG_CHECK(primals.size() == tangents.size(), "jvp: expected one tangent per primal, got ",
            tangents.size(), " for ", primals.size());
-  DualLevel level;
-  TensorList duals;
-  for (size_t i = 0; i < primals.size(); ++i) {
-    duals.push_back(make_dual(primals[i], tangents[i], level.index()));
-  }
-  JvpResult out;
-  for (const Tensor& o : f(duals)) {
-    UnpackedDual u = unpack_dual(o, level.index());
-    out.tangents.push_back(u.tangent.defined() ? u.tangent : ops::zeros_like(u.primal));
-    out.outputs.push_back(std::move(u.primal));
-  }
-  return out;
+  const DualLevel level;
+  return jvp_at(level, f, primals, tangents);
 }
 
 VjpResult vjp(const Function& f, const TensorList& primals) {
@@ -186,7 +179,8 @@ std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals) {
     tangents.push_back(identity_rows(batch, offset, primals[i]));
     offset += primals[i].numel();
   }
-  const JvpResult r = batched_jvp(f, primals, tangents, batch);
+  const DualLevel level(batch);
+  const JvpResult r = jvp_at(level, f, primals, tangents);
   std::vector<TensorList> jac(r.outputs.size());
   for (size_t o = 0; o < r.outputs.size(); ++o) {
     for (int64_t i = 0, offset = 0; i < static_cast<int64_t>(primals.size()); ++i) {
@@ -218,7 +212,8 @@ Tensor hvp(const Function& f, const Tensor& x, const Tensor& v) {
 
 Tensor hessian(const Function& f, const Tensor& x) {
   if (x.numel() == 0) return hessian_by_columns(f, x);
-  const JvpResult r = batched_jvp(gradient_of(f), {x}, {identity_rows(x.numel(), 0, x)}, x.numel());
+  const DualLevel level(x.numel());
+  const JvpResult r = jvp_at(level, gradient_of(f), {x}, {identity_rows(x.numel(), 0, x)});
   return block_of_rows(r.tangents[0], 0, x.shape(), x.shape());
 }
 

@@ -64,8 +64,7 @@ Tensor batched_from_formulas(const JvpContext& c) {
     // Named: the context keeps a reference to its gradient.
     const Tensor grad = broadcast_to(align_batched(t, c.result().dim()), out);
     const BackwardContext ctx(spec, grad, i, shapes, c.all_attrs(), slots.data());
-    Tensor part = spec.formula(i)(ctx);
-    sum = sum.defined() ? add(sum, part) : part;
+    add_term(sum, spec.formula(i)(ctx));
   }
   return sum;
 }

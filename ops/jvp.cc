@@ -76,11 +76,12 @@ Tensor jvp_from_formulas(const JvpContext& c) {
     if (!t.defined()) continue;
     // A diagonal Jacobian: the gradient formula applied to the tangent is this input's part.
     const BackwardContext ctx(spec, t, i, shapes, c.all_attrs(), slots.data());
-    Tensor part = spec.formula(i)(ctx);
-    sum = sum.defined() ? add(sum, part) : part;
+    add_term(sum, spec.formula(i)(ctx));
   }
   return sum;
 }
+
+void add_term(Tensor& sum, const Tensor& term) { sum = sum.defined() ? add(sum, term) : term; }
 
 Tensor jvp_linear(const JvpContext& c) {
   TensorList args;
@@ -97,10 +98,7 @@ Tensor jvp_bilinear(const JvpContext& c) {
   const Tensor ta = c.term_tangent(a), tb = c.term_tangent(b);
   Tensor sum;
   if (ta.defined()) sum = c.call({ta, c.primal(b)});
-  if (tb.defined()) {
-    Tensor part = c.call({c.primal(a), tb});
-    sum = sum.defined() ? add(sum, part) : part;
-  }
+  if (tb.defined()) add_term(sum, c.call({c.primal(a), tb}));
   return sum;
 }
 

@@ -96,6 +96,10 @@ class JvpContext {
   int64_t batch_;
 };
 
+// Adds `term` to a rule's sum of terms, undefined until its first one (Note [Zero tangent terms]:
+// a rule skips the term of an input without a tangent).
+void add_term(Tensor& sum, const Tensor& term);
+
 // The standard rules of Note [Jvp rules].
 Tensor jvp_from_formulas(const JvpContext& c);
 Tensor jvp_linear(const JvpContext& c);

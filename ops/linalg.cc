@@ -65,10 +65,7 @@ Tensor batched_product_jvp(const JvpContext& c) {
   const Tensor &a = c.primal(Product::self), &b = c.primal(Product::mat2);
   Tensor sum;
   if (ta.defined()) sum = matmul(op_of(ta, trans_a), op_of(b, trans_b));
-  if (tb.defined()) {
-    Tensor part = matmul(op_of(a, trans_a), op_of(tb, trans_b));
-    sum = sum.defined() ? add(sum, part) : part;
-  }
+  if (tb.defined()) add_term(sum, matmul(op_of(a, trans_a), op_of(tb, trans_b)));
   return sum;
 }
 const DeclareBatchedJvp mm_batched_jvp{kMm, batched_product_jvp};
@@ -159,13 +156,11 @@ const DeclareJvp linear_jvp{Linear::spec, [](const JvpContext& c) {
                               const Tensor tw = c.term_tangent(Linear::weight);
                               const Tensor& tb = c.tangent(Linear::bias);
                               Tensor t;
-                              const auto plus = [&t](const Tensor& part) {
-                                t = t.defined() ? add(t, part) : part;
-                              };
                               if (tx.defined())
-                                plus(linear(tx, c.primal(Linear::weight), Tensor()));
-                              if (tw.defined()) plus(linear(c.primal(Linear::input), tw, Tensor()));
-                              if (tb.defined()) plus(tb);
+                                add_term(t, linear(tx, c.primal(Linear::weight), Tensor()));
+                              if (tw.defined())
+                                add_term(t, linear(c.primal(Linear::input), tw, Tensor()));
+                              if (tb.defined()) add_term(t, tb);
                               return t;
                             }};
 
@@ -178,13 +173,12 @@ const DeclareBatchedJvp linear_batched_jvp{
       const Tensor& tb = c.tangent(Linear::bias);
       const Tensor& x = c.primal(Linear::input);
       Tensor t;
-      const auto plus = [&t](const Tensor& part) { t = t.defined() ? add(t, part) : part; };
-      if (tx.defined()) plus(linear(tx, c.primal(Linear::weight), Tensor()));
+      if (tx.defined()) add_term(t, linear(tx, c.primal(Linear::weight), Tensor()));
       if (tw.defined()) {
         const Tensor w = x.dim() >= 2 ? align_batched(tw, x.dim()) : tw;
-        plus(matmul(x, transpose(w, -1, -2)));
+        add_term(t, matmul(x, transpose(w, -1, -2)));
       }
-      if (tb.defined()) plus(align_batched(tb, c.result().dim()));
+      if (tb.defined()) add_term(t, align_batched(tb, c.result().dim()));
       return t;
     }};
 

@@ -73,10 +73,7 @@ const DeclareJvp log_softmax_backward_jvp{
       const Tensor yt = c.term_tangent(LogSoftmaxBackward::output);
       Tensor t;
       if (gt.defined()) t = log_softmax_backward(gt, y, dim);
-      if (yt.defined()) {
-        Tensor part = -sum(g, dim, true) * exp(y) * yt;
-        t = t.defined() ? t + part : part;
-      }
+      if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * yt);
       return t;
     }};
 

@@ -74,10 +74,8 @@ const DeclareJvp softmax_backward_jvp{
       const Tensor yt = c.term_tangent(SoftmaxBackward::output);
       Tensor t;
       if (gt.defined()) t = softmax_backward(gt, y, dim);
-      if (yt.defined()) {
-        Tensor part = g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true);
-        t = t.defined() ? t + part : part;
-      }
+      if (yt.defined())
+        add_term(t, g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true));
       return t;
     }};
 
