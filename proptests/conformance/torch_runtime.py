@@ -547,6 +547,11 @@ def _shape(t):
 
 
 def _values(t):
+    """t's values, row-major. A gradient PyTorch returns may be one of its internal "efficient zero"
+    tensors (abs's second derivative, through sgn's: torch.autograd.grad hands it to the caller),
+    which has no storage and whose tolist() raises; its values are zeros."""
+    if t._is_zerotensor():
+        return [0.0] * t.numel()
     return t.detach().reshape(-1).tolist()
 
 
