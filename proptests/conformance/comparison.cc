@@ -823,7 +823,8 @@ Excuse matmul_result_view(const Pair& p) {
 // [1, 1] tensor) as a transposed view of a product (mm_mat1_backward, mm_mat2_backward), which
 // detach_() refuses ("Can't detach views in-place"); here it is the product itself. The comparison
 // ends at a detach_() that raises in PyTorch alone on a grad() result for a tensor that an mm (or
-// a matmul of two matrices, which is one) read before that grad().
+// a matmul of two matrices, which is one, or an addmm's mat1 or mat2, whose gradients are the
+// same functions') read before that grad().
 Excuse mm_gradient_view(const Pair& p) {
   if (!p.s || p.s->kind != StmtKind::kDetachInplace || p.s->args.empty() ||
       !p.status("raise", "ok")) {
@@ -834,6 +835,9 @@ Excuse mm_gradient_view(const Pair& p) {
     const bool mm = s.instr.op == proptests::Op::kMm ||
                     (s.instr.op == proptests::Op::kMatmul && args.size() == 2 &&
                      p.c.rank(args[0]) == 2 && p.c.rank(args[1]) == 2);
+    if (s.instr.op == proptests::Op::kAddmm && args.size() == 3) {
+      return p.c.tensor(args[1]) == t || p.c.tensor(args[2]) == t;
+    }
     return mm && args.size() == 2 && (p.c.tensor(args[0]) == t || p.c.tensor(args[1]) == t);
   });
   return read ? Excuse::kStop : Excuse::kNone;
