@@ -26,6 +26,15 @@ int value_of(const std::string& token) {
 bool has_prefix(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // What the program and the expected records so far say, for the rules below.
+// An op statement whose result views its first operand's memory: reshape (a view here),
+// transpose and broadcast_to (an expand), as in PyTorch.
+bool op_of_the_list_that_views(const Stmt& s) {
+  if (s.kind != StmtKind::kOp) return false;
+  const proptests::Op op = s.instr.op;
+  return op == proptests::Op::kReshape || op == proptests::Op::kTranspose ||
+         op == proptests::Op::kBroadcastTo;
+}
+
 class Context {
  public:
   explicit Context(const ConformanceProgram& p) : program_(p) {
@@ -188,8 +197,8 @@ class Context {
     for (const Stmt* made = producer(tensor(v)); made; made = producer(tensor(v))) {
       if (makes_views(*made) || made->kind == StmtKind::kDetach) {
         v = made->args[0];
-      } else if (made->kind == StmtKind::kOp && made->instr.op == proptests::Op::kReshape) {
-        v = made->instr.args[0];  // reshape is a view here
+      } else if (op_of_the_list_that_views(*made)) {
+        v = made->instr.args[0];
       } else {
         break;
       }
@@ -203,8 +212,7 @@ class Context {
   bool view_of_base_made_to_require_grad(int v, int before) const {
     int root = tensor(v);
     for (const Stmt* made = producer(root); made; made = producer(root)) {
-      const bool view = makes_views(*made) ||
-                        (made->kind == StmtKind::kOp && made->instr.op == proptests::Op::kReshape);
+      const bool view = makes_views(*made) || op_of_the_list_that_views(*made);
       if (!view) break;
       root = tensor(made->kind == StmtKind::kOp ? made->instr.args[0] : made->args[0]);
     }
@@ -225,8 +233,7 @@ class Context {
       if (leaf(w)) continue;
       int root = tensor(w);
       for (const Stmt* made = producer(root); made; made = producer(root)) {
-        const bool view = makes_views(*made) || (made->kind == StmtKind::kOp &&
-                                                 made->instr.op == proptests::Op::kReshape);
+        const bool view = makes_views(*made) || op_of_the_list_that_views(*made);
         if (!view) break;
         root = tensor(made->kind == StmtKind::kOp ? made->instr.args[0] : made->args[0]);
         if (root == tensor(v)) return true;
