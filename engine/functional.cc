@@ -34,15 +34,20 @@ Tensor assemble(const TensorList& columns, const Shape& inner, const Shape& oute
   return ops::reshape(ops::stack(columns, -1), shape);
 }
 
+// [batch, *shape].
+Shape batched_shape(int64_t batch, const Shape& shape) {
+  Shape out = shape;
+  out.insert(out.begin(), batch);
+  return out;
+}
+
 // Rows `offset`.. of the identity of size `batch`, as a batched tangent of `like`: row b is the
 // unit tangent at flat position b - offset (zeros outside like's rows).
 Tensor identity_rows(int64_t batch, int64_t offset, const Tensor& like) {
   const int64_t n = like.numel();
   std::vector<double> values(static_cast<size_t>(batch * n), 0.0);
   for (int64_t k = 0; k < n; ++k) values[static_cast<size_t>((offset + k) * n + k)] = 1.0;
-  Shape shape = like.shape();
-  shape.insert(shape.begin(), batch);
-  return ops::from_vector(values, shape, like.dtype(), like.device());
+  return ops::from_vector(values, batched_shape(batch, like.shape()), like.dtype(), like.device());
 }
 
 // f's outputs at duals of `primals` carrying `tangents` at `level`, and the outputs' tangents
@@ -120,7 +125,7 @@ VjpResult vjp(const Function& f, const TensorList& primals) {
   return out;
 }
 
-std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
+std::vector<TensorList> jacrev_by_rows(const Function& f, const TensorList& primals) {
   const VjpResult v = vjp(f, primals);
   std::vector<TensorList> jac(v.outputs.size());
   for (size_t o = 0; o < v.outputs.size(); ++o) {
@@ -137,6 +142,38 @@ std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
       shape.insert(shape.end(), primals[i].shape().begin(), primals[i].shape().end());
       jac[o].push_back(rows[i].empty() ? ops::zeros(shape, primals[i].dtype())
                                        : ops::reshape(ops::stack(rows[i], 0), shape));
+    }
+  }
+  return jac;
+}
+
+std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
+  const VjpResult v = vjp(f, primals);
+  int64_t batch = 0;  // one cotangent per element of every output
+  for (const Tensor& o : v.outputs) batch += o.numel();
+  if (batch == 0) return jacrev_by_rows(f, primals);  // no row: the primals' shapes only
+  // Note [Batched cotangents]: zero cotangents whose tangents are the identity's rows.
+  const DualLevel level(batch);
+  TensorList cotangents;
+  for (int64_t o = 0, offset = 0; o < static_cast<int64_t>(v.outputs.size()); ++o) {
+    const Tensor& out = v.outputs[o];
+    cotangents.push_back(
+        make_dual(ops::zeros_like(out), identity_rows(batch, offset, out), level.index()));
+    offset += out.numel();
+  }
+  const TensorList grads = v.vjp(cotangents);
+  std::vector<TensorList> jac(v.outputs.size());
+  for (size_t i = 0; i < primals.size(); ++i) {
+    Tensor rows = unpack_dual(grads[i], level.index()).tangent;  // [batch, *primals[i]'s shape]
+    if (!rows.defined())
+      rows = ops::zeros(batched_shape(batch, primals[i].shape()), primals[i].dtype(),
+                        primals[i].device());
+    for (int64_t o = 0, offset = 0; o < static_cast<int64_t>(v.outputs.size()); ++o) {
+      const Shape& outer = v.outputs[o].shape();
+      Shape shape = outer;
+      shape.insert(shape.end(), primals[i].shape().begin(), primals[i].shape().end());
+      jac[o].push_back(ops::reshape(ops::narrow(rows, 0, offset, numel(outer)), shape));
+      offset += numel(outer);
     }
   }
   return jac;

@@ -17,11 +17,19 @@ namespace ag::func {
 // gradient: the backward formulas are ops, so inside the dual level the gradient carries the
 // Hessian-vector product as its tangent, for about the cost of one more gradient. jacfwd builds
 // a Jacobian from the jvps along every unit tangent, all at once in one batched level (Note
-// [Batched tangents], engine/forward_ad.h) whose tangents are the identity; jacrev row by row
-// (one vjp per unit cotangent); hessian is jacfwd of the gradient, one batched hvp. The
-// column-by-column versions (one jvp or hvp per unit tangent) stay as their reference. Inputs need
-// not require grad; where the caller's do, the results are differentiable in them (a transform of a
-// transform composes).
+// [Batched tangents], engine/forward_ad.h) whose tangents are the identity; jacrev from one vjp
+// whose cotangents are batched so (Note [Batched cotangents]); hessian is jacfwd of the gradient,
+// one batched hvp. The versions one column or row at a time (one jvp, vjp or hvp per unit
+// vector) stay as their reference. Inputs need not require grad; where the caller's do, the
+// results are differentiable in them (a transform of a transform composes).
+//
+// Note [Batched cotangents]
+// A vjp is linear in its cotangent, so the tangent of vjp(u) along a tangent w of u is vjp(w).
+// jacrev therefore feeds the backward of one forward a zero cotangent whose batched tangent
+// (Note [Batched tangents]) holds the unit cotangents of every output element: the backward
+// formulas are ops, each takes its batching rule, and the gradients' tangents are all rows of the
+// Jacobian at once, as torch.func.jacrev's vmap over the vjp gives them. The zero primal costs one
+// unbatched backward more; no backward formula needs a batched version of its own.
 using Function = std::function<TensorList(const TensorList&)>;
 
 struct JvpResult {
@@ -40,9 +48,11 @@ struct VjpResult {
 VjpResult vjp(const Function& f, const TensorList& primals);
 
 // The Jacobian of every output with respect to every input: result[o][i] has shape
-// outputs[o].shape() ++ primals[i].shape(). jacrev: one vjp per output element; jacfwd: one jvp
-// with a batch of tangents, one per input element; jacfwd_by_columns: one jvp per input element.
+// outputs[o].shape() ++ primals[i].shape(). jacrev: one vjp with a batch of cotangents, one per
+// output element; jacrev_by_rows: one vjp per output element; jacfwd: one jvp with a batch of
+// tangents, one per input element; jacfwd_by_columns: one jvp per input element.
 std::vector<TensorList> jacrev(const Function& f, const TensorList& primals);
+std::vector<TensorList> jacrev_by_rows(const Function& f, const TensorList& primals);
 std::vector<TensorList> jacfwd(const Function& f, const TensorList& primals);
 std::vector<TensorList> jacfwd_by_columns(const Function& f, const TensorList& primals);
 

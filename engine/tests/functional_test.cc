@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "engine/autograd.h"
 #include "engine/tests/test_util.h"
 #include "ops/batched_jvp.h"
 #include "ops/ops.h"
@@ -44,6 +45,20 @@ TEST(Transforms, JacfwdAndJacrevGiveTorchFuncsJacobian) {
   expect_near(fwd, kTanhProductJacobian);
   expect_near(rev, kTanhProductJacobian);
   EXPECT_FALSE(x.requires_grad());  // the transforms leave their inputs as they were
+}
+
+// x requires grad; J = torch.func.jacrev(f)(x); torch.autograd.grad((J * J).sum(), x): the
+// batched cotangents' Jacobian (Note [Batched cotangents]) is differentiable in the primal.
+TEST(Transforms, JacrevIsDifferentiableInAPrimalThatRequiresGrad) {
+  Tensor x = vec({.3, -.7, 1.1});
+  x.set_requires_grad(true);
+  for (const auto& transform : {jacrev, jacrev_by_rows}) {
+    const Tensor j = transform(kTanhProduct, {x})[0][0];
+    ASSERT_TRUE(j.requires_grad());
+    expect_near(j, kTanhProductJacobian);
+    expect_near(ag::grad({ops::sum(ops::mul(j, j))}, {x})[0],
+                {1.737312548648938, -2.465813059941645, -0.28266390977322386});
+  }
 }
 
 // out, fn = torch.func.vjp(f, x) with x not requiring grad: out.requires_grad is False, out.is_leaf
@@ -133,7 +148,8 @@ TEST(Transforms, BatchedJacfwdGivesTorchFuncsJacobians) {
       1e-10);
 }
 
-// jacfwd's and hessian's one batched level gives the column-by-column values.
+// jacfwd's, jacrev's and hessian's one batched level gives the values one column or row at a
+// time gives.
 TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
   const Tensor y = ops::from_vector({.5, 1, -.25, 2, .1, -1.5}, {2, 3}, DType::kFloat64);
   const Tensor z = ops::from_vector({.2, .4, -.6, 1.2, -.3, .9}, {3, 2}, DType::kFloat64);
@@ -144,13 +160,16 @@ TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
                                     std::pair{f, TensorList{z}}}) {
     const std::vector<TensorList> batched = jacfwd(fn, primals);
     const std::vector<TensorList> columns = jacfwd_by_columns(fn, primals);
-    const std::vector<TensorList> rows = jacrev(fn, primals);
+    const std::vector<TensorList> rows = jacrev_by_rows(fn, primals);
+    const std::vector<TensorList> batched_rows = jacrev(fn, primals);
     ASSERT_EQ(batched.size(), columns.size());
     for (size_t o = 0; o < batched.size(); ++o) {
       for (size_t i = 0; i < primals.size(); ++i) {
         EXPECT_EQ(batched[o][i].shape(), columns[o][i].shape());
+        EXPECT_EQ(batched_rows[o][i].shape(), rows[o][i].shape());
         expect_near(batched[o][i], columns[o][i].to_vector());
         expect_near(batched[o][i], rows[o][i].to_vector());
+        expect_near(batched_rows[o][i], rows[o][i].to_vector());
       }
     }
   }

@@ -247,8 +247,9 @@ void forward_section(const Context& context, Report& report) {
     << kJacobianWidth << ", " << kJacobianWidth
     << "] float32 not requiring grad; one step is the whole [16, 16] Jacobian. Ours "
        "jacfwd (ag::func::jacfwd) runs one jvp in one batched dual level whose 16 tangents are "
-       "the unit vectors (Note [Batched tangents]); ours jacrev builds it row by row (16 vjps "
-       "of one forward), then stacks; torch.func's jacfwd and jacrev vmap one jvp or vjp over "
+       "the unit vectors (Note [Batched tangents]); ours jacrev runs one vjp of one forward "
+       "whose zero cotangent carries the 16 unit cotangents as a batched tangent (Note "
+       "[Batched cotangents]); torch.func's jacfwd and jacrev vmap one jvp or vjp over "
        "the 16 unit vectors, so each runs one batched computation. Issue 46's targets: each of "
        "ours at most "
     << format(kPeerTarget) << "x torch.func's.\n\n";

@@ -33,7 +33,7 @@ struct SmallNet {
 };
 SmallNet make_small_net(int width);
 // Its [width, width] Jacobian at net.x: every column at once (jacfwd: one jvp with `width`
-// batched tangents) or row by row (jacrev: `width` vjps of one forward).
+// batched tangents) or every row at once (jacrev: one vjp with `width` batched cotangents).
 Tensor small_net_jacfwd(const SmallNet& net);
 Tensor small_net_jacrev(const SmallNet& net);
 

@@ -1,7 +1,8 @@
 // Batched tangents (Note [Batched tangents], engine/forward_ad.h) on random compositions of the
-// op set in float64: jacfwd's one batched level equals the column-by-column jacfwd and jacrev to
-// rounding, whichever ops take a batching rule and whichever run row by row (Note [Batching
-// rules], ops/batched_jvp.h).
+// op set in float64: jacfwd's one batched level equals the column-by-column jacfwd and the
+// row-by-row jacrev to rounding, and so does jacrev's one vjp with batched cotangents (Note
+// [Batched cotangents], engine/functional.h), whichever ops take a batching rule and whichever run
+// row by row (Note [Batching rules], ops/batched_jvp.h).
 
 #include <cmath>
 #include <sstream>
@@ -14,7 +15,7 @@
 namespace ag::proptests {
 namespace {
 
-AG_PROPERTY(BatchedJacobians, BatchedJacfwdEqualsColumnsAndJacrev) {
+AG_PROPERTY(BatchedJacobians, BatchedJacfwdAndJacrevEqualColumnsAndRows) {
   const Plan plan = pick_plan();
   const TensorList leaves = make_leaves(plan, DType::kFloat64);
   std::vector<size_t> inputs;  // the leaves that require grad: the Jacobian's inputs
@@ -32,18 +33,20 @@ AG_PROPERTY(BatchedJacobians, BatchedJacfwdEqualsColumnsAndJacrev) {
   const std::vector<TensorList> columns = func::jacfwd_by_columns(f, primals);
   // jacrev needs an output that depends on some input (grad() refuses one that does not).
   const bool reached = run(plan, leaves)[plan.output()].requires_grad();
-  const std::vector<TensorList> rows = reached ? func::jacrev(f, primals) : columns;
+  const std::vector<TensorList> rows = reached ? func::jacrev_by_rows(f, primals) : columns;
+  const std::vector<TensorList> batched_rows = reached ? func::jacrev(f, primals) : columns;
   for (size_t k = 0; k < primals.size(); ++k) {
     RC_ASSERT(batched[0][k].shape() == columns[0][k].shape());
+    RC_ASSERT(batched_rows[0][k].shape() == columns[0][k].shape());
     const std::vector<double> b = batched[0][k].to_vector(), c = columns[0][k].to_vector(),
-                              r = rows[0][k].to_vector();
+                              r = rows[0][k].to_vector(), br = batched_rows[0][k].to_vector();
     for (size_t e = 0; e < b.size(); ++e) {
-      for (const double other : {c[e], r[e]}) {
+      for (const double other : {c[e], r[e], br[e]}) {
         if (!std::isfinite(b[e]) && !std::isfinite(other)) continue;
         if (std::abs(b[e] - other) > 1e-9 * (1 + std::abs(other))) {
           std::ostringstream os;
           os << "input " << k << " element " << e << ": batched jacfwd " << b[e] << ", columns "
-             << c[e] << ", jacrev " << r[e] << "\n"
+             << c[e] << ", jacrev by rows " << r[e] << ", batched jacrev " << br[e] << "\n"
              << describe(plan);
           RC_FAIL(os.str());
         }
