@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "ops/host_device.h"
@@ -17,6 +18,17 @@ AG_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
 
 AG_HOST_DEVICE inline double uniform_from_counter(uint64_t seed, uint64_t index) {
   return static_cast<double>(mix64(seed ^ mix64(index)) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// uniform_from_counter(seed, index) < keep_prob, decided on integers: the uniform is m * 2^-53
+// for the integer m = mix >> 11 < 2^53, exact in a double, so it is below keep_prob exactly when
+// m < keep_prob * 2^53 (exact as well: a scaling by a power of two), that is when
+// m < keep_threshold(keep_prob) = ceil(keep_prob * 2^53). The same masks, without a conversion.
+inline uint64_t keep_threshold(double keep_prob) {
+  return static_cast<uint64_t>(std::ceil(keep_prob * 9007199254740992.0));
+}
+AG_HOST_DEVICE inline bool kept_by_counter(uint64_t seed, uint64_t index, uint64_t threshold) {
+  return (mix64(seed ^ mix64(index)) >> 11) < threshold;
 }
 
 }  // namespace ag::ops

@@ -265,9 +265,11 @@ class CpuBackend final : public Backend {
       using T = decltype(z);
       T* p = out.data<T>();
       const T keep = static_cast<T>(1.0 / keep_prob);
-      for (int64_t i = 0; i < out.numel(); ++i) {
-        p[i] = uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
-      }
+      const uint64_t threshold = keep_threshold(keep_prob);
+      // Each element depends on (seed, index) alone, so any split over threads draws one mask.
+      for_blocks(out.numel(), [&](int64_t begin, int64_t n) {
+        kernels<T>().dropout_mask(p + begin, begin, n, seed, threshold, keep);
+      });
     });
     return out;
   }

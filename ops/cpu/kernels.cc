@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/counter_rng.h"
 #include "ops/scalar_rules.h"  // AG_SCALAR_MATH only: this file instantiates none of its functions
 
 namespace ag::ops::AG_CPU_NAMESPACE {
@@ -219,6 +220,15 @@ void unary(UnaryKind kind, const T* in, T* out, int64_t n, double scalar) {
 template <typename T>
 void fill(T* out, int64_t n, T value) {
   OutVec<T>(out, n).setConstant(value);
+}
+
+// Vectorized where the instruction set multiplies 64-bit lanes (AVX-512's vpmullq): -O2's cost
+// model leaves the loop scalar.
+template <typename T>
+[[gnu::optimize("vect-cost-model=dynamic")]] void dropout_mask(T* out, int64_t first, int64_t n, uint64_t seed, uint64_t threshold, T keep) {
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = kept_by_counter(seed, static_cast<uint64_t>(first + i), threshold) ? keep : T(0);
+  }
 }
 
 template <typename T>
@@ -462,6 +472,7 @@ constexpr CpuKernelsFor<T> table() {
           &scaled_product<T>,
           &unary<T>,
           &fill<T>,
+          &dropout_mask<T>,
           &sum<T>,
           &column_sum<T>,
           &matmul_rows<T>,

@@ -40,6 +40,9 @@ struct CpuKernelsFor {
   // out[i] = (kind)(in[i]), with `scalar` for the *Scalar kinds
   void (*unary)(UnaryKind kind, const T* in, T* out, int64_t n, double scalar);
   void (*fill)(T* out, int64_t n, T value);
+  // out[i] = keep if element first + i of the mask drawn from `seed` is kept (kept_by_counter,
+  // ops/counter_rng.h), else 0.
+  void (*dropout_mask)(T* out, int64_t first, int64_t n, uint64_t seed, uint64_t threshold, T keep);
   T (*sum)(const T* a, int64_t n);
   // out[c] = sum over r of a[r, c], for a row-major [rows, cols] array.
   void (*column_sum)(const T* a, int64_t rows, int64_t cols, T* out);

@@ -2,7 +2,8 @@
 // compare-and-mask functor (packets, tails and the parallel split, NaNs included), linear's
 // product that starts from the bias rows instead of zeroing C first, the packed product that
 // writes C without zeroing it, the split fill, the fused scaled product, the elementwise kernels'
-// aligned and unaligned maps, and binaries that broadcast without expanding.
+// aligned and unaligned maps, binaries that broadcast without expanding, and the dropout mask's
+// integer comparison against the counter generator's uniforms.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "engine/memory/allocator.h"
 #include "engine/options.h"
 #include "ops/backend.h"
+#include "ops/counter_rng.h"
 #include "ops/cpu/isa.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/parallel.h"
@@ -103,6 +105,31 @@ TEST(FillKernel, EveryElementOfASplitFillIsSet) {
 
 // Elementwise kernels take aligned Eigen maps only when every pointer is 64-byte aligned; a view
 // that starts one element into its storage must take the unaligned maps and still be right.
+// The mask kernel decides uniform_from_counter(seed, i) < keep_prob on integers (keep_threshold,
+// ops/counter_rng.h), in vector lanes where the instruction set has them and split over threads
+// when large: every element is the uniform's comparison, for keep probabilities whose threshold
+// is exact (0.5, 0.75) and not (0.1, 0.9), over packet tails and the parallel path.
+TEST(DropoutMaskKernel, KeepsExactlyTheElementsWhoseUniformIsBelowTheKeepProbability) {
+  NoGradGuard no_grad;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{17}, int64_t{40}, int64_t{1} << 17}) {
+      for (const double p : {0.1, 0.25, 0.5, 0.9}) {
+        const uint64_t seed = 1000 + static_cast<uint64_t>(n);
+        const std::vector<double> mask =
+            backend_for(kCPU).dropout_mask({n}, 1.0 - p, seed, dtype, kCPU).to_vector();
+        const double keep =
+            dtype == DType::kFloat32 ? static_cast<double>(1.0f / float(1.0 - p)) : 1.0 / (1.0 - p);
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const bool kept = uniform_from_counter(seed, static_cast<uint64_t>(i)) < 1.0 - p;
+          wrong += mask[static_cast<size_t>(i)] != (kept ? keep : 0.0);
+        }
+        EXPECT_EQ(wrong, 0) << "n " << n << ", p " << p;
+      }
+    }
+  }
+}
+
 TEST(ElementwiseKernels, UnalignedDataTakesTheUnalignedPath) {
   NoGradGuard no_grad;
   for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{40}, int64_t{1000}}) {
