@@ -225,6 +225,37 @@ TEST(Transforms, AsStridedReadsEachRowOfABatchedTangent) {
   expect_near(v, {0, 0, 2.2, 0, 0, 0, 0, .9});
 }
 
+// Note [Batching rules]: the ops that move gradients between views and their bases (view_scatter,
+// view_gather, view_zeroed, copied_gradient: as_strided's gradient, a write through a view's) and
+// clone take their batching rules in a Hessian.
+TEST(Transforms, GradientsThroughViewsAndWritesTakeBatchingRules) {
+  const Tensor x = vec({.3, -.7, 1.1, .45});
+  const Tensor w = vec({.6, -1.3, .4, .9});
+  const Function strided = [&](const TensorList& in) -> TensorList {
+    const Tensor y = ops::tanh(ops::mul(in[0], in[0]));
+    const Tensor s = ops::as_strided(y, {2, 2}, {1, 2}, 0);  // overlapping windows of y
+    return {ops::sum(ops::mul(ops::tanh(ops::reshape(s, {4})), w))};
+  };
+  const Function written = [&](const TensorList& in) -> TensorList {
+    Tensor y = ops::clone(ops::tanh(in[0]));
+    Tensor head = ops::slice(y, 0, 0, 2);
+    ops::mul_(head, ops::slice(in[0], 0, 1, 3));  // a write through a view of y
+    return {ops::sum(ops::mul(ops::tanh(y), w))};
+  };
+  const Function reshaped_write = [&](const TensorList& in) -> TensorList {
+    Tensor y = ops::clone(ops::tanh(in[0]));
+    Tensor all = ops::reshape(y, {2, 2});
+    ops::mul_(all, ops::reshape(in[0], {2, 2}));  // a write through a view of all of y
+    return {ops::sum(ops::mul(ops::tanh(y), w))};
+  };
+  for (const Function& f : {strided, written, reshaped_write}) {
+    ops::batched_jvp_fallbacks().clear();
+    expect_near(hessian(f, x), hessian_by_columns(f, x).to_vector());
+    for (const auto& [op, count] : ops::batched_jvp_fallbacks())
+      ADD_FAILURE() << op << " ran by rows";
+  }
+}
+
 // Note [Batching rules]: a small classifier's ops along a dim, selections, gathers and loss take
 // their batching rules, forward (jacfwd) and backward (hessian, whose level runs their gradients:
 // softmax_backward, log_softmax_backward, scatter_add, nll_loss_backward).
