@@ -27,7 +27,10 @@ namespace ag::ops {
 // for the whole op list. jvp_from_formulas batches by itself (its formulas see the primals and
 // the tangent broadcast to [B, *result shape]). An op with no batching rule takes the per-row
 // fallback: its jvp rule run B times on rows, then stacked; each use counts in
-// batched_jvp_fallbacks(), so a test can see that a function takes batching rules only.
+// batched_jvp_fallbacks(), so a test can see that a function takes batching rules only. Every
+// op of the op list (ops/op_list.h) and every op its gradients record (softmax_backward,
+// select_backward, view_scatter, ...) has a batching rule or jvp_from_formulas, so jacfwd and
+// hessian run no op row by row; the fallback is there for an op declared with a jvp rule alone.
 Tensor batched_jvp(const OpSpec& spec, const JvpContext& c);
 
 // Declares `rule` as `spec`'s batching rule (Note [Batching rules]).
