@@ -213,31 +213,42 @@ const OpSpec kAsStrided{
        return as_strided(a[self], Shape(x.begin() + 1, x.begin() + 1 + n),
                          Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]);
      }}};
-const DeclareJvp as_strided_jvp{kAsStrided, jvp_linear};
-// Note [Batching rules]: the rule above reads the tangent's storage where the op reads the
-// input's, so it holds where the tangent is laid out in its storage as the input is in its own
-// (Note [Tangents of views], engine/forward_ad.cc). A batched tangent so laid out holds row b at
-// the input's strides, moved by its batch stride b times and by its offset past the input's: the
+// Note [as_strided's tangent]
+// as_strided reads its input's storage, and its jvp rule reads the tangent's storage at the same
+// layout, moved by where the tangent starts in its storage past where the input starts in its own
+// (PyTorch's self_t.as_strided(size, stride, storage_offset)): so the tangent must be laid out as
+// the input. A view's is (Note [Tangents of views], engine/forward_ad.cc); an op's result's may not
+// be (an elementwise op's result keeps a transposed input's strides, where its tangent is
+// row-major), and is then copied at the input's strides, as PyTorch's set_fw_grad copies a tangent
+// whose layout is not its primal's. A batched tangent (Note [Batching rules]) is laid out so past
+// its batch dim: row b is then the input's layout moved b batch strides, and the rows' view is the
 // op's layout with that batch stride in front, as a view's tangent is read from its base's. (Run
 // row by row, each row's view would take the op's offset from the start of the tangent's storage,
-// so that every row read row 0.)
-const DeclareBatchedJvp as_strided_batched_jvp{
-    kAsStrided, [](const JvpContext& c) {
-      const Tensor& p = c.primal(self);
-      const Tensor t = c.tangent_or_zeros(self);
-      const Shape batched_strides = t.strides();
-      AG_CHECK(Shape(batched_strides.begin() + 1, batched_strides.end()) == p.strides(),
-               "as_strided: forward AD: the batched tangent of ", p.describe(), " has strides ",
-               to_string(batched_strides), " past its batch dim, where the input has ",
-               to_string(p.strides()),
-               "; the op reads the tangent's storage at the input's layout");
-      const Shape& x = c.attrs<ViewAttrs>().args;
-      const auto n = static_cast<size_t>(x[0]);
-      Shape sizes{c.batch()}, strides{batched_strides[0]};
-      sizes.insert(sizes.end(), x.begin() + 1, x.begin() + 1 + n);
-      strides.insert(strides.end(), x.begin() + 1 + n, x.begin() + 1 + 2 * n);
-      return as_strided(t, sizes, strides, t.storage_offset() - p.storage_offset() + x[1 + 2 * n]);
-    }};
+// so that every row read row 0's elements.)
+Tensor tangent_laid_out_as(const Tensor& t, const Tensor& p, int64_t batch) {
+  const Shape strides = t.strides();
+  if (Shape(strides.begin() + (batch > 0 ? 1 : 0), strides.end()) == p.strides()) return t;
+  AG_CHECK(is_non_overlapping_and_dense(layout_of(p)), "as_strided: forward AD: the tangent of ",
+           p.describe(), " has strides ", to_string(strides), ", where the input has ",
+           to_string(p.strides()), " and is not dense; give it a tangent with its strides");
+  Shape want = p.strides();
+  if (batch > 0) want.insert(want.begin(), p.numel());
+  return clone_with_strides(t, want);
+}
+Tensor as_strided_tangent(const JvpContext& c) {
+  const Tensor& p = c.primal(self);
+  const Tensor t = tangent_laid_out_as(c.tangent(self), p, c.batch());
+  const Shape& x = c.attrs<ViewAttrs>().args;  // [n, sizes..., strides..., offset, input...]
+  const auto n = static_cast<size_t>(x[0]);
+  Shape sizes(x.begin() + 1, x.begin() + 1 + n), strides(x.begin() + 1 + n, x.begin() + 1 + 2 * n);
+  if (c.batch() > 0) {
+    sizes.insert(sizes.begin(), c.batch());
+    strides.insert(strides.begin(), t.strides()[0]);
+  }
+  return as_strided(t, sizes, strides, t.storage_offset() - p.storage_offset() + x[1 + 2 * n]);
+}
+const DeclareJvp as_strided_jvp{kAsStrided, as_strided_tangent};
+const DeclareBatchedJvp as_strided_batched_jvp{kAsStrided, as_strided_tangent};
 
 // Makes the view `layout_of_view` gives of `a`, recorded as `spec` with the attributes that
 // make_attrs(layout of the view over a's elements) gives; its layout over its root base follows

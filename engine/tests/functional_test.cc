@@ -225,6 +225,20 @@ TEST(Transforms, AsStridedReadsEachRowOfABatchedTangent) {
   expect_near(v, {0, 0, 2.2, 0, 0, 0, 0, .9});
 }
 
+// Note [as_strided's tangent]: the tangent of a transposed result is copied at its strides first.
+// a = x.reshape(2, 2).t(); jacfwd(lambda x: (a * a).as_strided((3,), (1,), 1))(x), as jacrev.
+TEST(Transforms, AsStridedReadsATangentLaidOutAsItsInput) {
+  const Function f = [](const TensorList& in) -> TensorList {
+    const Tensor a = ops::t(ops::reshape(in[0], {2, 2}));
+    return {ops::as_strided(ops::mul(a, a), {3}, {1}, 1)};
+  };
+  const Tensor x = vec({.3, -.7, 1.1, .45});
+  const std::vector<double> expected = {0, -1.4, 0, 0, 0, 0, 2.2, 0, 0, 0, 0, .9};
+  expect_near(jacfwd(f, {x})[0][0], expected);
+  expect_near(jacfwd_by_columns(f, {x})[0][0], expected);
+  expect_near(jacrev(f, {x})[0][0], expected);
+}
+
 // Note [Batching rules]: the ops that move gradients between views and their bases (view_scatter,
 // view_gather, view_zeroed, copied_gradient: as_strided's gradient, a write through a view's) and
 // clone take their batching rules in a Hessian.
