@@ -108,6 +108,26 @@ Tensor batched_sum_to_result(const JvpContext& c, const Shape& kept, bool mean) 
   return mul(s, n == 0 ? 0.0 : static_cast<double>(c.result().numel()) / static_cast<double>(n));
 }
 
+Tensor batched_at_least_1d(const Tensor& t) {
+  return t.dim() == 1 ? reshape(t, {t.shape()[0], 1}) : t;
+}
+
+Tensor expanded_row(const Tensor& p, int64_t batch) {
+  return broadcast_to(p, batched(batch, p.dim() == 0 ? Shape{1} : p.shape()));
+}
+
+Tensor batched_result(const JvpContext& c, const Tensor& t) {
+  return reshape(t, batched(c.batch(), c.result().shape()));
+}
+
+Index batched_index(const Index& index, int64_t batch) {
+  Index out{batched(batch, index.shape.empty() ? Shape{1} : index.shape), {}};
+  out.values.reserve(index.values.size() * static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b)
+    out.values.insert(out.values.end(), index.values.begin(), index.values.end());
+  return out;
+}
+
 std::map<std::string, int64_t>& batched_jvp_fallbacks() {
   thread_local std::map<std::string, int64_t> counts;
   return counts;

@@ -2,6 +2,7 @@
 #include "engine/error.h"
 #include "engine/memory/allocator.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/counter_rng.h"
 #include "ops/in_layout.h"
@@ -59,6 +60,8 @@ struct Clone : OfSelf {
 const OpSpec Clone::spec{
     "clone", {{self, {}, [](const Ctx& c) { return c.grad(); }}}, unary_forward<clone>()};
 const DeclareJvp clone_jvp{Clone::spec, jvp_linear};
+// Note [Batching rules]: the op on all rows at once, as it reads no shape of its input.
+const DeclareBatchedJvp clone_batched_jvp{Clone::spec, jvp_linear};
 
 // The gradient goes back to the input's device.
 struct To : OfSelf {
@@ -70,6 +73,7 @@ const OpSpec To::spec{
     {AliasKind::kPure, DeviceAttrs{},
      [](const OpArgs& a) { return to(a[self], a.attrs<DeviceAttrs>().target); }}};
 const DeclareJvp to_jvp{To::spec, jvp_linear};
+const DeclareBatchedJvp to_batched_jvp{To::spec, jvp_linear};
 
 // Ops without a derivative, for the JIT (Note [Op schema]): detach shares its input's storage.
 const OpSpec Detach{"detach", {OfSelf::self}, {AliasKind::kView, NoAttrs(), [](const OpArgs& a) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/error.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/host_kernels.h"
 #include "ops/ops.h"
@@ -78,6 +79,13 @@ const OpSpec Gather::spec{"gather",
                              return gather(x[self], a.dim, index_of(a));
                            }}};
 const DeclareJvp gather_jvp{Gather::spec, jvp_linear};
+// Note [Batched dims]: the rows' tangents gathered along dim + 1 by the index repeated per row.
+const DeclareBatchedJvp gather_batched_jvp{
+    Gather::spec, [](const JvpContext& c) {
+      const IndexAttrs& a = c.attrs<IndexAttrs>();
+      const Tensor t = batched_at_least_1d(c.tangent(Gather::self));
+      return batched_result(c, gather(t, a.dim + 1, batched_index(index_of(a), c.batch())));
+    }};
 
 // scatter_add(self, src): derivatives.yaml's self: grad, src: grad.gather(dim, index).
 struct ScatterAdd {
@@ -97,6 +105,14 @@ const OpSpec ScatterAdd::spec{"scatter_add",
                                  return scatter_add(x[self], a.dim, index_of(a), x[src]);
                                }}};
 const DeclareJvp scatter_add_jvp{ScatterAdd::spec, jvp_linear};
+const DeclareBatchedJvp scatter_add_batched_jvp{
+    ScatterAdd::spec, [](const JvpContext& c) {
+      const IndexAttrs& a = c.attrs<IndexAttrs>();
+      const Tensor self = batched_at_least_1d(c.tangent_or_zeros(ScatterAdd::self));
+      const Tensor src = batched_at_least_1d(c.tangent_or_zeros(ScatterAdd::src));
+      return batched_result(
+          c, scatter_add(self, a.dim + 1, batched_index(index_of(a), c.batch()), src));
+    }};
 
 // index_select(self, dim, index): PyTorch's index_select_backward, the gradient added into zeros
 // of self's shape at the selected slices (scatter_add with the index expanded to the gradient).
@@ -119,6 +135,12 @@ const OpSpec IndexSelect::spec{"index_select",
                                   return index_select(x[self], a.dim, *a.index);
                                 }}};
 const DeclareJvp index_select_jvp{IndexSelect::spec, jvp_linear};
+const DeclareBatchedJvp index_select_batched_jvp{
+    IndexSelect::spec, [](const JvpContext& c) {
+      const IndexAttrs& a = c.attrs<IndexAttrs>();
+      const Tensor t = batched_at_least_1d(c.tangent(IndexSelect::self));
+      return batched_result(c, index_select(t, a.dim + 1, *a.index));
+    }};
 
 // max/min along a dim: PyTorch's value_selecting_reduction_backward, the gradient put at the
 // chosen elements (the indices, kept at keepdim shape) of zeros of self's shape.
@@ -150,6 +172,14 @@ Tensor value_selecting_jvp(const JvpContext& c) {
 }
 const DeclareJvp max_dim_jvp{Extreme<true>::spec, value_selecting_jvp};
 const DeclareJvp min_dim_jvp{Extreme<false>::spec, value_selecting_jvp};
+// Note [Batched dims]: each row's tangent at its chosen elements.
+Tensor batched_value_selecting_jvp(const JvpContext& c) {
+  const IndexAttrs& a = c.attrs<IndexAttrs>();
+  const Tensor t = batched_at_least_1d(c.tangent(Extreme<true>::self));
+  return batched_result(c, gather(t, a.dim + 1, batched_index(index_of(a), c.batch())));
+}
+const DeclareBatchedJvp max_dim_batched_jvp{Extreme<true>::spec, batched_value_selecting_jvp};
+const DeclareBatchedJvp min_dim_batched_jvp{Extreme<false>::spec, batched_value_selecting_jvp};
 
 // Note [Dims of a 0-dim tensor]: a 0-dim input is one element along dim 0, seen as [1].
 Shape at_least_1d_shape(const Shape& s) { return s.empty() ? Shape{1} : s; }

@@ -2,6 +2,7 @@
 #include "engine/error.h"
 #include "engine/grad_mode.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/ops.h"
 #include "ops/record.h"
@@ -35,6 +36,13 @@ const DeclareJvp log_softmax_jvp{LogSoftmax::spec, [](const JvpContext& c) {
                                    const int64_t dim = c.attrs<DimAttrs>().dim;
                                    return t - sum(exp(c.result()) * t, dim, true);
                                  }};
+// Note [Batched dims]: the same at dim + 1, beside the result expanded to the batch.
+const DeclareBatchedJvp log_softmax_batched_jvp{
+    LogSoftmax::spec, [](const JvpContext& c) {
+      const Tensor t = batched_at_least_1d(c.tangent(LogSoftmax::self));
+      const Tensor y = expanded_row(c.result(), c.batch());
+      return batched_result(c, t - sum(exp(y) * t, c.attrs<DimAttrs>().dim + 1, true));
+    }};
 
 // log_softmax_backward(grad, output) = grad - exp(output) * sum(grad, dim), recorded as one op
 // of its own, as PyTorch's _log_softmax_backward_data, for the reason softmax's gradient is
@@ -75,6 +83,19 @@ const DeclareJvp log_softmax_backward_jvp{
       if (gt.defined()) t = log_softmax_backward(gt, y, dim);
       if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * yt);
       return t;
+    }};
+// Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
+const DeclareBatchedJvp log_softmax_backward_batched_jvp{
+    LogSoftmaxBackward::spec, [](const JvpContext& c) {
+      const int64_t dim = c.attrs<DimAttrs>().dim + 1;
+      const Tensor g = expanded_row(c.primal(LogSoftmaxBackward::grad), c.batch());
+      const Tensor y = expanded_row(c.primal(LogSoftmaxBackward::output), c.batch());
+      const Tensor gt = c.term_tangent(LogSoftmaxBackward::grad);
+      const Tensor yt = c.term_tangent(LogSoftmaxBackward::output);
+      Tensor t;
+      if (gt.defined()) t = log_softmax_backward(batched_at_least_1d(gt), y, dim);
+      if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * batched_at_least_1d(yt));
+      return t.defined() ? batched_result(c, t) : t;
     }};
 
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
@@ -118,6 +139,17 @@ const OpSpec NllLoss::spec{
     {AliasKind::kPure, TargetsAttrs{},
      [](const OpArgs& a) { return nll_loss(a[self], *a.attrs<TargetsAttrs>().targets); }}};
 const DeclareJvp nll_loss_jvp{NllLoss::spec, jvp_linear};
+// Each row's loss of its tangent [N, C]: -(1/N) times the sum of its target entries, picked by a
+// gather along dim 2 of the batched tangent (so that, as the forward, a -inf elsewhere in a row
+// stays out of it).
+const DeclareBatchedJvp nll_loss_batched_jvp{
+    NllLoss::spec, [](const JvpContext& c) {
+      const std::vector<int64_t>& targets = *c.attrs<TargetsAttrs>().targets;
+      const auto n = static_cast<int64_t>(targets.size());
+      const Tensor picked =
+          gather(c.tangent(NllLoss::self), 2, batched_index(Index{{n, 1}, targets}, c.batch()));
+      return mul(sum(reshape(picked, {c.batch(), n}), 1), -1.0 / static_cast<double>(n));
+    }};
 
 // nll_loss_backward(grad, self) = pattern * grad, with grad a scalar: d/dgrad is nll_loss of
 // the incoming gradient, and d/dself is a constant zero.
@@ -133,6 +165,14 @@ const OpSpec NllLossBackward::spec{
        return nll_loss_backward(a[grad], a[self], *a.attrs<TargetsAttrs>().targets);
      }}};
 const DeclareJvp nll_loss_backward_jvp{NllLossBackward::spec, jvp_linear};
+// The pattern times each row's tangent of the (scalar) incoming gradient; constant in self.
+const DeclareBatchedJvp nll_loss_backward_batched_jvp{
+    NllLossBackward::spec, [](const JvpContext& c) {
+      const Tensor& self = c.primal(NllLossBackward::self);
+      const Tensor pattern =
+          nll_pattern(self.shape(), *c.attrs<TargetsAttrs>().targets, self.dtype(), self.device());
+      return mul(pattern, reshape(c.tangent_or_zeros(NllLossBackward::grad), {c.batch(), 1, 1}));
+    }};
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& self,
                          const std::vector<int64_t>& targets) {

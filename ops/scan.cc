@@ -1,6 +1,7 @@
 // The ops along a dim that keep the shape: softmax and cumsum (log_softmax is ops/loss.cc's).
 #include "engine/error.h"
 #include "engine/grad_mode.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/host_kernels.h"
 #include "ops/ops.h"
@@ -35,6 +36,13 @@ const DeclareJvp softmax_jvp{Softmax::spec, [](const JvpContext& c) {
                                return softmax_backward(c.tangent(Softmax::self), c.result(),
                                                        c.attrs<DimAttrs>().dim);
                              }};
+// Note [Batched dims]: the same at dim + 1, beside the result expanded to the batch.
+const DeclareBatchedJvp softmax_batched_jvp{
+    Softmax::spec, [](const JvpContext& c) {
+      const Tensor t = batched_at_least_1d(c.tangent(Softmax::self));
+      const Tensor y = expanded_row(c.result(), c.batch());
+      return batched_result(c, softmax_backward(t, y, c.attrs<DimAttrs>().dim + 1));
+    }};
 
 // Note [softmax's gradient is one op]
 // softmax_backward(grad, output) = output * (grad - sum(grad * output, dim)), recorded as one op
@@ -78,6 +86,22 @@ const DeclareJvp softmax_backward_jvp{
         add_term(t, g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true));
       return t;
     }};
+// Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
+const DeclareBatchedJvp softmax_backward_batched_jvp{
+    SoftmaxBackward::spec, [](const JvpContext& c) {
+      const int64_t dim = c.attrs<DimAttrs>().dim + 1;
+      const Tensor g = expanded_row(c.primal(SoftmaxBackward::grad), c.batch());
+      const Tensor y = expanded_row(c.primal(SoftmaxBackward::output), c.batch());
+      const Tensor gt = c.term_tangent(SoftmaxBackward::grad);
+      const Tensor yt = c.term_tangent(SoftmaxBackward::output);
+      Tensor t;
+      if (gt.defined()) t = softmax_backward(batched_at_least_1d(gt), y, dim);
+      if (yt.defined()) {
+        const Tensor u = batched_at_least_1d(yt);
+        add_term(t, g * u - sum(y * g, dim, true) * u - y * sum(g * u, dim, true));
+      }
+      return t.defined() ? batched_result(c, t) : t;
+    }};
 
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
   Tensor out;
@@ -113,6 +137,13 @@ const OpSpec Cumsum::spec{"cumsum",
                              return cumsum_along(a[self], dim, reverse);
                            }}};
 const DeclareJvp cumsum_jvp{Cumsum::spec, jvp_linear};
+// Note [Batched dims]: the running sum of the tangent along dim + 1.
+const DeclareBatchedJvp cumsum_batched_jvp{
+    Cumsum::spec, [](const JvpContext& c) {
+      const auto& [dim, reverse] = c.attrs<CumsumAttrs>();
+      const Tensor t = c.tangent(Cumsum::self);
+      return batched_result(c, cumsum_along(batched_at_least_1d(t), dim + 1, reverse));
+    }};
 
 // `dim` normalized (Note [Dims of a 0-dim tensor]: the kernel sees a 0-dim tensor as [1]).
 Tensor cumsum_along(const Tensor& a, int64_t dim, bool reverse) {

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "ops/backend.h"
+#include "ops/batched_jvp.h"
 #include "ops/checks.h"
 #include "ops/host_kernels.h"
 #include "ops/in_layout.h"
@@ -70,6 +71,13 @@ const DeclareJvp where_jvp{Where::spec, [](const JvpContext& c) {
                                           c.tangent_or_zeros(Where::self),
                                           c.tangent_or_zeros(Where::other));
                            }};
+// The tangents aligned past the batch dim; the condition, a row's, broadcasts as it is.
+const DeclareBatchedJvp where_batched_jvp{
+    Where::spec, [](const JvpContext& c) {
+      const int64_t rank = c.result().dim();
+      return where(c.primal(Where::condition), align_batched(c.tangent_or_zeros(Where::self), rank),
+                   align_batched(c.tangent_or_zeros(Where::other), rank));
+    }};
 
 // masked_fill(self, mask, value): derivatives.yaml's grad.masked_fill(mask, 0).
 struct MaskedFill {
@@ -88,6 +96,11 @@ const DeclareJvp masked_fill_jvp{MaskedFill::spec, [](const JvpContext& c) {
                                    return masked_fill(c.tangent_or_zeros(MaskedFill::self),
                                                       c.primal(MaskedFill::mask), 0.0);
                                  }};
+const DeclareBatchedJvp masked_fill_batched_jvp{
+    MaskedFill::spec, [](const JvpContext& c) {
+      return masked_fill(align_batched(c.tangent_or_zeros(MaskedFill::self), c.result().dim()),
+                         c.primal(MaskedFill::mask), 0.0);
+    }};
 
 // clamp(self, min, max): PyTorch 2.15's clamp_backward, where(min < self < max, grad, 0): the
 // bounds themselves pass no gradient (as clamp_min's and clamp_max's, ops/elementwise.cc).

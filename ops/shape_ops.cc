@@ -165,6 +165,12 @@ const DeclareJvp copied_gradient_jvp{CopiedGradient::spec, [](const JvpContext& 
                                        return copied_gradient(c.tangent(CopiedGradient::self),
                                                               c.result().shape());
                                      }};
+const DeclareBatchedJvp copied_gradient_batched_jvp{CopiedGradient::spec, [](const JvpContext& c) {
+                                                      Shape shape = c.result().shape();
+                                                      shape.insert(shape.begin(), c.batch());
+                                                      return copied_gradient(
+                                                          c.tangent(CopiedGradient::self), shape);
+                                                    }};
 
 // Resolves one -1 entry and checks the element count.
 Shape infer_shape(const Tensor& a, const Shape& requested) {

@@ -2,6 +2,7 @@
 // diagonal_backward and unfold_backward, each an op of its own whose gradient is its view op again
 // (Note [View gradients differentiate to views]).
 #include "engine/memory/shape.h"
+#include "ops/batched_jvp.h"
 #include "ops/ops.h"
 #include "ops/record.h"
 #include "ops/spec.h"
@@ -71,6 +72,35 @@ AG_VIEW_BACKWARD_SPEC(kDiagonalBackward, "diagonal_backward", 3,
 AG_VIEW_BACKWARD_SPEC(kUnfoldBackward, "unfold_backward", 3,
                       unfold_backward(g, shape, x[0], x[1], x[2]), unfold(g, x[0], x[1], x[2]))
 #undef AG_VIEW_BACKWARD_SPEC
+
+// Note [Batching rules]: the backward op of the rows' tangents into zeros of [B, *shape], at the
+// view's dims + 1 (Note [Batched dims], ops/batched_jvp.h; an unfolded 0-dim row is [1]).
+Shape batched_input_shape(const JvpContext& c) {
+  Shape out = c.result().dim() == 0 ? Shape{1} : c.result().shape();
+  out.insert(out.begin(), c.batch());
+  return out;
+}
+const DeclareBatchedJvp select_backward_batched_jvp{
+    kSelectBackward, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      return select_backward(c.tangent(self), batched_input_shape(c), x[0] + 1, x[1]);
+    }};
+const DeclareBatchedJvp slice_backward_batched_jvp{
+    kSliceBackward, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      return slice_backward(c.tangent(self), batched_input_shape(c), x[0] + 1, x[1], x[2], x[3]);
+    }};
+const DeclareBatchedJvp diagonal_backward_batched_jvp{
+    kDiagonalBackward, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      return diagonal_backward(c.tangent(self), batched_input_shape(c), x[0], x[1] + 1, x[2] + 1);
+    }};
+const DeclareBatchedJvp unfold_backward_batched_jvp{
+    kUnfoldBackward, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      return batched_result(
+          c, unfold_backward(c.tangent(self), batched_input_shape(c), x[0] + 1, x[1], x[2]));
+    }};
 
 }  // namespace
 

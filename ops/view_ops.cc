@@ -116,6 +116,18 @@ const DeclareBatchedJvp slice_batched_jvp{kSlice, [](const JvpContext& c) {
                                             return slice(c.tangent_or_zeros(self),
                                                          dim_in(c, x[0]) + 1, x[1], x[2], x[3]);
                                           }};
+const DeclareBatchedJvp diagonal_batched_jvp{
+    kDiagonal, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      return diagonal(c.tangent_or_zeros(self), x[0], dim_in(c, x[1]) + 1, dim_in(c, x[2]) + 1);
+    }};
+// A 0-dim row unfolds as [1] (Note [Batched dims], ops/batched_jvp.h).
+const DeclareBatchedJvp unfold_batched_jvp{
+    kUnfold, [](const JvpContext& c) {
+      const Shape& x = c.attrs<ViewAttrs>().args;
+      const Tensor t = batched_at_least_1d(c.tangent_or_zeros(self));
+      return batched_result(c, unfold(t, dim_in(c, x[0]) + 1, x[1], x[2]));
+    }};
 const DeclareBatchedJvp permute_batched_jvp{kPermute, [](const JvpContext& c) {
                                               std::vector<int64_t> dims = {0};
                                               for (int64_t d : c.attrs<ViewAttrs>().args) {
@@ -201,7 +213,42 @@ const OpSpec kAsStrided{
        return as_strided(a[self], Shape(x.begin() + 1, x.begin() + 1 + n),
                          Shape(x.begin() + 1 + n, x.begin() + 1 + 2 * n), x[1 + 2 * n]);
      }}};
-const DeclareJvp as_strided_jvp{kAsStrided, jvp_linear};
+// Note [as_strided's tangent]
+// as_strided reads its input's storage, and its jvp rule reads the tangent's storage at the same
+// layout, moved by where the tangent starts in its storage past where the input starts in its own
+// (PyTorch's self_t.as_strided(size, stride, storage_offset)): so the tangent must be laid out as
+// the input. A view's is (Note [Tangents of views], engine/forward_ad.cc); an op's result's may not
+// be (an elementwise op's result keeps a transposed input's strides, where its tangent is
+// row-major), and is then copied at the input's strides, as PyTorch's set_fw_grad copies a tangent
+// whose layout is not its primal's. A batched tangent (Note [Batching rules]) is laid out so past
+// its batch dim: row b is then the input's layout moved b batch strides, and the rows' view is the
+// op's layout with that batch stride in front, as a view's tangent is read from its base's. (Run
+// row by row, each row's view would take the op's offset from the start of the tangent's storage,
+// so that every row read row 0's elements.)
+Tensor tangent_laid_out_as(const Tensor& t, const Tensor& p, int64_t batch) {
+  const Shape strides = t.strides();
+  if (Shape(strides.begin() + (batch > 0 ? 1 : 0), strides.end()) == p.strides()) return t;
+  AG_CHECK(is_non_overlapping_and_dense(layout_of(p)), "as_strided: forward AD: the tangent of ",
+           p.describe(), " has strides ", to_string(strides), ", where the input has ",
+           to_string(p.strides()), " and is not dense; give it a tangent with its strides");
+  Shape want = p.strides();
+  if (batch > 0) want.insert(want.begin(), p.numel());
+  return clone_with_strides(t, want);
+}
+Tensor as_strided_tangent(const JvpContext& c) {
+  const Tensor& p = c.primal(self);
+  const Tensor t = tangent_laid_out_as(c.tangent(self), p, c.batch());
+  const Shape& x = c.attrs<ViewAttrs>().args;  // [n, sizes..., strides..., offset, input...]
+  const auto n = static_cast<size_t>(x[0]);
+  Shape sizes(x.begin() + 1, x.begin() + 1 + n), strides(x.begin() + 1 + n, x.begin() + 1 + 2 * n);
+  if (c.batch() > 0) {
+    sizes.insert(sizes.begin(), c.batch());
+    strides.insert(strides.begin(), t.strides()[0]);
+  }
+  return as_strided(t, sizes, strides, t.storage_offset() - p.storage_offset() + x[1 + 2 * n]);
+}
+const DeclareJvp as_strided_jvp{kAsStrided, as_strided_tangent};
+const DeclareBatchedJvp as_strided_batched_jvp{kAsStrided, as_strided_tangent};
 
 // Makes the view `layout_of_view` gives of `a`, recorded as `spec` with the attributes that
 // make_attrs(layout of the view over a's elements) gives; its layout over its root base follows
@@ -488,6 +535,37 @@ const OpSpec kViewZeroed{
     {AliasKind::kPure, ViewAttrs{},
      [](const OpArgs& a) { return view_zeroed(a[self], a.attrs<ViewAttrs>().layout()); }}};
 const DeclareJvp view_zeroed_jvp{kViewZeroed, jvp_linear};
+// Note [Batching rules]: their layouts are over a row's elements in row-major order, so over B
+// rows of n elements each they are the same layout with the batch dim in front, at stride n.
+Layout batched_layout(const Layout& at, int64_t batch, int64_t n) {
+  Layout out = at;
+  out.sizes.insert(out.sizes.begin(), batch);
+  out.strides.insert(out.strides.begin(), n);
+  return out;
+}
+Shape batched_shape(int64_t batch, const Shape& shape) {
+  Shape out = shape;
+  out.insert(out.begin(), batch);
+  return out;
+}
+const DeclareBatchedJvp view_scatter_batched_jvp{
+    kViewScatter, [](const JvpContext& c) {
+      const Shape& shape = c.result().shape();
+      return view_scatter(c.tangent(self), batched_shape(c.batch(), shape),
+                          batched_layout(c.attrs<ViewAttrs>().layout(), c.batch(), numel(shape)));
+    }};
+const DeclareBatchedJvp view_gather_batched_jvp{
+    kViewGather, [](const JvpContext& c) {
+      const int64_t n = c.primal(self).numel();
+      return view_gather(c.tangent(self),
+                         batched_layout(c.attrs<ViewAttrs>().layout(), c.batch(), n));
+    }};
+const DeclareBatchedJvp view_zeroed_batched_jvp{
+    kViewZeroed, [](const JvpContext& c) {
+      const int64_t n = c.result().numel();
+      return view_zeroed(c.tangent(self),
+                         batched_layout(c.attrs<ViewAttrs>().layout(), c.batch(), n));
+    }};
 OpAttrs view_attrs(const Layout& at, Shape args = {}) {
   return ViewAttrs{std::move(args), at.sizes, at.strides, at.offset};
 }

@@ -11,6 +11,7 @@
 #include "engine/tests/test_util.h"
 #include "ops/batched_jvp.h"
 #include "ops/ops.h"
+#include "ops/record.h"
 
 namespace ag::func {
 namespace {
@@ -177,9 +178,23 @@ TEST(Transforms, BatchedJacfwdAndHessianEqualTheColumnByColumnOnes) {
               hessian_by_columns(kCubic, vec({.3, -.7, 1.1})).to_vector());
 }
 
+// An op of this test's own with a jvp rule and no batching rule (every op of the op list has one):
+// twice its input.
+const ops::Input kTwiceSelf{0, "self"};
+const ops::OpSpec kTwice{
+    "twice_without_batching_rule",
+    {{kTwiceSelf, {}, [](const ops::Ctx& c) { return ops::mul(c.grad(), 2.0); }}}};
+const ops::DeclareJvp twice_jvp{
+    kTwice, [](const ops::JvpContext& c) { return ops::mul(c.tangent(kTwiceSelf), 2.0); }};
+Tensor twice_without_batching_rule(const Tensor& x) {
+  std::vector<double> values = x.to_vector();
+  for (double& v : values) v *= 2;
+  return ops::record(kTwice, {&x}, ops::from_vector(values, x.shape(), x.dtype()));
+}
+
 // Note [Batching rules]: the small net of the paper's jacfwd rows (linear, tanh) takes a batching
-// rule at every op, forward and (for its Hessian) backward; an op with none (cumsum) runs row by
-// row, and gives the same Jacobian.
+// rule at every op, forward and (for its Hessian) backward; an op with none runs row by row, and
+// gives the same Jacobian.
 TEST(Transforms, OpsWithoutABatchingRuleRunRowByRow) {
   const Tensor w1 = ops::from_vector({.5, -1, .25, 1.5, .75, -.5}, {3, 2}, DType::kFloat64);
   const Tensor w2 = ops::from_vector({.3, .2, -.4, 1, -1, .6}, {2, 3}, DType::kFloat64);
@@ -195,14 +210,133 @@ TEST(Transforms, OpsWithoutABatchingRuleRunRowByRow) {
   expect_near(hessian(loss, x), hessian_by_columns(loss, x).to_vector());
   for (const auto& [op, count] : ops::batched_jvp_fallbacks())
     ADD_FAILURE() << op << " ran by rows";
-  const Function running_sum = [](const TensorList& in) -> TensorList {
-    return {ops::cumsum(ops::mul(in[0], in[0]), 0)};
+  // 2 x * x, through an op with no batching rule.
+  const Function doubled = [](const TensorList& in) -> TensorList {
+    return {twice_without_batching_rule(ops::mul(in[0], in[0]))};
   };
   ops::batched_jvp_fallbacks().clear();
-  const Tensor c = jacfwd(running_sum, {x})[0][0];
-  EXPECT_EQ(ops::batched_jvp_fallbacks()["cumsum"], 1);
-  expect_near(c, jacfwd_by_columns(running_sum, {x})[0][0].to_vector());
-  expect_near(c, {.6, 0, .6, -1.4});
+  const Tensor c = jacfwd(doubled, {x})[0][0];
+  EXPECT_EQ(ops::batched_jvp_fallbacks()[kTwice.name()], 1);
+  expect_near(c, jacfwd_by_columns(doubled, {x})[0][0].to_vector());
+  expect_near(c, jacrev(doubled, {x})[0][0].to_vector());
+  expect_near(c, {1.2, 0, 0, -2.8});
+}
+
+// Note [Batching rules]: as_strided's rule reads each row of a batched tangent from the row's own
+// storage (row by row, every row would read row 0's).
+TEST(Transforms, AsStridedReadsEachRowOfABatchedTangent) {
+  // x * x's elements 1 and 3; jacfwd(lambda x: (x * x).as_strided((2,), (2,), 1))(x).
+  const Function strided = [](const TensorList& in) -> TensorList {
+    return {ops::as_strided(ops::mul(in[0], in[0]), {2}, {2}, 1)};
+  };
+  const Tensor x = vec({.3, -.7, 1.1, .45});
+  ops::batched_jvp_fallbacks().clear();
+  const Tensor c = jacfwd(strided, {x})[0][0];
+  EXPECT_TRUE(ops::batched_jvp_fallbacks().empty());
+  expect_near(c, jacfwd_by_columns(strided, {x})[0][0].to_vector());
+  expect_near(c, {0, -1.4, 0, 0, 0, 0, 0, .9});
+  // Of a view at an offset, through its tangent read from its base's.
+  const Function of_view = [](const TensorList& in) -> TensorList {
+    return {ops::as_strided(ops::slice(ops::mul(in[0], in[0]), 0, 1, 4), {2}, {1}, 2)};
+  };
+  const Tensor v = jacfwd(of_view, {x})[0][0];
+  expect_near(v, jacrev(of_view, {x})[0][0].to_vector());
+  expect_near(v, {0, 0, 2.2, 0, 0, 0, 0, .9});
+}
+
+// Note [as_strided's tangent]: the tangent of a transposed result is copied at its strides first.
+// a = x.reshape(2, 2).t(); jacfwd(lambda x: (a * a).as_strided((3,), (1,), 1))(x), as jacrev.
+TEST(Transforms, AsStridedReadsATangentLaidOutAsItsInput) {
+  const Function f = [](const TensorList& in) -> TensorList {
+    const Tensor a = ops::t(ops::reshape(in[0], {2, 2}));
+    return {ops::as_strided(ops::mul(a, a), {3}, {1}, 1)};
+  };
+  const Tensor x = vec({.3, -.7, 1.1, .45});
+  const std::vector<double> expected = {0, -1.4, 0, 0, 0, 0, 2.2, 0, 0, 0, 0, .9};
+  expect_near(jacfwd(f, {x})[0][0], expected);
+  expect_near(jacfwd_by_columns(f, {x})[0][0], expected);
+  expect_near(jacrev(f, {x})[0][0], expected);
+}
+
+// Note [Batching rules]: the ops that move gradients between views and their bases (view_scatter,
+// view_gather, view_zeroed, copied_gradient: as_strided's gradient, a write through a view's) and
+// clone take their batching rules in a Hessian.
+TEST(Transforms, GradientsThroughViewsAndWritesTakeBatchingRules) {
+  const Tensor x = vec({.3, -.7, 1.1, .45});
+  const Tensor w = vec({.6, -1.3, .4, .9});
+  const Function strided = [&](const TensorList& in) -> TensorList {
+    const Tensor y = ops::tanh(ops::mul(in[0], in[0]));
+    const Tensor s = ops::as_strided(y, {2, 2}, {1, 2}, 0);  // overlapping windows of y
+    return {ops::sum(ops::mul(ops::tanh(ops::reshape(s, {4})), w))};
+  };
+  const Function written = [&](const TensorList& in) -> TensorList {
+    Tensor y = ops::clone(ops::tanh(in[0]));
+    Tensor head = ops::slice(y, 0, 0, 2);
+    ops::mul_(head, ops::slice(in[0], 0, 1, 3));  // a write through a view of y
+    return {ops::sum(ops::mul(ops::tanh(y), w))};
+  };
+  const Function reshaped_write = [&](const TensorList& in) -> TensorList {
+    Tensor y = ops::clone(ops::tanh(in[0]));
+    Tensor all = ops::reshape(y, {2, 2});
+    ops::mul_(all, ops::reshape(in[0], {2, 2}));  // a write through a view of all of y
+    return {ops::sum(ops::mul(ops::tanh(y), w))};
+  };
+  for (const Function& f : {strided, written, reshaped_write}) {
+    ops::batched_jvp_fallbacks().clear();
+    expect_near(hessian(f, x), hessian_by_columns(f, x).to_vector());
+    for (const auto& [op, count] : ops::batched_jvp_fallbacks())
+      ADD_FAILURE() << op << " ran by rows";
+  }
+}
+
+// Note [Batching rules]: a small classifier's ops along a dim, selections, gathers and loss take
+// their batching rules, forward (jacfwd) and backward (hessian, whose level runs their gradients:
+// softmax_backward, log_softmax_backward, scatter_add, nll_loss_backward).
+TEST(Transforms, OpsAlongDimsSelectionsGathersAndLossesTakeBatchingRules) {
+  const Tensor mask = ops::from_vector({1, 0, 0, 1, 1, 0}, {2, 3}, DType::kFloat64);
+  const Function f = [&](const TensorList& in) -> TensorList {
+    const Tensor x = ops::reshape(ops::tanh(in[0]), {2, 3});
+    const Tensor chosen =
+        ops::where(ops::gt(x, ops::mul(mask, .1)), ops::softmax(x, 1), ops::log_softmax(x, 0));
+    const Tensor sums = ops::cumsum(ops::masked_fill(ops::mul(chosen, x), mask, .5), 1);
+    const Tensor picked = ops::gather(sums, 1, ops::Index{{2, 1}, {2, 0}});
+    const Tensor selected = ops::sum(ops::index_select(ops::mul(x, x), 1, {2, 0}), 1);
+    Tensor out = ops::add(ops::max(sums, 1).values, ops::reshape(picked, {2}));
+    out = ops::add(out, ops::mul(ops::min(x, 1).values, ops::slice(selected, 0, 0, 2)));
+    return {ops::add(out, ops::cross_entropy(ops::mul(x, sums), {2, 1}))};
+  };
+  const Tensor x = vec({.3, -.7, 1.1, .45, -.2, .8});
+  ops::batched_jvp_fallbacks().clear();
+  expect_near(jacfwd(f, {x})[0][0], jacrev(f, {x})[0][0].to_vector());
+  const Function loss = [&](const TensorList& in) -> TensorList {
+    return {ops::sum(ops::mul(f(in)[0], vec({.6, -1.3})))};
+  };
+  expect_near(hessian(loss, x), hessian_by_columns(loss, x).to_vector());
+  for (const auto& [op, count] : ops::batched_jvp_fallbacks())
+    ADD_FAILURE() << op << " ran by rows";
+}
+
+// Note [Batching rules]: diagonal, unfold, select and slice take their batching rules forward,
+// and their gradients (diagonal_backward, unfold_backward, select_backward, slice_backward) theirs
+// in a Hessian; also unfold's of a 0-dim row (Note [Batched dims], ops/batched_jvp.h).
+TEST(Transforms, ViewsAndTheirGradientsTakeBatchingRules) {
+  const Function f = [](const TensorList& in) -> TensorList {
+    const Tensor x = ops::reshape(ops::mul(in[0], in[0]), {3, 3});
+    const Tensor windows = ops::sum(ops::unfold(x, 1, 2, 1), 2);       // [3, 2]
+    const Tensor d = ops::tanh(ops::diagonal(ops::tanh(x), 0, 1, 0));  // [3]
+    const Tensor s = ops::add(ops::select(windows, 1, 1), ops::slice(in[0], 0, 2, 9, 3));
+    const Tensor scalar = ops::unfold(ops::sum(ops::mul(in[0], in[0])), 0, 1, 1);  // [1]
+    return {ops::add(ops::mul(d, s), scalar)};
+  };
+  const Tensor x = vec({.3, -.7, 1.1, .45, -.2, .8, .15, -.9, .6});
+  ops::batched_jvp_fallbacks().clear();
+  expect_near(jacfwd(f, {x})[0][0], jacrev(f, {x})[0][0].to_vector());
+  const Function loss = [&](const TensorList& in) -> TensorList {
+    return {ops::sum(ops::mul(f(in)[0], vec({.6, -1.3, .4})))};
+  };
+  expect_near(hessian(loss, x), hessian_by_columns(loss, x).to_vector());
+  for (const auto& [op, count] : ops::batched_jvp_fallbacks())
+    ADD_FAILURE() << op << " ran by rows";
 }
 
 }  // namespace

@@ -134,5 +134,17 @@ TEST(OpList, EveryRegisteredOpWithADerivativeDeclaresAJvpRule) {
   EXPECT_GT(checked, 50u);
 }
 
+// Note [Batching rules]: jacfwd and hessian run every op at once, none row by row, so each op whose
+// jvp rule is not jvp_from_formulas (which batches by itself) declares a batching rule.
+TEST(OpList, EveryRegisteredOpWithAJvpRuleBatches) {
+  size_t checked = 0;
+  for (const OpSpec* spec : all_op_specs()) {
+    if (spec->jvp() == nullptr || spec->jvp() == jvp_from_formulas) continue;
+    EXPECT_NE(spec->batched_jvp(), nullptr) << "'" << spec->name() << "' declares no batching rule";
+    ++checked;
+  }
+  EXPECT_GT(checked, 40u);
+}
+
 }  // namespace
 }  // namespace ag::ops
