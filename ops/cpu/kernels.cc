@@ -225,7 +225,9 @@ void fill(T* out, int64_t n, T value) {
 // Vectorized where the instruction set multiplies 64-bit lanes (AVX-512's vpmullq): -O2's cost
 // model leaves the loop scalar.
 template <typename T>
-[[gnu::optimize("vect-cost-model=dynamic")]] void dropout_mask(T* out, int64_t first, int64_t n, uint64_t seed, uint64_t threshold, T keep) {
+[[gnu::optimize("vect-cost-model=dynamic")]] void dropout_mask(T* out, int64_t first, int64_t n,
+                                                               uint64_t seed, uint64_t threshold,
+                                                               T keep) {
   for (int64_t i = 0; i < n; ++i) {
     out[i] = kept_by_counter(seed, static_cast<uint64_t>(first + i), threshold) ? keep : T(0);
   }
