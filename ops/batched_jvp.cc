@@ -109,7 +109,7 @@ Tensor batched_sum_to_result(const JvpContext& c, const Shape& kept, bool mean) 
 }
 
 Tensor batched_at_least_1d(const Tensor& t) {
-  return t.dim() == 1 ? reshape(t, {t.shape()[0], 1}) : t;
+  return t.defined() && t.dim() == 1 ? reshape(t, {t.shape()[0], 1}) : t;
 }
 
 Tensor expanded_row(const Tensor& p, int64_t batch) {

@@ -62,7 +62,7 @@ Tensor batched_sum_to_result(const JvpContext& c, const Shape& kept, bool mean);
 // its row saw one.
 
 // [B, *s] as [B, 1] where s is a 0-dim row's shape, else as it is (Note [Batched dims]).
-Tensor batched_at_least_1d(const Tensor& t);
+Tensor batched_at_least_1d(const Tensor& t);  // undefined stays undefined
 // The row's value `p` broadcast to [B, *at_least_1d(p's shape)] (a view).
 Tensor expanded_row(const Tensor& p, int64_t batch);
 // `t` (all B rows' values, in any shape of as many elements) at [B, *result shape].

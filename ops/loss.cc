@@ -71,30 +71,31 @@ const OpSpec LogSoftmaxBackward::spec{
        return log_softmax_backward(a[grad], a[output], a.attrs<DimAttrs>().dim);
      }}};
 // Linear in grad, so its part is log_softmax_backward of grad's tangent; output's part is the
-// derivative in output along its tangent, -exp(output) * output_t * sum(grad).
+// derivative in output along its tangent, -exp(output) * output_t * sum(grad). Either tangent may
+// be undefined (no term).
+Tensor log_softmax_backward_tangent(const Tensor& g, const Tensor& y, const Tensor& gt,
+                                    const Tensor& yt, int64_t dim) {
+  Tensor t;
+  if (gt.defined()) t = log_softmax_backward(gt, y, dim);
+  if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * yt);
+  return t;
+}
 const DeclareJvp log_softmax_backward_jvp{
     LogSoftmaxBackward::spec, [](const JvpContext& c) {
-      const int64_t dim = c.attrs<DimAttrs>().dim;
-      const Tensor &g = c.primal(LogSoftmaxBackward::grad),
-                   &y = c.primal(LogSoftmaxBackward::output);
-      const Tensor gt = c.term_tangent(LogSoftmaxBackward::grad);
-      const Tensor yt = c.term_tangent(LogSoftmaxBackward::output);
-      Tensor t;
-      if (gt.defined()) t = log_softmax_backward(gt, y, dim);
-      if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * yt);
-      return t;
+      return log_softmax_backward_tangent(
+          c.primal(LogSoftmaxBackward::grad), c.primal(LogSoftmaxBackward::output),
+          c.term_tangent(LogSoftmaxBackward::grad), c.term_tangent(LogSoftmaxBackward::output),
+          c.attrs<DimAttrs>().dim);
     }};
 // Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
 const DeclareBatchedJvp log_softmax_backward_batched_jvp{
     LogSoftmaxBackward::spec, [](const JvpContext& c) {
-      const int64_t dim = c.attrs<DimAttrs>().dim + 1;
-      const Tensor g = expanded_row(c.primal(LogSoftmaxBackward::grad), c.batch());
-      const Tensor y = expanded_row(c.primal(LogSoftmaxBackward::output), c.batch());
-      const Tensor gt = c.term_tangent(LogSoftmaxBackward::grad);
-      const Tensor yt = c.term_tangent(LogSoftmaxBackward::output);
-      Tensor t;
-      if (gt.defined()) t = log_softmax_backward(batched_at_least_1d(gt), y, dim);
-      if (yt.defined()) add_term(t, -sum(g, dim, true) * exp(y) * batched_at_least_1d(yt));
+      const Tensor t = log_softmax_backward_tangent(
+          expanded_row(c.primal(LogSoftmaxBackward::grad), c.batch()),
+          expanded_row(c.primal(LogSoftmaxBackward::output), c.batch()),
+          batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::grad)),
+          batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::output)),
+          c.attrs<DimAttrs>().dim + 1);
       return t.defined() ? batched_result(c, t) : t;
     }};
 

@@ -73,33 +73,31 @@ const OpSpec SoftmaxBackward::spec{
        return softmax_backward(a[grad], a[output], a.attrs<DimAttrs>().dim);
      }}};
 // Linear in grad, so its part is softmax_backward of grad's tangent; output's part is the
-// derivative in output along its tangent, whose transpose the formula above applies.
+// derivative in output along its tangent, whose transpose the formula above applies. Either
+// tangent may be undefined (no term).
+Tensor softmax_backward_tangent(const Tensor& g, const Tensor& y, const Tensor& gt,
+                                const Tensor& yt, int64_t dim) {
+  Tensor t;
+  if (gt.defined()) t = softmax_backward(gt, y, dim);
+  if (yt.defined()) add_term(t, g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true));
+  return t;
+}
 const DeclareJvp softmax_backward_jvp{
     SoftmaxBackward::spec, [](const JvpContext& c) {
-      const int64_t dim = c.attrs<DimAttrs>().dim;
-      const Tensor &g = c.primal(SoftmaxBackward::grad), &y = c.primal(SoftmaxBackward::output);
-      const Tensor gt = c.term_tangent(SoftmaxBackward::grad);
-      const Tensor yt = c.term_tangent(SoftmaxBackward::output);
-      Tensor t;
-      if (gt.defined()) t = softmax_backward(gt, y, dim);
-      if (yt.defined())
-        add_term(t, g * yt - sum(y * g, dim, true) * yt - y * sum(g * yt, dim, true));
-      return t;
+      return softmax_backward_tangent(
+          c.primal(SoftmaxBackward::grad), c.primal(SoftmaxBackward::output),
+          c.term_tangent(SoftmaxBackward::grad), c.term_tangent(SoftmaxBackward::output),
+          c.attrs<DimAttrs>().dim);
     }};
 // Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
 const DeclareBatchedJvp softmax_backward_batched_jvp{
     SoftmaxBackward::spec, [](const JvpContext& c) {
-      const int64_t dim = c.attrs<DimAttrs>().dim + 1;
-      const Tensor g = expanded_row(c.primal(SoftmaxBackward::grad), c.batch());
-      const Tensor y = expanded_row(c.primal(SoftmaxBackward::output), c.batch());
-      const Tensor gt = c.term_tangent(SoftmaxBackward::grad);
-      const Tensor yt = c.term_tangent(SoftmaxBackward::output);
-      Tensor t;
-      if (gt.defined()) t = softmax_backward(batched_at_least_1d(gt), y, dim);
-      if (yt.defined()) {
-        const Tensor u = batched_at_least_1d(yt);
-        add_term(t, g * u - sum(y * g, dim, true) * u - y * sum(g * u, dim, true));
-      }
+      const Tensor t =
+          softmax_backward_tangent(expanded_row(c.primal(SoftmaxBackward::grad), c.batch()),
+                                   expanded_row(c.primal(SoftmaxBackward::output), c.batch()),
+                                   batched_at_least_1d(c.term_tangent(SoftmaxBackward::grad)),
+                                   batched_at_least_1d(c.term_tangent(SoftmaxBackward::output)),
+                                   c.attrs<DimAttrs>().dim + 1);
       return t.defined() ? batched_result(c, t) : t;
     }};
 
