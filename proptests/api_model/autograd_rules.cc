@@ -832,6 +832,10 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
     storages_[impls_[i].storage].version_from_zero = false;
     impls_[i].layout_known = false;  // the formulas' strides
     impls_[i].grad_fn = history;
+    // The engine's zeros for an output its node's gradient does not reach: not PyTorch's.
+    if (reached) {
+      if (const char* event = set_grad_tangent(i, p.def(targets[k], own))) out.events.insert(event);
+    }
     if (history.node >= 0) grad_nodes.push_back(history.node);
     watch.emplace_back(impls_[i].storage, 0u);
     // Its history goes through another result's, which the model does not record: checked now

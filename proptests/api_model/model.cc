@@ -240,6 +240,11 @@ Use Model::use_of(int i, bool track) {
   u.snapshot = values_of(i);
   u.tracked = track && requires_grad(i);
   if (u.tracked) u.ref = edge(i);
+  if (dual_live_ && impls_[i].tangent_kind != Tangent::kNone) {  // Note [Tangents of gradients]
+    u.tangent_level = dual_level_;
+    u.tangent_unknown = impls_[i].tangent_kind == Tangent::kUnknown;
+    u.tangent = impls_[i].tangent;
+  }
   return u;
 }
 
@@ -580,6 +585,20 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   if (record) {
     n.inputs = {use_of(base >= 0 ? base : a, true), use_of(b, true)};
     add_saves(n, {base >= 0 ? base : a, b});
+    // The formulas read the view's old value, with the view's tangent (Note [Tangents of
+    // gradients]): the base's elements it reads carry that, the others are never read.
+    if (base >= 0) {
+      Use& u = n.inputs[0];
+      u.tangent_level = self_use.tangent_level;
+      u.tangent_unknown = self_use.tangent_unknown;
+      u.tangent.clear();
+      if (u.tangent_level > 0 && !u.tangent_unknown) {
+        u.tangent.assign(u.snapshot.size(), 0.0);
+        for (size_t k = 0; k < n.attrs.index->size(); ++k) {
+          u.tangent[(*n.attrs.index)[k]] = self_use.tangent[k];
+        }
+      }
+    }
   }
   Use other_use = use_of(b, false);
   Outcome done;
@@ -909,9 +928,25 @@ void Model::grads_may_carry_tangents() {
   }
 }
 
+const char* Model::set_grad_tangent(int impl, const GradDef& def) {
+  if (!dual_live_) return nullptr;
+  const ApiProgram::GradTangent t = program_.vjp_tangent(def, dual_level_);
+  set_no_tangent(impl);
+  if (!t.known) {
+    impls_[impl].tangent_kind = Tangent::kUnknown;
+    return "forward over reverse: gradient's tangent unknown";
+  }
+  if (!t.defined) return "forward over reverse: gradient without a tangent";
+  impls_[impl].tangent_kind = Tangent::kKnown;
+  impls_[impl].tangent = t.values;
+  new_tangent_family(impl);
+  return "forward over reverse: gradient's tangent";
+}
+
 Outcome Model::enter_dual_level() {
   if (dual_live_) return Outcome::raise("Nested forward mode AD is not supported at the moment");
   dual_live_ = true;
+  ++dual_level_;
   return {};
 }
 
@@ -948,6 +983,9 @@ Outcome Model::make_dual(int name, int of, const Dims& tangent_shape,
   Outcome out = view(name, of, shape, true);
   if (out.expect != Expect::kOk) return out;
   const int i = impl_of(name);
+  // An alias: the primal's strides too (a view's computed strides may differ at size-1 dims,
+  // which PyTorch's overlap check of an in-place op between the two compares).
+  impls_[i].strides = impls_[base].strides;
   impls_[i].tangent_kind = Tangent::kKnown;
   impls_[i].tangent = tangent;
   new_tangent_family(i);

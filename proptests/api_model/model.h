@@ -551,6 +551,9 @@ class Model {
                               const Use& other_use);
   void set_no_tangent(int impl);
   void grads_may_carry_tangents();
+  // Note [Tangents of gradients] (program.h): what a gradient backward()/grad() computes now
+  // carries; unknown where the model does not follow it. Returns the event to count, if any.
+  const char* set_grad_tangent(int impl, const GradDef& def);
 
   Semantics sem_;
   std::vector<StorageState> storages_;
@@ -561,6 +564,7 @@ class Model {
   std::map<int, HookState> hooks_;  // by id
   int next_hook_ = 0;
   bool dual_live_ = false;               // Note [Model dual levels]
+  int dual_level_ = 0;                   // levels entered so far: the live one's number
   int next_tangent_family_ = 0;          // Note [Model tangents of views]
   std::vector<SavedHooksScope> scopes_;  // by id (Note [Model saved-tensor hooks])
   std::vector<int> open_scopes_;         // ids, innermost last

@@ -309,11 +309,16 @@ class Deviation(Exception):
 def returned_grad_outputs(results, gos, create_graph):
     """The engine never returns the caller's grad_outputs; PyTorch does when the gradient
     passes through unchanged (README.md). Replace such results by what the engine returns: a
-    new tensor, with the same history under create_graph and none otherwise."""
+    new tensor, with the same history under create_graph and none otherwise, and the same
+    tangent inside a dual level (a clone keeps it, a detach() would drop it)."""
     out = list(results)
     for k, r in enumerate(out):
         if r is not None and any(g is not None and (r is g or same_memory(r, g)) for g in gos):
-            out[k] = r.clone() if create_graph else r.detach().clone()
+            if create_graph:
+                out[k] = r.clone()
+            else:
+                with torch.no_grad():
+                    out[k] = r.clone()
     return out
 
 def put_back(t, g):

@@ -81,6 +81,13 @@ struct Use {
   Ref ref;  // when tracked
   Dims shape;
   std::vector<double> snapshot;  // the value when the op ran
+  // Note [Tangents of gradients]: the tangent the input had when the op ran (row-major), at
+  // dual level `tangent_level` (0: none live, or it had none); unknown where the model did not
+  // know it.
+  int tangent_level = 0;
+  bool tangent_unknown = false;
+  std::vector<double> tangent;
+  bool has_tangent_at(int level) const { return level > 0 && tangent_level == level; }
 };
 
 // A value a node keeps for its backward. Unpacking it in a backward call raises if its storage
@@ -168,6 +175,22 @@ class ApiProgram {
   // d(input i), one per input, whether or not it is tracked (Note [Model node hooks]).
   std::vector<std::vector<double>> input_vjp(int n,
                                              const std::vector<std::vector<double>>& gos) const;
+
+  // The tangent the gradient `def` carries at dual level `level` (Note [Tangents of
+  // gradients]): not known, None (not defined), or its values.
+  struct GradTangent {
+    bool known = false;
+    bool defined = false;
+    std::vector<double> values;
+  };
+  GradTangent vjp_tangent(const GradDef& def, int level) const;
+  // The nodes between def's target and its roots, in order: those a perturbation of the target
+  // changes and the roots depend on.
+  std::vector<int> cone_of(const GradDef& def) const;
+  // The directional derivative of vjp(def) along the tangents its nodes' inputs and its
+  // incoming gradients had at dual level `level` (one Dual level deeper than vjp; def must need
+  // only one: vjp_depth(def) == 1).
+  std::vector<double> vjp_along_tangents(const GradDef& def, int level) const;
 
   // The Dual levels evaluating `def` needs; at most kMaxDepth can be evaluated.
   int vjp_depth(const GradDef& def) const;
