@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/autograd.h"
+#include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "ops/ops.h"
 #include "proptests/api_model/command_gens.h"
@@ -283,14 +284,18 @@ class Grad final : public ApiCommand {
     // same history under create_graph and none otherwise (README.md). So is a result that a view
     // op in backward made, a view of a buffer (as model_vs_pytorch.cc does): made under no_grad,
     // PyTorch and the engine refuse recorded in-place ops on it (Note [View flags follow the base]
-    // in ops/views.h), which the model does not follow.
+    // in ops/views.h), which the model does not follow. The copy keeps the result's tangent.
     const TensorList gos = tensors(sut, args_.grad_tensors);
     for (Tensor& g : got) {
       bool copy = g.defined() && g.impl()->view_base;
       for (const Tensor& go : gos) {
         copy = copy || (g.defined() && go.defined() && g.shares_storage_with(go));
       }
-      if (copy) g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
+      if (copy && args_.create_graph) g = ops::clone(g);
+      if (copy && !args_.create_graph) {  // a copy without history, with g's tangent
+        GradModeGuard no_grad(false);
+        g = ops::clone(g);
+      }
     }
     const TensorList inputs = tensors(sut, args_.inputs);
     for (size_t k = 0; k < got.size(); ++k) {
