@@ -913,34 +913,60 @@ const char* Model::inplace_tangent(OpKind kind, int a, int b, const Use& self_us
                     : "forward: in-place updates self's tangent";
 }
 
-void Model::grads_may_carry_tangents() {
-  if (!dual_live_ || !any_tangent()) return;
-  std::set<int> storages;
-  for (const ImplState& t : impls_) {
-    if (t.grad >= 0) storages.insert(impls_[t.grad].storage);
-  }
-  for (ImplState& t : impls_) {
-    if (storages.count(t.storage)) {
-      t.tangent_kind = Tangent::kUnknown;
-      t.tangent.clear();
-      t.tangent_family = -1;
-    }
-  }
+ApiProgram::GradTangent Model::grad_tangent(const GradDef& def) const {
+  if (dual_live_) return program_.vjp_tangent(def, dual_level_);
+  ApiProgram::GradTangent none;
+  none.known = true;
+  return none;
 }
 
 const char* Model::set_grad_tangent(int impl, const GradDef& def) {
   if (!dual_live_) return nullptr;
-  const ApiProgram::GradTangent t = program_.vjp_tangent(def, dual_level_);
+  const ApiProgram::GradTangent t = grad_tangent(def);
+  set_tangent(impl, t);
+  if (!t.known) return "forward over reverse: gradient's tangent unknown";
+  return t.defined ? "forward over reverse: gradient's tangent"
+                   : "forward over reverse: gradient without a tangent";
+}
+
+void Model::set_tangent(int impl, const ApiProgram::GradTangent& t) {
   set_no_tangent(impl);
+  if (!dual_live_) return;
   if (!t.known) {
     impls_[impl].tangent_kind = Tangent::kUnknown;
-    return "forward over reverse: gradient's tangent unknown";
+  } else if (t.defined) {
+    impls_[impl].tangent_kind = Tangent::kKnown;
+    impls_[impl].tangent = t.values;
+    new_tangent_family(impl);
   }
-  if (!t.defined) return "forward over reverse: gradient without a tangent";
-  impls_[impl].tangent_kind = Tangent::kKnown;
-  impls_[impl].tangent = t.values;
-  new_tangent_family(impl);
-  return "forward over reverse: gradient's tangent";
+}
+
+void Model::sum_tangent(int to, int old, const ApiProgram::GradTangent& g) {
+  if (!dual_live_) return;
+  const ImplState& o = impls_[old];
+  ApiProgram::GradTangent sum;
+  sum.known = g.known && o.tangent_kind != Tangent::kUnknown;
+  sum.defined = g.defined || o.tangent_kind == Tangent::kKnown;
+  if (sum.known && sum.defined) {
+    sum.values =
+        o.tangent_kind == Tangent::kKnown ? o.tangent : std::vector<double>(g.values.size(), 0.0);
+    for (size_t k = 0; k < g.values.size(); ++k) sum.values[k] += g.values[k];
+  }
+  if (to != old) return set_tangent(to, sum);
+  // In place: a tangent that stays as it is, or one that the tensors sharing its storage (views
+  // of it, or what it views) would see in part: those the model does not follow.
+  if (g.known && !g.defined) return;
+  bool shared = false;
+  for (int j = 0; j < num_impls(); ++j) {
+    shared = shared || (j != old && impls_[j].storage == o.storage);
+  }
+  if (!shared) return set_tangent(old, sum);
+  const int storage = o.storage;
+  for (int j = 0; j < num_impls(); ++j) {
+    if (impls_[j].storage != storage) continue;
+    set_no_tangent(j);
+    impls_[j].tangent_kind = Tangent::kUnknown;
+  }
 }
 
 Outcome Model::enter_dual_level() {

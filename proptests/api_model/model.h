@@ -526,7 +526,9 @@ class Model {
   // The product of the factors of node n's live pre-hooks (kPre) or post-hooks (kPost), with
   // ids below `before`.
   double node_factor(int n, HookKind kind, int before = 1 << 30) const;
-  void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
+  // `tangent`: the tangent g carries (Note [Tangents of gradients], program.h).
+  void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph,
+                  const ApiProgram::GradTangent& tangent);
   // Note [Retained gradients].
   void retain(int impl);
   Flow flow_into(const BackwardWalk& plan, const Ref& edge) const;
@@ -550,10 +552,13 @@ class Model {
   const char* inplace_tangent(OpKind kind, int self, int other, const Use& self_use,
                               const Use& other_use);
   void set_no_tangent(int impl);
-  void grads_may_carry_tangents();
   // Note [Tangents of gradients] (program.h): what a gradient backward()/grad() computes now
   // carries; unknown where the model does not follow it. Returns the event to count, if any.
   const char* set_grad_tangent(int impl, const GradDef& def);
+  ApiProgram::GradTangent grad_tangent(const GradDef& def) const;
+  void set_tangent(int impl, const ApiProgram::GradTangent& t);
+  // A .grad's tangent after `old + g` (out of place: `to` is a new tensor; in place: old itself).
+  void sum_tangent(int to, int old, const ApiProgram::GradTangent& g);
 
   Semantics sem_;
   std::vector<StorageState> storages_;
