@@ -232,10 +232,11 @@ struct Semantics {
 // Every other tangent is predicted, never read from the engine: an op's (ImplState::tangent)
 // is J u at the inputs' values, by one Dual level over the op's definition (ApiProgram::jvp, a
 // missing tangent being zero; grad mode plays no part); a view's is the same view of its input's
-// tangent (element by memory position); detach() drops it; a leaf has none. What the model
-// does not follow is Tangent::kUnknown and never checked: tensors made by backward()/grad()
-// while tangents live, and every tensor sharing storage with a .grad then (gradients of dual
-// values carry tangents, and a .grad summed in place with one takes it). In-place writes update
+// tangent (element by memory position); detach() drops it; a leaf has none. A gradient that
+// backward()/grad() computes inside a level carries a tangent, and so does a .grad written with
+// it (forward over reverse): Note [Tangents of gradients] (program.h) says which. What the model
+// does not follow is Tangent::kUnknown and never checked: the cases that Note lists, and any
+// other tensor a backward()/grad() call makes while tangents live. In-place writes update
 // tangents as Note [Model tangents of views] says; custom Functions with a dual operand are not
 // generated inside a level (they have no jvp).
 
