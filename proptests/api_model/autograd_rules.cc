@@ -715,6 +715,15 @@ Outcome Model::backward(const CallArgs& args) {
   }
   const std::vector<RetainedWrite> retained = retained_writes(p);
   out = execute_checks(p, written);
+  // Under create_graph a leaf's .grad is summed out of place in grad mode, which reads its
+  // grad_fn: a .grad whose grad_fn cannot be read raises (Note [Model view kinds]).
+  for (size_t k = 0; k < p.targets.size() && out.expect == Expect::kOk; ++k) {
+    const ImplState& x = impls_[target_impls[k]];
+    if (args.create_graph && p.reached_edges.count(p.targets[k]) && x.grad_fn.node < 0 &&
+        x.leaf_requires_grad && x.grad >= 0 && unreadable(x.grad)) {
+      out = Outcome::raise("backward: create_graph sums into a .grad whose grad_fn cannot be read");
+    }
+  }
   if (out.expect != Expect::kOk) {
     forget_grads(out, args, target_impls);
     forget_retained(out, retained);
