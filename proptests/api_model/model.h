@@ -218,8 +218,9 @@ struct Semantics {
 // no_grad (kNoGrad) have none: a write through them that would be recorded (grad mode on, and
 // self or other requires grad) raises, and once their storage was written they regenerate no
 // history: while they would (a history, or a base that requires grad) reading their grad_fn
-// raises (`unreadable`): is_leaf, an op or view op of them in grad mode, a recorded write. Values,
-// requires_grad, version and .grad still read. A view of such a view made in grad mode is of its
+// raises (`unreadable`): is_leaf, an op or view op of them in grad mode, a recorded write, a
+// create_graph backward summing into a leaf's .grad that is one. Values, requires_grad, version
+// and .grad still read. A view of such a view made in grad mode is of its
 // kind; one made under no_grad is kNoGrad. A view made under no_grad of a tensor that requires
 // grad requires grad, is a leaf and has no AccumulateGrad (`edgeless`): gradients through it reach
 // nobody; the generator uses it only as the self of an in-place op and reads it.
