@@ -4,6 +4,7 @@
 // check in backward, as in PyTorch (Note [In-place saves] in ops/spec.h). When the argument is a
 // view, its base's history is rebased too (Note [In-place ops on views]).
 #include "engine/error.h"
+#include "engine/forward_ad.h"
 #include "engine/grad_mode.h"
 #include "engine/hooks.h"
 #include "ops/backend.h"
@@ -102,10 +103,16 @@ void check_inplace(const char* op, const Tensor& a, const Tensor& b, bool overla
 // as_strided gradients], ops/view_ops.cc) does not drop them. So a write through a view with a
 // history reads self through a fresh view of the base at the view's layout (Note [Views of any
 // stride]), whose gradient lands where CopySlices puts it, not through the view's own node.
+// That fresh view carries a's own tangents (Note [Forward mode]): a's formulas save self as it
+// is before the write, tangent included, and a make_dual result's tangent is its own, not a view
+// of its base's (found by the API model: a write into a make_dual result, then a backward inside
+// the level).
 Tensor self_of_write(const Tensor& a) {
   if (!a.impl()->view_base || a.grad_fn() == nullptr) return a;
   TracePause bookkeeping;  // history, not the program's op
-  return regenerated_view(Tensor(a.impl()->view_base), a, /*written=*/true);
+  Tensor self = regenerated_view(Tensor(a.impl()->view_base), a, /*written=*/true);
+  if (forward_ad::live()) forward_ad::copy_tangents(a, self);
+  return self;
 }
 
 // Note [Operands read before the write]

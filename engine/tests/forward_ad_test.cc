@@ -417,6 +417,25 @@ TEST(ForwardAd, AMakeDualResultFromAnEarlierLevelTakesTheTangentOfAWrite) {
   EXPECT_FALSE(unpack_dual(unpack_dual(t11).primal).tangent.defined());
 }
 
+// Forward over reverse through a write into a make_dual result (a view of its primal with a
+// history): mul_'s saved old self carries the view's own tangent, so the gradient of the other
+// operand does (found by the API model, seed 9: the engine saved self without it).
+// x = ones(3, requires_grad=True); t1 = x * 2; t5 = x * 3
+// with dual_level(): t7 = make_dual(t1, full((3,), -2.)); t7.mul_(t5)
+//   g, = grad(t7.sum(), t5) -> g = [2, 2, 2], unpack_dual(g).tangent = [-2, -2, -2]
+TEST(ForwardAd, AWriteIntoAMakeDualResultSavesItsTangent) {
+  Tensor x = vec({1, 1, 1});
+  x.set_requires_grad(true);
+  const Tensor t1 = ops::mul(x, vec({2, 2, 2})), t5 = ops::mul(x, vec({3, 3, 3}));
+  DualLevel level;
+  Tensor t7 = make_dual(t1, vec({-2, -2, -2}));
+  ops::mul_(t7, t5);
+  const Tensor g = grad({ops::sum(t7)}, {t5})[0];
+  EXPECT_EQ(g.to_vector(), (std::vector<double>{2, 2, 2}));
+  ASSERT_TRUE(unpack_dual(g).tangent.defined());
+  EXPECT_EQ(unpack_dual(g).tangent.to_vector(), (std::vector<double>{-2, -2, -2}));
+}
+
 // A write into a zero-size view whose base has no storage: the view's tangent is an as_strided
 // view of the base's tangent at an offset beyond that empty storage, which PyTorch allows for a
 // result with no elements (found by the API model, seed 9: the engine raised "out of bounds").

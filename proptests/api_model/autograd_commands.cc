@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/autograd.h"
+#include "engine/grad_mode.h"
 #include "engine/node.h"
 #include "ops/ops.h"
 #include "proptests/api_model/command_gens.h"
@@ -283,14 +284,18 @@ class Grad final : public ApiCommand {
     // same history under create_graph and none otherwise (README.md). So is a result that a view
     // op in backward made, a view of a buffer (as model_vs_pytorch.cc does): made under no_grad,
     // PyTorch and the engine refuse recorded in-place ops on it (Note [View flags follow the base]
-    // in ops/views.h), which the model does not follow.
+    // in ops/views.h), which the model does not follow. The copy keeps the result's tangent.
     const TensorList gos = tensors(sut, args_.grad_tensors);
     for (Tensor& g : got) {
       bool copy = g.defined() && g.impl()->view_base;
       for (const Tensor& go : gos) {
         copy = copy || (g.defined() && go.defined() && g.shares_storage_with(go));
       }
-      if (copy) g = args_.create_graph ? ops::clone(g) : ops::clone(ops::detach(g));
+      if (copy && args_.create_graph) g = ops::clone(g);
+      if (copy && !args_.create_graph) {  // a copy without history, with g's tangent
+        GradModeGuard no_grad(false);
+        g = ops::clone(g);
+      }
     }
     const TensorList inputs = tensors(sut, args_.inputs);
     for (size_t k = 0; k < got.size(); ++k) {
@@ -359,15 +364,36 @@ class Grad final : public ApiCommand {
   int first_;
 };
 
+// The edges a backward from these roots can reach (a stale view's regenerated history aside).
+std::set<Ref> edges_reached(const Model& m, const std::vector<int>& roots) {
+  std::set<Ref> out;
+  std::vector<int> todo;
+  for (int r : roots) {
+    const Ref e = m.impl(m.impl_of(r)).grad_fn;
+    if (e.node >= 0 && out.insert(e).second) todo.push_back(e.node);
+  }
+  while (!todo.empty()) {
+    const int n = todo.back();
+    todo.pop_back();
+    for (const auto& [i, e] : m.program().edges(n)) {
+      if (out.insert(e).second) todo.push_back(e.node);
+    }
+  }
+  return out;
+}
+
 // Roots, grad_tensors, inputs and flags for backward()/grad().
 std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
   CallArgs a;
   auto rg = [&](int n) { return m.requires_grad(m.impl_of(n)); };
   auto scalar_rg = [&](int n) { return rg(n) && count(m.shape(n)) == 1; };
+  // Inside a dual level, often a dual root or grad_output: forward over reverse (Note [Tangents
+  // of gradients], program.h).
+  auto dual = [&](int n) { return m.dual_live() && m.tangent_kind(n) == Tangent::kKnown; };
   const int roots = *rc::gen::weightedElement<int>({{4, 1}, {1, 2}});
   for (int r = 0; r < roots; ++r) {
     int root = -1;
-    switch (*rc::gen::weightedElement<int>({{6, 0}, {4, 1}, {3, 2}})) {
+    switch (*rc::gen::weightedElement<int>({{6, 0}, {4, 1}, {3, 2}, {m.dual_live() ? 6 : 0, 3}})) {
       case 0:
         root = pick(m, scalar_rg);
         break;
@@ -375,8 +401,12 @@ std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
         root = pick(m, [&](int n) { return scalar_rg(n) && m.reaches_retained(n); });
         if (root < 0) root = pick(m, [&](int n) { return rg(n) && m.reaches_retained(n); });
         break;
-      default:
+      case 2:
         root = *rc::gen::inRange(0, 20) > 0 ? pick(m, rg) : pick_any(m);
+        break;
+      default:
+        root = pick(m, [&](int n) { return scalar_rg(n) && dual(n); });
+        if (root < 0) root = pick(m, [&](int n) { return rg(n) && dual(n); });
         break;
     }
     if (root < 0) root = pick(m, rg);
@@ -388,16 +418,31 @@ std::optional<CallArgs> gen_args(const Model& m, bool for_grad) {
       const Dims& s = m.shape(root);
       int g = -1;
       if (count(s) != 1 || *rc::gen::arbitrary<bool>()) {
-        g = *rc::gen::inRange(0, 20) > 0 ? pick(m, [&](int n) { return m.shape(n) == s; })
-                                         : pick_any(m);
+        if (m.dual_live() && *rc::gen::arbitrary<bool>()) {
+          g = pick(m, [&](int n) { return m.shape(n) == s && dual(n); });
+        }
+        if (g < 0) {
+          g = *rc::gen::inRange(0, 20) > 0 ? pick(m, [&](int n) { return m.shape(n) == s; })
+                                           : pick_any(m);
+        }
       }
       a.grad_tensors.push_back(g);
     }
   }
+  // Inside a dual level, often tensors the roots' graph reaches (their gradients may then
+  // carry tangents).
+  std::set<Ref> reached;
+  if (m.dual_live() && *rc::gen::arbitrary<bool>()) reached = edges_reached(m, a.roots);
+  auto on_graph = [&](int n) {
+    const ImplState& t = m.impl(m.impl_of(n));
+    const Ref e = t.grad_fn.node >= 0 ? t.grad_fn : Ref{t.accumulator, 0};
+    return rg(n) && e.node >= 0 && reached.count(e) > 0;
+  };
   const int inputs = for_grad ? *rc::gen::inRange(1, 4)
                               : *rc::gen::weightedElement<int>({{4, 0}, {2, 1}, {2, 2}, {1, 3}});
   for (int i = 0; i < inputs; ++i) {
-    int x = *rc::gen::inRange(0, 20) > 0 ? pick(m, rg) : pick_any(m);
+    int x = reached.empty() ? -1 : pick(m, on_graph);
+    if (x < 0) x = *rc::gen::inRange(0, 20) > 0 ? pick(m, rg) : pick_any(m);
     if (x < 0) return std::nullopt;
     a.inputs.push_back(x);
   }

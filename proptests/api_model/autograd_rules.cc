@@ -413,7 +413,8 @@ Ref Model::grad_history(const BackwardWalk& p, const Ref& t, Watch* watch,
   return add_node(std::move(g));
 }
 
-void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool create_graph) {
+void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool create_graph,
+                       const ApiProgram::GradTangent& tangent) {
   const int old = impls_[x].grad;
   const Dims shape = impls_[x].shape;
   auto fresh = [&](const std::vector<double>& values, Ref fn) {
@@ -423,8 +424,13 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
     impls_[x].grad = i;
     return i;
   };
+  const bool leaf = impls_[x].grad_fn.node < 0;
   if (old < 0) {  // PyTorch steals or clones the incoming gradient: never shared
     const int i = fresh(g, history);
+    // A leaf's .grad without create_graph: the gradient itself detached (no tangent) where
+    // PyTorch steals it, else a clone (with it), which the model does not follow.
+    const bool stolen_or_cloned = leaf && !create_graph && tangent.defined;
+    set_tangent(i, stolen_or_cloned ? ApiProgram::GradTangent{} : tangent);
     // A leaf's first .grad follows the layout contract: the leaf's strides where it is dense.
     const Strided leaf = layout(x);
     if (impls_[x].grad_fn.node < 0 && impls_[x].layout_known && non_overlapping_and_dense(leaf)) {
@@ -437,12 +443,12 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
   }
   // A leaf's .grad is updated in place unless grad mode is on (create_graph); a non-leaf's
   // (backward(inputs=...) retains it) is always replaced.
-  const bool leaf = impls_[x].grad_fn.node < 0;
   if (leaf && !create_graph) {
     std::vector<double> sum = values_of(old);
     for (size_t k = 0; k < g.size(); ++k) sum[k] += g[k];
     write(old, sum);  // through its layout: `x.grad = t` may have made it a view
     ++storages_[impls_[old].storage].version;
+    sum_tangent(old, old, tangent);
     return;
   }
   Node sum;
@@ -456,7 +462,9 @@ void Model::accumulate(int x, const std::vector<double>& g, Ref history, bool cr
   sum.inputs.push_back(incoming);
   std::vector<double> total = ApiProgram::forward(OpKind::kAdd, {}, sum.inputs)[0].v;
   const bool tracked = sum.inputs[0].tracked || sum.inputs[1].tracked;
-  impls_[fresh(total, tracked ? add_node(std::move(sum)) : Ref{})].layout_known = false;
+  const int i = fresh(total, tracked ? add_node(std::move(sum)) : Ref{});
+  impls_[i].layout_known = false;
+  sum_tangent(i, old, tangent);
 }
 
 void Model::retain(int i) {
@@ -527,7 +535,7 @@ void Model::write_retained(const BackwardWalk& p, const RetainedWrite& w, bool c
     grad_nodes->push_back(history.node);
     out.events.insert("retained .grad: with history");
   }
-  accumulate(w.impl, g, history, create_graph);
+  accumulate(w.impl, g, history, create_graph, grad_tangent(q.def(e, factor_at(e))));
   const int now = impls_[w.impl].grad;
   watch->emplace_back(impls_[now].storage, version_of(now));
 }
@@ -707,6 +715,15 @@ Outcome Model::backward(const CallArgs& args) {
   }
   const std::vector<RetainedWrite> retained = retained_writes(p);
   out = execute_checks(p, written);
+  // Under create_graph a leaf's .grad is summed out of place in grad mode, which reads its
+  // grad_fn: a .grad whose grad_fn cannot be read raises (Note [Model view kinds]).
+  for (size_t k = 0; k < p.targets.size() && out.expect == Expect::kOk; ++k) {
+    const ImplState& x = impls_[target_impls[k]];
+    if (args.create_graph && p.reached_edges.count(p.targets[k]) && x.grad_fn.node < 0 &&
+        x.leaf_requires_grad && x.grad >= 0 && unreadable(x.grad)) {
+      out = Outcome::raise("backward: create_graph sums into a .grad whose grad_fn cannot be read");
+    }
+  }
   if (out.expect != Expect::kOk) {
     forget_grads(out, args, target_impls);
     forget_retained(out, retained);
@@ -737,7 +754,7 @@ Outcome Model::backward(const CallArgs& args) {
     const std::vector<double> g =
         history.node >= 0 ? program_.value(history) : program_.vjp(p.def(t, factor_at(t)));
     if (history.node >= 0) grad_nodes.push_back(history.node);
-    accumulate(x, g, history, args.create_graph);
+    accumulate(x, g, history, args.create_graph, grad_tangent(p.def(t, factor_at(t))));
     const int now = impls_[x].grad;
     watch.emplace_back(impls_[now].storage, version_of(now));
   }
@@ -832,6 +849,10 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
     storages_[impls_[i].storage].version_from_zero = false;
     impls_[i].layout_known = false;  // the formulas' strides
     impls_[i].grad_fn = history;
+    // The engine's zeros for an output its node's gradient does not reach: not PyTorch's.
+    if (reached) {
+      if (const char* event = set_grad_tangent(i, p.def(targets[k], own))) out.events.insert(event);
+    }
     if (history.node >= 0) grad_nodes.push_back(history.node);
     watch.emplace_back(impls_[i].storage, 0u);
     // Its history goes through another result's, which the model does not record: checked now
@@ -849,7 +870,6 @@ Outcome Model::grad(const CallArgs& args, const std::vector<int>& result_names) 
 }
 
 void Model::end_call() {
-  grads_may_carry_tangents();  // Note [Model dual levels]
   for (int i = 0; i < num_impls(); ++i) {
     if (impls_[i].retains_grad && !impls_[i].dead) refresh_view(i);
   }

@@ -106,6 +106,13 @@ CommandPtr gen_make_dual(const Model& m) {
   if (*rc::gen::inRange(0, 8) == 0) {  // a tensor that has a tangent already: raises
     of = pick(m, [&](int n) { return m.tangent_kind(n) == Tangent::kKnown; });
   }
+  // Often one that requires grad: a backward through the dual then reads its tangent (Note
+  // [Tangents of gradients], program.h).
+  if (of < 0 && *rc::gen::arbitrary<bool>()) {
+    of = pick(m, [&](int n) {
+      return m.tangent_kind(n) == Tangent::kNone && m.requires_grad(m.impl_of(n));
+    });
+  }
   if (of < 0) of = pick(m, [&](int n) { return m.tangent_kind(n) == Tangent::kNone; });
   if (of < 0) return nullptr;
   Dims shape = m.shape(of);
@@ -139,7 +146,12 @@ CommandPtr make_dual_call(const Model& m) {
         return std::make_shared<EnterDualLevel>();
     }
   }
-  switch (*rc::gen::weightedElement<int>({{1, 0}, {4, 1}, {5, 2}, {5, 3}})) {
+  // More make_dual while no dual requires grad: a backward through one is forward over reverse.
+  bool dual_rg = false;
+  for (int n : m.names()) {
+    dual_rg = dual_rg || (m.tangent_kind(n) == Tangent::kKnown && m.requires_grad(m.impl_of(n)));
+  }
+  switch (*rc::gen::weightedElement<int>({{1, 0}, {dual_rg ? 4 : 12, 1}, {5, 2}, {5, 3}})) {
     case 0:
       return std::make_shared<ExitDualLevel>();
     case 1:

@@ -240,6 +240,11 @@ Use Model::use_of(int i, bool track) {
   u.snapshot = values_of(i);
   u.tracked = track && requires_grad(i);
   if (u.tracked) u.ref = edge(i);
+  if (dual_live_ && impls_[i].tangent_kind != Tangent::kNone) {  // Note [Tangents of gradients]
+    u.tangent_level = dual_level_;
+    u.tangent_unknown = impls_[i].tangent_kind == Tangent::kUnknown;
+    u.tangent = impls_[i].tangent;
+  }
   return u;
 }
 
@@ -580,6 +585,20 @@ Outcome Model::inplace(OpKind kind, int self, int other, bool no_grad) {
   if (record) {
     n.inputs = {use_of(base >= 0 ? base : a, true), use_of(b, true)};
     add_saves(n, {base >= 0 ? base : a, b});
+    // The formulas read the view's old value, with the view's tangent (Note [Tangents of
+    // gradients]): the base's elements it reads carry that, the others are never read.
+    if (base >= 0) {
+      Use& u = n.inputs[0];
+      u.tangent_level = self_use.tangent_level;
+      u.tangent_unknown = self_use.tangent_unknown;
+      u.tangent.clear();
+      if (u.tangent_level > 0 && !u.tangent_unknown) {
+        u.tangent.assign(u.snapshot.size(), 0.0);
+        for (size_t k = 0; k < n.attrs.index->size(); ++k) {
+          u.tangent[(*n.attrs.index)[k]] = self_use.tangent[k];
+        }
+      }
+    }
   }
   Use other_use = use_of(b, false);
   Outcome done;
@@ -894,24 +913,66 @@ const char* Model::inplace_tangent(OpKind kind, int a, int b, const Use& self_us
                     : "forward: in-place updates self's tangent";
 }
 
-void Model::grads_may_carry_tangents() {
-  if (!dual_live_ || !any_tangent()) return;
-  std::set<int> storages;
-  for (const ImplState& t : impls_) {
-    if (t.grad >= 0) storages.insert(impls_[t.grad].storage);
+ApiProgram::GradTangent Model::grad_tangent(const GradDef& def) const {
+  if (dual_live_) return program_.vjp_tangent(def, dual_level_);
+  ApiProgram::GradTangent none;
+  none.known = true;
+  return none;
+}
+
+const char* Model::set_grad_tangent(int impl, const GradDef& def) {
+  if (!dual_live_) return nullptr;
+  const ApiProgram::GradTangent t = grad_tangent(def);
+  set_tangent(impl, t);
+  if (!t.known) return "forward over reverse: gradient's tangent unknown";
+  return t.defined ? "forward over reverse: gradient's tangent"
+                   : "forward over reverse: gradient without a tangent";
+}
+
+void Model::set_tangent(int impl, const ApiProgram::GradTangent& t) {
+  set_no_tangent(impl);
+  if (!dual_live_) return;
+  if (!t.known) {
+    impls_[impl].tangent_kind = Tangent::kUnknown;
+  } else if (t.defined) {
+    impls_[impl].tangent_kind = Tangent::kKnown;
+    impls_[impl].tangent = t.values;
+    new_tangent_family(impl);
   }
-  for (ImplState& t : impls_) {
-    if (storages.count(t.storage)) {
-      t.tangent_kind = Tangent::kUnknown;
-      t.tangent.clear();
-      t.tangent_family = -1;
-    }
+}
+
+void Model::sum_tangent(int to, int old, const ApiProgram::GradTangent& g) {
+  if (!dual_live_) return;
+  const ImplState& o = impls_[old];
+  ApiProgram::GradTangent sum;
+  sum.known = g.known && o.tangent_kind != Tangent::kUnknown;
+  sum.defined = g.defined || o.tangent_kind == Tangent::kKnown;
+  if (sum.known && sum.defined) {
+    sum.values =
+        o.tangent_kind == Tangent::kKnown ? o.tangent : std::vector<double>(g.values.size(), 0.0);
+    for (size_t k = 0; k < g.values.size(); ++k) sum.values[k] += g.values[k];
+  }
+  if (to != old) return set_tangent(to, sum);
+  // In place: a tangent that stays as it is, or one that the tensors sharing its storage (views
+  // of it, or what it views) would see in part: those the model does not follow.
+  if (g.known && !g.defined) return;
+  bool shared = false;
+  for (int j = 0; j < num_impls(); ++j) {
+    shared = shared || (j != old && impls_[j].storage == o.storage);
+  }
+  if (!shared) return set_tangent(old, sum);
+  const int storage = o.storage;
+  for (int j = 0; j < num_impls(); ++j) {
+    if (impls_[j].storage != storage) continue;
+    set_no_tangent(j);
+    impls_[j].tangent_kind = Tangent::kUnknown;
   }
 }
 
 Outcome Model::enter_dual_level() {
   if (dual_live_) return Outcome::raise("Nested forward mode AD is not supported at the moment");
   dual_live_ = true;
+  ++dual_level_;
   return {};
 }
 
@@ -948,6 +1009,9 @@ Outcome Model::make_dual(int name, int of, const Dims& tangent_shape,
   Outcome out = view(name, of, shape, true);
   if (out.expect != Expect::kOk) return out;
   const int i = impl_of(name);
+  // An alias: the primal's strides too (a view's computed strides may differ at size-1 dims,
+  // which PyTorch's overlap check of an in-place op between the two compares).
+  impls_[i].strides = impls_[base].strides;
   impls_[i].tangent_kind = Tangent::kKnown;
   impls_[i].tangent = tangent;
   new_tangent_family(i);

@@ -218,8 +218,9 @@ struct Semantics {
 // no_grad (kNoGrad) have none: a write through them that would be recorded (grad mode on, and
 // self or other requires grad) raises, and once their storage was written they regenerate no
 // history: while they would (a history, or a base that requires grad) reading their grad_fn
-// raises (`unreadable`): is_leaf, an op or view op of them in grad mode, a recorded write. Values,
-// requires_grad, version and .grad still read. A view of such a view made in grad mode is of its
+// raises (`unreadable`): is_leaf, an op or view op of them in grad mode, a recorded write, a
+// create_graph backward summing into a leaf's .grad that is one. Values, requires_grad, version
+// and .grad still read. A view of such a view made in grad mode is of its
 // kind; one made under no_grad is kNoGrad. A view made under no_grad of a tensor that requires
 // grad requires grad, is a leaf and has no AccumulateGrad (`edgeless`): gradients through it reach
 // nobody; the generator uses it only as the self of an in-place op and reads it.
@@ -232,10 +233,11 @@ struct Semantics {
 // Every other tangent is predicted, never read from the engine: an op's (ImplState::tangent)
 // is J u at the inputs' values, by one Dual level over the op's definition (ApiProgram::jvp, a
 // missing tangent being zero; grad mode plays no part); a view's is the same view of its input's
-// tangent (element by memory position); detach() drops it; a leaf has none. What the model
-// does not follow is Tangent::kUnknown and never checked: tensors made by backward()/grad()
-// while tangents live, and every tensor sharing storage with a .grad then (gradients of dual
-// values carry tangents, and a .grad summed in place with one takes it). In-place writes update
+// tangent (element by memory position); detach() drops it; a leaf has none. A gradient that
+// backward()/grad() computes inside a level carries a tangent, and so does a .grad written with
+// it (forward over reverse): Note [Tangents of gradients] (program.h) says which. What the model
+// does not follow is Tangent::kUnknown and never checked: the cases that Note lists, and any
+// other tensor a backward()/grad() call makes while tangents live. In-place writes update
 // tangents as Note [Model tangents of views] says; custom Functions with a dual operand are not
 // generated inside a level (they have no jvp).
 
@@ -526,7 +528,9 @@ class Model {
   // The product of the factors of node n's live pre-hooks (kPre) or post-hooks (kPost), with
   // ids below `before`.
   double node_factor(int n, HookKind kind, int before = 1 << 30) const;
-  void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph);
+  // `tangent`: the tangent g carries (Note [Tangents of gradients], program.h).
+  void accumulate(int impl, const std::vector<double>& g, Ref history, bool create_graph,
+                  const ApiProgram::GradTangent& tangent);
   // Note [Retained gradients].
   void retain(int impl);
   Flow flow_into(const BackwardWalk& plan, const Ref& edge) const;
@@ -550,7 +554,13 @@ class Model {
   const char* inplace_tangent(OpKind kind, int self, int other, const Use& self_use,
                               const Use& other_use);
   void set_no_tangent(int impl);
-  void grads_may_carry_tangents();
+  // Note [Tangents of gradients] (program.h): what a gradient backward()/grad() computes now
+  // carries; unknown where the model does not follow it. Returns the event to count, if any.
+  const char* set_grad_tangent(int impl, const GradDef& def);
+  ApiProgram::GradTangent grad_tangent(const GradDef& def) const;
+  void set_tangent(int impl, const ApiProgram::GradTangent& t);
+  // A .grad's tangent after `old + g` (out of place: `to` is a new tensor; in place: old itself).
+  void sum_tangent(int to, int old, const ApiProgram::GradTangent& g);
 
   Semantics sem_;
   std::vector<StorageState> storages_;
@@ -561,6 +571,7 @@ class Model {
   std::map<int, HookState> hooks_;  // by id
   int next_hook_ = 0;
   bool dual_live_ = false;               // Note [Model dual levels]
+  int dual_level_ = 0;                   // levels entered so far: the live one's number
   int next_tangent_family_ = 0;          // Note [Model tangents of views]
   std::vector<SavedHooksScope> scopes_;  // by id (Note [Model saved-tensor hooks])
   std::vector<int> open_scopes_;         // ids, innermost last

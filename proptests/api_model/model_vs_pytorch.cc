@@ -189,21 +189,26 @@ std::string state_checks(const Model& m, int line) {
        << ", " << py_bool(m.impl(impl).retains_grad) << ")\n";
     live.emplace_back(what, impl);
   };
+  // Note [Model dual levels]: every tangent the model knows, inside a level.
+  auto chk_tan = [&](const std::string& what, int impl) {
+    const ImplState& s = m.impl(impl);
+    if (m.dual_live() && s.tangent_kind != Tangent::kUnknown && !m.unreadable(impl) &&
+        !m.edgeless(impl)) {
+      os << "    chk_tan(" << line << ", '" << what << "', " << what << ", "
+         << (s.tangent_kind == Tangent::kKnown ? py_list(s.tangent) : "None") << ")\n";
+    }
+  };
   for (const auto& [name, impl] : m.handles()) {
     const ImplState& s = m.impl(impl);
     if (s.dead) continue;
     const std::string t = tname(name);
     chk(t, impl);
-    // Note [Model dual levels]: every tangent the model knows, inside a level.
-    if (m.dual_live() && s.tangent_kind != Tangent::kUnknown && !m.unreadable(impl) &&
-        !m.edgeless(impl)) {
-      os << "    chk_tan(" << line << ", '" << t << "', " << t << ", "
-         << (s.tangent_kind == Tangent::kKnown ? py_list(s.tangent) : "None") << ")\n";
-    }
+    chk_tan(t, impl);
     if (s.grad < 0) {
       os << "    nograd(" << line << ", '" << t << "', " << t << ")\n";
     } else if (!m.impl(s.grad).dead) {
       chk(t + ".grad", s.grad);
+      chk_tan(t + ".grad", s.grad);
     }
   }
   for (size_t a = 0; a < live.size(); ++a) {
@@ -309,11 +314,16 @@ class Deviation(Exception):
 def returned_grad_outputs(results, gos, create_graph):
     """The engine never returns the caller's grad_outputs; PyTorch does when the gradient
     passes through unchanged (README.md). Replace such results by what the engine returns: a
-    new tensor, with the same history under create_graph and none otherwise."""
+    new tensor, with the same history under create_graph and none otherwise, and the same
+    tangent inside a dual level (a clone keeps it, a detach() would drop it)."""
     out = list(results)
     for k, r in enumerate(out):
         if r is not None and any(g is not None and (r is g or same_memory(r, g)) for g in gos):
-            out[k] = r.clone() if create_graph else r.detach().clone()
+            if create_graph:
+                out[k] = r.clone()
+            else:
+                with torch.no_grad():
+                    out[k] = r.clone()
     return out
 
 def put_back(t, g):

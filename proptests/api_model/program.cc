@@ -154,13 +154,34 @@ std::vector<Val<T>> apply_scaled(OpKind kind, const OpAttrs& a, const std::vecto
 
 // A tracked input's value: its producer's value shifted by what was written behind autograd's
 // back since (Note [Expected gradients]).
+// The derivative of x's value along the innermost Dual level (Note [Tangents of gradients]).
 template <typename T>
-Val<T> input_value(const ApiProgram& p, const Use& u, const Vals<T>& vals) {
-  if (!u.tracked) return lift<T>(u.shape, u.snapshot);
-  Val<T> out = vals[u.ref.node][u.ref.slot];
-  const std::vector<double>& recorded = p.value(u.ref);
-  out.shape = u.shape;
-  for (size_t i = 0; i < out.v.size(); ++i) out.v[i] += T(u.snapshot[i] - recorded[i]);
+void set_tangent_part(T& x, double t) {
+  if constexpr (DualDepth<T>::value == 1) {
+    x.d = t;
+  } else if constexpr (DualDepth<T>::value > 1) {
+    set_tangent_part(x.v, t);
+  }
+}
+
+// With `level` > 0 the innermost Dual level is the tangent at that dual level: the input's value
+// moves along the tangent it had when the op ran, not along its producer's (Note [Tangents of
+// gradients]).
+template <typename T>
+Val<T> input_value(const ApiProgram& p, const Use& u, const Vals<T>& vals, int level = 0) {
+  Val<T> out;
+  if (!u.tracked) {
+    out = lift<T>(u.shape, u.snapshot);
+  } else {
+    out = vals[u.ref.node][u.ref.slot];
+    const std::vector<double>& recorded = p.value(u.ref);
+    out.shape = u.shape;
+    for (size_t i = 0; i < out.v.size(); ++i) out.v[i] += T(u.snapshot[i] - recorded[i]);
+  }
+  if (level > 0) {
+    const bool has = u.has_tangent_at(level) && !u.tangent_unknown;
+    for (size_t i = 0; i < out.v.size(); ++i) set_tangent_part(out.v[i], has ? u.tangent[i] : 0.0);
+  }
   return out;
 }
 
@@ -206,14 +227,14 @@ void rescale_primal(const Rescale<T>& outer, int n, std::vector<Val<Dual<T>>>& o
 
 template <typename T>
 Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds,
-              const Rescale<T>& outer);
+              const Rescale<T>& outer, int level = 0);
 
 // Node n's values at level Dual<T>, with the enclosing levels' factors (`outer`, Note [Enclosing
 // hooks' factors]); `rescale` is this level's, for a create_graph gradient evaluated inside.
 template <typename T>
 std::vector<Val<Dual<T>>> eval_node(const ApiProgram& p, int n, const Vals<Dual<T>>& vals,
                                     const Seeds<Dual<T>>& seeds, const Rescale<Dual<T>>& rescale,
-                                    const Rescale<T>& outer) {
+                                    const Rescale<T>& outer, int level) {
   using D = Dual<T>;
   const Node& node = p.node(n);
   std::vector<Val<D>> out;
@@ -227,7 +248,7 @@ std::vector<Val<Dual<T>>> eval_node(const ApiProgram& p, int n, const Vals<Dual<
     }
   } else if (reads_result(node.kind)) {  // Note [Derivatives read from the result]
     // y = f(x) + delta at the primal level, rescaled, then the tangent h(y) dx + d(delta).
-    const Val<D> x = input_value(p, node.inputs[0], vals);
+    const Val<D> x = input_value(p, node.inputs[0], vals, level);
     std::vector<D> delta(x.v.size(), D(0.0));
     for (const Seed<D>& s : seeds) {
       if (s.at.node == n) delta[s.elem] += s.delta;
@@ -247,7 +268,7 @@ std::vector<Val<Dual<T>>> eval_node(const ApiProgram& p, int n, const Vals<Dual<
   } else {
     std::vector<Val<D>> in;
     in.reserve(node.inputs.size());
-    for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals));
+    for (const Use& u : node.inputs) in.push_back(input_value(p, u, vals, level));
     out = apply_scaled<D>(node.kind, node.attrs, in, node.saved_scale);
   }
   for (const Seed<D>& s : seeds) {
@@ -308,7 +329,7 @@ Val<Dual<T>> to_dual(const Val<T>& x) {
 // `vals` hold every node's value at level T, `seeds` the perturbations they include.
 template <typename T>
 Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, const Seeds<T>& seeds,
-              const Rescale<T>& outer) {
+              const Rescale<T>& outer, int level) {
   using D = Dual<T>;
   // This level's factors, on the tangent part (Note [Enclosing hooks' factors]).
   const auto own = [&](int n, std::vector<Val<D>>& out) {
@@ -330,7 +351,7 @@ Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, cons
   Val<T> out{p.shape(t), std::vector<T>(count(p.shape(t)), T(0.0))};
   if (t.node >= end) return out;  // no root can depend on it
   std::vector<Val<T>> gos;
-  for (const Use& g : def.gos) gos.push_back(input_value(p, g, vals));
+  for (const Use& g : def.gos) gos.push_back(input_value(p, g, vals, level));
   Vals<D> dv(end);
   for (int n = 0; n < end; ++n) {
     for (const Val<T>& v : vals[n]) dv[n].push_back(to_dual(v));
@@ -344,7 +365,7 @@ Val<T> vjp_at(const ApiProgram& p, const GradDef& def, const Vals<T>& vals, cons
     dv[t.node][t.slot].v[e].d = T(1.0);
     inner.back().elem = e;
     for (int n : nodes) {
-      dv[n] = eval_node<T>(p, n, dv, inner, rescale, outer);
+      dv[n] = eval_node<T>(p, n, dv, inner, rescale, outer, level);
       own(n, dv[n]);
     }
     T acc(0.0);
@@ -449,6 +470,24 @@ std::vector<std::pair<int, Ref>> ApiProgram::edges(int n) const {
 std::vector<double> ApiProgram::vjp(const GradDef& def) const {
   const int end = std::max(end_of(def), def.target.node + 1);
   return vjp_at<double>(*this, def, recorded_values(*this, end), {}, nullptr).v;
+}
+
+std::vector<int> ApiProgram::cone_of(const GradDef& def) const {
+  if (def.target.node >= end_of(def)) return {};
+  return cone(*this, def);
+}
+
+std::vector<double> ApiProgram::vjp_along_tangents(const GradDef& def, int level) const {
+  const int end = std::max(end_of(def), def.target.node + 1);
+  const Vals<double> recorded = recorded_values(*this, end);
+  Vals<Dual<double>> vals(end);
+  for (int n = 0; n < end; ++n) {
+    for (const Val<double>& v : recorded[n]) vals[n].push_back(to_dual(v));
+  }
+  const Val<Dual<double>> g = vjp_at<Dual<double>>(*this, def, vals, {}, nullptr, level);
+  std::vector<double> out;
+  for (const Dual<double>& x : g.v) out.push_back(x.d);
+  return out;
 }
 
 std::vector<std::vector<double>> ApiProgram::input_vjp(

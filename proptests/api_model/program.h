@@ -14,6 +14,33 @@
 // PyTorch. A create_graph gradient is itself a node (kGrad) whose value is such a
 // vector-Jacobian product; differentiating through it evaluates it one Dual level deeper, so
 // second and third derivatives come out exact too.
+//
+// Note [Tangents of gradients]
+// Forward over reverse: inside a dual level a backward's formulas are ops, so a gradient carries
+// a tangent (PyTorch's SavedVariable keeps a saved value's forward grad; grad_outputs may be
+// dual). Each Use records the tangent its input had when the op ran, at that dual level
+// (Use::tangent_level: a later level sees none). A gradient's tangent is the directional
+// derivative of its vector-Jacobian product along those tangents: each node's local Jacobian
+// moves with the tangent recorded at *that node* (not the one its producer's jvp would give: a
+// make_dual of an intermediate has a tangent of its own), and the grad_outputs with theirs. By
+// the product rule that is one more Dual level over vjp (vjp_along_tangents: the innermost level
+// carries the tangents, input_value sets it at every use). Whether it is defined (None or a
+// tensor, even of zeros) follows the formulas (vjp_tangent, grad_tangents.cc): from the roots
+// down, the gradient along an edge has one iff the incoming gradient has one or the edge's
+// formula reads a saved value that has one (op_rules.h; a result has one iff an input had); a
+// constant formula (copy_'s self, pow(x, 0)) gives none. A write through a view saves the
+// view's old value with the view's own tangent (the base's Use carries it at the view's
+// elements). Not followed (the tangent is unknown, never checked): a gradient whose cone holds
+// a create_graph gradient (double backward's formulas, and one Dual level too deep), a saved
+// value or grad_output whose tangent the model did not know, a custom Function that a gradient
+// with a tangent reaches (its backward's ops are the user's), an output the engine's gradient
+// reaches only as zeros (Semantics::reached_node_gives_zeros), and a gradient with a tangent
+// through a copy_ into a view of its whole base to the base's old history (zeros: PyTorch's
+// keep a tangent of zeros, the engine's have none; grad_tangents.cc). A leaf's first .grad without
+// create_graph is the gradient stolen (detached: no tangent) or cloned where PyTorch's
+// AccumulateGrad cannot steal it (with it): unknown where the gradient has one. A .grad summed in
+// place whose storage other tensors share (its views, or what it views) makes all of them
+// unknown.
 
 #include <cstdint>
 #include <map>
@@ -81,6 +108,13 @@ struct Use {
   Ref ref;  // when tracked
   Dims shape;
   std::vector<double> snapshot;  // the value when the op ran
+  // Note [Tangents of gradients]: the tangent the input had when the op ran (row-major), at
+  // dual level `tangent_level` (0: none live, or it had none); unknown where the model did not
+  // know it.
+  int tangent_level = 0;
+  bool tangent_unknown = false;
+  std::vector<double> tangent;
+  bool has_tangent_at(int level) const { return level > 0 && tangent_level == level; }
 };
 
 // A value a node keeps for its backward. Unpacking it in a backward call raises if its storage
@@ -168,6 +202,22 @@ class ApiProgram {
   // d(input i), one per input, whether or not it is tracked (Note [Model node hooks]).
   std::vector<std::vector<double>> input_vjp(int n,
                                              const std::vector<std::vector<double>>& gos) const;
+
+  // The tangent the gradient `def` carries at dual level `level` (Note [Tangents of
+  // gradients]): not known, None (not defined), or its values.
+  struct GradTangent {
+    bool known = false;
+    bool defined = false;
+    std::vector<double> values;
+  };
+  GradTangent vjp_tangent(const GradDef& def, int level) const;
+  // The nodes between def's target and its roots, in order: those a perturbation of the target
+  // changes and the roots depend on.
+  std::vector<int> cone_of(const GradDef& def) const;
+  // The directional derivative of vjp(def) along the tangents its nodes' inputs and its
+  // incoming gradients had at dual level `level` (one Dual level deeper than vjp; def must need
+  // only one: vjp_depth(def) == 1).
+  std::vector<double> vjp_along_tangents(const GradDef& def, int level) const;
 
   // The Dual levels evaluating `def` needs; at most kMaxDepth can be evaluated.
   int vjp_depth(const GradDef& def) const;

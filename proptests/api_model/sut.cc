@@ -194,6 +194,7 @@ void Sut::check(const Model& m, const std::string& after) {
       RC_FAIL(label(name) + ".grad is None; the model has a gradient\n  after: " + after);
     if (m.impl(s.grad).dead) continue;
     check_tensor(label(name) + ".grad", g, m, s.grad, after, version_offsets);
+    check_tangent(label(name) + ".grad", g, m, s.grad, after);
     storage.add(label(name) + ".grad", g.impl()->storage.get(), m.impl(s.grad).storage);
     object.add(label(name) + ".grad", g.impl().get(), s.grad);
   }
