@@ -66,6 +66,11 @@ void hooks_section(const Context& context, Report& report) {
   }
   const int rounds = context.quick ? 2 : 11, busy_rounds = context.quick ? 2 : 7;
   const double stretch = context.quick ? 0 : kStretchSeconds;  // Note [A stretch of steps]
+  // The MLP step takes about kStretchSeconds alone, so a stretch of that length is one step, the
+  // first after the peer's (whose threads have just spun down), and the round-to-round ratio of
+  // our two steps swung from 0.64x to 1.34x between runs of one build. Five stretches' worth
+  // time several steps back to back.
+  const double mlp_stretch = context.quick ? 0 : 5 * kStretchSeconds;
   // libtorch's chain task counts calls, not seconds: about kStretchSeconds of its calls.
   const int libtorch_chain_calls = context.quick ? 1 : 12;
   auto text = [](int v) { return std::to_string(v); };
@@ -77,6 +82,7 @@ void hooks_section(const Context& context, Report& report) {
   };
   // A PyTorch task's last fields: the stretch, and the peer's thread count (0: the run's).
   const std::vector<std::string> torch_tail = {std::to_string(stretch), "0"};
+  const std::vector<std::string> torch_mlp_tail = {std::to_string(mlp_stretch), "0"};
 
   // 1. The checkpointed MLP step and 2. the hooked chain, under every condition.
   const ResidualMlp mlp = make_residual_mlp(mc);
@@ -87,12 +93,12 @@ void hooks_section(const Context& context, Report& report) {
        peer_plain,
        {},
        torch,
-       task({"checkpoint_mlp"}, task(mlp_args, task({"0"}, torch_tail)))},
+       task({"checkpoint_mlp"}, task(mlp_args, task({"0"}, torch_mlp_tail)))},
       {kMlp,
        peer_checkpointed,
        {},
        torch,
-       task({"checkpoint_mlp"}, task(mlp_args, task({"1"}, torch_tail)))}};
+       task({"checkpoint_mlp"}, task(mlp_args, task({"1"}, torch_mlp_tail)))}};
   const ScalarChainInputs chain = make_scalar_chain_inputs(chain_length);
   const std::string n = text(chain_length), calls = text(libtorch_chain_calls);
   const std::vector<Variant> chain_variants = {
@@ -105,7 +111,8 @@ void hooks_section(const Context& context, Report& report) {
   for (const Condition& condition : context.conditions) {
     const Load load(condition);
     const int n_rounds = condition.quiet() ? rounds : busy_rounds;
-    const Rounds mlp_rounds = measure_variants(context, mlp_variants, condition, n_rounds, stretch);
+    const Rounds mlp_rounds =
+        measure_variants(context, mlp_variants, condition, n_rounds, mlp_stretch);
     add_middle_half(context, mlp_rounds, 1, 0, kMlp, "ours checkpointed / plain", condition);
     add_middle_half(context, mlp_rounds, 3, 2, kMlp, peer + " checkpointed / plain", condition);
     const Rounds chain_rounds =
@@ -175,8 +182,9 @@ void hooks_section(const Context& context, Report& report) {
     << " quiet and " << busy_rounds
     << " under each load), all engines at this run's thread count; in a round each variant runs "
        "steps back to back for at least "
-    << stretch
-    << " s and counts the mean per step (Note [A stretch of steps], paper/workloads/timing.h). "
+    << stretch << " s (" << mlp_stretch
+    << " s for the MLP step, which alone takes about the shorter stretch) and counts the mean "
+       "per step (Note [A stretch of steps], paper/workloads/timing.h). "
        "The machine is shared: other processes slow every variant alike, so compare the ratios, "
        "and the middle half of the ratios taken round by round.\n\n";
 
