@@ -184,6 +184,21 @@ void OpNode::release_saved() {
   released_ = freed_whole_;
 }
 
+namespace {
+
+// Whether `from` carries a tangent at a live level where `to` carries none (Note [Written through a
+// view]).
+bool loses_a_tangent(const Tensor& from, const Tensor& to) {
+  if (!forward_ad::live()) return false;
+  for (int level = 0; level < forward_ad::num_levels(); ++level) {
+    if (forward_ad::tangent(from, level).defined() && !forward_ad::tangent(to, level).defined())
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   if (released_) {  // Note [Written through a view]
     fail("Trying to backward through the graph a second time: '", name(),
@@ -225,11 +240,14 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   }
   // Note [Written through a view]: PyTorch's CopySlices copies the incoming gradient into a new
   // tensor and writes the op's gradient for self into it, so under create_graph the base's
-  // gradient depends on the incoming one even where that formula is a constant (copy_'s zeros).
-  // The write goes through a view, as CopySlices' does, so that its own derivative does the same
-  // at the next order.
-  if (written_through_view_ && grad_enabled() && out[0].defined() && incoming.defined() &&
-      incoming.requires_grad() && !out[0].requires_grad()) {
+  // gradient depends on the incoming one even where that formula is a constant (copy_'s zeros),
+  // and inside a dual level it carries the incoming one's tangent (zeros where written). The
+  // write goes through a view, as CopySlices' does, so that its own derivative does the same at
+  // the next order.
+  const bool loses_history = grad_enabled() && incoming.defined() && incoming.requires_grad() &&
+                             out[0].defined() && !out[0].requires_grad();
+  if (written_through_view_ && out[0].defined() && incoming.defined() &&
+      (loses_history || loses_a_tangent(incoming, out[0]))) {
     Tensor through = contiguous_clone(incoming);
     Tensor whole = reshape(through, through.shape());
     copy_(whole, out[0]);

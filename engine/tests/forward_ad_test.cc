@@ -436,6 +436,33 @@ TEST(ForwardAd, AWriteIntoAMakeDualResultSavesItsTangent) {
   EXPECT_EQ(unpack_dual(g).tangent.to_vector(), (std::vector<double>{-2, -2, -2}));
 }
 
+// Note [Written through a view] (ops/spec.cc): the gradient a write through a view hands the
+// base's old history is the incoming gradient with the written part replaced, as PyTorch's
+// CopySlices makes it, so it carries the incoming gradient's tangent (zeros where written), also
+// where the write covers the whole base (found by the API model, seeds 15 and 19: the engine's
+// carried none).
+// t0 = tensor(-2., float64, requires_grad=True); t1 = t0.reshape((1,)); t2 = t1 / t0; t14 = -t2
+// with dual_level(): t15 = t14 + t2; t16 = make_dual(t15, [-2.]); t16.copy_(t0)
+//   g, = grad([t16], [t1], grad_outputs=[t16]) -> g = [-0.], unpack_dual(g).tangent = [-0.]
+TEST(ForwardAd, AWriteThroughAViewHandsTheBasesOldHistoryTheIncomingTangent) {
+  Tensor t0 = ops::from_vector({-2}, {}, DType::kFloat64);
+  t0.set_requires_grad(true);
+  const Tensor t1 = ops::reshape(t0, {1});
+  const Tensor t2 = ops::div(t1, t0);
+  const Tensor t14 = ops::neg(t2);
+  DualLevel level;
+  Tensor t16 = make_dual(ops::add(t14, t2), ops::from_vector({-2}, {1}, DType::kFloat64));
+  ops::copy_(t16, t0);
+  const Tensor g = grad({t16}, {t1}, GradArgs().grad_outputs({t16}))[0];
+  ASSERT_EQ(g.to_vector().size(), 1u);
+  EXPECT_EQ(g.to_vector()[0], 0.0);
+  EXPECT_TRUE(std::signbit(g.to_vector()[0]));
+  const Tensor tangent = unpack_dual(g).tangent;
+  ASSERT_TRUE(tangent.defined());
+  EXPECT_EQ(tangent.to_vector()[0], 0.0);
+  EXPECT_TRUE(std::signbit(tangent.to_vector()[0]));
+}
+
 // A write into a zero-size view whose base has no storage: the view's tangent is an as_strided
 // view of the base's tangent at an offset beyond that empty storage, which PyTorch allows for a
 // result with no elements (found by the API model, seed 9: the engine raised "out of bounds").

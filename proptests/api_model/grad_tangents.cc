@@ -34,17 +34,6 @@ Carries saved_carries(const Node& node, int source, int level) {
 
 bool is_custom(OpKind kind) { return kind == OpKind::kCustomMul || kind == OpKind::kCustomTwo; }
 
-// A copy_ through a view that covers its whole base: the base's old history gets zeros. PyTorch's
-// CopySlices hands on a copy of the incoming gradient, zeros written in, which keeps a tangent
-// (of zeros); the engine's gradient there carries none (API model seeds 15 and 19: a copy_ into a
-// make_dual result, then a backward with a dual grad_output). Left unknown, not followed.
-bool zeros_for_the_whole_base(const Node& node, size_t input) {
-  if (node.kind != OpKind::kInplaceOnView || node.attrs.inner != OpKind::kCopyInplace) return false;
-  if (input != 0) return false;
-  const std::vector<int64_t>& from = *node.attrs.written_from;
-  return std::none_of(from.begin(), from.end(), [](int64_t k) { return k < 0; });
-}
-
 }  // namespace
 
 ApiProgram::GradTangent ApiProgram::vjp_tangent(const GradDef& def, int level) const {
@@ -83,7 +72,6 @@ ApiProgram::GradTangent ApiProgram::vjp_tangent(const GradDef& def, int level) c
         d = d || c == Carries::kYes;
       }
       if (d && is_custom(node.kind)) return out;  // a custom backward under forward AD
-      if (d && zeros_for_the_whole_base(node, i)) return out;
       arrive(u.ref, d);
     }
   }

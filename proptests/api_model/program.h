@@ -34,9 +34,9 @@
 // a create_graph gradient (double backward's formulas, and one Dual level too deep), a saved
 // value or grad_output whose tangent the model did not know, a custom Function that a gradient
 // with a tangent reaches (its backward's ops are the user's), an output the engine's gradient
-// reaches only as zeros (Semantics::reached_node_gives_zeros), and a gradient with a tangent
-// through a copy_ into a view of its whole base to the base's old history (zeros: PyTorch's
-// keep a tangent of zeros, the engine's have none; grad_tangents.cc). A leaf's first .grad without
+// reaches only as zeros (Semantics::reached_node_gives_zeros). A write through a view hands the
+// base's old history the incoming gradient with the written part replaced, so its tangent too,
+// zeros where a copy_ wrote, also for a view of the whole base. A leaf's first .grad without
 // create_graph is the gradient stolen (detached: no tangent) or cloned where PyTorch's
 // AccumulateGrad cannot steal it (with it): unknown where the gradient has one. A .grad summed in
 // place whose storage other tensors share (its views, or what it views) makes all of them
