@@ -94,33 +94,30 @@ for dim in (0, 1):
     (gg,) = torch.autograd.grad((g * g).sum(), x)
     show("softmax_dim%d" % dim, y, g, gg)
 
-# softmax's gradient is one op (_softmax_backward_data): the gradient of that gradient wrt the
-# softmax result reads only its inputs, so after that grad() freed the first gradient's graph a
-# backward through it still runs, into x.
-x = t([0.5, -1.0, 2.0], (3,))
-y = torch.softmax(x, 0)
-w = torch.tensor([1.0, -2.0, 3.0])
-(g,) = torch.autograd.grad(y, x, y, retain_graph=True, create_graph=True)
-(gy,) = torch.autograd.grad(g, y, w, retain_graph=False, create_graph=True)
-gy.backward(w)
-show("softmax_gradient_of_gradient", g, gy, x.grad)
+def gradient_of_gradient(name, op):
+    """op's gradient is one op (_softmax_backward_data, _log_softmax_backward_data): the gradient
+    of that gradient wrt op's result reads only its inputs, so after that grad() freed the first
+    gradient's graph a backward through it still runs, into x."""
+    x = t([0.5, -1.0, 2.0], (3,))
+    y = op(x, 0)
+    w = torch.tensor([1.0, -2.0, 3.0])
+    (g,) = torch.autograd.grad(y, x, y, retain_graph=True, create_graph=True)
+    (gy,) = torch.autograd.grad(g, y, w, retain_graph=False, create_graph=True)
+    gy.backward(w)
+    show(name, g, gy, x.grad)
 
-# The Hessian by forward-over-reverse: the tangent of softmax's gradient (its jvp rule).
-x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
-show("softmax_hessian",
-     torch.func.hessian(lambda x: (torch.softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
 
-# log_softmax's gradient is one op as well (_log_softmax_backward_data), with its own double
-# backward and, under torch.func, its jvp.
-x = t([0.5, -1.0, 2.0], (3,))
-y = torch.log_softmax(x, 0)
-(g,) = torch.autograd.grad(y, x, y, retain_graph=True, create_graph=True)
-(gy,) = torch.autograd.grad(g, y, w, retain_graph=False, create_graph=True)
-gy.backward(w)
-show("log_softmax_gradient_of_gradient", g, gy, x.grad)
-x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
-show("log_softmax_hessian",
-     torch.func.hessian(lambda x: (torch.log_softmax(x, 0) * torch.tensor([1.0, -2.0, 3.0], dtype=f64)).sum())(x))
+def hessian(name, op):
+    """The Hessian by forward-over-reverse: the tangent of op's gradient (its jvp rule)."""
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=f64)
+    w = torch.tensor([1.0, -2.0, 3.0], dtype=f64)
+    show(name, torch.func.hessian(lambda x: (op(x, 0) * w).sum())(x))
+
+
+gradient_of_gradient("softmax_gradient_of_gradient", torch.softmax)
+hessian("softmax_hessian", torch.softmax)
+gradient_of_gradient("log_softmax_gradient_of_gradient", torch.log_softmax)
+hessian("log_softmax_hessian", torch.log_softmax)
 
 # cumsum over dims 0 and 1, and its double backward through the gradient.
 for dim in (0, 1):

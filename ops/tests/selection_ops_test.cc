@@ -179,74 +179,69 @@ TEST(SelectionOps, Softmax) {  // "softmax_dim0", "softmax_dim1"
                   -0.16622112838919742, 0.20401822987118698});
 }
 
-// softmax's gradient is one op (Note [softmax's gradient is one op], ops/scan.cc): the gradient
-// of it wrt the softmax result reads only its inputs, so after that grad() freed the first
-// gradient's nodes, a backward through it still runs, into x.
+using SoftmaxLike = Tensor (*)(const Tensor&, int64_t);
+
+// op's gradient is one op, `gradient_op` (Note [softmax's gradient is one op], ops/scan.cc;
+// log_softmax_backward in ops/loss.cc, PyTorch's _log_softmax_backward_data): the gradient of it
+// wrt op's result reads only its inputs, so after that grad() freed the first gradient's nodes, a
+// backward through it still runs, into x. `expected`: g, gy and x.grad.
+void expect_gradient_of_gradient(SoftmaxLike op, const char* gradient_op,
+                                 const std::vector<std::vector<double>>& expected) {
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  const Tensor y = op(x, 0);
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  const Tensor g =
+      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
+  EXPECT_EQ(g.grad_fn()->name(), gradient_op);
+  expect_values(g, expected[0]);
+  const Tensor gy =
+      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
+  expect_values(gy, expected[1]);
+  backward({gy}, BackwardArgs().grad_tensors({w}));
+  expect_values(x.grad(), expected[2]);
+}
+
+// The Hessian of sum(op(x, 0) * w) by forward-over-reverse, a column per tangent: the tangent of
+// op's gradient, its gradient op's jvp rule. `h`: PyTorch's, row-major.
+void expect_hessian_by_forward_over_reverse(SoftmaxLike op, const std::vector<double>& h) {
+  const Tensor w = values({1.0, -2.0, 3.0}, {3});
+  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
+  for (size_t j = 0; j < 3; ++j) {
+    DualLevel level;
+    std::vector<double> e(3, 0.0);
+    e[j] = 1.0;
+    const Tensor xd = make_dual(x, values(e, {3}));
+    const Tensor g = grad({ops::sum(ops::mul(op(xd, 0), w))}, {x})[0];
+    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
+  }
+}
+
 TEST(SelectionOps, SoftmaxGradientOfGradient) {  // "softmax_gradient_of_gradient"
-  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
-  const Tensor y = ops::softmax(x, 0);
-  const Tensor w = values({1.0, -2.0, 3.0}, {3});
-  const Tensor g =
-      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
-  expect_values(g, {-0.08311022741021316, -0.02387066327038312, 0.10698089068059637});
-  const Tensor gy =
-      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
-  expect_values(gy, {-1.1591133149113946, 0.9504348658364264, -1.0901599823648844});
-  backward({gy}, BackwardArgs().grad_tensors({w}));
-  expect_values(x.grad(), {2.58406042460459, 2.112112308837783, -4.696172733442374});
+  expect_gradient_of_gradient(ops::softmax, "softmax_backward",
+                              {{-0.08311022741021316, -0.02387066327038312, 0.10698089068059637},
+                               {-1.1591133149113946, 0.9504348658364264, -1.0901599823648844},
+                               {2.58406042460459, 2.112112308837783, -4.696172733442374}});
 }
 
-// The Hessian by forward-over-reverse, a column per tangent: the tangent of softmax's gradient,
-// softmax_backward's jvp rule.
 TEST(SelectionOps, SoftmaxHessian) {  // "softmax_hessian"
-  const std::vector<double> h = {-0.16550257107699887, 0.040503622718937496, 0.12499894835806136,
-                                 0.0405036227189375,   -0.16057482281428054, 0.12007120009534306,
-                                 0.12499894835806141,  0.12007120009534306,  -0.24507014845340436};
-  const Tensor w = values({1.0, -2.0, 3.0}, {3});
-  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
-  for (size_t j = 0; j < 3; ++j) {
-    DualLevel level;
-    std::vector<double> e(3, 0.0);
-    e[j] = 1.0;
-    const Tensor xd = make_dual(x, values(e, {3}));
-    const Tensor g = grad({ops::sum(ops::mul(ops::softmax(xd, 0), w))}, {x})[0];
-    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
-  }
+  expect_hessian_by_forward_over_reverse(
+      ops::softmax, {-0.16550257107699887, 0.040503622718937496, 0.12499894835806136,
+                     0.0405036227189375, -0.16057482281428054, 0.12007120009534306,
+                     0.12499894835806141, 0.12007120009534306, -0.24507014845340436});
 }
 
-// log_softmax's gradient is one op too (log_softmax_backward, ops/loss.cc), PyTorch's
-// _log_softmax_backward_data: after grad() of it wrt the result freed its nodes, a backward
-// through that second gradient still runs, into x.
 TEST(SelectionOps, LogSoftmaxGradientOfGradient) {  // "log_softmax_gradient_of_gradient"
-  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
-  const Tensor y = ops::log_softmax(x, 0);
-  const Tensor w = values({1.0, -2.0, 3.0}, {3});
-  const Tensor g =
-      grad({y}, {x}, GradArgs().grad_outputs({y}).retain_graph(true).create_graph())[0];
-  EXPECT_EQ(g.grad_fn()->name(), "log_softmax_backward");
-  expect_values(g, {-0.8256058765704306, -3.0369897996244206, 3.8625956761948514});
-  const Tensor gy =
-      grad({g}, {y}, GradArgs().grad_outputs({w}).retain_graph(false).create_graph())[0];
-  expect_values(gy, {-0.5381509292797627, -4.8624993434319626, 12.857864569189534});
-  backward({gy}, BackwardArgs().grad_tensors({w}));
-  expect_values(x.grad(), {-8.862311988617968, -6.880288277627772, 15.742600266245741});
+  expect_gradient_of_gradient(ops::log_softmax, "log_softmax_backward",
+                              {{-0.8256058765704306, -3.0369897996244206, 3.8625956761948514},
+                               {-0.5381509292797627, -4.8624993434319626, 12.857864569189534},
+                               {-8.862311988617968, -6.880288277627772, 15.742600266245741}});
 }
 
-// The Hessian by forward-over-reverse: log_softmax_backward's jvp rule.
 TEST(SelectionOps, LogSoftmaxHessian) {  // "log_softmax_hessian"
-  const std::vector<double> h = {-0.2891273411268577,  0.013712116612449442, 0.27541522451440825,
-                                 0.013712116612449442, -0.07516555976566511, 0.06145344315321567,
-                                 0.27541522451440825,  0.06145344315321568,  -0.3368686676676239};
-  const Tensor w = values({1.0, -2.0, 3.0}, {3});
-  Tensor x = leaf({0.5, -1.0, 2.0}, {3});
-  for (size_t j = 0; j < 3; ++j) {
-    DualLevel level;
-    std::vector<double> e(3, 0.0);
-    e[j] = 1.0;
-    const Tensor xd = make_dual(x, values(e, {3}));
-    const Tensor g = grad({ops::sum(ops::mul(ops::log_softmax(xd, 0), w))}, {x})[0];
-    expect_values(unpack_dual(g).tangent, {h[j], h[3 + j], h[6 + j]});
-  }
+  expect_hessian_by_forward_over_reverse(
+      ops::log_softmax, {-0.2891273411268577, 0.013712116612449442, 0.27541522451440825,
+                         0.013712116612449442, -0.07516555976566511, 0.06145344315321567,
+                         0.27541522451440825, 0.06145344315321568, -0.3368686676676239});
 }
 
 TEST(SelectionOps, Cumsum) {  // "cumsum_dim0", "cumsum_dim1", "cumsum_double"
