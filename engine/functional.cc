@@ -26,20 +26,22 @@ Tensor differentiable_stand_in(const Tensor& p) {
   return leaf;
 }
 
+// a ++ b: a Jacobian block's shape, an output's then an input's.
+Shape joined(const Shape& a, const Shape& b) {
+  Shape out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
 // `columns` (each of shape `inner`), stacked along a new last dim and reshaped to inner ++ outer.
 Tensor assemble(const TensorList& columns, const Shape& inner, const Shape& outer) {
-  Shape shape = inner;
-  shape.insert(shape.end(), outer.begin(), outer.end());
+  const Shape shape = joined(inner, outer);
   if (columns.empty()) return ops::zeros(shape);
   return ops::reshape(ops::stack(columns, -1), shape);
 }
 
 // [batch, *shape].
-Shape batched_shape(int64_t batch, const Shape& shape) {
-  Shape out = shape;
-  out.insert(out.begin(), batch);
-  return out;
-}
+Shape batched_shape(int64_t batch, const Shape& shape) { return joined({batch}, shape); }
 
 // Rows `offset`.. of the identity of size `batch`, as a batched tangent of `like`: row b is the
 // unit tangent at flat position b - offset (zeros outside like's rows).
@@ -81,9 +83,7 @@ Tensor block_of_rows(const Tensor& tangents, int64_t offset, const Shape& outer,
                      const Shape& inner) {
   const int64_t n = numel(inner), m = numel(outer);
   const Tensor rows = ops::reshape(ops::narrow(tangents, 0, offset, n), {n, m});
-  Shape shape = outer;
-  shape.insert(shape.end(), inner.begin(), inner.end());
-  return ops::reshape(ops::transpose(rows, 0, 1), shape);
+  return ops::reshape(ops::transpose(rows, 0, 1), joined(outer, inner));
 }
 
 }  // namespace
@@ -138,8 +138,7 @@ std::vector<TensorList> jacrev_by_rows(const Function& f, const TensorList& prim
       for (size_t i = 0; i < primals.size(); ++i) rows[i].push_back(g[i]);
     }
     for (size_t i = 0; i < primals.size(); ++i) {
-      Shape shape = v.outputs[o].shape();
-      shape.insert(shape.end(), primals[i].shape().begin(), primals[i].shape().end());
+      const Shape shape = joined(v.outputs[o].shape(), primals[i].shape());
       jac[o].push_back(rows[i].empty() ? ops::zeros(shape, primals[i].dtype())
                                        : ops::reshape(ops::stack(rows[i], 0), shape));
     }
@@ -170,9 +169,8 @@ std::vector<TensorList> jacrev(const Function& f, const TensorList& primals) {
                         primals[i].device());
     for (int64_t o = 0, offset = 0; o < static_cast<int64_t>(v.outputs.size()); ++o) {
       const Shape& outer = v.outputs[o].shape();
-      Shape shape = outer;
-      shape.insert(shape.end(), primals[i].shape().begin(), primals[i].shape().end());
-      jac[o].push_back(ops::reshape(ops::narrow(rows, 0, offset, numel(outer)), shape));
+      jac[o].push_back(ops::reshape(ops::narrow(rows, 0, offset, numel(outer)),
+                                    joined(outer, primals[i].shape())));
       offset += numel(outer);
     }
   }
