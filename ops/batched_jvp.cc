@@ -89,8 +89,7 @@ Tensor batched_jvp(const OpSpec& spec, const JvpContext& c) {
 }
 
 Tensor batched_as_reshape(const JvpContext& c) {
-  const Tensor& t = c.tangent(Input(0, "self"));
-  return t.defined() ? reshape(t, batched(c.batch(), c.result().shape())) : t;
+  return batched_result(c, c.tangent(Input(0, "self")));
 }
 
 Tensor batched_as_broadcast(const JvpContext& c) {
@@ -117,7 +116,7 @@ Tensor expanded_row(const Tensor& p, int64_t batch) {
 }
 
 Tensor batched_result(const JvpContext& c, const Tensor& t) {
-  return reshape(t, batched(c.batch(), c.result().shape()));
+  return t.defined() ? reshape(t, batched(c.batch(), c.result().shape())) : t;
 }
 
 Index batched_index(const Index& index, int64_t batch) {

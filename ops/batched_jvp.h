@@ -65,7 +65,8 @@ Tensor batched_sum_to_result(const JvpContext& c, const Shape& kept, bool mean);
 Tensor batched_at_least_1d(const Tensor& t);  // undefined stays undefined
 // The row's value `p` broadcast to [B, *at_least_1d(p's shape)] (a view).
 Tensor expanded_row(const Tensor& p, int64_t batch);
-// `t` (all B rows' values, in any shape of as many elements) at [B, *result shape].
+// `t` (all B rows' values, in any shape of as many elements) at [B, *result shape]; undefined
+// stays undefined.
 Tensor batched_result(const JvpContext& c, const Tensor& t);
 // A row's index (gather's, max/min's indices) repeated for each of B rows: [B, *index shape],
 // at least 1-d past the batch dim.

@@ -90,13 +90,12 @@ const DeclareJvp log_softmax_backward_jvp{
 // Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
 const DeclareBatchedJvp log_softmax_backward_batched_jvp{
     LogSoftmaxBackward::spec, [](const JvpContext& c) {
-      const Tensor t = log_softmax_backward_tangent(
-          expanded_row(c.primal(LogSoftmaxBackward::grad), c.batch()),
-          expanded_row(c.primal(LogSoftmaxBackward::output), c.batch()),
-          batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::grad)),
-          batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::output)),
-          c.attrs<DimAttrs>().dim + 1);
-      return t.defined() ? batched_result(c, t) : t;
+      return batched_result(c, log_softmax_backward_tangent(
+                                   expanded_row(c.primal(LogSoftmaxBackward::grad), c.batch()),
+                                   expanded_row(c.primal(LogSoftmaxBackward::output), c.batch()),
+                                   batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::grad)),
+                                   batched_at_least_1d(c.term_tangent(LogSoftmaxBackward::output)),
+                                   c.attrs<DimAttrs>().dim + 1));
     }};
 
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {

@@ -92,13 +92,12 @@ const DeclareJvp softmax_backward_jvp{
 // Note [Batched dims]: the same terms at dim + 1, the primals expanded to the batch.
 const DeclareBatchedJvp softmax_backward_batched_jvp{
     SoftmaxBackward::spec, [](const JvpContext& c) {
-      const Tensor t =
-          softmax_backward_tangent(expanded_row(c.primal(SoftmaxBackward::grad), c.batch()),
-                                   expanded_row(c.primal(SoftmaxBackward::output), c.batch()),
-                                   batched_at_least_1d(c.term_tangent(SoftmaxBackward::grad)),
-                                   batched_at_least_1d(c.term_tangent(SoftmaxBackward::output)),
-                                   c.attrs<DimAttrs>().dim + 1);
-      return t.defined() ? batched_result(c, t) : t;
+      return batched_result(
+          c, softmax_backward_tangent(expanded_row(c.primal(SoftmaxBackward::grad), c.batch()),
+                                      expanded_row(c.primal(SoftmaxBackward::output), c.batch()),
+                                      batched_at_least_1d(c.term_tangent(SoftmaxBackward::grad)),
+                                      batched_at_least_1d(c.term_tangent(SoftmaxBackward::output)),
+                                      c.attrs<DimAttrs>().dim + 1));
     }};
 
 Tensor softmax_backward(const Tensor& grad, const Tensor& output, int64_t dim) {
