@@ -51,7 +51,8 @@ void gather_rows(const T* in, T* out, int64_t rows, int64_t cols,
 // out [rows, cols] = 0 except out[r, targets[r]] = value (targets on the host).
 template <typename T>
 void nll_pattern(T* out, int64_t rows, int64_t cols, const std::vector<int64_t>& targets, T value);
-// out[i] = 1/keep_prob if uniform_from_counter(seed, i) < keep_prob else 0 (as on the CPU).
+// out[i] = 1/keep_prob if element i of the mask drawn from `seed` is kept (kept_by_counter,
+// ops/counter_rng.h, as on the CPU) else 0.
 template <typename T>
 void dropout_mask(T* out, int64_t n, double keep_prob, uint64_t seed);
 

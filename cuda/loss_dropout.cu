@@ -39,9 +39,9 @@ __global__ void gather_rows_kernel(const T* in, T* out, int64_t rows, int64_t co
 }
 
 template <typename T>
-__global__ void dropout_kernel(T* out, int64_t n, double keep_prob, uint64_t seed, T keep) {
+__global__ void dropout_kernel(T* out, int64_t n, uint64_t threshold, uint64_t seed, T keep) {
   AG_GRID_STRIDE_LOOP(i, n) {
-    out[i] = ops::uniform_from_counter(seed, static_cast<uint64_t>(i)) < keep_prob ? keep : T(0);
+    out[i] = ops::kept_by_counter(seed, static_cast<uint64_t>(i), threshold) ? keep : T(0);
   }
 }
 
@@ -85,7 +85,8 @@ template <typename T>
 void dropout_mask(T* out, int64_t n, double keep_prob, uint64_t seed) {
   if (n == 0) return;
   const T keep = static_cast<T>(1.0 / keep_prob);  // the same rounding as the CPU kernel
-  dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(out, n, keep_prob, seed, keep);
+  dropout_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(out, n, ops::keep_threshold(keep_prob),
+                                                           seed, keep);
   check_launch("dropout");
 }
 
