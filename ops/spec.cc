@@ -244,10 +244,9 @@ TensorList OpNode::apply(TensorList&& grads, const Call& call) {
   // and inside a dual level it carries the incoming one's tangent (zeros where written). The
   // write goes through a view, as CopySlices' does, so that its own derivative does the same at
   // the next order.
-  const bool loses_history = grad_enabled() && incoming.defined() && incoming.requires_grad() &&
-                             out[0].defined() && !out[0].requires_grad();
   if (written_through_view_ && out[0].defined() && incoming.defined() &&
-      (loses_history || loses_a_tangent(incoming, out[0]))) {
+      ((grad_enabled() && incoming.requires_grad() && !out[0].requires_grad()) ||
+       loses_a_tangent(incoming, out[0]))) {
     Tensor through = contiguous_clone(incoming);
     Tensor whole = reshape(through, through.shape());
     copy_(whole, out[0]);
