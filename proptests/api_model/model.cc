@@ -848,11 +848,7 @@ const char* Model::inplace_tangent(OpKind kind, int a, int b, const Use& self_us
     unknown = unknown || (t.storage == storage && t.tangent_kind == Tangent::kUnknown);
   }
   if (unknown) {
-    for (int j = 0; j < num_impls(); ++j) {
-      if (impls_[j].storage != storage) continue;
-      set_no_tangent(j);
-      impls_[j].tangent_kind = Tangent::kUnknown;
-    }
+    unknown_tangents_on(storage);
     return "forward: in-place, tangents unknown";
   }
   auto known = [](const ImplState& t) {
@@ -961,7 +957,10 @@ void Model::sum_tangent(int to, int old, const ApiProgram::GradTangent& g) {
     shared = shared || (j != old && impls_[j].storage == o.storage);
   }
   if (!shared) return set_tangent(old, sum);
-  const int storage = o.storage;
+  unknown_tangents_on(o.storage);
+}
+
+void Model::unknown_tangents_on(int storage) {
   for (int j = 0; j < num_impls(); ++j) {
     if (impls_[j].storage != storage) continue;
     set_no_tangent(j);

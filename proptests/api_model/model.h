@@ -554,6 +554,8 @@ class Model {
   const char* inplace_tangent(OpKind kind, int self, int other, const Use& self_use,
                               const Use& other_use);
   void set_no_tangent(int impl);
+  // Every tensor on `storage` gets an unknown tangent (Note [Model tangents of views]).
+  void unknown_tangents_on(int storage);
   // Note [Tangents of gradients] (program.h): what a gradient backward()/grad() computes now
   // carries; unknown where the model does not follow it. Returns the event to count, if any.
   const char* set_grad_tangent(int impl, const GradDef& def);
