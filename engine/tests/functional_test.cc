@@ -62,6 +62,24 @@ TEST(Transforms, JacrevIsDifferentiableInAPrimalThatRequiresGrad) {
   }
 }
 
+// Note [Batched cotangents]: an output without elements takes no row of the batch (beside one
+// that has some), and with no output element at all jacrev builds the shapes one row at a time.
+// torch.func.jacrev(lambda x: (x[0:0], x * x))(x): shapes [0, 3] and [3, 3], diag(2 x).
+TEST(Transforms, JacrevOfAnOutputWithoutElementsIsEmpty) {
+  const Tensor x = vec({.3, -.7, 1.1});
+  const Function both = [](const TensorList& in) -> TensorList {
+    return {ops::slice(in[0], 0, 0, 0), ops::mul(in[0], in[0])};
+  };
+  const Function empty = [](const TensorList& in) -> TensorList {
+    return {ops::slice(in[0], 0, 0, 0)};
+  };
+  const std::vector<TensorList> j = jacrev(both, {x});
+  EXPECT_EQ(j[0][0].shape(), (Shape{0, 3}));
+  EXPECT_EQ(j[1][0].shape(), (Shape{3, 3}));
+  expect_near(j[1][0], {.6, 0, 0, 0, -1.4, 0, 0, 0, 2.2});
+  EXPECT_EQ(jacrev(empty, {x})[0][0].shape(), (Shape{0, 3}));
+}
+
 // out, fn = torch.func.vjp(f, x) with x not requiring grad: out.requires_grad is False, out.is_leaf
 // (found by the conformance corpus: the engine's output kept the vjp's own history)
 TEST(Transforms, VjpOutputsCarryNoHistoryOfTheirOwn) {
